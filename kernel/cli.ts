@@ -1,0 +1,115 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import yargs, { type Argv } from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { errorMessage, isDpError } from '../sdk/errors.js';
+import type { ManifestCommand, ManifestOption, PluginManifest } from '../sdk/plugin.js';
+import { createCliIO } from './cli-io.js';
+import { kernelCommands } from './commands.js';
+import { readProjectFile } from './config.js';
+import { discoverPlugins } from './plugins.js';
+
+/** Finds --project / --env in argv before yargs runs, to know which plugins are enabled. */
+function preScan(argv: string[], flag: string): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === `--${flag}`) return argv[i + 1];
+    if (argv[i].startsWith(`--${flag}=`)) return argv[i].slice(flag.length + 3);
+  }
+  return undefined;
+}
+
+/** Manifests of the plugins enabled for this project (all built-ins when there is no project here). */
+function enabledManifests(projectRoot: string): PluginManifest[] {
+  let disable: string[] = [];
+  let paths: string[] = [];
+  if (fs.existsSync(path.join(projectRoot, 'project.yml'))) {
+    try {
+      const { raw } = readProjectFile(projectRoot);
+      const plugins = (raw.plugins ?? {}) as { disable?: string[]; paths?: string[] };
+      disable = plugins.disable ?? [];
+      paths = plugins.paths ?? [];
+    } catch {
+      // A broken project.yml is reported when a command loads it; help still works.
+    }
+  }
+  return discoverPlugins({ projectRoot, paths, disable }).enabled.map((p) => p.manifest);
+}
+
+function applyOptions(y: Argv, options?: Record<string, ManifestOption>, positionals?: Record<string, ManifestOption>): Argv {
+  for (const [name, spec] of Object.entries(positionals ?? {})) y = y.positional(name, spec as never);
+  for (const [name, spec] of Object.entries(options ?? {})) y = y.option(name, spec as never);
+  return y;
+}
+
+/** Runs a command inside a booted (non-serving) App. */
+export async function runInApp(argv: Record<string, any>, fn: (app: import('./app.js').App) => Promise<number | void>): Promise<void> {
+  const { App } = await import('./app.js');
+  const app = await App.boot({ projectRoot: argv.project, env: argv.env ?? null });
+  try {
+    const code = await fn(app);
+    process.exitCode = typeof code === 'number' ? code : 0;
+  } finally {
+    await app.close();
+  }
+}
+
+function addManifestCommand(y: Argv, cmd: ManifestCommand, parents: string[]): Argv {
+  const name = cmd.command.split(' ')[0];
+  const pathKey = [...parents, name].join(' ');
+  return y.command(
+    cmd.command,
+    cmd.describe,
+    (sub) => {
+      let s = applyOptions(sub, cmd.options, cmd.positionals);
+      for (const child of cmd.commands ?? []) s = addManifestCommand(s, child, [...parents, name]);
+      if (cmd.commands?.length) s = s.demandCommand(1, `Name a subcommand of '${pathKey}'`);
+      return s;
+    },
+    cmd.commands?.length
+      ? undefined
+      : async (argv) => {
+          await runInApp(argv, async (app) => {
+            const entry = app.commands.get(pathKey);
+            if (!entry) throw new Error(`No handler for command '${pathKey}' (its plugin did not register one)`);
+            const io = createCliIO(Boolean(argv.json));
+            return entry.handler(argv, io);
+          });
+        },
+  );
+}
+
+export async function main(rawArgv = hideBin(process.argv)): Promise<void> {
+  const projectRoot = path.resolve(preScan(rawArgv, 'project') ?? process.cwd());
+  let y: Argv = yargs(rawArgv)
+    .scriptName('dp')
+    .usage('$0 <command> [options]\n\ndp: a local data-pipeline workbench on one embedded DuckDB file.')
+    .option('project', { type: 'string', describe: 'Project folder (holds project.yml)', default: process.cwd(), defaultDescription: 'current folder', global: true })
+    .option('env', { type: 'string', describe: 'Environment to use for this command (overrides .service-env)', global: true })
+    .option('json', { type: 'boolean', describe: 'Print data as JSON', default: false, global: true })
+    .strict()
+    .demandCommand(1, 'Name a command; dp --help lists them')
+    .recommendCommands()
+    .wrap(Math.min(110, process.stdout.columns ?? 100))
+    .fail((msg, err) => {
+      if (err) throw err;
+      process.stderr.write(`error: ${msg}\nRun 'dp --help' for usage.\n`);
+      process.exit(1);
+    });
+  y = kernelCommands(y);
+  let manifests: PluginManifest[] = [];
+  try {
+    manifests = enabledManifests(projectRoot);
+  } catch (e) {
+    process.stderr.write(`error: ${errorMessage(e)}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  for (const m of manifests) for (const cmd of m.contributes?.commands ?? []) y = addManifestCommand(y, cmd, []);
+  try {
+    await y.parseAsync();
+  } catch (e) {
+    process.stderr.write(`error: ${isDpError(e) ? e.message : errorMessage(e)}\n`);
+    if (process.env.DP_DEBUG && e instanceof Error) process.stderr.write((e.stack ?? '') + '\n');
+    process.exitCode = 1;
+  }
+}

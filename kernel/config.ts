@@ -1,0 +1,305 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Ajv } from 'ajv';
+import dotenv from 'dotenv';
+import { LineCounter, parseDocument, type Document } from 'yaml';
+import type { ProjectConfig, ProjectInfo } from '../sdk/config.js';
+import { badRequest, DpError, notFound } from '../sdk/errors.js';
+import { resolveInside, toProjectRelative, writeFileAtomic } from './paths.js';
+
+export const PROJECT_FILE = 'project.yml';
+export const ENV_FILE = '.env';
+export const ACTIVE_ENV_FILE = '.service-env';
+
+/** Shape checks for project.yml; plugin-specific keys are allowed and left to their plugins. */
+const projectSchema = {
+  type: 'object',
+  properties: {
+    name: { type: 'string' },
+    database: { type: 'object', properties: { path: { type: 'string', minLength: 1 } } },
+    connections: { type: 'object', additionalProperties: { type: 'object' } },
+    streams: {
+      type: 'object',
+      additionalProperties: {
+        type: 'object',
+        required: ['steps'],
+        properties: {
+          description: { type: 'string' },
+          schedule: { type: ['string', 'null'] },
+          retries: { type: 'integer', minimum: 0 },
+          retry_delay: { type: 'number', minimum: 0 },
+          webhook_url: { type: ['string', 'null'] },
+          steps: {
+            type: 'array',
+            items: {
+              type: 'object',
+              minProperties: 1,
+              maxProperties: 1,
+              propertyNames: { enum: ['ingest', 'seed', 'transform', 'export'] },
+              additionalProperties: { type: 'array', items: { type: 'string' } },
+            },
+          },
+        },
+      },
+    },
+    lint: { type: 'object', properties: { dialect: { type: 'string' }, rules: { anyOf: [{ type: 'array', items: { type: 'string' } }, { const: 'all' }] } } },
+    sources: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['name'],
+        properties: {
+          name: { type: 'string' },
+          schema: { type: 'string' },
+          freshness_hours: { type: 'number' },
+          tables: { type: 'array', items: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, loaded_at_column: { type: 'string' } } } },
+        },
+      },
+    },
+    exposures: {
+      type: 'array',
+      items: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, depends_on: { type: 'array', items: { type: 'string' } } } },
+    },
+    environments: {
+      type: 'object',
+      additionalProperties: {
+        type: ['object', 'null'],
+        properties: { database: { type: 'object', properties: { path: { type: 'string', minLength: 1 } }, additionalProperties: false } },
+        additionalProperties: false,
+      },
+    },
+    alerts: {
+      type: 'object',
+      properties: {
+        channels: { type: 'array', items: { enum: ['chat', 'webhook', 'log'] } },
+        chat_webhook_url: { type: 'string' },
+        webhook_url: { type: 'string' },
+        on_success: { type: 'boolean' },
+        on_failure: { type: 'boolean' },
+      },
+    },
+    connectors: { type: 'object', additionalProperties: { type: 'object' } },
+    quality: {
+      type: 'object',
+      properties: {
+        anomaly_detection: {
+          type: 'object',
+          properties: {
+            enabled: { type: 'boolean' },
+            lookback: { type: 'integer', minimum: 1 },
+            threshold: { type: 'number', exclusiveMinimum: 0 },
+            notify: { type: 'array', items: { type: 'string' } },
+          },
+        },
+      },
+    },
+    plugins: {
+      type: 'object',
+      properties: { disable: { type: 'array', items: { type: 'string' } }, paths: { type: 'array', items: { type: 'string' } } },
+      additionalProperties: false,
+    },
+    query: {
+      type: 'object',
+      properties: {
+        timeout_seconds: {
+          type: 'object',
+          properties: { admin: { type: 'number', exclusiveMinimum: 0 }, editor: { type: 'number', exclusiveMinimum: 0 }, viewer: { type: 'number', exclusiveMinimum: 0 } },
+          additionalProperties: false,
+        },
+        default_limit: { type: 'integer', minimum: 1 },
+        max_limit: { type: 'integer', minimum: 1 },
+      },
+      additionalProperties: false,
+    },
+  },
+} as const;
+
+const ajv = new Ajv({ allErrors: false, strict: false });
+const validateProject = ajv.compile(projectSchema);
+
+export interface LoadedProject extends ProjectInfo {
+  /** Variables read from .env. */
+  readonly envVars: Record<string, string>;
+  /** ${VAR} references that .env does not define. */
+  readonly unresolvedVars: string[];
+}
+
+/** Finds the line of a YAML path (for error messages). */
+function lineOf(doc: Document, counter: LineCounter, pathParts: Array<string | number>): number | undefined {
+  for (let n = pathParts.length; n >= 0; n--) {
+    const node = doc.getIn(pathParts.slice(0, n), true) as { range?: [number, number, number] } | undefined;
+    if (node && node.range) return counter.linePos(node.range[0]).line;
+  }
+  return undefined;
+}
+
+export function readEnvFile(root: string): Record<string, string> {
+  const file = path.join(root, ENV_FILE);
+  if (!fs.existsSync(file)) return {};
+  return dotenv.parse(fs.readFileSync(file));
+}
+
+/** Replaces ${VAR} in every string of a parsed YAML value, from .env only. */
+function expandVars(value: unknown, vars: Record<string, string>, unresolved: Set<string>): unknown {
+  if (typeof value === 'string') {
+    return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (whole, name: string) => {
+      if (Object.prototype.hasOwnProperty.call(vars, name)) return vars[name];
+      unresolved.add(name);
+      return whole;
+    });
+  }
+  if (Array.isArray(value)) return value.map((v) => expandVars(v, vars, unresolved));
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = expandVars(v, vars, unresolved);
+    return out;
+  }
+  return value;
+}
+
+export function readActiveEnv(root: string): string | null {
+  const file = path.join(root, ACTIVE_ENV_FILE);
+  if (!fs.existsSync(file)) return null;
+  const name = fs.readFileSync(file, 'utf8').trim();
+  return name || null;
+}
+
+export function writeActiveEnv(root: string, name: string | null): void {
+  const file = path.join(root, ACTIVE_ENV_FILE);
+  if (name === null) fs.rmSync(file, { force: true });
+  else writeFileAtomic(file, name + '\n');
+}
+
+/** Reads and validates project.yml without choosing an environment. */
+export function readProjectFile(root: string): { raw: Record<string, unknown>; doc: Document; counter: LineCounter } {
+  const file = path.join(root, PROJECT_FILE);
+  if (!fs.existsSync(file)) {
+    throw notFound('project_not_found', `No ${PROJECT_FILE} in ${root}: pass --project <folder> or run dp inside a project`, { path: file });
+  }
+  const text = fs.readFileSync(file, 'utf8');
+  const counter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: counter, prettyErrors: false });
+  if (doc.errors.length > 0) {
+    const err = doc.errors[0];
+    const line = err.linePos?.[0]?.line;
+    throw badRequest('invalid_project_yml', `${PROJECT_FILE}${line ? ` line ${line}` : ''}: ${err.message.split('\n')[0]}`, {
+      file: PROJECT_FILE,
+      line: line ?? null,
+    });
+  }
+  const raw = (doc.toJS() ?? {}) as Record<string, unknown>;
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    throw badRequest('invalid_project_yml', `${PROJECT_FILE}: the top level must be a mapping of keys`, { file: PROJECT_FILE, line: 1 });
+  }
+  if (!validateProject(raw)) {
+    const e = validateProject.errors![0];
+    const parts = e.instancePath.split('/').slice(1).map((p) => (/^\d+$/.test(p) ? Number(p) : p.replace(/~1/g, '/').replace(/~0/g, '~')));
+    const line = lineOf(doc, counter, parts);
+    const where = e.instancePath ? e.instancePath.slice(1).replace(/\//g, '.') : '(top level)';
+    throw badRequest('invalid_project_yml', `${PROJECT_FILE}${line ? ` line ${line}` : ''}: '${where}' ${e.message}`, {
+      file: PROJECT_FILE,
+      line: line ?? null,
+      field: where,
+    });
+  }
+  return { raw, doc, counter };
+}
+
+function normaliseStreams(raw: unknown): ProjectConfig['streams'] {
+  const out: ProjectConfig['streams'] = {};
+  for (const [name, s] of Object.entries((raw ?? {}) as Record<string, Record<string, unknown>>)) {
+    out[name] = {
+      description: (s.description as string) ?? '',
+      schedule: (s.schedule as string) ?? null,
+      retries: (s.retries as number) ?? 0,
+      retry_delay: (s.retry_delay as number) ?? 5,
+      webhook_url: (s.webhook_url as string) ?? null,
+      steps: ((s.steps as Array<Record<string, string[]>>) ?? []).map((step) => {
+        const [action, targets] = Object.entries(step)[0];
+        return { action: action as 'ingest', targets: targets ?? ['all'] };
+      }),
+    };
+  }
+  return out;
+}
+
+export function buildConfig(raw: Record<string, unknown>, env: string | null): ProjectConfig {
+  const r = raw as Record<string, any>;
+  const environments = (r.environments ?? {}) as ProjectConfig['environments'];
+  let dbPath: string = r.database?.path ?? 'warehouse.duckdb';
+  if (env) {
+    if (!Object.prototype.hasOwnProperty.call(environments, env)) {
+      throw badRequest('unknown_environment', `Unknown environment '${env}'. Available: ${Object.keys(environments).join(', ') || '(none)'}`, {
+        environment: env,
+        available: Object.keys(environments),
+      });
+    }
+    dbPath = environments[env]?.database?.path ?? dbPath;
+  }
+  const ad = r.quality?.anomaly_detection ?? {};
+  const timeouts = r.query?.timeout_seconds ?? {};
+  return {
+    name: r.name ?? 'dp project',
+    database: { path: dbPath },
+    connections: r.connections ?? {},
+    streams: normaliseStreams(r.streams),
+    lint: { dialect: 'duckdb', rules: 'all', ...(r.lint ?? {}) },
+    sources: (r.sources ?? []).map((s: Record<string, unknown>) => ({ schema: s.name, tables: [], ...s })),
+    exposures: (r.exposures ?? []).map((e: Record<string, unknown>) => ({ depends_on: [], ...e })),
+    environments,
+    alerts: { channels: [], on_success: false, on_failure: true, ...(r.alerts ?? {}) },
+    connectors: r.connectors ?? {},
+    quality: {
+      ...(r.quality ?? {}),
+      anomaly_detection: { enabled: ad.enabled ?? true, lookback: ad.lookback ?? 30, threshold: ad.threshold ?? 2.0, notify: ad.notify ?? [] },
+    },
+    plugins: { disable: r.plugins?.disable ?? [], paths: r.plugins?.paths ?? [] },
+    query: {
+      timeout_seconds: { admin: timeouts.admin ?? 300, editor: timeouts.editor ?? 120, viewer: timeouts.viewer ?? 60 },
+      default_limit: r.query?.default_limit ?? 1000,
+      max_limit: r.query?.max_limit ?? 100000,
+    },
+    raw,
+  };
+}
+
+/**
+ * Loads a project: project.yml, ${VAR} expansion from .env, and the environment overlay
+ * (explicit `env`, else the persistent one in .service-env, else none).
+ */
+export function loadProject(rootArg: string, envOverride?: string | null): LoadedProject {
+  const root = path.resolve(rootArg);
+  if (!fs.existsSync(root) || !fs.statSync(root).isDirectory()) {
+    throw notFound('project_not_found', `Project folder '${rootArg}' does not exist`, { path: root });
+  }
+  const { raw } = readProjectFile(root);
+  const envVars = readEnvFile(root);
+  const unresolved = new Set<string>();
+  const expanded = expandVars(raw, envVars, unresolved) as Record<string, unknown>;
+  const env = envOverride ?? readActiveEnv(root);
+  let config: ProjectConfig;
+  try {
+    config = buildConfig(expanded, env);
+  } catch (e) {
+    if (e instanceof DpError && e.code === 'unknown_environment' && !envOverride) {
+      throw badRequest('unknown_environment', `${ACTIVE_ENV_FILE} names environment '${env}', which project.yml does not define: run 'dp env reset' or 'dp env use <name>'`, e.details);
+    }
+    throw e;
+  }
+  return {
+    root,
+    env,
+    config,
+    envVars,
+    unresolvedVars: [...unresolved],
+    resolve: (p: string) => resolveInside(root, p),
+    relative: (p: string) => toProjectRelative(root, p),
+  };
+}
+
+/** The database path as the kernel opens it: absolute, or ':memory:'. */
+export function databaseFile(project: ProjectInfo): string {
+  const p = project.config.database.path;
+  if (p === ':memory:') return p;
+  return path.isAbsolute(p) ? p : path.join(project.root, p);
+}

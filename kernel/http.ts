@@ -1,0 +1,154 @@
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { hasPermission, minimumRole, type Caller } from '../sdk/auth.js';
+import { DpError, errorMessage, forbidden, isDpError } from '../sdk/errors.js';
+import type { RouteDefinition } from '../sdk/plugin.js';
+import type { App } from './app.js';
+import { kernelRoutes } from './routes.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    caller: Caller;
+  }
+}
+
+const ERROR_SCHEMA = {
+  type: 'object',
+  properties: {
+    error: {
+      type: 'object',
+      properties: { code: { type: 'string' }, message: { type: 'string' }, details: { type: 'object', additionalProperties: true } },
+      required: ['code', 'message'],
+    },
+  },
+};
+
+function errorReply(reply: FastifyReply, err: DpError): FastifyReply {
+  for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
+  return reply.status(err.status).type('application/json').send(err.toBody());
+}
+
+/** Fastify's own errors (validation, body size, bad JSON) as DpErrors. */
+function fromFastifyError(err: any): DpError | null {
+  if (err.validation) {
+    const first = err.validation[0] ?? {};
+    const missing = first.params?.missingProperty;
+    const where = String(first.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
+    const field = missing ? (where ? `${where}.${missing}` : missing) : where || null;
+    return new DpError(400, 'invalid_request', `${err.validationContext ?? 'request'}${field ? ` field '${field}'` : ''}: ${first.message ?? err.message}`, {
+      field,
+      location: err.validationContext ?? null,
+    });
+  }
+  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new DpError(413, 'payload_too_large', 'The request body is larger than this endpoint accepts');
+  if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new DpError(415, 'unsupported_media_type', 'Send the body as application/json');
+  if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return new DpError(400, 'invalid_json', 'The body is empty but the content type is JSON');
+  if (err instanceof SyntaxError || err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || /JSON/.test(err.message ?? '') && err.statusCode === 400) {
+    return new DpError(400, 'invalid_json', 'The request body is not valid JSON');
+  }
+  if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
+    return new DpError(err.statusCode, 'bad_request', err.message);
+  }
+  return null;
+}
+
+export async function createServer(app: App): Promise<FastifyInstance> {
+  const server = Fastify({
+    logger: false,
+    forceCloseConnections: true,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false, allowUnionTypes: true } },
+  });
+
+  server.decorateRequest('caller', null as unknown as Caller);
+
+  await server.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: { title: 'dp API', description: 'dp: a local data-pipeline workbench on one DuckDB file', version: '0.1.0' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  await server.register(swaggerUi, {
+    routePrefix: '/docs',
+    uiHooks: {
+      onRequest: async (req, reply) => {
+        // /docs needs a login when auth is on, like every other page.
+        try {
+          req.caller = await app.auth.resolveCaller(req);
+        } catch (e) {
+          if (isDpError(e)) return errorReply(reply, e);
+          throw e;
+        }
+      },
+    },
+  });
+
+  server.setErrorHandler((err, req, reply) => {
+    const dp = isDpError(err) ? err : fromFastifyError(err);
+    if (dp) return errorReply(reply, dp);
+    app.log.error('unhandled error', { method: req.method, url: req.url.split('?')[0], error: errorMessage(err) });
+    return errorReply(reply, new DpError(500, 'internal_error', 'An unexpected error occurred; the server log has details'));
+  });
+  server.setNotFoundHandler((req, reply) =>
+    errorReply(reply, new DpError(404, 'not_found', `No endpoint ${req.method} ${req.url.split('?')[0]}`, { method: req.method, path: req.url.split('?')[0] })),
+  );
+
+  const register = (route: RouteDefinition, tag: string) => {
+    if (!route.permission) throw new DpError(500, 'route_without_permission', `Route ${route.method} ${route.url} declares no permission`);
+    const permission = route.permission;
+    const response: Record<number, unknown> = { 400: ERROR_SCHEMA, 404: ERROR_SCHEMA, ...(route.schema?.response ?? {}) };
+    server.route({
+      method: route.method,
+      url: route.url,
+      bodyLimit: route.bodyLimit,
+      schema: {
+        summary: route.summary,
+        description: route.description ?? (permission === 'public' ? 'No token needed.' : `Needs the '${permission}' permission (role ${minimumRole(permission)} or higher).`),
+        tags: route.tags ?? [tag],
+        // Only the parts a route defines: fastify warns about each one it is handed as undefined.
+        ...(route.schema?.body ? { body: route.schema.body } : {}),
+        ...(route.schema?.querystring ? { querystring: route.schema.querystring } : {}),
+        ...(route.schema?.params ? { params: route.schema.params } : {}),
+        response,
+        ...(permission === 'public' ? { security: [] } : {}),
+      },
+      preValidation: async (req) => {
+        if (permission === 'public') {
+          req.caller = await app.auth.resolveCaller(req).catch(() => ({ username: null, role: 'viewer', authenticated: false }) as Caller);
+          return;
+        }
+        const caller = await app.auth.resolveCaller(req);
+        if (!hasPermission(caller, permission)) {
+          throw forbidden('insufficient_role', `${route.method} ${route.url} needs the '${permission}' permission; role '${caller.role}' does not have it`, {
+            required_permission: permission,
+            required_role: minimumRole(permission),
+            role: caller.role,
+          });
+        }
+        req.caller = caller;
+      },
+      handler: async (req: FastifyRequest, reply: FastifyReply) => {
+        const out = await route.handler(
+          {
+            body: req.body,
+            query: req.query,
+            params: req.params,
+            caller: req.caller,
+            headers: req.headers,
+            ip: req.ip,
+            raw: req,
+          },
+          reply,
+        );
+        if (out === reply || reply.sent) return reply;
+        return out === undefined ? { ok: true } : out;
+      },
+    });
+  };
+
+  for (const r of [...kernelRoutes(app), ...app.auth.routes()]) register(r, 'kernel');
+  for (const r of app.routes) register(r, r.plugin);
+  return server;
+}

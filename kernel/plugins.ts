@@ -1,0 +1,140 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Ajv } from 'ajv';
+import { badRequest, DpError } from '../sdk/errors.js';
+import type { PluginManifest } from '../sdk/plugin.js';
+
+/** The repository root (kernel/ compiles to dist/kernel/, so two levels up from there). */
+export const REPO_ROOT = (() => {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const up = path.resolve(here, '..');
+  return path.basename(up) === 'dist' ? path.resolve(up, '..') : up;
+})();
+export const BUILTIN_PLUGINS_DIR = path.join(REPO_ROOT, 'plugins');
+const DIST = path.join(REPO_ROOT, 'dist');
+
+export interface DiscoveredPlugin {
+  manifest: PluginManifest;
+  dir: string;
+  manifestPath: string;
+  /** The module to import (compiled .js). */
+  entryFile: string;
+}
+
+let validator: ReturnType<Ajv['compile']> | null = null;
+function manifestValidator() {
+  if (!validator) {
+    const schema = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'plugin-manifest.schema.json'), 'utf8'));
+    validator = new Ajv({ allErrors: false, strict: false }).compile(schema);
+  }
+  return validator;
+}
+
+function manifestError(file: string, message: string, details: Record<string, unknown> = {}): DpError {
+  return new DpError(500, 'invalid_plugin_manifest', `${file}: ${message}`, { file, ...details });
+}
+
+/** Reads and validates one plugin.json; errors name the file and the field. */
+export function readManifest(manifestPath: string): PluginManifest {
+  let data: unknown;
+  try {
+    data = JSON.parse(fs.readFileSync(manifestPath, 'utf8'));
+  } catch (e) {
+    throw manifestError(manifestPath, `not valid JSON (${(e as Error).message})`);
+  }
+  const validate = manifestValidator();
+  if (!validate(data)) {
+    const err = validate.errors![0];
+    const params = err.params as Record<string, string>;
+    let field = err.instancePath ? err.instancePath.slice(1).replace(/\//g, '.') : '';
+    if (params.missingProperty) field = field ? `${field}.${params.missingProperty}` : params.missingProperty;
+    if (params.additionalProperty) field = field ? `${field}.${params.additionalProperty}` : params.additionalProperty;
+    const extra = params.allowedValues ? ` (one of: ${(params.allowedValues as unknown as string[]).join(', ')})` : '';
+    throw manifestError(manifestPath, `field '${field || '(root)'}' ${err.message}${extra}`, { field: field || null });
+  }
+  return data as PluginManifest;
+}
+
+/** Maps a manifest entry to the module that runs: compiled .js under dist/ for TypeScript sources. */
+function resolveEntry(dir: string, entry: string, manifestPath: string): string {
+  const asJs = entry.replace(/\.ts$/, '.js');
+  const direct = path.resolve(dir, asJs);
+  const rel = path.relative(REPO_ROOT, dir);
+  const compiled = !rel.startsWith('..') && !path.isAbsolute(rel) ? path.join(DIST, rel, asJs) : null;
+  if (compiled && fs.existsSync(compiled)) return compiled;
+  if (fs.existsSync(direct)) return direct;
+  throw manifestError(manifestPath, `field 'entry' names '${entry}', which does not exist${compiled ? ` (looked for ${compiled} too: run 'npm run build')` : ''}`, {
+    field: 'entry',
+  });
+}
+
+function discoverIn(folder: string, out: DiscoveredPlugin[], single = false): void {
+  if (!fs.existsSync(folder)) throw badRequest('plugin_path_not_found', `Plugin path '${folder}' does not exist`, { path: folder });
+  const dirs = single || fs.existsSync(path.join(folder, 'plugin.json')) ? [folder] : fs.readdirSync(folder).map((d) => path.join(folder, d)).sort();
+  for (const dir of dirs) {
+    const manifestPath = path.join(dir, 'plugin.json');
+    if (!fs.existsSync(manifestPath)) continue;
+    const manifest = readManifest(manifestPath);
+    out.push({ manifest, dir, manifestPath, entryFile: resolveEntry(dir, manifest.entry, manifestPath) });
+  }
+}
+
+/**
+ * Discovers built-in plugins and those under `plugins.paths`, drops disabled ones, and orders
+ * the rest so each plugin loads after the plugins it requires.
+ */
+export function discoverPlugins(options: { projectRoot: string; paths: string[]; disable: string[]; builtInDir?: string }): {
+  enabled: DiscoveredPlugin[];
+  disabled: DiscoveredPlugin[];
+} {
+  const all: DiscoveredPlugin[] = [];
+  discoverIn(options.builtInDir ?? BUILTIN_PLUGINS_DIR, all);
+  for (const p of options.paths) discoverIn(path.resolve(options.projectRoot, p), all);
+
+  const byName = new Map<string, DiscoveredPlugin>();
+  for (const p of all) {
+    const prior = byName.get(p.manifest.name);
+    if (prior) {
+      throw manifestError(p.manifestPath, `field 'name': plugin '${p.manifest.name}' is already defined by ${prior.manifestPath}`, { field: 'name' });
+    }
+    byName.set(p.manifest.name, p);
+  }
+  const disabledNames = new Set(options.disable);
+  for (const name of disabledNames) {
+    if (!byName.has(name)) throw badRequest('unknown_plugin', `project.yml plugins.disable names '${name}', which is not an installed plugin`, { plugin: name });
+  }
+  const enabled = all.filter((p) => !disabledNames.has(p.manifest.name));
+  const disabled = all.filter((p) => disabledNames.has(p.manifest.name));
+
+  for (const p of enabled) {
+    for (const req of p.manifest.requires ?? []) {
+      if (!byName.has(req)) {
+        throw new DpError(500, 'missing_plugin', `Plugin '${p.manifest.name}' requires plugin '${req}', which is not installed`, { plugin: p.manifest.name, requires: req });
+      }
+      if (disabledNames.has(req)) {
+        throw new DpError(500, 'missing_plugin', `Plugin '${p.manifest.name}' requires plugin '${req}', which project.yml disables: disable '${p.manifest.name}' too or enable '${req}'`, {
+          plugin: p.manifest.name,
+          requires: req,
+        });
+      }
+    }
+  }
+
+  // Topological order (stable: alphabetical among ready plugins).
+  const ordered: DiscoveredPlugin[] = [];
+  const state = new Map<string, 'visiting' | 'done'>();
+  const visit = (p: DiscoveredPlugin, trail: string[]) => {
+    const s = state.get(p.manifest.name);
+    if (s === 'done') return;
+    if (s === 'visiting') {
+      throw new DpError(500, 'plugin_cycle', `Plugins require each other in a cycle: ${[...trail, p.manifest.name].join(' -> ')}`, { cycle: [...trail, p.manifest.name] });
+    }
+    state.set(p.manifest.name, 'visiting');
+    for (const req of p.manifest.requires ?? []) visit(byName.get(req)!, [...trail, p.manifest.name]);
+    state.set(p.manifest.name, 'done');
+    ordered.push(p);
+  };
+  for (const p of [...enabled].sort((a, b) => a.manifest.name.localeCompare(b.manifest.name))) visit(p, []);
+  return { enabled: ordered, disabled };
+}

@@ -1,0 +1,140 @@
+import fs from 'node:fs';
+import { Readable } from 'node:stream';
+import { badRequest, definePlugin, LOCAL_ADMIN, type JsonSchema, type PluginContext } from '../../sdk/index.js';
+import { csvLines } from './csv.js';
+
+interface QueryBody {
+  sql: string;
+  params?: Record<string, unknown>;
+  limit?: number;
+  offset?: number;
+}
+
+const PARAM_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+const querySchema: JsonSchema = {
+  type: 'object',
+  required: ['sql'],
+  additionalProperties: false,
+  properties: {
+    sql: { type: 'string', minLength: 1, description: 'One read-only SELECT (or SHOW/DESCRIBE/SUMMARIZE), or a masking command' },
+    params: {
+      type: 'object',
+      description: 'Values for $name placeholders, bound as prepared-statement values',
+      additionalProperties: { type: ['string', 'number', 'boolean', 'null'] },
+    },
+    limit: { type: 'integer', minimum: 1, description: 'Rows to return (default 1000, at most 100000)' },
+    offset: { type: 'integer', minimum: 0, description: 'Rows to skip' },
+  },
+};
+
+const resultSchema: JsonSchema = {
+  type: 'object',
+  properties: {
+    columns: { type: 'array', items: { type: 'string' } },
+    column_types: { type: 'array', items: { type: 'string' } },
+    rows: { type: 'array', items: { type: 'array', items: {} } },
+    truncated: { type: 'boolean' },
+    offset: { type: 'integer' },
+    limit: { type: 'integer' },
+    notes: { type: 'array', items: { type: 'string' } },
+    message: { type: 'string' },
+  },
+};
+
+function checkParams(params: Record<string, unknown> | undefined): void {
+  for (const name of Object.keys(params ?? {})) {
+    if (!PARAM_NAME.test(name)) throw badRequest('invalid_param_name', `Parameter name '${name}' is not a valid identifier`, { field: `params.${name}` });
+  }
+}
+
+/** EXPLAIN of the guarded SQL: DuckDB's JSON plan (structured) and its text rendering (raw). */
+async function explain(ctx: PluginContext, sql: string, params?: Record<string, unknown>) {
+  const raw = await ctx.db.query(`EXPLAIN ${sql}`, params);
+  const text = raw.rows.map((r) => String(r[1] ?? '')).join('\n');
+  const json = await ctx.db.query(`EXPLAIN (FORMAT JSON) ${sql}`, params);
+  let structured: unknown = null;
+  try {
+    structured = JSON.parse(String(json.rows[0]?.[1] ?? 'null'));
+  } catch {
+    structured = null;
+  }
+  return { sql, plan: structured, raw: text };
+}
+
+export default definePlugin({
+  setup(ctx) {
+    ctx.route<QueryBody>({
+      method: 'POST',
+      url: '/api/query',
+      permission: 'read',
+      summary: 'Run a read-only query (masking commands are intercepted)',
+      schema: { body: querySchema, response: { 200: resultSchema } },
+      handler: async (req) => {
+        checkParams(req.body.params);
+        return ctx.queries.run({ ...req.body, caller: req.caller, purpose: 'query' });
+      },
+    });
+
+    ctx.route<QueryBody>({
+      method: 'POST',
+      url: '/api/query/explain',
+      permission: 'read',
+      summary: 'Explain a read-only query: structured plan and raw text',
+      schema: { body: querySchema },
+      handler: async (req) => {
+        checkParams(req.body.params);
+        const prepared = await ctx.queries.prepare({ sql: req.body.sql, params: req.body.params, caller: req.caller, purpose: 'explain' });
+        return explain(ctx, prepared.sql, prepared.params);
+      },
+    });
+
+    ctx.route<QueryBody>({
+      method: 'POST',
+      url: '/api/query/export-csv',
+      permission: 'read',
+      summary: 'Stream the full result of a read-only query as CSV (no row limit, constant memory)',
+      schema: { body: querySchema },
+      handler: async (req, reply) => {
+        checkParams(req.body.params);
+        const { columns, chunks } = await ctx.queries.stream({ sql: req.body.sql, params: req.body.params, caller: req.caller, purpose: 'export' });
+        reply.header('content-type', 'text/csv; charset=utf-8');
+        reply.header('content-disposition', 'attachment; filename="export.csv"');
+        return reply.send(Readable.from(csvLines(columns, chunks)));
+      },
+    });
+
+    ctx.command('query', async (args, io) => {
+      let sql = String(args.sql);
+      if (sql.startsWith('@')) sql = fs.readFileSync(sql.slice(1), 'utf8');
+      const params: Record<string, unknown> = {};
+      for (const p of (args.param as string[] | undefined) ?? []) {
+        const at = String(p).indexOf('=');
+        if (at < 1) throw badRequest('invalid_param', `--param takes name=value, got '${p}'`);
+        const raw = String(p).slice(at + 1);
+        params[String(p).slice(0, at)] = /^-?\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw === 'true' ? true : raw === 'false' ? false : raw;
+      }
+      checkParams(params);
+      const bound = Object.keys(params).length ? params : undefined;
+      if (args.csv) {
+        const { columns, chunks } = await ctx.queries.stream({ sql, params: bound, caller: LOCAL_ADMIN, purpose: 'export' });
+        for await (const text of csvLines(columns, chunks)) {
+          if (!process.stdout.write(text)) await new Promise((r) => process.stdout.once('drain', r));
+        }
+        return 0;
+      }
+      const result = await ctx.queries.run({ sql, params: bound, limit: Number(args.limit), caller: LOCAL_ADMIN, purpose: 'query' });
+      if (io.wantsJson) {
+        io.json(result);
+        return 0;
+      }
+      if ((result as { message?: string }).message) io.out(String((result as { message?: string }).message));
+      io.table(
+        result.rows.map((r) => Object.fromEntries(result.columns.map((c, i) => [c, r[i]]))),
+        result.columns,
+      );
+      if (result.truncated) io.err(`(showing the first ${result.limit} rows; pass --limit or --csv for more)`);
+      return 0;
+    });
+  },
+});

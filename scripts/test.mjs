@@ -1,0 +1,31 @@
+// Runs every compiled test file (dist/test/**/*.test.js) with Node's own test runner.
+// Usage: node scripts/test.mjs [substring ...]  — only files whose path contains one of the substrings.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
+const testDir = path.join(root, 'dist', 'test');
+const filters = process.argv.slice(2);
+const files = [];
+const walk = (dir) => {
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, entry.name);
+    if (entry.isDirectory()) walk(p);
+    else if (entry.name.endsWith('.test.js')) files.push(p);
+  }
+};
+if (fs.existsSync(testDir)) walk(testDir);
+files.sort();
+const selected = filters.length ? files.filter((f) => filters.some((s) => f.includes(s))) : files;
+if (selected.length === 0) {
+  process.stderr.write('no test files found (did the build run?)\n');
+  process.exit(1);
+}
+const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', '--test-reporter=spec', ...selected], {
+  stdio: 'inherit',
+  cwd: root,
+  env: { ...process.env, DP_LOG_SILENT: '1' },
+});
+process.exit(r.status ?? 1);

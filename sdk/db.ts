@@ -1,0 +1,78 @@
+/**
+ * The database port. Plugins never import @duckdb/node-api: they go through these
+ * interfaces, so a future adapter (MotherDuck, DuckLake) can replace the kernel's
+ * implementation without touching a plugin.
+ */
+export type SqlParams = Record<string, unknown> | unknown[];
+export type Row = Record<string, unknown>;
+
+export interface TabularResult {
+  columns: string[];
+  /** DuckDB type names, e.g. `BIGINT`, `DECIMAL(10,2)`, `VARCHAR[]`. */
+  column_types: string[];
+  /** One array per row, in `columns` order, JSON-safe values. */
+  rows: unknown[][];
+}
+
+export interface DbConnection {
+  /** Rows as objects. */
+  all<T extends Row = Row>(sql: string, params?: SqlParams): Promise<T[]>;
+  /** Rows as arrays plus column names and types. */
+  query(sql: string, params?: SqlParams): Promise<TabularResult>;
+  /** Executes one or more statements, discards results. */
+  run(sql: string, params?: SqlParams): Promise<void>;
+  /** First column of the first row, or null. */
+  value<T = unknown>(sql: string, params?: SqlParams): Promise<T | null>;
+  /** Streams a result in chunks of rows (arrays), with constant memory. */
+  stream(sql: string, params?: SqlParams): Promise<{ columns: string[]; column_types: string[]; chunks: AsyncIterable<unknown[][]> }>;
+  /** Runs fn inside BEGIN/COMMIT; rolls back when it throws. */
+  transaction<T>(fn: (c: DbConnection) => Promise<T>): Promise<T>;
+  /** Cancels the statement running on this connection (it rejects with an interrupt error). */
+  interrupt(): void;
+  /** Number of top-level statements in sql (DuckDB's own splitter). */
+  countStatements(sql: string): Promise<number>;
+}
+
+/** DuckDB's parse tree of one SELECT (json_serialize_sql), or the parser's error. */
+export type ParsedSql =
+  | { ok: true; tree: SerializedSql }
+  | { ok: false; error: string; errorType?: string; notSelect: boolean };
+
+export interface SerializedSql {
+  error: false;
+  statements: Array<{ node: SqlNode; named_param_map?: unknown }>;
+}
+
+/** A node of DuckDB's serialized tree; shapes vary by `type`/`class`. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type SqlNode = Record<string, any>;
+
+export interface MigrationSet {
+  /** Owner of the migrations (the plugin name); ids are tracked per owner. */
+  owner: string;
+  /** Ordered, idempotent SQL steps; step N runs once, tracked in _service.migrations. */
+  steps: string[];
+}
+
+export interface DatabasePort {
+  /** Absolute file path, or ':memory:'. */
+  readonly path: string;
+  /** Borrows a pooled connection for the duration of fn. */
+  withConnection<T>(fn: (c: DbConnection) => Promise<T>): Promise<T>;
+  /** A connection of its own (for long work that must be interruptible); close it when done. */
+  connect(): Promise<DbConnection & { close(): void }>;
+  all<T extends Row = Row>(sql: string, params?: SqlParams): Promise<T[]>;
+  query(sql: string, params?: SqlParams): Promise<TabularResult>;
+  run(sql: string, params?: SqlParams): Promise<void>;
+  value<T = unknown>(sql: string, params?: SqlParams): Promise<T | null>;
+  /** DuckDB's own parser: json_serialize_sql. Cached by SQL text. */
+  parse(sql: string): Promise<ParsedSql>;
+  /** json_deserialize_sql: a (modified) tree back to SQL text. */
+  deparse(tree: SerializedSql): Promise<string>;
+  /** Flushes the write-ahead log into the database file. */
+  checkpoint(): Promise<void>;
+  /** Quotes an identifier for SQL. */
+  ident(name: string): string;
+  /** Quotes a string literal for SQL. */
+  literal(value: string): string;
+}

@@ -1,0 +1,51 @@
+/**
+ * The one error type every layer throws. The HTTP server turns it into the error body
+ * from DESIGN.md: {"error": {"code", "message", "details"}}; the CLI prints its message.
+ */
+export class DpError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly details: Record<string, unknown>;
+  /** Extra response headers (for example Retry-After on 429). */
+  readonly headers: Record<string, string>;
+
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    details: Record<string, unknown> = {},
+    headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'DpError';
+    this.status = status;
+    this.code = code;
+    this.details = details;
+    this.headers = headers;
+  }
+
+  toBody(): { error: { code: string; message: string; details: Record<string, unknown> } } {
+    return { error: { code: this.code, message: this.message, details: this.details } };
+  }
+}
+
+export const badRequest = (code: string, message: string, details: Record<string, unknown> = {}) =>
+  new DpError(400, code, message, details);
+export const unauthorized = (code: string, message: string, details: Record<string, unknown> = {}) =>
+  new DpError(401, code, message, details);
+export const forbidden = (code: string, message: string, details: Record<string, unknown> = {}) =>
+  new DpError(403, code, message, details);
+export const notFound = (code: string, message: string, details: Record<string, unknown> = {}) =>
+  new DpError(404, code, message, details);
+export const conflict = (code: string, message: string, details: Record<string, unknown> = {}) =>
+  new DpError(409, code, message, details);
+
+export function isDpError(e: unknown): e is DpError {
+  return e instanceof DpError || (typeof e === 'object' && e !== null && (e as { name?: string }).name === 'DpError');
+}
+
+/** Message of any thrown value, without a stack. */
+export function errorMessage(e: unknown): string {
+  if (e instanceof Error) return e.message;
+  return String(e);
+}

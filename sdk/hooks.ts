@@ -1,0 +1,123 @@
+import type { AsyncSeriesBailHook, AsyncSeriesHook } from 'tapable';
+import type { Caller } from './auth.js';
+import type { DatabasePort, TabularResult } from './db.js';
+
+/** Why a user query runs; table endpoints match masking policies by exact table. */
+export type QueryPurpose = 'query' | 'explain' | 'export' | 'sample' | 'profile' | 'semantic' | 'notebook';
+
+/**
+ * A user query on its way through the kernel's guarded runner:
+ * interceptQuery → beforeQuery → read-only validation → execute (role timeout) → rowTransforms → afterQuery.
+ */
+export interface QueryContext {
+  /** The SQL to run; beforeQuery taps may rewrite it. */
+  sql: string;
+  /** The SQL as the caller sent it. */
+  readonly originalSql: string;
+  params?: Record<string, unknown>;
+  readonly caller: Caller;
+  readonly purpose: QueryPurpose;
+  /** Set for table endpoints (sample, profile): policies match this exact table. */
+  readonly table?: { schema: string; table: string };
+  /** Applied to every batch of result rows (buffered or streamed) before it leaves the server. */
+  rowTransforms: Array<(columns: string[], rows: unknown[][]) => unknown[][]>;
+  /** Human notes returned with the result and logged (e.g. "masking applied after execution"). */
+  notes: string[];
+  /** Scratch space for plugins, keyed by plugin name. */
+  state: Record<string, unknown>;
+}
+
+export interface QueryResult extends TabularResult {
+  truncated: boolean;
+  offset: number;
+  limit: number;
+  notes?: string[];
+}
+
+export type ModelBuildStatus = 'built' | 'skipped' | 'error' | 'assertion_failed' | 'upstream_failed';
+
+export interface ModelBuildContext {
+  /** `schema.name`. */
+  readonly model: string;
+  readonly schema: string;
+  readonly name: string;
+  readonly materialized: 'table' | 'view';
+  readonly path: string;
+  readonly sql: string;
+  readonly runId: string;
+  /** Status so far; a tap may set `assertion_failed`. */
+  status: ModelBuildStatus;
+  readonly durationMs: number;
+  error?: string;
+  /** Extra per-model output plugins attach (assertion results, anomalies...). */
+  extras: Record<string, unknown>;
+  readonly db: DatabasePort;
+}
+
+export interface TransformRunContext {
+  readonly runId: string;
+  readonly trigger: string;
+  readonly targets: string[] | null;
+  results: Array<{ model: string; status: ModelBuildStatus; duration_ms: number; error?: string }>;
+  status: 'running' | 'success' | 'error';
+}
+
+export interface SyncContext {
+  readonly connector: string;
+  readonly table: string;
+  readonly cdcMode: string;
+  status: 'success' | 'skipped' | 'error';
+  rowsSynced: number;
+  error?: string;
+}
+
+export interface PipelineContext {
+  readonly runId: string;
+  readonly streamName: string;
+  readonly trigger: string;
+  status: 'running' | 'success' | 'error' | 'cancelled';
+  readonly startedAt: Date;
+  step?: { index: number; action: string; targets: string[] };
+  error?: string;
+  durationMs?: number;
+}
+
+/**
+ * The kernel's hook points. Taps declare themselves in their manifest's
+ * `contributes.hooks`; `ctx.tap()` refuses an undeclared hook.
+ */
+export interface KernelHooks {
+  /** A tap may answer the query itself (masking commands); the first non-undefined result wins. */
+  interceptQuery: AsyncSeriesBailHook<[QueryContext], QueryResult | undefined>;
+  /** Rewrite ctx.sql, add row transforms, or throw a DpError to refuse. */
+  beforeQuery: AsyncSeriesHook<[QueryContext]>;
+  afterQuery: AsyncSeriesHook<[QueryContext, QueryResult]>;
+  beforeTransform: AsyncSeriesHook<[TransformRunContext]>;
+  afterModelBuild: AsyncSeriesHook<[ModelBuildContext]>;
+  afterTransform: AsyncSeriesHook<[TransformRunContext]>;
+  onSync: AsyncSeriesHook<[SyncContext]>;
+  pipelineStart: AsyncSeriesHook<[PipelineContext]>;
+  pipelineStep: AsyncSeriesHook<[PipelineContext]>;
+  pipelineEnd: AsyncSeriesHook<[PipelineContext]>;
+}
+
+export type HookName = keyof KernelHooks;
+export const HOOK_NAMES: readonly HookName[] = [
+  'interceptQuery',
+  'beforeQuery',
+  'afterQuery',
+  'beforeTransform',
+  'afterModelBuild',
+  'afterTransform',
+  'onSync',
+  'pipelineStart',
+  'pipelineStep',
+  'pipelineEnd',
+];
+
+/** Tap callback types by hook name (promise taps). */
+export type TapFn<H extends HookName> = KernelHooks[H] extends AsyncSeriesBailHook<infer A, infer R>
+  ? (...args: A extends unknown[] ? A : never) => Promise<R | undefined>
+  : KernelHooks[H] extends AsyncSeriesHook<infer A>
+    ? (...args: A extends unknown[] ? A : never) => Promise<void>
+    : never;

@@ -1,0 +1,9 @@
+/** The only module a plugin imports. */
+export * from './auth.js';
+export * from './config.js';
+export * from './db.js';
+export * from './errors.js';
+export * from './hooks.js';
+export * from './plugin.js';
+export * from './services.js';
+export * from './sql.js';

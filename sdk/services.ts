@@ -1,0 +1,132 @@
+/**
+ * Interfaces of the services plugins offer each other by name (ctx.services.get('models')).
+ * A plugin depends on these types only, never on another plugin's files.
+ */
+import type { Caller } from './auth.js';
+import type { ModelBuildStatus } from './hooks.js';
+
+export interface ModelInfo {
+  /** Bare model name (file stem). */
+  name: string;
+  schema: string;
+  /** `schema.name`. */
+  full_name: string;
+  materialized: 'table' | 'view';
+  /** Upstream relations as `schema.name` (models, seeds, sources). */
+  depends_on: string[];
+  /** Project-relative path, e.g. `transform/staging/stg_orders.sql`. */
+  path: string;
+  /** SHA-256 of the file. */
+  content_hash: string;
+  /** The SQL with directive comments as written. */
+  sql: string;
+  /** Inline assertion expressions from `@assert` / `assert:`. */
+  assertions: string[];
+  /** Raw `@config` key/values. */
+  config: Record<string, string>;
+}
+
+export interface SeedInfo {
+  name: string;
+  schema: string;
+  full_name: string;
+  path: string;
+  content_hash: string;
+}
+
+export interface DagNode {
+  id: string;
+  type: 'source' | 'seed' | 'ingest' | 'import' | 'table' | 'view' | 'exposure';
+  label: string;
+  [k: string]: unknown;
+}
+
+export interface DagEdge {
+  source: string;
+  target: string;
+}
+
+export interface ModelBuildResult {
+  model: string;
+  status: ModelBuildStatus;
+  duration_ms: number;
+  error?: string;
+  extras?: Record<string, unknown>;
+}
+
+export interface TransformSummary {
+  run_id: string;
+  status: 'success' | 'error';
+  duration_ms: number;
+  results: ModelBuildResult[];
+}
+
+export interface SeedLoadResult {
+  seed: string;
+  status: 'built' | 'skipped' | 'error';
+  rows?: number;
+  error?: string;
+}
+
+export interface ModelsService {
+  /** Discovers models (cached until files change); throws DpError naming files on cycles, duplicates, unknown refs. */
+  list(): Promise<ModelInfo[]>;
+  /** By `schema.name` or bare name. */
+  get(name: string): Promise<ModelInfo | undefined>;
+  seeds(): Promise<SeedInfo[]>;
+  /** Models-only DAG. */
+  dag(): Promise<{ nodes: DagNode[]; edges: DagEdge[] }>;
+  transform(options: { targets?: string[] | null; force?: boolean; trigger?: string }): Promise<TransformSummary>;
+  loadSeeds(options: { force?: boolean; schema?: string; targets?: string[] | null }): Promise<SeedLoadResult[]>;
+}
+
+export interface AssertionOutcome {
+  expression: string;
+  passed: boolean;
+  detail: Record<string, unknown>;
+}
+
+export interface ContractRunResult {
+  total: number;
+  passed: number;
+  failed: number;
+  results: Array<{
+    contract_name: string;
+    model: string;
+    passed: boolean;
+    severity: 'error' | 'warn';
+    duration_ms: number;
+    error: string | null;
+    assertions: AssertionOutcome[];
+  }>;
+}
+
+export interface QualityService {
+  /** Evaluates assertion expressions against a relation (`schema.table`). */
+  evaluateAssertions(relation: string, expressions: string[]): Promise<AssertionOutcome[]>;
+  /** Runs contracts, optionally filtered by contract name or model. */
+  runContracts(filter?: string): Promise<ContractRunResult>;
+  /** Profile of one relation; sample values go through the guarded query runner (masked). */
+  profile(schema: string, table: string, caller: Caller): Promise<Record<string, unknown>>;
+}
+
+export interface ColumnSource {
+  source_table: string;
+  source_column: string;
+}
+
+export interface ModelLineage {
+  model: string;
+  columns: Record<string, ColumnSource[]>;
+  depends_on: string[];
+  method?: 'parser' | 'regex';
+}
+
+export interface LineageService {
+  lineage(model: string): Promise<ModelLineage>;
+}
+
+export interface MaskingService {
+  /** Columns of `schema.table` the caller would see masked. */
+  maskedColumns(caller: Caller, schema: string, table: string): Promise<string[]>;
+}

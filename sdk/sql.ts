@@ -1,0 +1,19 @@
+/** Small SQL text helpers shared by plugins (quoting only; parsing is DuckDB's job). */
+
+/** Quotes an identifier: `my "col"` → `"my ""col"""`. */
+export function quoteIdent(name: string): string {
+  return '"' + name.replace(/"/g, '""') + '"';
+}
+
+/** Quotes a string literal: `it's` → `'it''s'`. */
+export function quoteLiteral(value: string): string {
+  return "'" + value.replace(/'/g, "''") + "'";
+}
+
+/** `schema.table` quoted. */
+export function qualified(schema: string, table: string): string {
+  return `${quoteIdent(schema)}.${quoteIdent(table)}`;
+}
+
+/** Identifier rule for names users give (models, schemas, metrics). */
+export const SAFE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
