@@ -39,7 +39,7 @@ class DatabaseHandle implements DatabasePort {
   connect() {
     return this.current().connect();
   }
-  all<T extends Row = Row>(sql: string, params?: SqlParams) {
+  all<T = Row>(sql: string, params?: SqlParams) {
     return this.current().all<T>(sql, params);
   }
   query(sql: string, params?: SqlParams) {

@@ -61,7 +61,7 @@ export function translateDbError(e: unknown): unknown {
 export class Connection implements DbConnection {
   constructor(readonly raw: DuckDBConnection) {}
 
-  async all<T extends Row = Row>(sql: string, params?: SqlParams): Promise<T[]> {
+  async all<T = Row>(sql: string, params?: SqlParams): Promise<T[]> {
     const r = await this.raw.runAndReadAll(sql, toValues(params));
     const types = typeNames(r);
     const names = r.columnNames();
@@ -211,7 +211,7 @@ export class DuckDatabase implements DatabasePort {
     return Object.assign(c, { close: () => c.raw.closeSync() });
   }
 
-  all<T extends Row = Row>(sql: string, params?: SqlParams): Promise<T[]> {
+  all<T = Row>(sql: string, params?: SqlParams): Promise<T[]> {
     return this.withConnection((c) => c.all<T>(sql, params));
   }
   query(sql: string, params?: SqlParams): Promise<TabularResult> {

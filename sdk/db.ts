@@ -16,7 +16,7 @@ export interface TabularResult {
 
 export interface DbConnection {
   /** Rows as objects. */
-  all<T extends Row = Row>(sql: string, params?: SqlParams): Promise<T[]>;
+  all<T = Row>(sql: string, params?: SqlParams): Promise<T[]>;
   /** Rows as arrays plus column names and types. */
   query(sql: string, params?: SqlParams): Promise<TabularResult>;
   /** Executes one or more statements, discards results. */
@@ -61,7 +61,7 @@ export interface DatabasePort {
   withConnection<T>(fn: (c: DbConnection) => Promise<T>): Promise<T>;
   /** A connection of its own (for long work that must be interruptible); close it when done. */
   connect(): Promise<DbConnection & { close(): void }>;
-  all<T extends Row = Row>(sql: string, params?: SqlParams): Promise<T[]>;
+  all<T = Row>(sql: string, params?: SqlParams): Promise<T[]>;
   query(sql: string, params?: SqlParams): Promise<TabularResult>;
   run(sql: string, params?: SqlParams): Promise<void>;
   value<T = unknown>(sql: string, params?: SqlParams): Promise<T | null>;
