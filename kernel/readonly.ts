@@ -1,5 +1,5 @@
 import type { DatabasePort, SqlNode } from '../sdk/db.js';
-import { badRequest } from '../sdk/errors.js';
+import { badRequest, forbidden } from '../sdk/errors.js';
 
 /**
  * Table functions a read-only query may call. Everything else (read_csv*, read_parquet,
@@ -51,8 +51,15 @@ function walk(node: unknown, visit: (n: SqlNode) => void): void {
   }
 }
 
-/** Throws read_only_violation unless sql is a single SELECT (or SHOW/DESCRIBE/SUMMARIZE) that touches no file or state. */
-export async function assertReadOnly(db: DatabasePort, sql: string): Promise<void> {
+/** Credentials live here; no query reads them, whatever the role. */
+const CREDENTIAL_TABLES = new Set(['users', 'tokens']);
+
+/**
+ * Throws read_only_violation unless sql is a single SELECT (or SHOW/DESCRIBE/SUMMARIZE) that
+ * touches no file or state. The `_service` schema is readable by admins only, and its
+ * credential tables by nobody.
+ */
+export async function assertReadOnly(db: DatabasePort, sql: string, options: { allowServiceSchema?: boolean } = {}): Promise<void> {
   const parsed = await db.parse(sql);
   if (!parsed.ok) {
     if (parsed.notSelect) throw readOnlyError('the statement is not a SELECT (mutations, DDL, COPY, ATTACH, INSTALL/LOAD, PRAGMA, SET and CALL are refused)');
@@ -69,6 +76,12 @@ export async function assertReadOnly(db: DatabasePort, sql: string): Promise<voi
       if (DENIED_SCALAR_FUNCTIONS.has(name)) throw readOnlyError(`function '${name}' is not allowed`, { function: name });
     } else if (n.type === 'BASE_TABLE' && typeof n.table_name === 'string') {
       if (FILE_LIKE.test(n.table_name)) throw readOnlyError(`reading files ('${n.table_name}') is not allowed`, { table: n.table_name });
+      if (String(n.schema_name ?? '').toLowerCase() === '_service') {
+        const table = n.table_name.toLowerCase();
+        if (CREDENTIAL_TABLES.has(table) || !options.allowServiceSchema) {
+          throw forbidden('internal_table', `_service.${table} is internal to dp and cannot be queried`, { table: `_service.${table}` });
+        }
+      }
     }
   });
 }

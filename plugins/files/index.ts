@@ -1,0 +1,161 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseDocument } from 'yaml';
+import { badRequest, definePlugin, notFound, qualified, type ModelsService, type PluginContext } from '../../sdk/index.js';
+import { isHidden, isHiddenPath, languageOf, SAVEABLE_EXTENSIONS } from './rules.js';
+
+interface TreeNode {
+  name: string;
+  path: string;
+  type: 'file' | 'directory';
+  size?: number;
+  children?: TreeNode[];
+}
+
+const MAX_READ_BYTES = 5 * 1024 * 1024;
+
+function tree(root: string, dir: string): TreeNode[] {
+  const out: TreeNode[] = [];
+  const entries = fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => Number(b.isDirectory()) - Number(a.isDirectory()) || a.name.localeCompare(b.name));
+  for (const e of entries) {
+    if (isHidden(e.name) || e.isSymbolicLink()) continue;
+    const abs = path.join(dir, e.name);
+    const rel = path.relative(root, abs).split(path.sep).join('/');
+    if (e.isDirectory()) out.push({ name: e.name, path: rel, type: 'directory', children: tree(root, abs) });
+    else if (e.isFile()) out.push({ name: e.name, path: rel, type: 'file', size: fs.statSync(abs).size });
+  }
+  return out;
+}
+
+/** Resolves a path from the URL: inside the project, not hidden. */
+function target(ctx: PluginContext, raw: string): { abs: string; rel: string } {
+  const rel = decodeURIComponent(raw ?? '').replace(/^\/+/, '');
+  if (!rel) throw badRequest('invalid_path', 'Name a file path after /api/files/', { field: 'path' });
+  const abs = ctx.project.resolve(rel);
+  const normal = ctx.project.relative(abs);
+  if (isHiddenPath(normal)) throw badRequest('protected_path', `'${normal}' cannot be read or changed through the API`, { path: normal });
+  return { abs, rel: normal };
+}
+
+/** Refuses content that would leave the project unloadable (project.yml, notebooks). */
+function validateContent(rel: string, content: string): void {
+  const ext = path.extname(rel).toLowerCase();
+  if (ext === '.yml' || ext === '.yaml') {
+    const doc = parseDocument(content, { prettyErrors: false });
+    if (doc.errors.length) {
+      const line = doc.errors[0].linePos?.[0]?.line;
+      throw badRequest('invalid_yaml', `${rel}${line ? ` line ${line}` : ''}: ${doc.errors[0].message.split('\n')[0]}`, { path: rel, line: line ?? null });
+    }
+  }
+  if (ext === '.dpnb') {
+    let nb: { cells?: unknown };
+    try {
+      nb = JSON.parse(content);
+    } catch {
+      throw badRequest('invalid_notebook', `${rel}: a notebook is JSON {"cells": [...]}`, { path: rel });
+    }
+    if (!nb || !Array.isArray(nb.cells)) throw badRequest('invalid_notebook', `${rel}: a notebook needs a "cells" list`, { path: rel });
+  }
+}
+
+/** The database object a file defines (model or seed), if any. */
+async function objectOf(ctx: PluginContext, rel: string): Promise<{ schema: string; name: string } | null> {
+  const models = ctx.services.find<ModelsService>('models');
+  if (models) {
+    const m = (await models.list().catch(() => [])).find((x) => x.path === rel);
+    if (m) return { schema: m.schema, name: m.name };
+    const s = (await models.seeds().catch(() => [])).find((x) => x.path === rel);
+    if (s) return { schema: s.schema, name: s.name };
+  }
+  const model = /^transform\/([^/]+)\/([^/]+)\.sql$/.exec(rel);
+  if (model) return { schema: model[1], name: model[2] };
+  const seed = /^seeds\/([^/]+)\.csv$/.exec(rel);
+  if (seed) return { schema: 'seeds', name: seed[1] };
+  return null;
+}
+
+async function dropObject(ctx: PluginContext, obj: { schema: string; name: string }): Promise<string | null> {
+  const kind = await ctx.db.value<string>(
+    `SELECT 'TABLE' FROM duckdb_tables() WHERE schema_name = $1 AND table_name = $2
+     UNION ALL SELECT 'VIEW' FROM duckdb_views() WHERE schema_name = $1 AND view_name = $2 LIMIT 1`,
+    [obj.schema, obj.name],
+  );
+  if (!kind) return null;
+  await ctx.db.run(`DROP ${kind} ${qualified(obj.schema, obj.name)}`);
+  return `${obj.schema}.${obj.name}`;
+}
+
+export default definePlugin({
+  setup(ctx) {
+    ctx.route({
+      method: 'GET',
+      url: '/api/files',
+      permission: 'read',
+      summary: 'The project file tree (secrets and database files left out)',
+      handler: () => ({ root: ctx.project.config.name, children: tree(ctx.project.root, ctx.project.root) }),
+    });
+
+    ctx.route<unknown, unknown, { '*': string }>({
+      method: 'GET',
+      url: '/api/files/*',
+      permission: 'read',
+      summary: 'Read a project file: {path, content, language}',
+      handler: (req) => {
+        const { abs, rel } = target(ctx, req.params['*']);
+        if (!fs.existsSync(abs) || !fs.statSync(abs).isFile()) throw notFound('file_not_found', `No file '${rel}'`, { path: rel });
+        if (fs.statSync(abs).size > MAX_READ_BYTES) throw badRequest('file_too_large', `'${rel}' is larger than 5 MiB`, { path: rel });
+        return { path: rel, content: fs.readFileSync(abs, 'utf8'), language: languageOf(rel) };
+      },
+    });
+
+    ctx.route<{ content: string }, unknown, { '*': string }>({
+      method: 'PUT',
+      url: '/api/files/*',
+      permission: 'write',
+      summary: `Save a file atomically (extensions: ${SAVEABLE_EXTENSIONS.join(' ')})`,
+      bodyLimit: MAX_READ_BYTES,
+      schema: { body: { type: 'object', required: ['content'], additionalProperties: false, properties: { content: { type: 'string' } } } },
+      handler: (req) => {
+        const { abs, rel } = target(ctx, req.params['*']);
+        const ext = path.extname(rel).toLowerCase();
+        if (!SAVEABLE_EXTENSIONS.includes(ext)) {
+          throw badRequest('extension_not_allowed', `Files ending in '${ext || '(none)'}' cannot be saved; allowed: ${SAVEABLE_EXTENSIONS.join(', ')}`, {
+            path: rel,
+            allowed: SAVEABLE_EXTENSIONS,
+          });
+        }
+        if (fs.existsSync(abs) && fs.statSync(abs).isDirectory()) throw badRequest('is_directory', `'${rel}' is a folder`, { path: rel });
+        validateContent(rel, req.body.content);
+        const created = !fs.existsSync(abs);
+        fs.mkdirSync(path.dirname(abs), { recursive: true });
+        const tmp = `${abs}.${process.pid}.${Date.now()}.tmp`;
+        try {
+          fs.writeFileSync(tmp, req.body.content);
+          fs.renameSync(tmp, abs);
+        } finally {
+          fs.rmSync(tmp, { force: true });
+        }
+        ctx.log.info('file saved', { path: rel, bytes: Buffer.byteLength(req.body.content) });
+        return { path: rel, saved: true, created, language: languageOf(rel) };
+      },
+    });
+
+    ctx.route<unknown, { drop_object?: boolean }, { '*': string }>({
+      method: 'DELETE',
+      url: '/api/files/*',
+      permission: 'write',
+      summary: 'Delete a file; with drop_object=true also drop the table or view it defines',
+      schema: { querystring: { type: 'object', properties: { drop_object: { type: 'boolean', default: false } } } },
+      handler: async (req) => {
+        const { abs, rel } = target(ctx, req.params['*']);
+        if (!fs.existsSync(abs) || !fs.statSync(abs).isFile()) throw notFound('file_not_found', `No file '${rel}'`, { path: rel });
+        // Find the object before the file goes, while discovery still sees it.
+        const obj = req.query.drop_object ? await objectOf(ctx, rel) : null;
+        fs.rmSync(abs);
+        const dropped = obj ? await dropObject(ctx, obj) : null;
+        ctx.log.info('file deleted', { path: rel, dropped });
+        return { path: rel, deleted: true, dropped_object: dropped };
+      },
+    });
+  },
+});

@@ -1,0 +1,62 @@
+import { notFound, type DatabasePort } from '../../sdk/index.js';
+
+export interface TableEntry {
+  schema: string;
+  name: string;
+  type: 'table' | 'view';
+}
+
+export interface ColumnEntry {
+  name: string;
+  type: string;
+  nullable: boolean;
+}
+
+/** The kernel's own bookkeeping schema is not user data: listings leave it out. */
+const HIDDEN_SCHEMAS = ['_service', 'information_schema', 'pg_catalog'];
+
+export async function listTables(db: DatabasePort, schema?: string): Promise<TableEntry[]> {
+  const rows = await db.all<TableEntry>(
+    `SELECT schema_name AS schema, table_name AS name, 'table' AS type FROM duckdb_tables()
+       WHERE database_name = current_database() AND NOT internal AND NOT temporary
+     UNION ALL
+     SELECT schema_name, view_name, 'view' FROM duckdb_views()
+       WHERE database_name = current_database() AND NOT internal AND NOT temporary
+     ORDER BY 1, 2`,
+  );
+  return rows.filter((r) => !HIDDEN_SCHEMAS.includes(r.schema) && (schema === undefined || r.schema === schema));
+}
+
+export async function describeTable(db: DatabasePort, schema: string, table: string): Promise<{ schema: string; name: string; type: string; columns: ColumnEntry[] }> {
+  const found = (await listTables(db, schema)).find((t) => t.name === table);
+  if (!found) throw notFound('table_not_found', `No table or view ${schema}.${table}`, { schema, table });
+  const columns = await db.all<ColumnEntry>(
+    `SELECT column_name AS name, data_type AS type, is_nullable AS nullable FROM duckdb_columns()
+     WHERE database_name = current_database() AND schema_name = $1 AND table_name = $2 ORDER BY column_index`,
+    [schema, table],
+  );
+  return { schema, name: table, type: found.type, columns };
+}
+
+/** Every user table with its columns, for editor autocomplete. */
+export async function autocompleteCatalog(db: DatabasePort) {
+  const tables = await listTables(db);
+  const cols = await db.all<{ schema: string; table: string; name: string; type: string }>(
+    `SELECT schema_name AS schema, table_name AS "table", column_name AS name, data_type AS type FROM duckdb_columns()
+     WHERE database_name = current_database() AND NOT internal ORDER BY schema_name, table_name, column_index`,
+  );
+  const byTable = new Map<string, Array<{ name: string; type: string }>>();
+  for (const c of cols) {
+    const key = `${c.schema}.${c.table}`;
+    if (!byTable.has(key)) byTable.set(key, []);
+    byTable.get(key)!.push({ name: c.name, type: c.type });
+  }
+  const keywords = (await db.all<{ keyword_name: string }>(`SELECT keyword_name FROM duckdb_keywords() WHERE keyword_category = 'reserved' ORDER BY 1`)).map(
+    (k) => k.keyword_name.toUpperCase(),
+  );
+  return {
+    schemas: [...new Set(tables.map((t) => t.schema))],
+    tables: tables.map((t) => ({ ...t, columns: byTable.get(`${t.schema}.${t.name}`) ?? [] })),
+    keywords,
+  };
+}

@@ -1,0 +1,81 @@
+import { definePlugin, qualified, type JsonSchema } from '../../sdk/index.js';
+import { autocompleteCatalog, describeTable, listTables } from './catalog.js';
+
+const tableParams: JsonSchema = {
+  type: 'object',
+  required: ['schema', 'table'],
+  properties: { schema: { type: 'string', minLength: 1 }, table: { type: 'string', minLength: 1 } },
+};
+
+export default definePlugin({
+  setup(ctx) {
+    ctx.services.provide('tables', {
+      list: (schema?: string) => listTables(ctx.db, schema),
+      describe: (schema: string, table: string) => describeTable(ctx.db, schema, table),
+    });
+
+    ctx.route<unknown, { schema?: string }>({
+      method: 'GET',
+      url: '/api/tables',
+      permission: 'read',
+      summary: 'Tables and views, optionally of one schema',
+      schema: {
+        querystring: { type: 'object', properties: { schema: { type: 'string' } } },
+        response: {
+          200: { type: 'array', items: { type: 'object', properties: { schema: { type: 'string' }, name: { type: 'string' }, type: { type: 'string' } } } },
+        },
+      },
+      handler: (req) => listTables(ctx.db, req.query.schema),
+    });
+
+    ctx.route<unknown, unknown, { schema: string; table: string }>({
+      method: 'GET',
+      url: '/api/tables/:schema/:table',
+      permission: 'read',
+      summary: 'Columns of a table or view',
+      schema: { params: tableParams },
+      handler: (req) => describeTable(ctx.db, req.params.schema, req.params.table),
+    });
+
+    ctx.route<unknown, { limit: number; offset: number }, { schema: string; table: string }>({
+      method: 'GET',
+      url: '/api/tables/:schema/:table/sample',
+      permission: 'read',
+      summary: 'Sample rows (masked by the exact-table policies)',
+      schema: {
+        params: tableParams,
+        querystring: {
+          type: 'object',
+          properties: { limit: { type: 'integer', minimum: 1, maximum: 10000, default: 100 }, offset: { type: 'integer', minimum: 0, default: 0 } },
+        },
+      },
+      handler: async (req) => {
+        const { schema, table } = req.params;
+        await describeTable(ctx.db, schema, table); // 404 before any SQL is built from the names
+        const result = await ctx.queries.run({
+          sql: `SELECT * FROM ${qualified(schema, table)}`,
+          limit: req.query.limit,
+          offset: req.query.offset,
+          caller: req.caller,
+          purpose: 'sample',
+          table: { schema, table },
+        });
+        return { schema, table, columns: result.columns, rows: result.rows, limit: result.limit, offset: result.offset };
+      },
+    });
+
+    ctx.route({
+      method: 'GET',
+      url: '/api/autocomplete',
+      permission: 'read',
+      summary: 'Schemas, tables with their columns, and reserved keywords for the SQL editor',
+      handler: () => autocompleteCatalog(ctx.db),
+    });
+
+    ctx.command('tables', async (args, io) => {
+      const rows = await listTables(ctx.db, args.schema as string | undefined);
+      if (io.wantsJson) io.json(rows);
+      else io.table(rows as unknown as Array<Record<string, unknown>>, ['schema', 'name', 'type']);
+    });
+  },
+});
