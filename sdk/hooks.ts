@@ -44,6 +44,11 @@ export interface ModelBuildContext {
   readonly materialized: 'table' | 'view';
   readonly path: string;
   readonly sql: string;
+  /**
+   * Inline assertion expressions of the model (`@assert` / `assert:`), when the runner knows them.
+   * The quality plugin evaluates these; when absent it asks the models service for them.
+   */
+  readonly assertions?: readonly string[];
   readonly runId: string;
   /** Status so far; a tap may set `assertion_failed`. */
   status: ModelBuildStatus;
