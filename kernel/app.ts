@@ -214,6 +214,7 @@ export class App {
         delete: (k) => app.secrets.delete(k),
       },
       queries: this.queries,
+      webhooks: app.auth.webhooks,
       log,
       get env() {
         return app.project.envVars;

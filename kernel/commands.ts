@@ -1,9 +1,10 @@
 import type { Argv } from 'yargs';
 import { badRequest } from '../sdk/errors.js';
+import { usersCommands } from './auth/cli.js';
 import { createCliIO } from './cli-io.js';
 import { ACTIVE_ENV_FILE, buildConfig, databaseFile, loadProject, readActiveEnv, readProjectFile, writeActiveEnv } from './config.js';
 
-/** Commands the kernel owns: serve, env, secrets, plugins. */
+/** Commands the kernel owns: serve, env, secrets, users, plugins. */
 export function kernelCommands(y: Argv): Argv {
   return y
     .command(
@@ -117,6 +118,7 @@ export function kernelCommands(y: Argv): Argv {
         )
         .demandCommand(1, "Name a subcommand of 'secrets'"),
     )
+    .command('users', 'Manage users directly on the database (first admin, recovery)', (s) => usersCommands(s))
     .command(
       'plugins',
       'List enabled and disabled plugins',

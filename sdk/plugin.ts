@@ -142,6 +142,20 @@ export interface SecretsStore {
   delete(key: string): Promise<boolean>;
 }
 
+/** Checks the shared secret of incoming webhook calls (SPEC.md Authentication 10). */
+export interface WebhookGuard {
+  /** The header the caller sends the secret in. */
+  readonly header: 'x-service-webhook-secret';
+  /**
+   * Returns when the call may proceed: `SERVICE_WEBHOOK_OPEN=true`, or the header equals
+   * `SERVICE_WEBHOOK_SECRET_<NAME>` (name upper-cased, other characters as `_`), else
+   * `SERVICE_WEBHOOK_SECRET` (constant-time comparison). Otherwise throws DpError 401
+   * `webhook_secret_required` (no header), 403 `webhook_secret_invalid` (wrong secret) or
+   * 403 `webhook_not_configured` (no secret set). Reads the process environment, then .env.
+   */
+  verify(webhookName: string, headerValue: string | string[] | undefined): void;
+}
+
 export interface UserQueryRequest {
   sql: string;
   params?: Record<string, unknown>;
@@ -175,6 +189,8 @@ export interface PluginContext {
   readonly services: ServiceRegistry;
   readonly secrets: SecretsStore;
   readonly queries: QueryRunner;
+  /** Shared-secret check for routes that receive webhooks (declare them `public`). */
+  readonly webhooks: WebhookGuard;
   readonly log: Logger;
   /** Variables from the project's .env (the only source of ${VAR}). */
   readonly env: Readonly<Record<string, string>>;

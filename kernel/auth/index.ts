@@ -1,8 +1,12 @@
 import type { FastifyRequest } from 'fastify';
 import type { Caller } from '../../sdk/auth.js';
-import { unauthorized } from '../../sdk/errors.js';
-import type { RouteDefinition } from '../../sdk/plugin.js';
+import { badRequest, DpError } from '../../sdk/errors.js';
+import type { RouteDefinition, WebhookGuard } from '../../sdk/plugin.js';
 import type { App } from '../app.js';
+import { LoginRateLimiter } from './rate-limit.js';
+import { authRoutes, TOKEN_COOKIE } from './routes.js';
+import { AUTH_MIGRATIONS, UserStore } from './users.js';
+import { verifyWebhookSecret, WEBHOOK_SECRET_HEADER } from './webhooks.js';
 
 /** Authentication as the HTTP server sees it. */
 export interface AuthProvider {
@@ -12,27 +16,95 @@ export interface AuthProvider {
   resolveCaller(req: FastifyRequest): Promise<Caller>;
   /** Kernel routes: /api/auth/*, /api/users*, /api/secrets*. */
   routes(): RouteDefinition[];
+  /** Users and tokens in the open database (also used by `dp users`). */
+  users: UserStore;
+  /** The webhook shared-secret check handed to plugins as ctx.webhooks. */
+  webhooks: WebhookGuard;
 }
 
 const OPEN_CALLER: Caller = Object.freeze({ username: null, role: 'admin', authenticated: false });
 
+export const DEFAULT_TOKEN_TTL_DAYS = 30;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** project.yml `auth.token_ttl_days` (default 30); anything but a positive number is refused at boot. */
+export function tokenTtlDays(raw: Record<string, unknown>): number {
+  const auth = raw.auth as Record<string, unknown> | undefined;
+  if (auth === undefined || auth === null) return DEFAULT_TOKEN_TTL_DAYS;
+  if (typeof auth !== 'object' || Array.isArray(auth)) {
+    throw badRequest('invalid_project_yml', "project.yml: 'auth' must be a mapping (e.g. auth: {token_ttl_days: 30})", { file: 'project.yml', field: 'auth' });
+  }
+  const ttl = auth.token_ttl_days;
+  if (ttl === undefined) return DEFAULT_TOKEN_TTL_DAYS;
+  if (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl <= 0) {
+    throw badRequest('invalid_project_yml', "project.yml: 'auth.token_ttl_days' must be a positive number of days", { file: 'project.yml', field: 'auth.token_ttl_days' });
+  }
+  return ttl;
+}
+
+function unauthenticated(code: string, message: string): DpError {
+  return new DpError(401, code, message, {}, { 'WWW-Authenticate': 'Bearer realm="dp"' });
+}
+
+/** Reads one cookie from a Cookie header; only `dp_token` is ever needed, so no cookie library. */
+function cookieValue(header: string | string[] | undefined, name: string): string | null {
+  const text = Array.isArray(header) ? header.join('; ') : header;
+  if (!text) return null;
+  for (const part of text.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim() || null;
+  }
+  return null;
+}
+
+type Presented = { kind: 'none' } | { kind: 'malformed' } | { kind: 'token'; token: string };
+
+/** The token a request carries: `Authorization: Bearer <token>`, else the `dp_token` cookie. */
+function presented(headers: Record<string, string | string[] | undefined>): Presented {
+  const authorization = headers.authorization;
+  if (authorization !== undefined) {
+    const m = /^Bearer[ ]+(\S+)[ ]*$/i.exec(Array.isArray(authorization) ? authorization[0] : authorization);
+    return m ? { kind: 'token', token: m[1] } : { kind: 'malformed' };
+  }
+  const cookie = cookieValue(headers.cookie, TOKEN_COOKIE);
+  return cookie ? { kind: 'token', token: cookie } : { kind: 'none' };
+}
+
 export function createAuth(app: App): AuthProvider {
+  const tokenLifetimeMs = () => tokenTtlDays(app.project.config.raw) * DAY_MS;
+  tokenLifetimeMs();
+  const users = new UserStore(app.db, tokenLifetimeMs);
+  const limiter = new LoginRateLimiter();
+  const webhooks: WebhookGuard = {
+    header: WEBHOOK_SECRET_HEADER,
+    verify: (name, headerValue) => verifyWebhookSecret(name, headerValue, (key) => process.env[key] ?? app.project.envVars[key]),
+  };
+
   return {
-    migrations: [],
-    async resolveCaller() {
+    migrations: AUTH_MIGRATIONS,
+    users,
+    webhooks,
+    async resolveCaller(req) {
       if (!app.authEnabled) return OPEN_CALLER;
-      throw unauthorized('auth_required', 'Log in first: send Authorization: Bearer <token>');
+      const p = presented(req.headers);
+      if (p.kind === 'none') throw unauthenticated('auth_required', 'Log in first: send Authorization: Bearer <token>');
+      if (p.kind === 'malformed') throw unauthenticated('invalid_token', "The Authorization header must be 'Bearer <token>'");
+      const found = await users.resolveToken(p.token);
+      if (found.status === 'expired') throw unauthenticated('token_expired', 'The token has expired; log in again');
+      if (found.status === 'invalid') throw unauthenticated('invalid_token', 'The token is not valid (unknown, revoked or malformed); log in again');
+      return { username: found.user.username, role: found.user.role, display_name: found.user.display_name, authenticated: true };
     },
     routes() {
-      return [
-        {
-          method: 'GET',
-          url: '/api/auth/status',
-          permission: 'public',
-          summary: 'Whether authentication is on and whether the first user must be created',
-          handler: async () => ({ auth_enabled: app.authEnabled, needs_setup: false }),
+      return authRoutes({
+        app,
+        users,
+        limiter,
+        tokenLifetimeMs,
+        presentedToken: (headers) => {
+          const p = presented(headers);
+          return p.kind === 'token' ? p.token : null;
         },
-      ];
+      });
     },
   };
 }

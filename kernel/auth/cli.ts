@@ -1,0 +1,108 @@
+import readline from 'node:readline';
+import type { Argv } from 'yargs';
+import { ROLES } from '../../sdk/auth.js';
+import { conflict, errorMessage, isDpError } from '../../sdk/errors.js';
+import type { App } from '../app.js';
+import { createCliIO } from '../cli-io.js';
+import type { UserRecord } from './users.js';
+
+/** The first line of stdin: a password typed at a prompt or piped in, never in shell history. */
+async function readPasswordFromStdin(): Promise<string> {
+  if (process.stdin.isTTY) process.stderr.write('Password: ');
+  const rl = readline.createInterface({ input: process.stdin, terminal: false });
+  try {
+    for await (const line of rl) return line;
+    return '';
+  } finally {
+    rl.close();
+  }
+}
+
+/**
+ * Runs fn against the project's database directly (no server needed: this is how the first
+ * admin is created and how access is recovered). DuckDB lets one process open the file, so a
+ * running `dp serve` makes this fail; that case gets a message saying what to do.
+ */
+async function withUsers(argv: Record<string, any>, fn: (app: App) => Promise<number | void>): Promise<void> {
+  const { runInApp } = await import('../cli.js');
+  try {
+    await runInApp(argv, fn);
+  } catch (e) {
+    if (!isDpError(e) && /lock/i.test(errorMessage(e))) {
+      throw conflict('database_locked', "The project's database is open in another process (is 'dp serve' running?): stop it first, or manage users through the API as an admin");
+    }
+    throw e;
+  }
+}
+
+function printUser(io: ReturnType<typeof createCliIO>, user: UserRecord, verb: string): void {
+  if (io.wantsJson) io.json(user);
+  else io.out(`User ${user.username} (${user.role}) ${verb}`);
+}
+
+/** `dp users add/list/remove/set-role/set-password`: user management straight on the database. */
+export function usersCommands(s: Argv): Argv {
+  return s
+    .command(
+      'list',
+      'List users (no passwords)',
+      () => {},
+      (argv) =>
+        withUsers(argv, async (app) => {
+          const io = createCliIO(Boolean(argv.json));
+          const users = await app.auth.users.list();
+          if (io.wantsJson) io.json(users);
+          else io.table(users as unknown as Array<Record<string, unknown>>, ['username', 'role', 'display_name', 'created_at', 'last_login']);
+        }),
+    )
+    .command(
+      'add <username>',
+      'Create a user (reads the password from stdin unless --password is given)',
+      (c) =>
+        c
+          .positional('username', { type: 'string', demandOption: true })
+          .option('role', { type: 'string', choices: ROLES as string[], demandOption: true, describe: 'viewer, editor or admin' })
+          .option('password', { type: 'string', describe: 'Password (prefer stdin: this stays in shell history)' })
+          .option('display-name', { type: 'string', describe: 'Name shown in the UI' }),
+      (argv) =>
+        withUsers(argv, async (app) => {
+          const password = argv.password ?? (await readPasswordFromStdin());
+          const user = await app.auth.users.create({ username: argv.username, password, role: argv.role, display_name: argv['display-name'] });
+          printUser(createCliIO(Boolean(argv.json)), user, 'created');
+        }),
+    )
+    .command(
+      'remove <username>',
+      'Delete a user and revoke their tokens',
+      (c) => c.positional('username', { type: 'string', demandOption: true }),
+      (argv) =>
+        withUsers(argv, async (app) => {
+          await app.auth.users.remove(argv.username as string);
+          const io = createCliIO(Boolean(argv.json));
+          if (io.wantsJson) io.json({ deleted: argv.username });
+          else io.out(`User ${argv.username} deleted; their tokens are revoked`);
+        }),
+    )
+    .command(
+      'set-role <username> <role>',
+      "Change a user's role (revokes their tokens)",
+      (c) => c.positional('username', { type: 'string', demandOption: true }).positional('role', { type: 'string', choices: ROLES as string[], demandOption: true }),
+      (argv) =>
+        withUsers(argv, async (app) => {
+          const user = await app.auth.users.update(argv.username as string, { role: argv.role });
+          printUser(createCliIO(Boolean(argv.json)), user, 'updated; their tokens are revoked');
+        }),
+    )
+    .command(
+      'set-password <username>',
+      "Reset a user's password (reads stdin unless --password is given; revokes their tokens)",
+      (c) => c.positional('username', { type: 'string', demandOption: true }).option('password', { type: 'string', describe: 'New password (prefer stdin)' }),
+      (argv) =>
+        withUsers(argv, async (app) => {
+          const password = argv.password ?? (await readPasswordFromStdin());
+          const user = await app.auth.users.update(argv.username as string, { password });
+          printUser(createCliIO(Boolean(argv.json)), user, 'updated; their tokens are revoked');
+        }),
+    )
+    .demandCommand(1, "Name a subcommand of 'users'");
+}
