@@ -178,11 +178,11 @@ export function readProjectFile(root: string): { raw: Record<string, unknown>; d
   }
   const text = fs.readFileSync(file, 'utf8');
   const counter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: counter, prettyErrors: false });
+  const doc = parseDocument(text, { lineCounter: counter, prettyErrors: true });
   if (doc.errors.length > 0) {
     const err = doc.errors[0];
     const line = err.linePos?.[0]?.line;
-    throw badRequest('invalid_project_yml', `${PROJECT_FILE}${line ? ` line ${line}` : ''}: ${err.message.split('\n')[0]}`, {
+    throw badRequest('invalid_project_yml', `${PROJECT_FILE}${line ? ` line ${line}` : ''}: ${err.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '')}`, {
       file: PROJECT_FILE,
       line: line ?? null,
     });

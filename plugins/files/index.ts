@@ -41,10 +41,10 @@ function target(ctx: PluginContext, raw: string): { abs: string; rel: string } {
 function validateContent(rel: string, content: string): void {
   const ext = path.extname(rel).toLowerCase();
   if (ext === '.yml' || ext === '.yaml') {
-    const doc = parseDocument(content, { prettyErrors: false });
+    const doc = parseDocument(content, { prettyErrors: true });
     if (doc.errors.length) {
       const line = doc.errors[0].linePos?.[0]?.line;
-      throw badRequest('invalid_yaml', `${rel}${line ? ` line ${line}` : ''}: ${doc.errors[0].message.split('\n')[0]}`, { path: rel, line: line ?? null });
+      throw badRequest('invalid_yaml', `${rel}${line ? ` line ${line}` : ''}: ${doc.errors[0].message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '')}`, { path: rel, line: line ?? null });
     }
   }
   if (ext === '.dpnb') {

@@ -1,0 +1,167 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { loadProject } from '../../kernel/config.js';
+import { DpError } from '../../sdk/errors.js';
+import { makeProject, runCli, startServer } from '../helpers.js';
+
+const ENVS = `name: envs
+database:
+  path: base.duckdb
+connections:
+  pg:
+    type: postgres
+    password: \${PG_PASSWORD}
+    user: \${PG_USER}
+environments:
+  dev:
+    database:
+      path: dev.duckdb
+  prod:
+    database:
+      path: prod.duckdb
+  memory:
+    database:
+      path: ":memory:"
+`;
+
+describe('project config', () => {
+  it('applies defaults for every key', () => {
+    const p = loadProject(makeProject());
+    assert.equal(p.config.database.path, 'test.duckdb');
+    assert.deepEqual(p.config.alerts, { channels: [], on_success: false, on_failure: true });
+    assert.deepEqual(p.config.quality.anomaly_detection, { enabled: true, lookback: 30, threshold: 2, notify: [] });
+    assert.deepEqual(p.config.query.timeout_seconds, { admin: 300, editor: 120, viewer: 60 });
+    assert.equal(p.config.lint.dialect, 'duckdb');
+    assert.deepEqual(p.config.plugins, { disable: [], paths: [] });
+  });
+
+  it('normalises streams with their defaults', () => {
+    const p = loadProject(makeProject({ 'project.yml': 'name: s\nstreams:\n  nightly:\n    steps:\n      - seed: [all]\n      - transform: [a, b]\n' }));
+    assert.deepEqual(p.config.streams.nightly, {
+      description: '',
+      schedule: null,
+      retries: 0,
+      retry_delay: 5,
+      webhook_url: null,
+      steps: [
+        { action: 'seed', targets: ['all'] },
+        { action: 'transform', targets: ['a', 'b'] },
+      ],
+    });
+  });
+
+  it('expands ${VAR} from .env only, never from the process environment', () => {
+    process.env.PG_USER = 'from-process';
+    const root = makeProject({ 'project.yml': ENVS, '.env': 'PG_PASSWORD=s3cret\n' });
+    const p = loadProject(root);
+    assert.equal(p.config.connections.pg.password, 's3cret');
+    assert.equal(p.config.connections.pg.user, '${PG_USER}');
+    assert.deepEqual(p.unresolvedVars, ['PG_USER']);
+    delete process.env.PG_USER;
+  });
+
+  it('overlays the environment database path; --env beats .service-env', () => {
+    const root = makeProject({ 'project.yml': ENVS });
+    assert.equal(loadProject(root).config.database.path, 'base.duckdb');
+    fs.writeFileSync(path.join(root, '.service-env'), 'dev\n');
+    assert.equal(loadProject(root).env, 'dev');
+    assert.equal(loadProject(root).config.database.path, 'dev.duckdb');
+    assert.equal(loadProject(root, 'prod').config.database.path, 'prod.duckdb');
+    assert.equal(loadProject(root, 'memory').config.database.path, ':memory:');
+  });
+
+  it('names unknown environments and lists the available ones', () => {
+    const root = makeProject({ 'project.yml': ENVS });
+    assert.throws(
+      () => loadProject(root, 'staging'),
+      (e: DpError) => e.code === 'unknown_environment' && /staging/.test(e.message) && /dev, prod, memory/.test(e.message),
+    );
+  });
+
+  it('reports malformed YAML with file and line', () => {
+    const root = makeProject({ 'project.yml': 'name: x\ndatabase:\n  path: a.duckdb\nstreams: [unclosed\n' });
+    assert.throws(
+      () => loadProject(root),
+      (e: DpError) => e.code === 'invalid_project_yml' && /project\.yml line \d+/.test(e.message) && typeof e.details.line === 'number',
+    );
+  });
+
+  it('reports a wrong type with the key and its line', () => {
+    const root = makeProject({ 'project.yml': 'name: x\nstreams:\n  s:\n    retries: many\n    steps: []\n' });
+    assert.throws(
+      () => loadProject(root),
+      (e: DpError) => e.code === 'invalid_project_yml' && e.details.line === 4 && e.details.field === 'streams.s.retries',
+    );
+  });
+
+  it('says clearly when there is no project', () => {
+    assert.throws(() => loadProject('/nonexistent/dp'), (e: DpError) => e.code === 'project_not_found');
+    const r = runCli(['tables', '--project', '/tmp']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /No project\.yml in \/tmp/);
+  });
+});
+
+describe('dp env', () => {
+  it('uses, shows, lists and resets the persistent environment', () => {
+    const root = makeProject({ 'project.yml': ENVS });
+    assert.equal(runCli(['env', 'use', 'prod', '--project', root]).code, 0);
+    assert.equal(fs.readFileSync(path.join(root, '.service-env'), 'utf8').trim(), 'prod');
+    const show = JSON.parse(runCli(['env', 'show', '--json', '--project', root]).stdout);
+    assert.equal(show.active, 'prod');
+    assert.equal(show.database_path, path.join(root, 'prod.duckdb'));
+    const overridden = JSON.parse(runCli(['env', 'show', '--json', '--env', 'dev', '--project', root]).stdout);
+    assert.equal(overridden.active, 'dev');
+    const list = JSON.parse(runCli(['env', 'list', '--json', '--project', root]).stdout);
+    assert.deepEqual(
+      list.map((e: { name: string; active: boolean }) => [e.name, e.active]),
+      [
+        ['dev', false],
+        ['prod', true],
+        ['memory', false],
+      ],
+    );
+    const bad = runCli(['env', 'use', 'nope', '--project', root]);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /Unknown environment 'nope'/);
+    assert.equal(runCli(['env', 'reset', '--project', root]).code, 0);
+    assert.ok(!fs.existsSync(path.join(root, '.service-env')));
+  });
+
+  it('--env selects the database for one command', () => {
+    const root = makeProject({ 'project.yml': ENVS });
+    runCli(['query', 'SELECT 1', '--env', 'dev', '--project', root]);
+    assert.ok(fs.existsSync(path.join(root, 'dev.duckdb')));
+    assert.ok(!fs.existsSync(path.join(root, 'base.duckdb')));
+  });
+});
+
+describe('/api/environment', () => {
+  it('reports and switches the environment, reopening the database', async () => {
+    const root = makeProject({ 'project.yml': ENVS });
+    const s = await startServer(root, { env: 'dev' });
+    try {
+      const r = await s.request('GET', '/api/environment');
+      assert.deepEqual(r.body, { active: 'dev', available: ['dev', 'prod', 'memory'], database_path: path.join(root, 'dev.duckdb') });
+      await s.app.db.run('CREATE TABLE only_in_dev AS SELECT 1 AS x');
+      const sw = await s.request('PUT', '/api/environment/prod');
+      assert.equal(sw.status, 200, sw.text);
+      assert.equal(sw.body.active, 'prod');
+      assert.equal(sw.body.database_path, path.join(root, 'prod.duckdb'));
+      const q = await s.request('POST', '/api/query', { sql: 'SELECT * FROM only_in_dev' });
+      assert.equal(q.status, 400, 'the prod database does not have the dev table');
+      assert.equal(fs.readFileSync(path.join(root, '.service-env'), 'utf8').trim(), 'prod');
+      const bad = await s.request('PUT', '/api/environment/nope');
+      assert.equal(bad.status, 400);
+      assert.equal(bad.body.error.code, 'unknown_environment');
+      assert.equal((await s.request('GET', '/api/environment')).body.active, 'prod', 'a failed switch keeps the current one');
+      await s.request('PUT', '/api/environment/dev');
+      const back = await s.request('POST', '/api/query', { sql: 'SELECT x FROM only_in_dev' });
+      assert.deepEqual(back.body.rows, [[1]]);
+    } finally {
+      await s.close();
+    }
+  });
+});
