@@ -1,10 +1,11 @@
 import readline from 'node:readline';
 import type { Argv } from 'yargs';
 import { ROLES } from '../../sdk/auth.js';
-import { conflict, errorMessage, isDpError } from '../../sdk/errors.js';
-import type { App } from '../app.js';
 import { createCliIO } from '../cli-io.js';
-import type { UserRecord } from './users.js';
+import { databaseFile, loadProject } from '../config.js';
+import { DuckDatabase, runMigrations } from '../database.js';
+import { AUTH_MIGRATION_OWNER, tokenTtlDays } from './index.js';
+import { AUTH_MIGRATIONS, UserStore, type UserRecord } from './users.js';
 
 /** The first line of stdin: a password typed at a prompt or piped in, never in shell history. */
 async function readPasswordFromStdin(): Promise<string> {
@@ -19,19 +20,21 @@ async function readPasswordFromStdin(): Promise<string> {
 }
 
 /**
- * Runs fn against the project's database directly (no server needed: this is how the first
- * admin is created and how access is recovered). DuckDB lets one process open the file, so a
- * running `dp serve` makes this fail; that case gets a message saying what to do.
+ * Runs fn against the project's database directly, with no server and no plugin code loaded:
+ * this is how the first admin is created and how access is recovered, so a plugin that fails
+ * at setup must not stand in the way. DuckDB lets one process open the file, so a running `dp serve` makes this
+ * fail (the database layer says so and what to do).
  */
-async function withUsers(argv: Record<string, any>, fn: (app: App) => Promise<number | void>): Promise<void> {
-  const { runInApp } = await import('../cli.js');
+async function withUsers(argv: Record<string, any>, fn: (users: UserStore) => Promise<number | void>): Promise<void> {
+  const project = loadProject(argv.project as string, (argv.env as string) ?? null);
+  const ttlMs = tokenTtlDays(project.config.raw) * 24 * 60 * 60 * 1000;
+  const db = new DuckDatabase(databaseFile(project));
+  db.onOpen = (opened) => runMigrations(opened, [{ owner: AUTH_MIGRATION_OWNER, steps: AUTH_MIGRATIONS }]);
   try {
-    await runInApp(argv, fn);
-  } catch (e) {
-    if (!isDpError(e) && /lock/i.test(errorMessage(e))) {
-      throw conflict('database_locked', "The project's database is open in another process (is 'dp serve' running?): stop it first, or manage users through the API as an admin");
-    }
-    throw e;
+    const code = await fn(new UserStore(db, () => ttlMs));
+    process.exitCode = typeof code === 'number' ? code : 0;
+  } finally {
+    db.close();
   }
 }
 
@@ -48,11 +51,11 @@ export function usersCommands(s: Argv): Argv {
       'List users (no passwords)',
       () => {},
       (argv) =>
-        withUsers(argv, async (app) => {
+        withUsers(argv, async (users) => {
           const io = createCliIO(Boolean(argv.json));
-          const users = await app.auth.users.list();
-          if (io.wantsJson) io.json(users);
-          else io.table(users as unknown as Array<Record<string, unknown>>, ['username', 'role', 'display_name', 'created_at', 'last_login']);
+          const list = await users.list();
+          if (io.wantsJson) io.json(list);
+          else io.table(list as unknown as Array<Record<string, unknown>>, ['username', 'role', 'display_name', 'created_at', 'last_login']);
         }),
     )
     .command(
@@ -65,9 +68,9 @@ export function usersCommands(s: Argv): Argv {
           .option('password', { type: 'string', describe: 'Password (prefer stdin: this stays in shell history)' })
           .option('display-name', { type: 'string', describe: 'Name shown in the UI' }),
       (argv) =>
-        withUsers(argv, async (app) => {
+        withUsers(argv, async (users) => {
           const password = argv.password ?? (await readPasswordFromStdin());
-          const user = await app.auth.users.create({ username: argv.username, password, role: argv.role, display_name: argv['display-name'] });
+          const user = await users.create({ username: argv.username, password, role: argv.role, display_name: argv['display-name'] });
           printUser(createCliIO(Boolean(argv.json)), user, 'created');
         }),
     )
@@ -76,8 +79,8 @@ export function usersCommands(s: Argv): Argv {
       'Delete a user and revoke their tokens',
       (c) => c.positional('username', { type: 'string', demandOption: true }),
       (argv) =>
-        withUsers(argv, async (app) => {
-          await app.auth.users.remove(argv.username as string);
+        withUsers(argv, async (users) => {
+          await users.remove(argv.username as string);
           const io = createCliIO(Boolean(argv.json));
           if (io.wantsJson) io.json({ deleted: argv.username });
           else io.out(`User ${argv.username} deleted; their tokens are revoked`);
@@ -88,8 +91,8 @@ export function usersCommands(s: Argv): Argv {
       "Change a user's role (revokes their tokens)",
       (c) => c.positional('username', { type: 'string', demandOption: true }).positional('role', { type: 'string', choices: ROLES as string[], demandOption: true }),
       (argv) =>
-        withUsers(argv, async (app) => {
-          const user = await app.auth.users.update(argv.username as string, { role: argv.role });
+        withUsers(argv, async (users) => {
+          const user = await users.update(argv.username as string, { role: argv.role });
           printUser(createCliIO(Boolean(argv.json)), user, 'updated; their tokens are revoked');
         }),
     )
@@ -98,9 +101,9 @@ export function usersCommands(s: Argv): Argv {
       "Reset a user's password (reads stdin unless --password is given; revokes their tokens)",
       (c) => c.positional('username', { type: 'string', demandOption: true }).option('password', { type: 'string', describe: 'New password (prefer stdin)' }),
       (argv) =>
-        withUsers(argv, async (app) => {
+        withUsers(argv, async (users) => {
           const password = argv.password ?? (await readPasswordFromStdin());
-          const user = await app.auth.users.update(argv.username as string, { password });
+          const user = await users.update(argv.username as string, { password });
           printUser(createCliIO(Boolean(argv.json)), user, 'updated; their tokens are revoked');
         }),
     )

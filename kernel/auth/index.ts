@@ -24,6 +24,8 @@ export interface AuthProvider {
 
 const OPEN_CALLER: Caller = Object.freeze({ username: null, role: 'admin', authenticated: false });
 
+/** Owner of the auth tables in _service.migrations; App.boot registers the same name. */
+export const AUTH_MIGRATION_OWNER = 'kernel.auth';
 export const DEFAULT_TOKEN_TTL_DAYS = 30;
 const DAY_MS = 24 * 60 * 60 * 1000;
 

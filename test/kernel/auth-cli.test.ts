@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { makeProject, runCli } from '../helpers.js';
+import { startKernelServer } from './auth-server.js';
+
+describe('dp users (straight on the database, no server)', () => {
+  it('creates the first admin from stdin, manages users, and the server then accepts their logins', async () => {
+    const root = makeProject();
+    const dp = (args: string[], input?: string) => runCli([...args, '--project', root], { input });
+
+    const add = dp(['users', 'add', 'root', '--role', 'admin'], 'from-stdin-pw\n');
+    assert.equal(add.code, 0, add.stderr);
+    assert.match(add.stdout, /User root \(admin\) created/);
+    assert.ok(!add.stdout.includes('from-stdin-pw') && !add.stderr.includes('from-stdin-pw'));
+
+    const ann = dp(['users', 'add', 'ann', '--role', 'viewer', '--password', 'pw-ann', '--display-name', 'Ann']);
+    assert.equal(ann.code, 0, ann.stderr);
+
+    const short = dp(['users', 'add', 'bo', '--role', 'viewer', '--password', 'abc']);
+    assert.equal(short.code, 1);
+    assert.match(short.stderr, /'password' must be at least 4 characters/);
+
+    const lastAdmin = dp(['users', 'remove', 'root']);
+    assert.equal(lastAdmin.code, 1);
+    assert.match(lastAdmin.stderr, /only admin/);
+
+    assert.equal(dp(['users', 'set-role', 'ann', 'editor']).code, 0);
+    assert.equal(dp(['users', 'set-password', 'ann'], 'pw-ann-2\n').code, 0);
+
+    const list = dp(['--json', 'users', 'list']);
+    assert.equal(list.code, 0, list.stderr);
+    const users = JSON.parse(list.stdout) as Array<Record<string, unknown>>;
+    assert.deepEqual(
+      users.map((u) => [u.username, u.role, u.display_name]),
+      [
+        ['ann', 'editor', 'Ann'],
+        ['root', 'admin', null],
+      ],
+    );
+    assert.ok(!list.stdout.includes('hash') && !list.stdout.includes('salt'));
+
+    const s = await startKernelServer(root, { auth: true });
+    try {
+      assert.deepEqual((await s.request('GET', '/api/auth/status')).body, { auth_enabled: true, needs_setup: false });
+      assert.equal((await s.request('POST', '/api/auth/login', { username: 'root', password: 'from-stdin-pw' })).status, 200);
+      assert.equal((await s.request('POST', '/api/auth/login', { username: 'ann', password: 'pw-ann' })).status, 401, 'old password no longer works');
+      const login = await s.request('POST', '/api/auth/login', { username: 'ann', password: 'pw-ann-2' });
+      assert.equal(login.body.role, 'editor');
+      const locked = dp(['users', 'list']);
+      assert.equal(locked.code, 1, 'the serving process holds the database');
+      assert.match(locked.stderr, /in use by another process/);
+    } finally {
+      await s.close();
+    }
+
+    const removed = dp(['users', 'remove', 'ann']);
+    assert.equal(removed.code, 0, removed.stderr);
+    assert.deepEqual(
+      (JSON.parse(dp(['--json', 'users', 'list']).stdout) as Array<{ username: string }>).map((u) => u.username),
+      ['root'],
+    );
+  });
+});
