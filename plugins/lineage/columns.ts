@@ -1,0 +1,574 @@
+/**
+ * Column-level lineage of one SELECT from DuckDB's own parse tree (json_serialize_sql).
+ *
+ * This module is pure: it gets the parser, the column lists of upstream relations and
+ * (optionally) the live database through `LineageEnv`, so it runs the same inside the
+ * plugin and in unit tests.
+ *
+ * Rules (README.md explains them for users):
+ * - The sources of an output column are every upstream column its value is computed from:
+ *   function arguments, CASE conditions and branches, window PARTITION BY / ORDER BY
+ *   columns, aggregate FILTER and ORDER BY columns, scalar subquery outputs. WHERE, JOIN
+ *   conditions and GROUP BY decide which rows exist, not a value, so they are not sources.
+ * - A relation whose columns are unknown (no live relation, not a model with a known
+ *   output) is represented by a single `*` column; a reference `x` to it resolves to
+ *   `{relation, x}` and an unqualified `SELECT *` over it yields `*` attributed to the first
+ *   such relation (SPEC: "attributed to the first upstream dependency").
+ * - USING / NATURAL join columns appear once in `*` and derive from both sides.
+ * - Duplicate output names get DuckDB's CREATE TABLE AS suffixes (`id`, `id_1`).
+ */
+import type { ColumnSource, ParsedSql, SerializedSql, SqlNode } from '../../sdk/index.js';
+
+export const STAR = '*';
+
+export interface LineageEnv {
+  parse(sql: string): Promise<ParsedSql>;
+  /** Ordered column names of an upstream relation (`schema.name`), or undefined when unknown. */
+  relationColumns(relation: string): string[] | undefined;
+  /** json_deserialize_sql, used to name unaliased computed columns the way DuckDB does. */
+  deparse?(tree: SerializedSql): Promise<string>;
+  /** Output column names of a SELECT run against the live database (expands COLUMNS(...)). */
+  describe?(sql: string): Promise<string[]>;
+}
+
+export interface ColumnLineageResult {
+  /** Output column → sources, in output order. */
+  columns: Record<string, ColumnSource[]>;
+  /** Output column names in order (object key order is not reliable for numeric names). */
+  order: string[];
+  /** Upstream base relations the SQL reads, as resolved `schema.name`. */
+  relations: string[];
+  /** False when some output is an unexpanded `*`. */
+  complete: boolean;
+}
+
+interface OutCol {
+  name: string;
+  sources: ColumnSource[];
+}
+
+interface Rel {
+  /** Lower-cased name used to qualify columns (alias, or table name). */
+  alias: string;
+  schema?: string;
+  cols: OutCol[];
+}
+
+interface Scope {
+  rels: Rel[];
+  ctes: Map<string, OutCol[]>;
+  parent?: Scope;
+  /** USING / NATURAL join columns (lower-case): shown once by `*`. */
+  merged: Set<string>;
+  /** Select-list aliases defined so far (DuckDB lets later items refer to them). */
+  aliases: Map<string, ColumnSource[]>;
+  /** Lambda parameters in force (not columns). */
+  lambdaParams: Set<string>;
+}
+
+/** Keywords DuckDB parses as column references when nothing of that name exists. */
+const SPECIAL_REFS = new Set([
+  'current_date', 'current_time', 'current_timestamp', 'localtime', 'localtimestamp',
+  'current_user', 'session_user', 'user', 'current_role', 'current_catalog', 'current_schema',
+]);
+
+const lc = (s: string) => s.toLowerCase();
+
+function addSources(into: ColumnSource[], from: Iterable<ColumnSource>): ColumnSource[] {
+  for (const s of from) {
+    if (!into.some((x) => x.source_table === s.source_table && x.source_column === s.source_column)) into.push(s);
+  }
+  return into;
+}
+
+/** The sources of column `name` read through a `*` entry: the same column of its relations. */
+function throughStar(star: OutCol, name: string): ColumnSource[] {
+  return star.sources.map((s) => (s.source_column === STAR ? { source_table: s.source_table, source_column: name } : s));
+}
+
+function stripLocations(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(stripLocations);
+  if (v && typeof v === 'object') {
+    const o: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) if (k !== 'query_location') o[k] = stripLocations(x);
+    return o;
+  }
+  return v;
+}
+
+class Analyzer {
+  readonly relations: string[] = [];
+  private readonly deparseCache = new Map<string, string>();
+
+  constructor(
+    private readonly env: LineageEnv,
+    private readonly dependsOn: string[],
+  ) {}
+
+  /** `schema.name` of a base table as the model reads it. */
+  resolveTable(schema: string, table: string): string {
+    if (schema) return `${schema}.${table}`;
+    const matches = this.dependsOn.filter((d) => lc(d.slice(d.lastIndexOf('.') + 1)) === lc(table));
+    return matches.length === 1 ? matches[0]! : `main.${table}`;
+  }
+
+  private baseColumns(relation: string): OutCol[] {
+    if (!this.relations.includes(relation)) this.relations.push(relation);
+    const known = this.env.relationColumns(relation);
+    if (!known) return [{ name: STAR, sources: [{ source_table: relation, source_column: STAR }] }];
+    return known.map((c) => ({ name: c, sources: [{ source_table: relation, source_column: c }] }));
+  }
+
+  // ------------------------------------------------------------------ query nodes
+
+  async node(node: SqlNode, parent: Scope | undefined, ctes: Map<string, OutCol[]>): Promise<OutCol[]> {
+    const scopeCtes = await this.withCtes(node, parent, ctes);
+    if (node.type === 'SET_OPERATION_NODE') return this.setOperation(node, parent, scopeCtes);
+    if (node.type === 'SELECT_NODE') return this.select(node, parent, scopeCtes);
+    // RECURSIVE_CTE_NODE and other query shapes: treat like a set operation of left/right.
+    if (node.left && node.right) return this.setOperation({ ...node, setop_type: 'UNION' }, parent, scopeCtes);
+    return [];
+  }
+
+  private async withCtes(node: SqlNode, parent: Scope | undefined, ctes: Map<string, OutCol[]>): Promise<Map<string, OutCol[]>> {
+    const entries: SqlNode[] = node.cte_map?.map ?? [];
+    if (entries.length === 0) return ctes;
+    const out = new Map(ctes);
+    for (const entry of entries) {
+      const name = lc(String(entry.key));
+      const body: SqlNode | undefined = entry.value?.query?.node;
+      if (!body) continue;
+      const aliases: string[] = entry.value.aliases ?? [];
+      // A recursive CTE refers to itself: its anchor (left branch) stands in for it first.
+      if (body.type === 'SET_OPERATION_NODE' || body.type === 'RECURSIVE_CTE_NODE') {
+        out.set(name, renameColumns(await this.node(body.left, parent, out), aliases));
+      }
+      out.set(name, renameColumns(await this.node(body, parent, out), aliases));
+    }
+    return out;
+  }
+
+  private async setOperation(node: SqlNode, parent: Scope | undefined, ctes: Map<string, OutCol[]>): Promise<OutCol[]> {
+    const left = await this.node(node.left, parent, ctes);
+    const right = await this.node(node.right, parent, ctes);
+    // EXCEPT keeps only left-hand values; the right side just filters rows.
+    if (String(node.setop_type).startsWith('EXCEPT')) return left;
+    const byName = String(node.setop_type).includes('BY_NAME') || left.some((c) => c.name === STAR) || right.some((c) => c.name === STAR);
+    const out = left.map((c) => ({ name: c.name, sources: [...c.sources] }));
+    if (!byName && left.length === right.length) {
+      right.forEach((c, i) => addSources(out[i]!.sources, c.sources));
+      return out;
+    }
+    for (const c of right) {
+      const hit = out.find((o) => lc(o.name) === lc(c.name));
+      if (hit) addSources(hit.sources, c.sources);
+      else out.push({ name: c.name, sources: [...c.sources] });
+    }
+    return out;
+  }
+
+  private async select(node: SqlNode, parent: Scope | undefined, ctes: Map<string, OutCol[]>): Promise<OutCol[]> {
+    const scope: Scope = { rels: [], ctes, parent, merged: new Set(), aliases: new Map(), lambdaParams: new Set(parent?.lambdaParams ?? []) };
+    if (node.from_table) await this.fromItem(node.from_table, scope);
+    const out: OutCol[] = [];
+    for (const item of (node.select_list ?? []) as SqlNode[]) {
+      if (item.class === 'STAR' && !item.columns) {
+        out.push(...(await this.expandStar(item, scope)));
+        continue;
+      }
+      const columnsStar = findColumnsStar(item);
+      if (columnsStar) {
+        out.push(...(await this.expandColumnsExpression(item, columnsStar, scope)));
+        continue;
+      }
+      const sources = await this.expr(item, scope);
+      const name = item.alias ? String(item.alias) : await this.expressionName(item);
+      out.push({ name, sources });
+      if (item.alias) scope.aliases.set(lc(String(item.alias)), sources);
+    }
+    return out;
+  }
+
+  // ------------------------------------------------------------------ FROM
+
+  private async fromItem(ref: SqlNode, scope: Scope): Promise<void> {
+    switch (ref.type) {
+      case 'BASE_TABLE': {
+        const table = String(ref.table_name);
+        const schema = String(ref.schema_name ?? '');
+        const alias = lc(ref.alias || table);
+        const cte = !schema ? lookupCte(scope, lc(table)) : undefined;
+        const cols = cte ?? this.baseColumns(this.resolveTable(schema, table));
+        scope.rels.push({ alias, schema: schema ? lc(schema) : undefined, cols: renameColumns(cols, ref.column_name_alias ?? []) });
+        return;
+      }
+      case 'SUBQUERY': {
+        // The scope so far is visible to LATERAL subqueries.
+        const cols = await this.node(ref.subquery.node, scope, scope.ctes);
+        scope.rels.push({ alias: lc(ref.alias || 'unnamed_subquery'), cols: renameColumns(cols, ref.column_name_alias ?? []) });
+        return;
+      }
+      case 'JOIN': {
+        const before = scope.rels.length;
+        await this.fromItem(ref.left, scope);
+        const leftRels = scope.rels.slice(before);
+        const mid = scope.rels.length;
+        await this.fromItem(ref.right, scope);
+        const rightRels = scope.rels.slice(mid);
+        for (const c of (ref.using_columns ?? []) as string[]) scope.merged.add(lc(c));
+        if (ref.ref_type === 'NATURAL') {
+          const leftNames = new Set(leftRels.flatMap((r) => r.cols.map((c) => lc(c.name))));
+          for (const r of rightRels) for (const c of r.cols) if (c.name !== STAR && leftNames.has(lc(c.name))) scope.merged.add(lc(c.name));
+        }
+        return;
+      }
+      case 'EXPRESSION_LIST': {
+        const rows: SqlNode[][] = ref.values ?? [];
+        const width = rows[0]?.length ?? 0;
+        const cols: OutCol[] = [];
+        for (let i = 0; i < width; i++) {
+          const sources: ColumnSource[] = [];
+          for (const row of rows) addSources(sources, await this.expr(row[i]!, scope));
+          cols.push({ name: `col${i}`, sources });
+        }
+        scope.rels.push({ alias: lc(ref.alias || 'valueslist'), cols });
+        return;
+      }
+      case 'TABLE_FUNCTION': {
+        const fn = String(ref.function?.function_name ?? 'table_function');
+        const names: string[] = ref.column_name_alias ?? [];
+        const argSources = await this.expr(ref.function ?? {}, scope);
+        const cols: OutCol[] = names.length
+          ? names.map((n) => ({ name: n, sources: [...argSources] }))
+          : [{ name: STAR, sources: argSources.length ? argSources : [{ source_table: fn, source_column: STAR }] }];
+        scope.rels.push({ alias: lc(ref.alias || fn), cols });
+        return;
+      }
+      case 'PIVOT': {
+        // PIVOT output columns depend on data values; everything derives from the source relation.
+        const inner: Scope = { ...scope, rels: [], merged: new Set() };
+        await this.fromItem(ref.source, inner);
+        const sources: ColumnSource[] = [];
+        for (const r of inner.rels) for (const c of r.cols) addSources(sources, c.sources);
+        scope.rels.push({ alias: lc(ref.alias || 'pivot'), cols: [{ name: STAR, sources: sources.map((s) => ({ source_table: s.source_table, source_column: STAR })).filter(uniqueSource) }] });
+        return;
+      }
+      case 'EMPTY':
+        return;
+      default:
+        return;
+    }
+  }
+
+  // ------------------------------------------------------------------ stars
+
+  private async expandStar(star: SqlNode, scope: Scope): Promise<OutCol[]> {
+    const relName = star.relation_name ? lc(String(star.relation_name)) : null;
+    const rels = relName ? scope.rels.filter((r) => r.alias === relName) : scope.rels;
+    const exclude = new Set<string>(((star.exclude_list ?? []) as string[]).map(lc));
+    const qualifiedExclude: Array<{ table: string; column: string }> = star.qualified_exclude_list ?? [];
+    const replace = new Map<string, SqlNode>(((star.replace_list ?? []) as SqlNode[]).map((e) => [lc(String(e.key)), e.value]));
+    const rename = new Map<string, string>(((star.rename_list ?? []) as SqlNode[]).map((e) => [lc(String(e.key?.column ?? e.key)), String(e.value)]));
+    const out: OutCol[] = [];
+    const seenMerged = new Map<string, OutCol>();
+    let unknown: OutCol | null = null;
+    for (const rel of rels) {
+      for (const col of rel.cols) {
+        if (col.name === STAR) {
+          // SPEC: without a live relation the star goes to the first upstream dependency.
+          if (!unknown) {
+            unknown = { name: STAR, sources: [...col.sources] };
+            out.push(unknown);
+          } else if (relName) addSources(unknown.sources, col.sources);
+          continue;
+        }
+        const key = lc(col.name);
+        if (exclude.has(key)) continue;
+        if (qualifiedExclude.some((q) => lc(q.column) === key && (!q.table || lc(q.table) === rel.alias))) continue;
+        if (!relName && scope.merged.has(key)) {
+          const first = seenMerged.get(key);
+          if (first) {
+            addSources(first.sources, col.sources);
+            continue;
+          }
+        }
+        const replacement = replace.get(key);
+        const entry: OutCol = {
+          name: rename.get(key) ?? col.name,
+          sources: replacement ? await this.expr(replacement, scope) : [...col.sources],
+        };
+        if (scope.merged.has(key)) seenMerged.set(key, entry);
+        out.push(entry);
+      }
+    }
+    return out;
+  }
+
+  /** The columns a COLUMNS(...) star selects, as [relation column] in order, or null when unknown. */
+  private async columnsStarMatches(star: SqlNode, scope: Scope): Promise<OutCol[] | null> {
+    const candidates = await this.expandStar({ ...star, columns: false, expr: undefined }, scope);
+    if (candidates.some((c) => c.name === STAR)) return null;
+    const expr: SqlNode | undefined = star.expr;
+    if (!expr) return candidates;
+    // The live database evaluates the selector (regex or lambda) exactly as DuckDB would.
+    if (this.env.describe && this.env.deparse) {
+      const names = await this.describeOver(`SELECT ${await this.deparseExpression({ ...star })}`, candidates);
+      if (names) return names.map((n) => candidates.find((c) => c.name === n) ?? { name: n, sources: [] });
+    }
+    if (expr.class === 'CONSTANT' && typeof expr.value?.value === 'string') {
+      try {
+        const re = new RegExp(String(expr.value.value));
+        return candidates.filter((c) => re.test(c.name));
+      } catch {
+        return null;
+      }
+    }
+    return null;
+  }
+
+  /** Runs a select list over stand-in columns of the same names in the live database. */
+  private async describeOver(selectText: string, candidates: OutCol[]): Promise<string[] | null> {
+    if (!this.env.describe) return null;
+    const standIn = candidates.length
+      ? candidates.map((c) => `NULL AS "${c.name.replace(/"/g, '""')}"`).join(', ')
+      : 'NULL AS "__dp_none"';
+    try {
+      return await this.env.describe(`${selectText} FROM (SELECT ${standIn}) AS "__dp_columns"`);
+    } catch {
+      return null;
+    }
+  }
+
+  /** A select item holding COLUMNS(...): one output per matched column. */
+  private async expandColumnsExpression(item: SqlNode, star: SqlNode, scope: Scope): Promise<OutCol[]> {
+    const matches = await this.columnsStarMatches(star, scope);
+    const rest = await this.expr(item, scope, star);
+    if (!matches) {
+      const sources = addSources(scope.rels.flatMap((r) => r.cols.filter((c) => c.name === STAR).flatMap((c) => c.sources)).slice(0, 1), rest);
+      return [{ name: STAR, sources }];
+    }
+    let names = matches.map((m) => m.name);
+    if (item !== star && !item.alias) {
+      const all = await this.expandStar({ ...star, columns: false, expr: undefined }, scope);
+      const described = this.env.deparse ? await this.describeOver(`SELECT ${await this.deparseExpression(item)}`, all) : null;
+      if (described && described.length === matches.length) names = described;
+    } else if (item.alias && matches.length === 1) {
+      names = [String(item.alias)];
+    }
+    return matches.map((m, i) => ({ name: names[i] ?? m.name, sources: addSources([...m.sources], rest) }));
+  }
+
+  // ------------------------------------------------------------------ expressions
+
+  /** Sources of an expression: every column it reads. `skip` is a node to leave out. */
+  async expr(e: SqlNode, scope: Scope, skip?: SqlNode): Promise<ColumnSource[]> {
+    const out: ColumnSource[] = [];
+    const walk = async (v: unknown, sc: Scope): Promise<void> => {
+      if (v === skip || v === null || typeof v !== 'object') return;
+      if (Array.isArray(v)) {
+        for (const x of v) await walk(x, sc);
+        return;
+      }
+      const n = v as SqlNode;
+      switch (n.class) {
+        case 'COLUMN_REF':
+          addSources(out, this.column(n.column_names as string[], sc));
+          return;
+        case 'SUBQUERY': {
+          const cols = await this.node(n.subquery.node, sc, sc.ctes);
+          for (const c of cols) addSources(out, c.sources);
+          if (n.child) await walk(n.child, sc);
+          return;
+        }
+        case 'LAMBDA': {
+          const params = lambdaParams(n.lhs);
+          await walk(n.expr, { ...sc, lambdaParams: new Set([...sc.lambdaParams, ...params]) });
+          return;
+        }
+        case 'STAR': {
+          const cols = n.columns ? await this.columnsStarMatches(n, sc) : await this.expandStar(n, sc);
+          for (const c of cols ?? (await this.expandStar({ ...n, columns: false, expr: undefined }, sc))) addSources(out, c.sources);
+          return;
+        }
+        default:
+          for (const [k, x] of Object.entries(n)) if (k !== 'query_location' && x && typeof x === 'object') await walk(x, sc);
+      }
+    };
+    await walk(e, scope);
+    return out;
+  }
+
+  /** Resolves a column reference through the scope chain: qualified names first, then bare names. */
+  column(names: string[], scope: Scope): ColumnSource[] {
+    const parts = names.map(String);
+    if (parts.length === 1 && scope.lambdaParams.has(lc(parts[0]!))) return [];
+    if (parts.length >= 2) {
+      for (let sc: Scope | undefined = scope; sc; sc = sc.parent) {
+        if (parts.length >= 3) {
+          const rel = sc.rels.find((r) => r.schema === lc(parts[0]!) && r.alias === lc(parts[1]!));
+          if (rel) return columnOf(rel, parts[2]!) ?? [];
+        }
+        const rel = sc.rels.find((r) => r.alias === lc(parts[0]!));
+        if (rel) return columnOf(rel, parts[1]!) ?? [];
+      }
+    }
+    // Unqualified, or a struct field access `col.field`: find the column by name.
+    const name = parts[0]!;
+    for (let sc: Scope | undefined = scope; sc; sc = sc.parent) {
+      const found: ColumnSource[] = [];
+      for (const rel of sc.rels) {
+        const exact = rel.cols.find((c) => c.name !== STAR && lc(c.name) === lc(name));
+        if (exact) addSources(found, exact.sources);
+      }
+      if (found.length) return found;
+      const alias = sc.aliases.get(lc(name));
+      if (alias) return [...alias];
+      if (SPECIAL_REFS.has(lc(name))) return [];
+      const unknown = sc.rels.filter((r) => r.cols.some((c) => c.name === STAR));
+      // A USING column exists on both sides; any other unknown column goes to the first relation.
+      for (const rel of sc.merged.has(lc(name)) ? unknown : unknown.slice(0, 1)) {
+        addSources(found, throughStar(rel.cols.find((c) => c.name === STAR)!, name));
+      }
+      if (found.length) return found;
+    }
+    return [];
+  }
+
+  // ------------------------------------------------------------------ naming
+
+  /** The name DuckDB gives an unaliased select item. */
+  async expressionName(item: SqlNode): Promise<string> {
+    if (item.class === 'COLUMN_REF') return String((item.column_names as string[]).at(-1));
+    if (!this.env.deparse) return fallbackName(item);
+    try {
+      return await this.deparseExpression(item);
+    } catch {
+      return fallbackName(item);
+    }
+  }
+
+  private async deparseExpression(item: SqlNode): Promise<string> {
+    const bare = stripLocations({ ...item, alias: '' }) as SqlNode;
+    const key = JSON.stringify(bare);
+    const hit = this.deparseCache.get(key);
+    if (hit !== undefined) return hit;
+    const tree: SerializedSql = {
+      error: false,
+      statements: [
+        {
+          node: {
+            type: 'SELECT_NODE',
+            modifiers: [],
+            cte_map: { map: [] },
+            select_list: [bare],
+            from_table: { type: 'EMPTY', alias: '', sample: null },
+            where_clause: null,
+            group_expressions: [],
+            group_sets: [],
+            aggregate_handling: 'STANDARD_HANDLING',
+            having: null,
+            sample: null,
+            qualify: null,
+          },
+        },
+      ],
+    };
+    const sql = await this.env.deparse!(tree);
+    const text = sql.replace(/^SELECT\s+/i, '').replace(/;?\s*$/, '');
+    this.deparseCache.set(key, text);
+    return text;
+  }
+}
+
+function uniqueSource(s: ColumnSource, i: number, all: ColumnSource[]): boolean {
+  return all.findIndex((x) => x.source_table === s.source_table && x.source_column === s.source_column) === i;
+}
+
+function fallbackName(item: SqlNode): string {
+  if (item.class === 'FUNCTION' && item.function_name) return `${item.function_name}(...)`;
+  if (item.class === 'CONSTANT') return String(item.value?.value ?? 'NULL');
+  return String(item.type ?? 'expr').toLowerCase();
+}
+
+function lambdaParams(lhs: SqlNode | undefined): string[] {
+  if (!lhs) return [];
+  if (lhs.class === 'COLUMN_REF') return [lc(String((lhs.column_names as string[]).at(-1)))];
+  return ((lhs.children ?? []) as SqlNode[]).flatMap(lambdaParams);
+}
+
+function lookupCte(scope: Scope, name: string): OutCol[] | undefined {
+  return scope.ctes.get(name);
+}
+
+function columnOf(rel: Rel, name: string): ColumnSource[] | undefined {
+  const exact = rel.cols.find((c) => c.name !== STAR && lc(c.name) === lc(name));
+  if (exact) return [...exact.sources];
+  const star = rel.cols.find((c) => c.name === STAR);
+  return star ? throughStar(star, name) : undefined;
+}
+
+/** Applies a positional column alias list (`AS t(a, b)`, `WITH c(a, b) AS`). */
+function renameColumns(cols: OutCol[], aliases: string[]): OutCol[] {
+  if (!aliases.length) return cols;
+  if (cols.some((c) => c.name === STAR)) {
+    const star = cols.find((c) => c.name === STAR)!;
+    return [...aliases.map((a) => ({ name: a, sources: throughStar(star, a) })), star];
+  }
+  return cols.map((c, i) => (i < aliases.length ? { name: aliases[i]!, sources: c.sources } : c));
+}
+
+/** The COLUMNS(...) star inside a select item, if any (not inside a subquery). */
+function findColumnsStar(v: unknown): SqlNode | null {
+  if (!v || typeof v !== 'object') return null;
+  if (Array.isArray(v)) {
+    for (const x of v) {
+      const hit = findColumnsStar(x);
+      if (hit) return hit;
+    }
+    return null;
+  }
+  const n = v as SqlNode;
+  if (n.class === 'STAR' && n.columns) return n;
+  if (n.class === 'SUBQUERY') return null;
+  for (const x of Object.values(n)) {
+    const hit = findColumnsStar(x);
+    if (hit) return hit;
+  }
+  return null;
+}
+
+/** DuckDB's CREATE TABLE AS naming of duplicate output columns: `id`, `id_1`, `id_2`. */
+function dedupeNames(cols: OutCol[]): OutCol[] {
+  const used = new Set<string>();
+  const out: OutCol[] = [];
+  for (const c of cols) {
+    if (c.name === STAR) {
+      const prev = out.find((o) => o.name === STAR);
+      if (prev) addSources(prev.sources, c.sources);
+      else out.push({ name: STAR, sources: [...c.sources] });
+      continue;
+    }
+    let name = c.name;
+    for (let i = 1; used.has(lc(name)); i++) name = `${c.name}_${i}`;
+    used.add(lc(name));
+    out.push({ name, sources: c.sources });
+  }
+  return out;
+}
+
+/** Thrown when the parser rejects the SQL (the caller falls back to regex extraction). */
+export class UnparseableSql extends Error {}
+
+/** Column lineage of one SELECT statement through DuckDB's parser. */
+export async function columnLineage(sql: string, dependsOn: string[], env: LineageEnv): Promise<ColumnLineageResult> {
+  const parsed = await env.parse(sql);
+  if (!parsed.ok) throw new UnparseableSql(parsed.error);
+  const statements = parsed.tree.statements;
+  const root = statements[statements.length - 1]?.node;
+  if (!root) throw new UnparseableSql('no statement');
+  const analyzer = new Analyzer(env, dependsOn);
+  const cols = dedupeNames(await analyzer.node(root, undefined, new Map()));
+  const columns: Record<string, ColumnSource[]> = {};
+  for (const c of cols) columns[c.name] = c.sources;
+  return { columns, order: cols.map((c) => c.name), relations: analyzer.relations, complete: !cols.some((c) => c.name === STAR) };
+}
