@@ -151,7 +151,7 @@ export interface WebhookGuard {
    * `SERVICE_WEBHOOK_SECRET_<NAME>` (name upper-cased, other characters as `_`), else
    * `SERVICE_WEBHOOK_SECRET` (constant-time comparison). Otherwise throws DpError 401
    * `webhook_secret_required` (no header), 403 `webhook_secret_invalid` (wrong secret) or
-   * 403 `webhook_not_configured` (no secret set). Reads the process environment, then .env.
+   * 403 `webhook_not_configured` (no secret set). Reads the project's .env, then the process environment.
    */
   verify(webhookName: string, headerValue: string | string[] | undefined): void;
 }

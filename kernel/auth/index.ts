@@ -79,7 +79,9 @@ export function createAuth(app: App): AuthProvider {
   const limiter = new LoginRateLimiter();
   const webhooks: WebhookGuard = {
     header: WEBHOOK_SECRET_HEADER,
-    verify: (name, headerValue) => verifyWebhookSecret(name, headerValue, (key) => process.env[key] ?? app.project.envVars[key]),
+    // .env first (the project's documented source), then the process environment for deployments
+    // that keep secrets off disk.
+    verify: (name, headerValue) => verifyWebhookSecret(name, headerValue, (key) => app.project.envVars[key] ?? process.env[key]),
   };
 
   return {

@@ -13,7 +13,7 @@ export function webhookSecretVar(name: string): string {
 
 /**
  * Checks the shared secret of an incoming webhook call. Variables come from `lookup` (the
- * process environment, then the project's .env). Rules, in order:
+ * project's .env, then the process environment). Rules, in order:
  * - `SERVICE_WEBHOOK_OPEN=true`: accepted without any check (local development only);
  * - the secret is `SERVICE_WEBHOOK_SECRET_<NAME>`, else `SERVICE_WEBHOOK_SECRET`;
  *   neither set → 403 `webhook_not_configured` (closed by default);

@@ -210,3 +210,21 @@ describe('auth off', () => {
     assert.deepEqual((await s.request('GET', '/api/auth/status')).body, { auth_enabled: false, needs_setup: false });
   });
 });
+
+describe('ctx.webhooks reads the project .env', () => {
+  let s: TestServer;
+  before(async () => {
+    s = await startServer(makeProject({ '.env': 'SERVICE_WEBHOOK_SECRET_ORDER_EVENTS=per-hook-secret\n' }));
+  });
+  after(async () => s.close());
+
+  it('checks the per-webhook secret and sees secrets set through the API at once', async () => {
+    const webhooks = s.app.contextFor({ name: 'connectors-test', version: '1.0.0', entry: './index.js' }).webhooks;
+    assert.equal(webhooks.header, 'x-service-webhook-secret');
+    webhooks.verify('order-events', 'per-hook-secret');
+    assert.throws(() => webhooks.verify('order-events', 'per-hook-secreT'), (e: { status?: number }) => e.status === 403);
+    assert.throws(() => webhooks.verify('payments', 'anything'), (e: { code?: string }) => e.code === 'webhook_not_configured');
+    assert.equal((await s.request('POST', '/api/secrets', { key: 'SERVICE_WEBHOOK_SECRET', value: 'global-secret' })).status, 200);
+    webhooks.verify('payments', 'global-secret');
+  });
+});
