@@ -1,0 +1,125 @@
+/**
+ * The full DAG (GET /api/dag/full): models plus everything that feeds or reads them.
+ *
+ * Node ids are relation names (`schema.name`) for relations — sources, seeds, imports,
+ * models — so an edge from a model's `depends_on` needs no translation; scripts are
+ * identified by their project path (`ingest/events.ts`) and exposures by `exposure:<name>`.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { DagEdge, DagNode, ExposureConfig, ModelInfo, SeedInfo, SourceConfig } from '../../sdk/index.js';
+
+/** The schema the import wizard writes to: every table in it is an `import` node. */
+export const IMPORT_SCHEMA = 'imports';
+
+/** Script kinds scanned in `ingest/` (notebooks hold their SQL in cell sources). */
+const INGEST_EXTENSIONS = new Set(['.ts', '.js', '.mjs', '.py', '.sql', '.dpnb']);
+
+export interface FullDagInput {
+  models: ModelInfo[];
+  seeds: SeedInfo[];
+  sources: SourceConfig[];
+  exposures: ExposureConfig[];
+  /** `ingest/...` project path → file text. */
+  ingestScripts: Array<{ path: string; text: string }>;
+  /** `imports.<table>` names present in the database. */
+  importTables: string[];
+}
+
+const CREATE_TABLE = /\bCREATE\s+(?:OR\s+REPLACE\s+)?(TEMP\s+|TEMPORARY\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?((?:"[^"]+"|[A-Za-z_][\w$]*)(?:\s*\.\s*(?:"[^"]+"|[A-Za-z_][\w$]*)){0,2})/gi;
+const INSERT_INTO = /\bINSERT\s+(?:OR\s+(?:REPLACE|IGNORE)\s+)?INTO\s+((?:"[^"]+"|[A-Za-z_][\w$]*)(?:\s*\.\s*(?:"[^"]+"|[A-Za-z_][\w$]*)){0,2})/gi;
+
+/** Relations a script writes, found by scanning for CREATE TABLE and INSERT INTO (temporary tables excluded). */
+export function ingestTargets(text: string): string[] {
+  const found: string[] = [];
+  const add = (raw: string) => {
+    const parts = raw.split(/\s*\.\s*/).map((p) => (p.startsWith('"') ? p.slice(1, -1) : p));
+    const name = (parts.length === 1 ? ['main', parts[0]!] : parts.slice(-2)).join('.');
+    if (!found.some((f) => f.toLowerCase() === name.toLowerCase())) found.push(name);
+  };
+  for (const m of text.matchAll(CREATE_TABLE)) if (!m[1]) add(m[2]!);
+  for (const m of text.matchAll(INSERT_INTO)) add(m[1]!);
+  return found;
+}
+
+/** Files under `<root>/ingest` with a script extension, as project paths and text. */
+export function readIngestScripts(projectRoot: string): Array<{ path: string; text: string }> {
+  const dir = path.join(projectRoot, 'ingest');
+  if (!fs.existsSync(dir)) return [];
+  const out: Array<{ path: string; text: string }> = [];
+  const walk = (d: string) => {
+    for (const entry of fs.readdirSync(d, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const full = path.join(d, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (INGEST_EXTENSIONS.has(path.extname(entry.name))) {
+        let text = fs.readFileSync(full, 'utf8');
+        if (entry.name.endsWith('.dpnb')) text = notebookText(text);
+        out.push({ path: path.relative(projectRoot, full).split(path.sep).join('/'), text });
+      }
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+function notebookText(json: string): string {
+  try {
+    const nb = JSON.parse(json) as { cells?: Array<{ source?: string | string[] }> };
+    return (nb.cells ?? []).map((c) => (Array.isArray(c.source) ? c.source.join('') : String(c.source ?? ''))).join('\n');
+  } catch {
+    return json;
+  }
+}
+
+export function buildFullDag(input: FullDagInput): { nodes: DagNode[]; edges: DagEdge[] } {
+  const nodes: DagNode[] = [];
+  const byId = new Map<string, DagNode>();
+  const edges: DagEdge[] = [];
+  const addNode = (node: DagNode) => {
+    if (byId.has(node.id.toLowerCase())) return byId.get(node.id.toLowerCase())!;
+    byId.set(node.id.toLowerCase(), node);
+    nodes.push(node);
+    return node;
+  };
+  const addEdge = (source: string, target: string) => {
+    if (!edges.some((e) => e.source === source && e.target === target)) edges.push({ source, target });
+  };
+  /** The node of a relation name; an unknown relation becomes an undeclared source. */
+  const relationNode = (name: string): DagNode => {
+    const hit = byId.get(name.toLowerCase());
+    if (hit) return hit;
+    if (!name.includes('.')) {
+      const bare = nodes.filter((n) => n.type !== 'ingest' && n.type !== 'exposure' && String(n.id).toLowerCase().endsWith('.' + name.toLowerCase()));
+      if (bare.length === 1) return bare[0]!;
+    }
+    const [schema, table] = name.includes('.') ? [name.slice(0, name.lastIndexOf('.')), name.slice(name.lastIndexOf('.') + 1)] : ['main', name];
+    return addNode({ id: `${schema}.${table}`, type: 'source', label: `${schema}.${table}`, schema, name: table, declared: false });
+  };
+
+  for (const m of input.models) {
+    addNode({ id: m.full_name, type: m.materialized, label: m.full_name, name: m.name, schema: m.schema, materialized: m.materialized, path: m.path });
+  }
+  for (const s of input.seeds) addNode({ id: s.full_name, type: 'seed', label: s.full_name, name: s.name, schema: s.schema, path: s.path });
+  for (const src of input.sources) {
+    for (const t of src.tables) {
+      const id = `${src.schema}.${t.name}`;
+      addNode({ id, type: 'source', label: id, source: src.name, schema: src.schema, name: t.name, description: t.description ?? src.description ?? '', declared: true });
+    }
+  }
+  for (const t of input.importTables) {
+    const name = t.slice(t.indexOf('.') + 1);
+    addNode({ id: t, type: 'import', label: t, schema: IMPORT_SCHEMA, name });
+  }
+  for (const script of input.ingestScripts) {
+    const targets = ingestTargets(script.text);
+    addNode({ id: script.path, type: 'ingest', label: path.posix.basename(script.path), path: script.path, targets });
+    for (const t of targets) addEdge(script.path, relationNode(t).id);
+  }
+  for (const m of input.models) for (const d of m.depends_on) addEdge(relationNode(d).id, m.full_name);
+  for (const e of input.exposures) {
+    const id = `exposure:${e.name}`;
+    addNode({ id, type: 'exposure', label: e.name, name: e.name, description: e.description ?? '', owner: e.owner ?? null, exposure_type: e.type ?? null, url: e.url ?? null });
+    for (const d of e.depends_on ?? []) addEdge(relationNode(d).id, id);
+  }
+  return { nodes, edges };
+}
