@@ -1,0 +1,134 @@
+/** CLI commands of the models plugin (declared in plugin.json). */
+import type { CliIO, PluginContext } from '../../sdk/index.js';
+import { runCheck, type CheckReport } from './check.js';
+import { runDiff } from './diff.js';
+import { runLint } from './lint.js';
+import { debugNotebook, promote } from './promote.js';
+import type { ModelsEngine } from './service.js';
+
+const list = (v: unknown): string[] | null => {
+  const items = (Array.isArray(v) ? v : v === undefined ? [] : [v]).flatMap((x) => String(x).split(',')).map((s) => s.trim()).filter(Boolean);
+  return items.length ? items : null;
+};
+
+function printCheck(report: CheckReport, io: CliIO): void {
+  for (const e of report.validation.errors) io.out(`error: ${e.message}`);
+  io.table(
+    report.validation.models.map((m) => ({ model: m.model, valid: m.valid ? 'ok' : 'FAIL', bound: m.bound ? 'yes' : 'no', detail: [...m.errors, ...m.warnings].join('; ') })),
+    ['model', 'valid', 'bound', 'detail'],
+  );
+  if (report.assertions.evaluated) {
+    io.out(`\nassertions: ${report.assertions.passed} passed, ${report.assertions.failed} failed${report.assertions.skipped.length ? `, ${report.assertions.skipped.length} models not built` : ''}`);
+    for (const r of report.assertions.results.filter((x) => !x.passed)) io.out(`  FAIL ${r.model}: ${r.expression} ${JSON.stringify(r.detail)}`);
+  } else io.out(`\n${report.assertions.note}`);
+  if (report.contracts.evaluated) {
+    const c = report.contracts;
+    io.out(`contracts: ${c.passed} passed, ${c.failed} failed (${c.errors_failed} error, ${c.warnings_failed} warn)`);
+    for (const r of c.results.filter((x) => !x.passed)) io.out(`  ${r.severity === 'error' ? 'FAIL' : 'WARN'} ${r.contract_name} (${r.model})${r.error ? `: ${r.error}` : ''}`);
+  } else io.out(report.contracts.note);
+  io.out(`\ncheck ${report.status === 'pass' ? 'passed' : 'failed'}`);
+}
+
+export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void {
+  ctx.command('transform', async (args, io) => {
+    const summary = await engine.transform({
+      targets: list(args.select),
+      force: Boolean(args.force),
+      trigger: 'cli',
+      onModel: (r, done, total) => io.progress(`[${done}/${total}] ${r.status.padEnd(15)} ${r.model} (${r.duration_ms} ms)`),
+    });
+    if (io.wantsJson) io.json(summary);
+    else {
+      io.table(
+        summary.results.map((r) => ({ model: r.model, status: r.status, duration_ms: r.duration_ms, error: r.error ?? '' })),
+        ['model', 'status', 'duration_ms', 'error'],
+      );
+      const count = (s: string) => summary.results.filter((r) => r.status === s).length;
+      io.out(
+        `transform ${summary.status}: ${count('built')} built, ${count('skipped')} skipped, ${count('error')} error, ${count('upstream_failed')} upstream_failed, ${count('assertion_failed')} assertion_failed in ${summary.duration_ms} ms`,
+      );
+    }
+    return summary.status === 'success' ? 0 : 1;
+  });
+
+  ctx.command('seed', async (args, io) => {
+    const results = await engine.loadSeeds({
+      force: Boolean(args.force),
+      schema: args.schema === undefined ? undefined : String(args.schema),
+      targets: list(args.select),
+      onSeed: (r, done, total) => io.progress(`[${done}/${total}] ${r.status.padEnd(8)} ${r.seed}`),
+    });
+    if (io.wantsJson) io.json(results);
+    else if (results.length === 0) io.out('No seeds/*.csv files');
+    else io.table(results.map((r) => ({ seed: r.seed, status: r.status, rows: r.rows ?? '', error: r.error ?? '' })), ['seed', 'status', 'rows', 'error']);
+    return results.some((r) => r.status === 'error') ? 1 : 0;
+  });
+
+  ctx.command('check', async (_args, io) => {
+    const report = await runCheck(ctx, engine);
+    if (io.wantsJson) io.json(report);
+    else printCheck(report, io);
+    return report.exit_code;
+  });
+
+  ctx.command('diff', async (args, io) => {
+    const result = await runDiff(ctx, engine, {
+      targets: list(args.select),
+      against: args.against ? String(args.against) : null,
+      target_schema: args['target-schema'] ? String(args['target-schema']) : null,
+      full: Boolean(args.full),
+    });
+    if (io.wantsJson) io.json(result);
+    else if (result.models.length === 0) io.out(result.against ? `No model files differ from ${result.against}` : 'No models');
+    else {
+      io.table(
+        result.models.map((d) => ({
+          model: d.model,
+          status: d.status,
+          rows_before: d.rows_before ?? '',
+          rows_after: d.rows_after ?? '',
+          added: d.added ?? '',
+          removed: d.removed ?? '',
+          modified: d.modified ?? (d.key ? 0 : 'n/a'),
+          schema_change: d.schema_change
+            ? [...d.schema_change.added.map((c) => `+${c.name}`), ...d.schema_change.removed.map((c) => `-${c.name}`), ...d.schema_change.type_changed.map((c) => `~${c.name}`)].join(' ')
+            : '',
+          error: d.error ?? '',
+        })),
+      );
+    }
+    return result.models.some((d) => d.status === 'error') ? 1 : 0;
+  });
+
+  ctx.command('lint', async (args, io) => {
+    const report = await runLint(ctx, engine, { fix: Boolean(args.fix) });
+    if (io.wantsJson) io.json(report);
+    else {
+      for (const f of report.fixed) io.out(`fixed ${f}`);
+      for (const e of report.fix_errors) io.err(`could not format ${e.file}: ${e.error}`);
+      for (const f of report.findings) io.out(`${f.file}:${f.line}: [${f.rule}] ${f.message}`);
+      io.out(`${report.findings.length} finding${report.findings.length === 1 ? '' : 's'} in ${report.files} file${report.files === 1 ? '' : 's'}`);
+    }
+    return report.findings.length ? 1 : 0;
+  });
+
+  ctx.command('promote', async (args, io) => {
+    const r = await promote(ctx, engine, {
+      input: String(args.input),
+      name: String(args.name),
+      schema: String(args.schema),
+      materialized: args.materialized ? String(args.materialized) : undefined,
+      force: Boolean(args.force),
+    });
+    if (io.wantsJson) io.json(r);
+    else io.out(`Wrote ${r.path} (${r.model}) from ${r.from}`);
+    return 0;
+  });
+
+  ctx.command('debug', async (args, io) => {
+    const r = await debugNotebook(ctx, engine, String(args.model));
+    if (io.wantsJson) io.json(r);
+    else io.out(`Wrote ${r.path} (${r.cells.length} cells)`);
+    return 0;
+  });
+}

@@ -1,0 +1,227 @@
+/**
+ * Finds model files (transform/<schema>/<name>.sql) and seed files (seeds/*.csv), reads their
+ * directives and asks DuckDB's parser for their table references. Results are cached per file by
+ * (mtime, size, inode), and parse trees by content hash, so a repeated call costs one stat per file.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { badRequest, SAFE_NAME, type PluginContext, type SqlNode } from '../../sdk/index.js';
+import { parseDirectives } from './directives.js';
+import { statementBody, lineAt } from './sqltext.js';
+import { tableReferences, type TableRef } from './sqltree.js';
+
+export const TRANSFORM_DIR = 'transform';
+export const SEEDS_DIR = 'seeds';
+export const DEFAULT_SEED_SCHEMA = 'seeds';
+/** Schema of a model file placed directly in transform/ without `@config schema=`. */
+export const DEFAULT_MODEL_SCHEMA = 'main';
+/** `materialized` when `@config` does not say (dbt defaults to view; a workbench mostly queries tables). */
+export const DEFAULT_MATERIALIZED = 'table';
+
+export interface ModelFile {
+  name: string;
+  schema: string;
+  full_name: string;
+  materialized: 'table' | 'view';
+  /** Project-relative path with forward slashes. */
+  path: string;
+  absPath: string;
+  content_hash: string;
+  sql: string;
+  /** The statement to embed in CREATE ... AS (no trailing semicolon). */
+  body: string;
+  config: Record<string, string>;
+  assertions: string[];
+  /** Names from `@depends_on`/`depends_on:`, or null when dependencies come from the parser. */
+  declaredDependsOn: string[] | null;
+  directiveLines: number[];
+  /** Table references DuckDB's parser found (empty when the SQL does not parse). */
+  refs: TableRef[];
+  /** The parse tree of the statement, when it parses. */
+  tree: SqlNode | null;
+  parseError: string | null;
+  /** 1-based line of the parse error, when DuckDB reports a position. */
+  parseErrorLine: number | null;
+}
+
+export interface SeedFile {
+  name: string;
+  schema: string;
+  full_name: string;
+  path: string;
+  absPath: string;
+  content_hash: string;
+}
+
+interface Stamp {
+  mtimeMs: number;
+  size: number;
+  ino: number;
+}
+
+const sameStamp = (a: Stamp, b: fs.Stats) => a.mtimeMs === b.mtimeMs && a.size === b.size && a.ino === b.ino;
+
+export function sha256(data: string | Buffer): string {
+  return crypto.createHash('sha256').update(data).digest('hex');
+}
+
+function listFiles(dir: string, ext: string, recursive: boolean): string[] {
+  if (!fs.existsSync(dir)) return [];
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const entry of fs.readdirSync(d, { withFileTypes: true })) {
+      if (entry.name.startsWith('.')) continue;
+      const p = path.join(d, entry.name);
+      if (entry.isDirectory()) {
+        if (recursive) walk(p);
+      } else if (entry.isFile() && entry.name.toLowerCase().endsWith(ext)) out.push(p);
+    }
+  };
+  walk(dir);
+  return out.sort();
+}
+
+interface ParseOutcome {
+  tree: SqlNode | null;
+  error: string | null;
+  errorLine: number | null;
+}
+
+export class Discovery {
+  private models = new Map<string, { stamp: Stamp; file: ModelFile }>();
+  private seedCache = new Map<string, { stamp: Stamp; file: SeedFile }>();
+  private parsed = new Map<string, ParseOutcome>();
+
+  constructor(private readonly ctx: PluginContext) {}
+
+  /** Every model file, parsed. Throws on invalid names or @config values, naming the file. */
+  async modelFiles(): Promise<ModelFile[]> {
+    const root = this.ctx.project.resolve(TRANSFORM_DIR);
+    const files = listFiles(root, '.sql', true);
+    const out: ModelFile[] = [];
+    const seen = new Set<string>();
+    const fresh: ModelFile[] = [];
+    const stamps = new Map<ModelFile, Stamp>();
+    for (const abs of files) {
+      seen.add(abs);
+      const stat = fs.statSync(abs);
+      const hit = this.models.get(abs);
+      if (hit && sameStamp(hit.stamp, stat)) {
+        out.push(hit.file);
+        continue;
+      }
+      const file = this.readModel(abs, root);
+      stamps.set(file, { mtimeMs: stat.mtimeMs, size: stat.size, ino: stat.ino });
+      fresh.push(file);
+      out.push(file);
+    }
+    for (const key of [...this.models.keys()]) if (!seen.has(key)) this.models.delete(key);
+    const unparsed = [...new Set(fresh.filter((f) => !this.parsed.has(sha256(f.body))).map((f) => f.body))];
+    if (unparsed.length) await this.parseBatch(unparsed);
+    for (const file of fresh) {
+      const outcome = this.parsed.get(sha256(file.body));
+      if (!outcome) continue;
+      file.tree = outcome.tree;
+      file.parseError = outcome.error;
+      file.parseErrorLine = outcome.errorLine;
+      file.refs = outcome.tree ? tableReferences(outcome.tree) : [];
+      // Cached only once parsed, so a failed parse round trip is retried on the next call.
+      this.models.set(file.absPath, { stamp: stamps.get(file)!, file });
+    }
+    return out;
+  }
+
+  private readModel(abs: string, root: string): ModelFile {
+    const rel = this.ctx.project.relative(abs);
+    const buf = fs.readFileSync(abs);
+    const sql = buf.toString('utf8');
+    const parts = path.relative(root, abs).split(path.sep);
+    const name = path.basename(abs).replace(/\.sql$/i, '');
+    const directives = parseDirectives(sql, rel);
+    const schema = directives.config.schema ?? (parts.length > 1 ? parts[0] : DEFAULT_MODEL_SCHEMA);
+    if (!SAFE_NAME.test(name)) {
+      throw badRequest('invalid_model_name', `${rel}: model name '${name}' must be letters, digits and underscores, not starting with a digit`, { file: rel });
+    }
+    if (!SAFE_NAME.test(schema)) {
+      throw badRequest('invalid_model_schema', `${rel}: schema '${schema}' must be letters, digits and underscores, not starting with a digit`, { file: rel });
+    }
+    const materialized = (directives.config.materialized ?? DEFAULT_MATERIALIZED).toLowerCase();
+    if (materialized !== 'table' && materialized !== 'view') {
+      throw badRequest('invalid_materialization', `${rel}: materialized must be 'table' or 'view', got '${materialized}'`, { file: rel });
+    }
+    return {
+      name,
+      schema,
+      full_name: `${schema}.${name}`,
+      materialized,
+      path: rel,
+      absPath: abs,
+      content_hash: sha256(buf),
+      sql,
+      body: statementBody(sql),
+      config: directives.config,
+      assertions: directives.assertions,
+      declaredDependsOn: directives.dependsOn,
+      directiveLines: directives.lines,
+      refs: [],
+      tree: null,
+      parseError: null,
+      parseErrorLine: null,
+    };
+  }
+
+  /**
+   * DuckDB's parser (json_serialize_sql, the same function ctx.db.parse calls) over many
+   * statements in one query: a thousand single parses cost a round trip each.
+   */
+  private async parseBatch(bodies: string[]): Promise<void> {
+    const rows = await this.ctx.db.all<{ i: number; tree: string }>(
+      `SELECT i, json_serialize_sql(l[i]) AS tree
+         FROM (SELECT from_json($1::VARCHAR, '["VARCHAR"]') AS l) AS t, range(1, len(l) + 1) AS r(i)`,
+      [JSON.stringify(bodies)],
+    );
+    for (const row of rows) {
+      const body = bodies[Number(row.i) - 1];
+      const json = JSON.parse(row.tree);
+      let outcome: ParseOutcome;
+      if (json.error) {
+        const notSelect = /only SELECT statements/i.test(String(json.error_message));
+        const position = json.position !== undefined ? Number(json.position) : NaN;
+        outcome = {
+          tree: null,
+          error: notSelect ? 'A model must be one SELECT statement (DuckDB could not read it as a query)' : String(json.error_message),
+          errorLine: Number.isFinite(position) ? lineAt(body, position) : null,
+        };
+      } else if (json.statements.length !== 1) {
+        outcome = { tree: null, error: `A model must be one SELECT statement; this file holds ${json.statements.length}`, errorLine: null };
+      } else {
+        outcome = { tree: json.statements[0].node, error: null, errorLine: null };
+      }
+      this.parsed.set(sha256(body), outcome);
+    }
+  }
+
+  seedFiles(schemaOverride?: string): SeedFile[] {
+    const dir = this.ctx.project.resolve(SEEDS_DIR);
+    const schema = schemaOverride ?? DEFAULT_SEED_SCHEMA;
+    const out: SeedFile[] = [];
+    for (const abs of listFiles(dir, '.csv', false)) {
+      const stat = fs.statSync(abs);
+      const hit = this.seedCache.get(abs);
+      let base: SeedFile;
+      if (hit && sameStamp(hit.stamp, stat)) base = hit.file;
+      else {
+        const rel = this.ctx.project.relative(abs);
+        const name = path.basename(abs).replace(/\.csv$/i, '');
+        if (!SAFE_NAME.test(name)) {
+          throw badRequest('invalid_seed_name', `${rel}: seed name '${name}' must be letters, digits and underscores, not starting with a digit`, { file: rel });
+        }
+        base = { name, schema: DEFAULT_SEED_SCHEMA, full_name: `${DEFAULT_SEED_SCHEMA}.${name}`, path: rel, absPath: abs, content_hash: sha256(fs.readFileSync(abs)) };
+        this.seedCache.set(abs, { stamp: { mtimeMs: stat.mtimeMs, size: stat.size, ino: stat.ino }, file: base });
+      }
+      out.push({ ...base, schema, full_name: `${schema}.${base.name}` });
+    }
+    return out;
+  }
+}

@@ -1,0 +1,55 @@
+/** Project file writes: always inside the project (ctx.project.resolve) and atomic (temp file + rename). */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { badRequest, conflict, SAFE_NAME, type PluginContext } from '../../sdk/index.js';
+import { configLine, isDirectiveLine } from './directives.js';
+import { TRANSFORM_DIR } from './discovery.js';
+
+export function writeProjectFile(ctx: PluginContext, relativePath: string, content: string): string {
+  const abs = ctx.project.resolve(relativePath);
+  fs.mkdirSync(path.dirname(abs), { recursive: true });
+  const tmp = path.join(path.dirname(abs), `.${path.basename(abs)}.${crypto.randomBytes(4).toString('hex')}.tmp`);
+  try {
+    fs.writeFileSync(tmp, content);
+    fs.renameSync(tmp, abs);
+  } catch (e) {
+    fs.rmSync(tmp, { force: true });
+    throw e;
+  }
+  return abs;
+}
+
+export function checkName(value: string, field: string, what: string): void {
+  if (!SAFE_NAME.test(value)) {
+    throw badRequest(`invalid_${field}`, `${what} '${value}' must start with a letter or underscore and hold only letters, digits and underscores`, { field });
+  }
+}
+
+export function checkMaterialized(value: string): asserts value is 'table' | 'view' {
+  if (value !== 'table' && value !== 'view') throw badRequest('invalid_materialized', `materialized must be 'table' or 'view', got '${value}'`, { field: 'materialized' });
+}
+
+export function modelPath(schema: string, name: string): string {
+  return `${TRANSFORM_DIR}/${schema}/${name}.sql`;
+}
+
+/**
+ * The text of a model file: a fresh `@config` line, then the SQL. `@config` lines already in the
+ * SQL are dropped (the request's values win); other directives (@assert, @depends_on) are kept.
+ */
+export function modelFileText(sql: string, materialized: string, schema: string): string {
+  const lines = sql.replace(/\r\n/g, '\n').split('\n');
+  const directives = lines.filter((l) => isDirectiveLine(l) && !/^\s*--\s*@config\b/.test(l));
+  const rest = lines.filter((l) => !isDirectiveLine(l));
+  while (rest.length && rest[0].trim() === '') rest.shift();
+  const body = rest.join('\n').trimEnd();
+  return [configLine(materialized, schema), ...directives, body].join('\n') + '\n';
+}
+
+/** Refuses to overwrite an existing model file. */
+export function assertAbsent(ctx: PluginContext, relativePath: string): void {
+  if (fs.existsSync(ctx.project.resolve(relativePath))) {
+    throw conflict('model_exists', `${relativePath} already exists`, { path: relativePath });
+  }
+}

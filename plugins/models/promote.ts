@@ -1,0 +1,112 @@
+/**
+ * Notebook ↔ model files. `promote` turns the last SQL cell of a notebook (or a .sql file, or SQL
+ * text) into transform/<schema>/<name>.sql; `debug` writes a notebook that queries a model's
+ * upstreams and the model itself.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { badRequest, notFound, qualified, type PluginContext } from '../../sdk/index.js';
+import { findModel } from './dag.js';
+import { assertAbsent, checkMaterialized, checkName, modelFileText, modelPath, writeProjectFile } from './files.js';
+import type { ModelsEngine } from './service.js';
+import { statementBody } from './sqltext.js';
+
+export interface NotebookCell {
+  type: string;
+  source: string;
+}
+
+function readNotebook(abs: string, rel: string): NotebookCell[] {
+  let json: { cells?: unknown };
+  try {
+    json = JSON.parse(fs.readFileSync(abs, 'utf8'));
+  } catch {
+    throw badRequest('invalid_notebook', `${rel} is not a notebook (JSON with a cells list)`, { path: rel });
+  }
+  if (!Array.isArray(json.cells)) throw badRequest('invalid_notebook', `${rel} has no cells list`, { path: rel });
+  return json.cells.map((c: { type?: unknown; source?: unknown }) => ({ type: String(c?.type ?? ''), source: Array.isArray(c?.source) ? c.source.join('') : String(c?.source ?? '') }));
+}
+
+/** The SQL to promote: the last non-empty SQL cell of a .dpnb, a .sql file's text, or the input itself. */
+export function promotedSql(ctx: PluginContext, input: string): { sql: string; from: string } {
+  const looksLikePath = /\.(dpnb|sql)$/i.test(input.trim()) && !/\s/.test(input.trim());
+  if (looksLikePath) {
+    const rel = input.trim();
+    // A relative path is looked up from the working directory, then from the project root.
+    const file = [path.resolve(process.cwd(), rel), path.resolve(ctx.project.root, rel)].find((p) => fs.existsSync(p) && fs.statSync(p).isFile());
+    if (!file) throw notFound('file_not_found', `No file ${rel}`, { path: rel });
+    if (/\.dpnb$/i.test(rel)) {
+      const cells = readNotebook(file, rel).filter((c) => c.type === 'sql' && c.source.trim() !== '');
+      if (cells.length === 0) throw badRequest('no_sql_cell', `${rel} has no SQL cell to promote`, { path: rel });
+      return { sql: cells[cells.length - 1].source, from: `${rel} (last SQL cell)` };
+    }
+    return { sql: fs.readFileSync(file, 'utf8'), from: rel };
+  }
+  return { sql: input, from: 'SQL text' };
+}
+
+export interface PromoteOptions {
+  input: string;
+  name: string;
+  schema: string;
+  materialized?: string;
+  force?: boolean;
+}
+
+export async function writeModel(
+  ctx: PluginContext,
+  engine: ModelsEngine,
+  opts: { name: string; schema: string; materialized: string; sql: string; overwrite?: boolean },
+): Promise<{ path: string; model: string }> {
+  checkName(opts.name, 'name', 'Model name');
+  checkName(opts.schema, 'schema_name', 'Schema');
+  checkMaterialized(opts.materialized);
+  if (!opts.sql || opts.sql.trim() === '') throw badRequest('invalid_sql', 'The model SQL is empty', { field: 'sql' });
+  const rel = modelPath(opts.schema, opts.name);
+  if (!opts.overwrite) assertAbsent(ctx, rel);
+  const parsed = await ctx.db.parse(statementBody(opts.sql));
+  if (!parsed.ok) {
+    throw badRequest('invalid_sql', parsed.notSelect ? 'A model must be one SELECT statement' : `The SQL does not parse: ${parsed.error}`, { field: 'sql' });
+  }
+  if (parsed.tree.statements.length !== 1) throw badRequest('invalid_sql', 'A model must be exactly one SELECT statement', { field: 'sql' });
+  const other = (await engine.discovery.modelFiles()).find((f) => f.name.toLowerCase() === opts.name.toLowerCase() && f.path !== rel);
+  if (other) throw badRequest('duplicate_model', `A model named '${opts.name}' already exists: ${other.path}`, { field: 'name', path: other.path });
+  writeProjectFile(ctx, rel, modelFileText(opts.sql, opts.materialized, opts.schema));
+  return { path: rel, model: `${opts.schema}.${opts.name}` };
+}
+
+export async function promote(ctx: PluginContext, engine: ModelsEngine, opts: PromoteOptions) {
+  const { sql, from } = promotedSql(ctx, opts.input);
+  const written = await writeModel(ctx, engine, { name: opts.name, schema: opts.schema, materialized: opts.materialized ?? 'table', sql, overwrite: opts.force });
+  return { ...written, from };
+}
+
+const SAMPLE_LIMIT = 100;
+
+export async function debugNotebook(ctx: PluginContext, engine: ModelsEngine, modelName: string): Promise<{ path: string; cells: NotebookCell[] }> {
+  const graph = await engine.graph();
+  const m = findModel(graph, modelName);
+  if (!m) throw notFound('model_not_found', `No model named '${modelName}'`, { model: modelName });
+  const { schema, name } = m.info;
+  const cells: NotebookCell[] = [
+    {
+      type: 'markdown',
+      source: `# Debug ${m.info.full_name}\nGenerated from \`${m.info.path}\` (${m.info.materialized}). Upstreams: ${m.upstream.length ? m.upstream.join(', ') : 'none'}.`,
+    },
+  ];
+  for (const up of m.upstream) {
+    const [s, t] = up.split('.');
+    cells.push({ type: 'sql', source: `-- upstream ${up}\nSELECT * FROM ${qualified(s, t)} LIMIT ${SAMPLE_LIMIT}` });
+  }
+  const body = m.file.body
+    .split('\n')
+    .filter((l) => !/^\s*--\s*@?(config|depends_on|assert)\b/.test(l))
+    .join('\n')
+    .trim();
+  cells.push({ type: 'sql', source: `-- the model's SQL, run fresh\n${body}` });
+  cells.push({ type: 'sql', source: `-- the materialized ${m.info.materialized}\nSELECT * FROM ${qualified(schema, name)} LIMIT ${SAMPLE_LIMIT}` });
+  cells.push({ type: 'sql', source: `SELECT count(*) AS row_count FROM ${qualified(schema, name)}` });
+  const rel = `notebooks/debug_${schema}_${name}.dpnb`;
+  writeProjectFile(ctx, rel, JSON.stringify({ cells }, null, 2) + '\n');
+  return { path: rel, cells };
+}

@@ -1,0 +1,236 @@
+/** HTTP routes of the models plugin (declared in plugin.json with the same permissions). */
+import {
+  errorMessage,
+  notFound,
+  qualified,
+  requirePermission,
+  type JsonSchema,
+  type LineageService,
+  type PluginContext,
+} from '../../sdk/index.js';
+import { runCheck } from './check.js';
+import { findModel, keyOf, downstreamOf } from './dag.js';
+import { runDiff } from './diff.js';
+import { runLint } from './lint.js';
+import { writeModel } from './promote.js';
+import type { ModelsEngine } from './service.js';
+import { readCatalog } from './state.js';
+
+const NAME = { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$' };
+const TARGETS = { type: ['array', 'null'], items: { type: 'string', minLength: 1 }, description: 'Model selectors: name, schema.name, +name, name+; null or empty for all' };
+const EMPTY_BODY: JsonSchema = { type: ['object', 'null'], additionalProperties: false, properties: {} };
+
+const modelItem: JsonSchema = {
+  type: 'object',
+  properties: {
+    name: { type: 'string' },
+    schema: { type: 'string' },
+    full_name: { type: 'string' },
+    materialized: { type: 'string', enum: ['table', 'view'] },
+    depends_on: { type: 'array', items: { type: 'string' } },
+    path: { type: 'string' },
+    content_hash: { type: 'string' },
+  },
+};
+
+const SAMPLE_ROWS = 20;
+
+export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
+  ctx.route({
+    method: 'GET',
+    url: '/api/models',
+    permission: 'read',
+    summary: 'List models with their dependencies',
+    schema: { response: { 200: { type: 'array', items: modelItem } } },
+    handler: async () =>
+      (await engine.list()).map(({ name, schema, full_name, materialized, depends_on, path, content_hash }) => ({ name, schema, full_name, materialized, depends_on, path, content_hash })),
+  });
+
+  ctx.route({
+    method: 'GET',
+    url: '/api/dag',
+    permission: 'read',
+    summary: 'The models-only DAG: nodes and edges',
+    handler: () => engine.dag(),
+  });
+
+  ctx.route<{ targets?: string[] | null; force?: boolean }>({
+    method: 'POST',
+    url: '/api/transform',
+    permission: 'execute',
+    summary: 'Build models in dependency order',
+    schema: {
+      body: {
+        type: ['object', 'null'],
+        additionalProperties: false,
+        properties: { targets: TARGETS, force: { type: 'boolean', default: false } },
+      },
+    },
+    handler: async (req) => engine.transform({ targets: req.body?.targets ?? null, force: req.body?.force ?? false, trigger: 'api' }),
+  });
+
+  ctx.route<unknown, { limit?: number }>({
+    method: 'GET',
+    url: '/api/transform/runs',
+    permission: 'read',
+    summary: 'Recent transform runs, newest first',
+    schema: { querystring: { type: 'object', additionalProperties: false, properties: { limit: { type: 'integer', minimum: 1, maximum: 1000, default: 20 } } } },
+    handler: (req) => engine.runs(req.query.limit ?? 20),
+  });
+
+  ctx.route<{ name: string; schema_name: string; materialized: 'table' | 'view'; sql: string }>({
+    method: 'POST',
+    url: '/api/models/create',
+    permission: 'write',
+    summary: 'Create a model file transform/<schema_name>/<name>.sql with its @config directive',
+    schema: {
+      body: {
+        type: 'object',
+        required: ['name', 'schema_name', 'sql'],
+        additionalProperties: false,
+        properties: {
+          name: NAME,
+          schema_name: NAME,
+          materialized: { type: 'string', enum: ['table', 'view'], default: 'table' },
+          sql: { type: 'string', minLength: 1 },
+        },
+      },
+    },
+    handler: async (req, reply) => {
+      const written = await writeModel(ctx, engine, { name: req.body.name, schema: req.body.schema_name, materialized: req.body.materialized, sql: req.body.sql });
+      reply.code(201);
+      return { created: true, ...written, materialized: req.body.materialized };
+    },
+  });
+
+  ctx.route<unknown, unknown, { model_name: string }>({
+    method: 'GET',
+    url: '/api/models/:model_name/notebook-view',
+    permission: 'read',
+    summary: "A model's SQL, sample rows (masked per policy), column lineage, upstream and downstream",
+    schema: { params: { type: 'object', required: ['model_name'], properties: { model_name: { type: 'string', minLength: 1 } } } },
+    handler: async (req) => {
+      const graph = await engine.graph();
+      const m = findModel(graph, req.params.model_name);
+      if (!m) throw notFound('model_not_found', `No model named '${req.params.model_name}'`, { model: req.params.model_name });
+      const key = keyOf(m.info.full_name);
+      const catalog = await readCatalog(ctx);
+      let sample: { columns: string[]; column_types: string[]; rows: unknown[][]; notes?: string[] } | null = null;
+      let sampleError: string | null = null;
+      if (catalog.has(key)) {
+        try {
+          const r = await ctx.queries.run({
+            sql: `SELECT * FROM ${qualified(m.info.schema, m.info.name)}`,
+            limit: SAMPLE_ROWS,
+            caller: req.caller,
+            purpose: 'sample',
+            table: { schema: m.info.schema, table: m.info.name },
+          });
+          sample = { columns: r.columns, column_types: r.column_types, rows: r.rows, ...(r.notes?.length ? { notes: r.notes } : {}) };
+        } catch (e) {
+          sampleError = errorMessage(e);
+        }
+      } else sampleError = `${m.info.full_name} is not built yet`;
+      const lineageService = ctx.services.find<LineageService>('lineage');
+      let lineage: unknown = null;
+      let lineageError: string | null = null;
+      if (lineageService) {
+        try {
+          lineage = await lineageService.lineage(m.info.full_name);
+        } catch (e) {
+          lineageError = errorMessage(e);
+        }
+      } else lineageError = 'The lineage plugin is disabled';
+      return {
+        model: m.info.full_name,
+        name: m.info.name,
+        schema: m.info.schema,
+        materialized: m.info.materialized,
+        path: m.info.path,
+        sql: m.info.sql,
+        assertions: m.info.assertions,
+        depends_on: m.info.depends_on,
+        upstream: m.upstream,
+        downstream: (graph.downstream.get(key) ?? []).map((k) => graph.byKey.get(k)!.info.full_name),
+        all_downstream: [...downstreamOf(graph, key)].map((k) => graph.byKey.get(k)!.info.full_name),
+        built: catalog.has(key),
+        sample,
+        sample_error: sampleError,
+        lineage,
+        lineage_error: lineageError,
+      };
+    },
+  });
+
+  ctx.route({
+    method: 'POST',
+    url: '/api/check',
+    permission: 'execute',
+    summary: 'Validate models, run inline assertions and contracts',
+    schema: { body: EMPTY_BODY },
+    handler: () => runCheck(ctx, engine),
+  });
+
+  ctx.route<{ targets?: string[] | null; target_schema?: string | null; full?: boolean }>({
+    method: 'POST',
+    url: '/api/diff',
+    permission: 'execute',
+    summary: "Compare each model's SQL output with its materialized table",
+    schema: {
+      body: {
+        type: ['object', 'null'],
+        additionalProperties: false,
+        properties: {
+          targets: TARGETS,
+          target_schema: { type: ['string', 'null'], pattern: '^[A-Za-z_][A-Za-z0-9_]*$' },
+          full: { type: 'boolean', default: false },
+          against: { type: ['string', 'null'], description: 'Only models whose files differ between this git branch and HEAD' },
+        },
+      },
+    },
+    handler: (req) => runDiff(ctx, engine, { ...(req.body ?? {}) }),
+  });
+
+  ctx.route<{ fix?: boolean }>({
+    method: 'POST',
+    url: '/api/lint',
+    permission: 'read',
+    summary: 'Lint model SQL; fix=true rewrites files (needs the write permission)',
+    schema: { body: { type: ['object', 'null'], additionalProperties: false, properties: { fix: { type: 'boolean', default: false } } } },
+    handler: async (req) => {
+      const fix = Boolean(req.body?.fix);
+      if (fix) requirePermission(req.caller, 'write');
+      return runLint(ctx, engine, { fix });
+    },
+  });
+
+  ctx.route({
+    method: 'GET',
+    url: '/api/seeds',
+    permission: 'read',
+    summary: 'Seed files with their names, schemas and paths',
+    handler: () => engine.seeds(),
+  });
+
+  ctx.route<{ force?: boolean; schema_name?: string | null; targets?: string[] | null }>({
+    method: 'POST',
+    url: '/api/seeds',
+    permission: 'execute',
+    summary: 'Load seed CSV files into tables',
+    schema: {
+      body: {
+        type: ['object', 'null'],
+        additionalProperties: false,
+        properties: {
+          force: { type: 'boolean', default: false },
+          schema_name: { type: ['string', 'null'], pattern: '^[A-Za-z_][A-Za-z0-9_]*$' },
+          targets: { type: ['array', 'null'], items: { type: 'string' } },
+        },
+      },
+    },
+    handler: async (req) => {
+      const results = await engine.loadSeeds({ force: req.body?.force ?? false, schema: req.body?.schema_name ?? undefined, targets: req.body?.targets ?? null });
+      return { results, status: results.some((r) => r.status === 'error') ? 'error' : 'success' };
+    },
+  });
+}

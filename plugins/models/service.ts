@@ -1,0 +1,85 @@
+/** The `models` service: discovery + graph (cached by file contents) and the run entry points. */
+import type {
+  DagEdge,
+  DagNode,
+  ModelInfo,
+  ModelsService,
+  PluginContext,
+  SeedInfo,
+  SeedLoadResult,
+  TransformSummary,
+} from '../../sdk/index.js';
+import { buildGraph, dagOf, findModel, type ModelGraph } from './dag.js';
+import { Discovery } from './discovery.js';
+import { loadSeeds, type SeedOptions } from './seeds.js';
+import { recentRuns } from './state.js';
+import { runTransform, type TransformOptions } from './transform.js';
+
+export class ModelsEngine implements ModelsService {
+  readonly discovery: Discovery;
+  private cached: { signature: string; graph: ModelGraph } | null = null;
+  /** Runs that write the warehouse go one at a time (a second caller waits its turn). */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly ctx: PluginContext) {
+    this.discovery = new Discovery(ctx);
+  }
+
+  /** The validated graph; throws DpError (naming files) on duplicates, unknown references and cycles. */
+  async graph(): Promise<ModelGraph> {
+    const files = await this.discovery.modelFiles();
+    const seeds = this.discovery.seedFiles();
+    const sources = this.ctx.project.config.sources ?? [];
+    const signature = JSON.stringify([files.map((f) => [f.path, f.content_hash]), seeds.map((s) => s.full_name), sources]);
+    if (this.cached?.signature === signature) return this.cached.graph;
+    const graph = await buildGraph({
+      files,
+      seeds,
+      sources,
+      existingRelations: async () => {
+        const rows = await this.ctx.db.all<{ name: string }>(
+          `SELECT lower(schema_name || '.' || table_name) AS name FROM duckdb_tables()
+           UNION ALL SELECT lower(schema_name || '.' || view_name) FROM duckdb_views()`,
+        );
+        return new Set(rows.map((r) => r.name));
+      },
+    });
+    this.cached = { signature, graph };
+    return graph;
+  }
+
+  async list(): Promise<ModelInfo[]> {
+    return (await this.graph()).models.map((m) => m.info);
+  }
+
+  async get(name: string): Promise<ModelInfo | undefined> {
+    return findModel(await this.graph(), name)?.info;
+  }
+
+  async seeds(): Promise<SeedInfo[]> {
+    return this.discovery.seedFiles().map(({ name, schema, full_name, path, content_hash }) => ({ name, schema, full_name, path, content_hash }));
+  }
+
+  async dag(): Promise<{ nodes: DagNode[]; edges: DagEdge[] }> {
+    return dagOf(await this.graph());
+  }
+
+  transform(options: TransformOptions): Promise<TransformSummary> {
+    return this.exclusive(async () => runTransform(this.ctx, await this.graph(), options));
+  }
+
+  loadSeeds(options: SeedOptions): Promise<SeedLoadResult[]> {
+    return this.exclusive(() => loadSeeds(this.ctx, this.discovery, options));
+  }
+
+  /** The latest transform runs, newest first. */
+  runs(limit = 20): Promise<Array<Record<string, unknown>>> {
+    return recentRuns(this.ctx, limit);
+  }
+
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(fn, fn);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * The plugin's service tables. `_service.model_state` holds, per built model and loaded seed, the
+ * content hash and the state hash (content plus upstream states) of what is in the warehouse now:
+ * the basis for skipping unchanged work. Transform runs and their per-model results are history.
+ */
+import type { DbConnection, PluginContext } from '../../sdk/index.js';
+
+export const MIGRATIONS = [
+  `CREATE TABLE IF NOT EXISTS _service.model_state (
+     name VARCHAR PRIMARY KEY,
+     kind VARCHAR NOT NULL,
+     content_hash VARCHAR NOT NULL,
+     state_hash VARCHAR NOT NULL,
+     materialized VARCHAR,
+     rows BIGINT,
+     updated_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+   )`,
+  `CREATE TABLE IF NOT EXISTS _service.transform_runs (
+     run_id VARCHAR PRIMARY KEY,
+     trigger VARCHAR NOT NULL,
+     targets JSON,
+     force BOOLEAN NOT NULL,
+     status VARCHAR NOT NULL,
+     started_at TIMESTAMP NOT NULL,
+     finished_at TIMESTAMP NOT NULL,
+     duration_ms DOUBLE NOT NULL,
+     built INTEGER NOT NULL,
+     skipped INTEGER NOT NULL,
+     failed INTEGER NOT NULL
+   )`,
+  `CREATE TABLE IF NOT EXISTS _service.model_runs (
+     run_id VARCHAR NOT NULL,
+     model VARCHAR NOT NULL,
+     status VARCHAR NOT NULL,
+     duration_ms DOUBLE NOT NULL,
+     error VARCHAR,
+     finished_at TIMESTAMP NOT NULL
+   )`,
+];
+
+export interface StateRow {
+  name: string;
+  kind: 'model' | 'seed';
+  content_hash: string;
+  state_hash: string;
+  materialized: string | null;
+  rows: number | null;
+}
+
+/** Stored state by lower-case `schema.name`. */
+export async function readStates(c: Pick<DbConnection, 'all'>): Promise<Map<string, StateRow>> {
+  const rows = await c.all<StateRow & Record<string, unknown>>('SELECT name, kind, content_hash, state_hash, materialized, rows FROM _service.model_state');
+  return new Map(rows.map((r) => [r.name, r]));
+}
+
+/** Upserts many state rows in one statement (one round trip, one commit). */
+export async function writeStates(c: Pick<DbConnection, 'run'>, rows: StateRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  await c.run(
+    `INSERT OR REPLACE INTO _service.model_state (name, kind, content_hash, state_hash, materialized, rows, updated_at)
+     SELECT r.name, r.kind, r.content_hash, r.state_hash, r.materialized, r.rows, current_timestamp
+       FROM (SELECT unnest(from_json($1::VARCHAR, '[{"name":"VARCHAR","kind":"VARCHAR","content_hash":"VARCHAR","state_hash":"VARCHAR","materialized":"VARCHAR","rows":"BIGINT"}]'), recursive := true)) AS r`,
+    [JSON.stringify(rows)],
+  );
+}
+
+export interface Relation {
+  kind: 'table' | 'view';
+  /** Cheap change signature of a relation no model or seed produces (row count estimate and width). */
+  signature: string;
+}
+
+/** Every user table and view, by lower-case `schema.name`. */
+export async function readCatalog(ctx: PluginContext): Promise<Map<string, Relation>> {
+  const rows = await ctx.db.all<{ name: string; kind: 'table' | 'view'; signature: string }>(
+    `SELECT lower(schema_name || '.' || table_name) AS name, 'table' AS kind, estimated_size || ':' || column_count AS signature
+       FROM duckdb_tables() WHERE database_name = current_database()
+     UNION ALL
+     SELECT lower(schema_name || '.' || view_name), 'view', md5(coalesce(sql, ''))
+       FROM duckdb_views() WHERE database_name = current_database() AND NOT internal`,
+  );
+  return new Map(rows.map((r) => [r.name, { kind: r.kind, signature: r.signature }]));
+}
+
+export interface RunRecord {
+  run_id: string;
+  trigger: string;
+  targets: string[] | null;
+  force: boolean;
+  status: string;
+  started_at: string;
+  finished_at: string;
+  duration_ms: number;
+  built: number;
+  skipped: number;
+  failed: number;
+  models: Array<{ model: string; status: string; duration_ms: number; error?: string }>;
+}
+
+export async function recordRun(ctx: PluginContext, run: RunRecord): Promise<void> {
+  await ctx.db.withConnection(async (c) => {
+    await c.run(
+      `INSERT INTO _service.transform_runs VALUES ($1, $2, $3::JSON, $4, $5, $6::TIMESTAMP, $7::TIMESTAMP, $8, $9, $10, $11)`,
+      [run.run_id, run.trigger, JSON.stringify(run.targets), run.force, run.status, run.started_at, run.finished_at, run.duration_ms, run.built, run.skipped, run.failed],
+    );
+    if (run.models.length === 0) return;
+    await c.run(
+      `INSERT INTO _service.model_runs
+       SELECT $1, r.model, r.status, r.duration_ms, r.error, $2::TIMESTAMP
+         FROM (SELECT unnest(from_json($3::VARCHAR, '[{"model":"VARCHAR","status":"VARCHAR","duration_ms":"DOUBLE","error":"VARCHAR"}]'), recursive := true)) AS r`,
+      [run.run_id, run.finished_at, JSON.stringify(run.models)],
+    );
+  });
+}
+
+export async function recentRuns(ctx: PluginContext, limit: number): Promise<Array<Record<string, unknown>>> {
+  return ctx.db.all(
+    `SELECT run_id, trigger, targets, force, status, started_at::VARCHAR AS started_at, finished_at::VARCHAR AS finished_at, duration_ms, built, skipped, failed
+       FROM _service.transform_runs ORDER BY started_at DESC LIMIT $1`,
+    [limit],
+  );
+}
