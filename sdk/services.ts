@@ -130,3 +130,28 @@ export interface MaskingService {
   /** Columns of `schema.table` the caller would see masked. */
   maskedColumns(caller: Caller, schema: string, table: string): Promise<string[]>;
 }
+
+/** What a masking method knows about the column it masks. */
+export interface MaskingColumnInfo {
+  /** DuckDB type name of the column when known (`VARCHAR`, `DATE`, `DECIMAL(10,2)`). */
+  type?: string;
+}
+
+/**
+ * A masking method, built in or contributed through the masking plugin's `masking.methods`
+ * extension point. `expression` compiles to DuckDB SQL so masking runs inside the query.
+ */
+export interface MaskingMethod {
+  /** Lower-case identifier used in policies (`hash`, `partial`, ...). */
+  name: string;
+  description: string;
+  /** JSON schema (an object schema with defaults) of the method's `method_config`. */
+  configSchema: Record<string, unknown>;
+  /**
+   * A SQL expression masking `column` (an already-quoted SQL expression). `config` has the
+   * schema's defaults filled in. NULL in gives NULL out; the raw value must never come out.
+   */
+  expression(column: string, config: Record<string, any>, info: MaskingColumnInfo): string;
+  /** The same masking on one value in JavaScript, for the post-execution fallback; without it the fallback yields NULL. */
+  apply?(value: unknown, config: Record<string, any>, info: MaskingColumnInfo): unknown;
+}

@@ -1,0 +1,70 @@
+/** `dp mask add | list | remove`: policy management from the command line. */
+import { badRequest, type CliIO, type PluginContext } from '../../sdk/index.js';
+import type { MaskingPolicy, PolicyStore } from './policies.js';
+
+const LIST_COLUMNS = ['id', 'schema_name', 'table_name', 'column_name', 'method', 'method_config', 'condition', 'exempted_roles', 'created_at'];
+
+function row(p: MaskingPolicy): Record<string, unknown> {
+  return {
+    id: p.id,
+    schema_name: p.schema_name,
+    table_name: p.table_name,
+    column_name: p.column_name,
+    method: p.method,
+    method_config: Object.keys(p.method_config).length ? JSON.stringify(p.method_config) : '',
+    condition: p.condition_column ? `${p.condition_column} = ${p.condition_value}` : '',
+    exempted_roles: p.exempted_roles.join(','),
+    created_at: p.created_at,
+  };
+}
+
+/** `--exempt viewer,editor` or `--exempt viewer --exempt editor`. */
+function roles(value: unknown): string[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  const list = (Array.isArray(value) ? value : [value]).flatMap((v) => String(v).split(','));
+  return list.map((r) => r.trim()).filter(Boolean);
+}
+
+export function registerCommands(ctx: PluginContext, store: PolicyStore): void {
+  ctx.command('mask add', async (args, io: CliIO) => {
+    let method_config: unknown = undefined;
+    if (args.config !== undefined) {
+      try {
+        method_config = JSON.parse(String(args.config));
+      } catch (e) {
+        throw badRequest('invalid_method_config', `--config is not valid JSON: ${(e as Error).message}`, { field: 'method_config' });
+      }
+      if (typeof method_config !== 'object' || method_config === null || Array.isArray(method_config)) {
+        throw badRequest('invalid_method_config', '--config must be a JSON object', { field: 'method_config' });
+      }
+    }
+    const policy = await store.create({
+      schema_name: args.schema,
+      table_name: args.table,
+      column_name: args.column,
+      method: args.method,
+      method_config: method_config as Record<string, unknown> | undefined,
+      exempted_roles: roles(args.exempt),
+      condition_column: args['condition-column'] ?? null,
+      condition_value: args['condition-value'] === undefined ? null : String(args['condition-value']),
+    });
+    if (io.wantsJson) io.json(policy);
+    else io.out(`Created masking policy ${policy.id}: ${policy.schema_name}.${policy.table_name}.${policy.column_name} → ${policy.method} (exempt: ${policy.exempted_roles.join(', ') || 'none'})`);
+    return 0;
+  });
+
+  ctx.command('mask list', async (_args, io: CliIO) => {
+    const policies = store.list();
+    if (io.wantsJson) io.json(policies);
+    else if (!policies.length) io.out('No masking policies.');
+    else io.table(policies.map(row), LIST_COLUMNS);
+    return 0;
+  });
+
+  ctx.command('mask remove', async (args, io: CliIO) => {
+    const removed = await store.remove(String(args.id));
+    if (io.wantsJson) io.json(removed);
+    else io.out(`Removed masking policy ${removed.id} (${removed.schema_name}.${removed.table_name}.${removed.column_name})`);
+    return 0;
+  });
+}

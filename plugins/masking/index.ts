@@ -1,0 +1,47 @@
+/**
+ * The masking plugin: column masking enforced on every user query (SPEC.md "Masking policy").
+ * Policies live in _service.masking_policies; methods come from the built-in catalog and the
+ * `masking.methods` extension point; enforcement is a rewrite of DuckDB's parse tree on the
+ * kernel's beforeQuery hook; the masking SQL commands are answered on interceptQuery.
+ */
+import { definePlugin, type MaskingMethod, type MaskingService } from '../../sdk/index.js';
+import { MethodCatalog } from './catalog.js';
+import { registerCommands } from './commands.js';
+import { MaskingEnforcer } from './enforce.js';
+import { MIGRATIONS, PolicyStore } from './policies.js';
+import { registerRoutes } from './routes.js';
+import { interceptMaskingCommand } from './sql-commands.js';
+
+export default definePlugin({
+  setup(ctx) {
+    const catalog = new MethodCatalog();
+    ctx.provideExtensionPoint<MaskingMethod | MaskingMethod[]>('masking.methods', (contribution, fromPlugin) => {
+      for (const method of Array.isArray(contribution) ? contribution : [contribution]) catalog.register(method, fromPlugin);
+    });
+    ctx.migrate(MIGRATIONS);
+
+    const store = new PolicyStore(() => ctx.db, catalog);
+    const settings = () => {
+      const raw = (ctx.project.config.raw.masking ?? {}) as { enforce_without_auth?: unknown };
+      return { enforceWithoutAuth: raw.enforce_without_auth === true };
+    };
+    const enforcer = new MaskingEnforcer(ctx, catalog, store, settings, ctx.log);
+
+    ctx.onStart(async () => {
+      enforcer.relations.invalidate();
+      enforcer.invalidate();
+      await store.load();
+    });
+    // Model builds, seed loads and syncs change tables: re-read the catalog on the next query.
+    ctx.events.on('*', () => enforcer.relations.invalidate());
+
+    ctx.tap('interceptQuery', async (q) => interceptMaskingCommand(q, store));
+    ctx.tap('beforeQuery', async (q) => enforcer.beforeQuery(q));
+
+    const service: MaskingService = { maskedColumns: (caller, schema, table) => enforcer.maskedColumns(caller, schema, table) };
+    ctx.services.provide('masking', service);
+
+    registerRoutes(ctx, store, catalog);
+    registerCommands(ctx, store);
+  },
+});

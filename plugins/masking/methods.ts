@@ -1,0 +1,321 @@
+/**
+ * The fourteen built-in masking methods (SPEC.md "Masking policy"). Each compiles to a DuckDB
+ * SQL expression, so masking runs inside the query; each also has a JavaScript twin (`apply`)
+ * for the post-execution fallback, and the unit tests check that both agree.
+ *
+ * Conventions every method follows: NULL in gives NULL out; a value the method cannot
+ * interpret (a word given to `range`, a number given to `date_shift`) gives NULL, never the
+ * raw value.
+ */
+import crypto from 'node:crypto';
+import type { MaskingColumnInfo, MaskingMethod } from '../../sdk/index.js';
+import { quoteLiteral } from '../../sdk/index.js';
+
+type Config = Record<string, any>;
+
+/** The column as text, exactly as DuckDB would cast it. */
+const text = (column: string) => `CAST(${column} AS VARCHAR)`;
+
+const INTEGER_TYPES = /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT)$/i;
+const FLOAT_TYPES = /^(FLOAT|REAL|DOUBLE)$/i;
+const DECIMAL_TYPE = /^DECIMAL\(\d+,\s*\d+\)$/i;
+const TIMESTAMP_TYPES = /^(TIMESTAMP|TIMESTAMP WITH TIME ZONE|TIMESTAMPTZ|TIMESTAMP_S|TIMESTAMP_MS|TIMESTAMP_NS|DATETIME)$/i;
+/** A type name safe to splice into CAST(... AS <type>). */
+const PLAIN_TYPE = /^[A-Za-z][A-Za-z0-9_ ]*(\(\d+(,\s*\d+)?\))?$/;
+
+function sha256Hex(value: string): string {
+  return crypto.createHash('sha256').update(value, 'utf8').digest('hex');
+}
+
+/** A value as DuckDB's CAST(x AS VARCHAR) prints it (for the JavaScript twins). */
+export function asDuckText(value: unknown, type?: string): string {
+  if (typeof value === 'number' && type && FLOAT_TYPES.test(type) && Number.isInteger(value)) return value.toFixed(1);
+  if (typeof value === 'object' && value !== null) return JSON.stringify(value);
+  return String(value);
+}
+
+function toNumber(value: unknown): number | null {
+  if (typeof value === 'number') return Number.isFinite(value) ? value : null;
+  if (typeof value === 'bigint') return Number(value);
+  if (typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value))) return Number(value);
+  return null;
+}
+
+/** Unit interval [0, 1] from the first 8 hex digits of SHA-256(seed:value): deterministic per value and seed. */
+function unitSql(column: string, seedKey: string): string {
+  return `(CAST(('0x' || left(sha256(${quoteLiteral(seedKey + ':')} || ${text(column)}), 8)) AS UBIGINT) / 4294967295.0)`;
+}
+function unitJs(value: string, seedKey: string): number {
+  return parseInt(sha256Hex(`${seedKey}:${value}`).slice(0, 8), 16) / 4294967295;
+}
+
+/** Whole-day shift in [-max, -1] ∪ [1, max]: never 0, so a shifted date never equals its source. */
+function shiftSql(column: string, maxDays: number, seedKey: string): string {
+  const k = `CAST(('0x' || left(sha256(${quoteLiteral(seedKey + ':')} || ${text(column)}), 8)) AS UBIGINT) % ${2 * maxDays}`;
+  return `CAST(CASE WHEN ${k} < ${maxDays} THEN ${k} - ${maxDays} ELSE ${k} - ${maxDays - 1} END AS INTEGER)`;
+}
+function shiftJs(value: string, maxDays: number, seedKey: string): number {
+  const k = parseInt(sha256Hex(`${seedKey}:${value}`).slice(0, 8), 16) % (2 * maxDays);
+  return k < maxDays ? k - maxDays : k - maxDays + 1;
+}
+
+/** SQL keeping the last n digits of a string and replacing every other digit with `*` (separators stay). */
+function lastDigitsSql(column: string, n: number): string {
+  const v = text(column);
+  const tail = `regexp_extract(${v}, '([0-9][^0-9]*){${n}}$')`;
+  return `(regexp_replace(left(${v}, length(${v}) - length(${tail})), '[0-9]', '*', 'g') || ${tail})`;
+}
+function lastDigitsJs(value: string, n: number): string {
+  const chars = [...value];
+  let keep = n;
+  for (let i = chars.length - 1; i >= 0; i--) {
+    if (!/[0-9]/.test(chars[i])) continue;
+    if (keep > 0) keep--;
+    else chars[i] = '*';
+  }
+  // Fewer digits than n: the SQL form finds no tail and masks every digit; mirror that.
+  if (keep > 0) return value.replace(/[0-9]/g, '*');
+  return chars.join('');
+}
+
+function formatBucket(x: number, integral: boolean): string {
+  if (integral) return String(Math.trunc(x));
+  return Number.isInteger(x) ? x.toFixed(1) : String(x);
+}
+
+const noConfig = { type: 'object', additionalProperties: false, properties: {} };
+
+export const BUILTIN_METHODS: MaskingMethod[] = [
+  {
+    name: 'hash',
+    description: 'First 8 hex characters of the SHA-256 hash of the value; deterministic, not meant for joins.',
+    configSchema: noConfig,
+    expression: (c) => `left(sha256(${text(c)}), 8)`,
+    apply: (v, _cfg, info) => (v == null ? null : sha256Hex(asDuckText(v, info.type)).slice(0, 8)),
+  },
+  {
+    name: 'redact',
+    description: 'Replaced by ***.',
+    configSchema: noConfig,
+    expression: (c) => `CASE WHEN ${c} IS NULL THEN NULL ELSE '***' END`,
+    apply: (v) => (v == null ? null : '***'),
+  },
+  {
+    name: 'null',
+    description: 'Replaced by NULL (the column keeps its type).',
+    configSchema: noConfig,
+    expression: (_c, _cfg, info) => (info.type && PLAIN_TYPE.test(info.type) ? `CAST(NULL AS ${info.type})` : 'NULL'),
+    apply: () => null,
+  },
+  {
+    name: 'partial',
+    description: 'Shows the first and/or last N characters; the middle is replaced by *. A value no longer than both together is masked entirely.',
+    configSchema: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        show_first: { type: 'integer', minimum: 0, default: 0, description: 'Characters kept at the start' },
+        show_last: { type: 'integer', minimum: 0, default: 0, description: 'Characters kept at the end' },
+      },
+    },
+    expression: (c, cfg) => {
+      const v = text(c);
+      const f = Number(cfg.show_first);
+      const l = Number(cfg.show_last);
+      return `CASE WHEN ${c} IS NULL THEN NULL WHEN length(${v}) <= ${f + l} THEN repeat('*', length(${v})) ELSE left(${v}, ${f}) || repeat('*', length(${v}) - ${f + l}) || right(${v}, ${l}) END`;
+    },
+    apply: (v, cfg, info) => {
+      if (v == null) return null;
+      const s = [...asDuckText(v, info.type)];
+      const f = Number(cfg.show_first);
+      const l = Number(cfg.show_last);
+      if (s.length <= f + l) return '*'.repeat(s.length);
+      return s.slice(0, f).join('') + '*'.repeat(s.length - f - l) + (l > 0 ? s.slice(s.length - l).join('') : '');
+    },
+  },
+  {
+    name: 'truncate',
+    description: 'First N characters followed by ...',
+    configSchema: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { length: { type: 'integer', minimum: 0, default: 3, description: 'Characters kept' } },
+    },
+    expression: (c, cfg) => `left(${text(c)}, ${Number(cfg.length)}) || '...'`,
+    apply: (v, cfg, info) => (v == null ? null : [...asDuckText(v, info.type)].slice(0, Number(cfg.length)).join('') + '...'),
+  },
+  {
+    name: 'email',
+    description: 'Local part replaced by ***, domain kept (a value without @ becomes ***).',
+    configSchema: noConfig,
+    expression: (c) => {
+      const v = text(c);
+      return `CASE WHEN ${c} IS NULL THEN NULL WHEN strpos(${v}, '@') > 0 THEN '***@' || regexp_extract(${v}, '@([^@]*)$', 1) ELSE '***' END`;
+    },
+    apply: (v, _cfg, info) => {
+      if (v == null) return null;
+      const s = asDuckText(v, info.type);
+      const at = s.lastIndexOf('@');
+      return at >= 0 ? '***@' + s.slice(at + 1) : '***';
+    },
+  },
+  {
+    name: 'phone',
+    description: 'Keeps the last N digits; every other digit becomes * (separators stay).',
+    configSchema: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { show_last: { type: 'integer', minimum: 0, maximum: 1000, default: 4, description: 'Digits kept at the end' } },
+    },
+    expression: (c, cfg) => `CASE WHEN ${c} IS NULL THEN NULL ELSE ${lastDigitsSql(c, Number(cfg.show_last))} END`,
+    apply: (v, cfg, info) => (v == null ? null : lastDigitsJs(asDuckText(v, info.type), Number(cfg.show_last))),
+  },
+  {
+    name: 'first_initial',
+    description: 'A name reduced to its initials, each followed by a period (Ada Lovelace → A.L.).',
+    configSchema: noConfig,
+    expression: (c) =>
+      `CASE WHEN ${c} IS NULL THEN NULL ELSE array_to_string(list_transform(list_filter(string_split_regex(${text(c)}, '\\s+'), w -> w <> ''), w -> upper(left(w, 1)) || '.'), '') END`,
+    apply: (v, _cfg, info) =>
+      v == null
+        ? null
+        : asDuckText(v, info.type)
+            .split(/\s+/)
+            .filter((w) => w !== '')
+            .map((w) => [...w][0].toUpperCase() + '.')
+            .join(''),
+  },
+  {
+    name: 'ip_address',
+    description: 'Keeps the first N octets of an IPv4 address and replaces the others with x; anything else becomes x.x.x.x.',
+    configSchema: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { keep_octets: { type: 'integer', minimum: 0, maximum: 3, default: 2, description: 'Leading octets kept' } },
+    },
+    expression: (c, cfg) => {
+      const v = text(c);
+      const k = Number(cfg.keep_octets);
+      const parts = [1, 2, 3, 4].map((i) => (i <= k ? `split_part(${v}, '.', ${i})` : `'x'`));
+      return `CASE WHEN ${c} IS NULL THEN NULL WHEN regexp_full_match(${v}, '[0-9]{1,3}(\\.[0-9]{1,3}){3}') THEN ${parts.join(" || '.' || ")} ELSE 'x.x.x.x' END`;
+    },
+    apply: (v, cfg, info) => {
+      if (v == null) return null;
+      const s = asDuckText(v, info.type);
+      if (!/^[0-9]{1,3}(\.[0-9]{1,3}){3}$/.test(s)) return 'x.x.x.x';
+      const k = Number(cfg.keep_octets);
+      return s
+        .split('.')
+        .map((p, i) => (i < k ? p : 'x'))
+        .join('.');
+    },
+  },
+  {
+    name: 'credit_card',
+    description: 'Masks all but the last N digits with * (separators stay).',
+    configSchema: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { show_last: { type: 'integer', minimum: 0, maximum: 1000, default: 4, description: 'Digits kept at the end' } },
+    },
+    expression: (c, cfg) => `CASE WHEN ${c} IS NULL THEN NULL ELSE ${lastDigitsSql(c, Number(cfg.show_last))} END`,
+    apply: (v, cfg, info) => (v == null ? null : lastDigitsJs(asDuckText(v, info.type), Number(cfg.show_last))),
+  },
+  {
+    name: 'range',
+    description: 'A number replaced by its bucket as <low>-<high> (e.g. 50000-60000); non-numbers become NULL.',
+    configSchema: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { bucket_size: { type: 'number', exclusiveMinimum: 0, default: 10000, description: 'Width of each bucket' } },
+    },
+    expression: (c, cfg) => {
+      const b = Number(cfg.bucket_size);
+      const n = `TRY_CAST(${c} AS DOUBLE)`;
+      const low = `(floor(${n} / ${b}) * ${b})`;
+      const fmt = (x: string) => (Number.isInteger(b) ? `CAST(CAST(${x} AS BIGINT) AS VARCHAR)` : `CAST(${x} AS VARCHAR)`);
+      return `CASE WHEN ${n} IS NULL OR isinf(${n}) OR isnan(${n}) THEN NULL ELSE ${fmt(low)} || '-' || ${fmt(`(${low} + ${b})`)} END`;
+    },
+    apply: (v, cfg) => {
+      const n = toNumber(v);
+      if (n === null) return null;
+      const b = Number(cfg.bucket_size);
+      const low = Math.floor(n / b) * b;
+      const integral = Number.isInteger(b);
+      return `${formatBucket(low, integral)}-${formatBucket(low + b, integral)}`;
+    },
+  },
+  {
+    name: 'noise',
+    description: 'Adds deterministic noise within ± percentage, stable per value and seed_key; integer columns stay integers.',
+    configSchema: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        percentage: { type: 'number', exclusiveMinimum: 0, maximum: 1000, default: 10.0, description: 'Maximum change, in percent of the value' },
+        seed_key: { type: 'string', default: '', writeOnly: true, description: 'Secret mixed into the noise; the same value and seed_key always give the same output' },
+      },
+    },
+    expression: (c, cfg, info) => {
+      const n = `TRY_CAST(${c} AS DOUBLE)`;
+      const noisy = `(${n} * (1 + ${Number(cfg.percentage) / 100} * (2 * ${unitSql(c, String(cfg.seed_key))} - 1)))`;
+      const type = info.type ?? '';
+      if (INTEGER_TYPES.test(type)) return `TRY_CAST(round(${noisy}) AS ${type})`;
+      if (DECIMAL_TYPE.test(type) || FLOAT_TYPES.test(type)) return `TRY_CAST(${noisy} AS ${type})`;
+      return noisy;
+    },
+    apply: (v, cfg, info) => {
+      const n = toNumber(v);
+      if (n === null) return null;
+      const noisy = n * (1 + (Number(cfg.percentage) / 100) * (2 * unitJs(asDuckText(v, info.type), String(cfg.seed_key)) - 1));
+      return INTEGER_TYPES.test(info.type ?? '') ? Math.round(noisy) : noisy;
+    },
+  },
+  {
+    name: 'date_shift',
+    description: 'Moves a date or timestamp by a deterministic number of whole days within ± max_days (never 0), stable per value and seed_key.',
+    configSchema: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        max_days: { type: 'integer', minimum: 1, maximum: 36500, default: 30, description: 'Largest shift in days' },
+        seed_key: { type: 'string', default: '', writeOnly: true, description: 'Secret mixed into the shift' },
+      },
+    },
+    expression: (c, cfg, info) => {
+      const shift = shiftSql(c, Number(cfg.max_days), String(cfg.seed_key));
+      const type = (info.type ?? '').toUpperCase();
+      if (type === 'DATE') return `(${c} + ${shift})`;
+      if (TIMESTAMP_TYPES.test(type)) return `(${c} + to_days(${shift}))`;
+      // Text (or unknown type): a date-looking string stays a date string, a timestamp-looking one a timestamp string.
+      const v = text(c);
+      return `CASE WHEN regexp_full_match(${v}, '[0-9]{4}-[0-9]{2}-[0-9]{2}') THEN CAST(TRY_CAST(${v} AS DATE) + ${shift} AS VARCHAR) ELSE CAST(TRY_CAST(${v} AS TIMESTAMP) + to_days(${shift}) AS VARCHAR) END`;
+    },
+    apply: (v, cfg, info) => {
+      if (v == null) return null;
+      const s = asDuckText(v, info.type);
+      const m = /^(\d{4})-(\d{2})-(\d{2})([ T](\d{2}):(\d{2}):(\d{2}(\.\d+)?))?$/.exec(s);
+      if (!m || typeof v === 'number') return null;
+      const shift = shiftJs(s, Number(cfg.max_days), String(cfg.seed_key));
+      const d = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]) + shift));
+      const day = d.toISOString().slice(0, 10);
+      return m[4] ? `${day} ${m[5]}:${m[6]}:${m[7]}` : day;
+    },
+  },
+  {
+    name: 'consistent_hash',
+    description: 'Join-safe pseudonym: prefix followed by the first `length` hex characters of SHA-256; the same input always gives the same output.',
+    configSchema: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        prefix: { type: 'string', default: '', description: 'Text put before the hash' },
+        length: { type: 'integer', minimum: 4, maximum: 64, default: 8, description: 'Hex characters of the hash kept' },
+      },
+    },
+    expression: (c, cfg) => `${quoteLiteral(String(cfg.prefix))} || left(sha256(${text(c)}), ${Number(cfg.length)})`,
+    apply: (v, cfg, info) => (v == null ? null : String(cfg.prefix) + sha256Hex(asDuckText(v, info.type)).slice(0, Number(cfg.length))),
+  },
+];
+
+export type { MaskingColumnInfo };

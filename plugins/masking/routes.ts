@@ -1,0 +1,106 @@
+/** HTTP endpoints of the masking plugin (SPEC.md "Masking" endpoint table). */
+import { type Caller, hasPermission, type JsonSchema, type PluginContext } from '../../sdk/index.js';
+import type { MethodCatalog } from './catalog.js';
+import { type MaskingPolicy, type PolicyInput, policyProperties, type PolicyStore } from './policies.js';
+
+const policySchema: JsonSchema = {
+  type: 'object',
+  properties: {
+    id: { type: 'string' },
+    ...policyProperties,
+    method_config: { type: 'object', additionalProperties: true, description: 'Method settings with defaults filled in' },
+    created_at: { type: 'string', description: 'YYYY-MM-DD HH:MM:SS' },
+  },
+};
+
+const idParams: JsonSchema = {
+  type: 'object',
+  required: ['policy_id'],
+  properties: { policy_id: { type: 'string', minLength: 1 } },
+};
+
+/**
+ * Config settings a method marks `writeOnly` (the seed_key of noise and date_shift) would let a
+ * reader undo the masking, so only callers who may write policies see them.
+ */
+function present(policy: MaskingPolicy, caller: Caller, catalog: MethodCatalog): MaskingPolicy {
+  if (hasPermission(caller, 'write')) return policy;
+  const schema = catalog.list().find((m) => m.name === policy.method)?.config_schema as { properties?: Record<string, { writeOnly?: boolean }> } | undefined;
+  const config = { ...policy.method_config };
+  for (const [k, spec] of Object.entries(schema?.properties ?? {})) {
+    if (spec?.writeOnly && config[k] !== undefined && config[k] !== '') config[k] = '***';
+  }
+  return { ...policy, method_config: config };
+}
+
+export function registerRoutes(ctx: PluginContext, store: PolicyStore, catalog: MethodCatalog): void {
+  ctx.route({
+    method: 'GET',
+    url: '/api/masking/methods',
+    permission: 'read',
+    summary: 'The live catalog of masking methods, each with the JSON schema of its config',
+    tags: ['masking'],
+    handler: () => catalog.list(),
+  });
+
+  ctx.route({
+    method: 'GET',
+    url: '/api/masking/policies',
+    permission: 'read',
+    summary: 'All masking policies',
+    tags: ['masking'],
+    schema: { response: { 200: { type: 'array', items: policySchema } } },
+    handler: (req) => store.list().map((p) => present(p, req.caller, catalog)),
+  });
+
+  ctx.route<PolicyInput>({
+    method: 'POST',
+    url: '/api/masking/policies',
+    permission: 'write',
+    summary: 'Create a masking policy (method and method_config are validated; 400 names the field)',
+    tags: ['masking'],
+    schema: {
+      body: { type: 'object', required: ['schema_name', 'table_name', 'column_name', 'method'], additionalProperties: false, properties: policyProperties },
+      response: { 201: policySchema },
+    },
+    handler: async (req, reply) => {
+      const policy = await store.create(req.body);
+      reply.code(201);
+      return policy;
+    },
+  });
+
+  ctx.route<unknown, unknown, { policy_id: string }>({
+    method: 'GET',
+    url: '/api/masking/policies/:policy_id',
+    permission: 'read',
+    summary: 'One masking policy',
+    tags: ['masking'],
+    schema: { params: idParams, response: { 200: policySchema } },
+    handler: (req) => present(store.get(req.params.policy_id), req.caller, catalog),
+  });
+
+  ctx.route<PolicyInput, unknown, { policy_id: string }>({
+    method: 'PUT',
+    url: '/api/masking/policies/:policy_id',
+    permission: 'write',
+    summary: 'Change properties of a masking policy',
+    tags: ['masking'],
+    schema: {
+      params: idParams,
+      body: { type: 'object', minProperties: 1, additionalProperties: false, properties: policyProperties },
+      response: { 200: policySchema },
+    },
+    handler: (req) => store.update(req.params.policy_id, req.body),
+  });
+
+  ctx.route<unknown, unknown, { policy_id: string }>({
+    method: 'DELETE',
+    url: '/api/masking/policies/:policy_id',
+    permission: 'write',
+    summary: 'Delete a masking policy',
+    tags: ['masking'],
+    schema: { params: idParams },
+    handler: async (req) => ({ deleted: true, policy: await store.remove(req.params.policy_id) }),
+  });
+}
