@@ -1,0 +1,118 @@
+/**
+ * Freshness: how long ago each model was built (recorded by this plugin on every afterModelBuild)
+ * and how long ago each declared source table was loaded (max of its `loaded_at_column`, against
+ * the source's `freshness_hours`).
+ */
+import { errorMessage, qualified, quoteIdent, type PluginContext } from '../../sdk/index.js';
+import { isoUtc, modelsService, parseUtc, relationExists, utcNow } from './relations.js';
+
+export interface ModelFreshness {
+  model: string;
+  last_built_at: string | null;
+  last_status: string | null;
+  hours_since_build: number | null;
+  status: 'fresh' | 'stale' | 'never_built';
+}
+
+export interface ModelFreshnessReport {
+  max_hours: number;
+  checked_at: string;
+  stale_count: number;
+  models: ModelFreshness[];
+}
+
+export interface SourceFreshness {
+  source: string;
+  schema: string;
+  table: string;
+  loaded_at_column: string | null;
+  freshness_hours: number | null;
+  max_loaded_at: string | null;
+  hours_since_load: number | null;
+  /** `unchecked`: no loaded_at_column or no freshness_hours to judge by. */
+  status: 'fresh' | 'stale' | 'no_data' | 'missing_table' | 'unchecked' | 'error';
+  error?: string;
+}
+
+export interface SourceFreshnessReport {
+  checked_at: string;
+  stale_count: number;
+  sources: SourceFreshness[];
+}
+
+const hours = (ms: number) => Math.round((ms / 3_600_000) * 100) / 100;
+
+export async function recordBuild(ctx: PluginContext, model: string, status: string, runId: string | null): Promise<void> {
+  await ctx.db.run(
+    `INSERT INTO _service.model_freshness (model, last_built_at, last_status, run_id) VALUES ($1, $2::TIMESTAMP, $3, $4)
+     ON CONFLICT (model) DO UPDATE SET last_built_at = excluded.last_built_at, last_status = excluded.last_status, run_id = excluded.run_id`,
+    [model, utcNow(), status, runId],
+  );
+}
+
+/** Every model (from the models service when enabled, plus every model this plugin saw built). */
+export async function modelFreshness(ctx: PluginContext, maxHours: number): Promise<ModelFreshnessReport> {
+  const builds = await ctx.db.all<{ model: string; last_built_at: string; last_status: string }>(
+    'SELECT model, CAST(last_built_at AS VARCHAR) AS last_built_at, last_status FROM _service.model_freshness',
+  );
+  const byModel = new Map(builds.map((b) => [b.model, b]));
+  const names = new Set(builds.map((b) => b.model));
+  const models = modelsService(ctx);
+  if (models) for (const m of await models.list()) names.add(m.full_name);
+  const now = Date.now();
+  const out: ModelFreshness[] = [...names].sort().map((model) => {
+    const b = byModel.get(model);
+    const at = b ? parseUtc(b.last_built_at) : null;
+    if (at === null) return { model, last_built_at: null, last_status: null, hours_since_build: null, status: 'never_built' };
+    const age = hours(now - at);
+    return { model, last_built_at: isoUtc(b?.last_built_at), last_status: b?.last_status ?? null, hours_since_build: age, status: age > maxHours ? 'stale' : 'fresh' };
+  });
+  return { max_hours: maxHours, checked_at: new Date(now).toISOString(), stale_count: out.filter((m) => m.status !== 'fresh').length, models: out };
+}
+
+/** Each source table's newest `loaded_at_column` value against its source's `freshness_hours`. */
+export async function sourceFreshness(ctx: PluginContext): Promise<SourceFreshnessReport> {
+  const now = Date.now();
+  const out: SourceFreshness[] = [];
+  for (const source of ctx.project.config.sources) {
+    const sla = typeof source.freshness_hours === 'number' ? source.freshness_hours : null;
+    for (const t of source.tables ?? []) {
+      const row: SourceFreshness = {
+        source: source.name,
+        schema: source.schema,
+        table: t.name,
+        loaded_at_column: t.loaded_at_column ?? null,
+        freshness_hours: sla,
+        max_loaded_at: null,
+        hours_since_load: null,
+        status: 'unchecked',
+      };
+      out.push(row);
+      if (!(await relationExists(ctx, source.schema, t.name))) {
+        row.status = 'missing_table';
+        continue;
+      }
+      if (!t.loaded_at_column) continue;
+      try {
+        const col = quoteIdent(t.loaded_at_column);
+        const R = qualified(source.schema, t.name);
+        const type = (await ctx.db.all<{ column_type: string }>(`DESCRIBE SELECT ${col} FROM ${R}`))[0]?.column_type ?? '';
+        // TIMESTAMPTZ is an instant; naive timestamps and dates are read as UTC.
+        const epoch = /WITH TIME ZONE/i.test(type) ? `epoch_ms(max(${col}))` : `epoch_ms(CAST(max(${col}) AS TIMESTAMP))`;
+        const r = (await ctx.db.all(`SELECT ${epoch} AS ms, CAST(max(${col}) AS VARCHAR) AS max_text FROM ${R}`))[0];
+        if (r.ms === null || r.ms === undefined) {
+          row.status = 'no_data';
+          continue;
+        }
+        const ms = Number(r.ms);
+        row.max_loaded_at = new Date(ms).toISOString();
+        row.hours_since_load = hours(now - ms);
+        if (sla !== null) row.status = row.hours_since_load > sla ? 'stale' : 'fresh';
+      } catch (e) {
+        row.status = 'error';
+        row.error = errorMessage(e).split('\n')[0];
+      }
+    }
+  }
+  return { checked_at: new Date(now).toISOString(), stale_count: out.filter((s) => s.status === 'stale' || (s.status === 'no_data' && s.freshness_hours !== null)).length, sources: out };
+}

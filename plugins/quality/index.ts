@@ -1,0 +1,565 @@
+/**
+ * The quality plugin: wiring of hooks, routes, CLI commands and the `quality` service.
+ * Each concept lives in its own file (assertions, contracts, profiles, freshness, anomalies, alerts).
+ */
+import {
+  badRequest,
+  definePlugin,
+  errorMessage,
+  LOCAL_ADMIN,
+  notFound,
+  type AssertionOutcome,
+  type CliIO,
+  type JsonSchema,
+  type PluginContext,
+  type QualityService,
+} from '../../sdk/index.js';
+import { AlertDispatcher, alertHistory, CHANNELS, type Alert, type AlertRecord, type Channel } from './alerts.js';
+import { detectAnomalies, listAnomalies, type AnomalyReport } from './anomalies.js';
+import { evaluateAssertions, lastExpressions, listAssertionResults, recordAssertionResults, summarizeOutcome } from './assertions.js';
+import { contractHistory, hasBlockingFailure, loadContracts, runContracts, type ContractRun } from './contracts.js';
+import { modelFreshness, recordBuild, sourceFreshness } from './freshness.js';
+import { computeStats, profileForCaller, profileHistory, recordProfile, type TableProfile } from './profiles.js';
+import { modelsService, relationExists, resolveModel, splitRelation, STORED_AUDIENCE, type Relation } from './relations.js';
+
+/** What the plugin offers beyond the sdk's QualityService (tests and the CLI use it). */
+export interface QualityPluginService extends QualityService {
+  /** Resolves once every queued alert delivery has finished and been recorded. */
+  drainAlerts(): Promise<void>;
+  /** Anomaly reports of a transform run (kept for the last runs only). */
+  anomalyReports(runId: string): AnomalyReport[] | undefined;
+  /** Queues an alert to the configured channels (or the given ones). */
+  notify(alert: Alert, channels?: readonly string[]): Promise<AlertRecord[]>;
+}
+
+const MIGRATIONS = [
+  `CREATE TABLE IF NOT EXISTS _service.assertion_results (
+     id VARCHAR PRIMARY KEY, run_id VARCHAR, model VARCHAR, expression VARCHAR, form VARCHAR,
+     passed BOOLEAN, detail JSON, checked_at TIMESTAMP)`,
+  `CREATE TABLE IF NOT EXISTS _service.contract_results (
+     id VARCHAR PRIMARY KEY, contract_name VARCHAR, model VARCHAR, passed BOOLEAN, severity VARCHAR,
+     detail JSON, checked_at TIMESTAMP, duration_ms DOUBLE, error VARCHAR)`,
+  `CREATE SEQUENCE IF NOT EXISTS _service.model_profiles_seq;
+   CREATE TABLE IF NOT EXISTS _service.model_profiles (
+     seq BIGINT DEFAULT nextval('_service.model_profiles_seq'), id VARCHAR, run_id VARCHAR, model VARCHAR,
+     row_count BIGINT, columns JSON, profiled_at TIMESTAMP)`,
+  `CREATE TABLE IF NOT EXISTS _service.anomalies (
+     id VARCHAR PRIMARY KEY, run_id VARCHAR, model VARCHAR, metric VARCHAR, column_name VARCHAR, value DOUBLE,
+     mean DOUBLE, stddev DOUBLE, z_score DOUBLE, threshold DOUBLE, history_count INTEGER, detected_at TIMESTAMP)`,
+  `CREATE TABLE IF NOT EXISTS _service.alert_history (
+     id VARCHAR PRIMARY KEY, alert_type VARCHAR, channel VARCHAR, status VARCHAR, target VARCHAR, title VARCHAR,
+     message VARCHAR, payload JSON, attempts INTEGER, http_status INTEGER, error VARCHAR,
+     created_at TIMESTAMP, finished_at TIMESTAMP)`,
+  `CREATE TABLE IF NOT EXISTS _service.model_freshness (
+     model VARCHAR PRIMARY KEY, last_built_at TIMESTAMP, last_status VARCHAR, run_id VARCHAR)`,
+];
+
+const limitQuery = (fallback: number): JsonSchema => ({
+  type: 'object',
+  additionalProperties: false,
+  properties: { limit: { type: 'integer', minimum: 1, maximum: 10000, default: fallback, description: `Rows to return (default ${fallback})` } },
+});
+const modelParams: JsonSchema = {
+  type: 'object',
+  required: ['model_name'],
+  properties: { model_name: { type: 'string', minLength: 1, description: 'Model as schema.name or bare name' } },
+};
+const assertionOutcomeSchema: JsonSchema = {
+  type: 'object',
+  properties: { expression: { type: 'string' }, passed: { type: 'boolean' }, detail: { type: 'object', additionalProperties: true } },
+};
+const contractRunSchema: JsonSchema = {
+  type: 'object',
+  properties: {
+    total: { type: 'integer' },
+    passed: { type: 'integer' },
+    failed: { type: 'integer' },
+    results: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          contract_name: { type: 'string' },
+          model: { type: 'string' },
+          passed: { type: 'boolean' },
+          severity: { type: 'string' },
+          duration_ms: { type: 'number' },
+          error: { type: ['string', 'null'] },
+          assertions: { type: 'array', items: assertionOutcomeSchema },
+        },
+      },
+    },
+    errors: { type: 'array', items: { type: 'object', properties: { file: { type: 'string' }, index: { type: 'integer' }, reason: { type: 'string' } } } },
+  },
+};
+
+const BUILT = new Set(['built', 'assertion_failed']);
+const KEPT_RUNS = 20;
+
+export default definePlugin({
+  setup(ctx) {
+    ctx.migrate(MIGRATIONS);
+    const alerts = new AlertDispatcher(ctx);
+    const anomalyReports = new Map<string, AnomalyReport[]>();
+    /** Assertion failures of a run, sent as one alert when the run ends. */
+    const failuresByRun = new Map<string, Array<{ model: string; failed: AssertionOutcome[] }>>();
+    const anomalySettings = () => ctx.project.config.quality.anomaly_detection;
+
+    const service: QualityPluginService = {
+      evaluateAssertions: (relationName, expressions) => evaluateAssertions(ctx, relationName, expressions, { audience: STORED_AUDIENCE }),
+      runContracts: (filter) => runContracts(ctx, filter),
+      profile: async (schema, table, caller) => (await profileForCaller(ctx, schema, table, caller)) as unknown as Record<string, unknown>,
+      drainAlerts: () => alerts.drain(),
+      anomalyReports: (runId) => anomalyReports.get(runId),
+      notify: (alert, channels) => alerts.notify(alert, channels),
+    };
+    ctx.services.provide('quality', service);
+
+    // ------------------------------------------------------------------ hooks
+
+    ctx.tap('afterModelBuild', async (b) => {
+      if (b.status !== 'built') return;
+      try {
+        const expressions = b.assertions ?? (await modelsService(ctx)?.get(b.model))?.assertions ?? [];
+        if (expressions.length) {
+          const outcomes = await evaluateAssertions(ctx, `${b.schema}.${b.name}`, expressions, { audience: STORED_AUDIENCE });
+          await recordAssertionResults(ctx, b.runId, b.model, outcomes);
+          b.extras.assertions = outcomes;
+          const failed = outcomes.filter((o) => !o.passed);
+          if (failed.length) {
+            // SPEC.md Errors 3: no exception and no rollback, only the flag.
+            b.status = 'assertion_failed';
+            const list = failuresByRun.get(b.runId) ?? [];
+            list.push({ model: b.model, failed });
+            failuresByRun.set(b.runId, list);
+          }
+        }
+        await recordBuild(ctx, b.model, b.status, b.runId);
+        if (anomalySettings().enabled) await recordProfile(ctx, b.runId, b.model, await computeStats(ctx, b.schema, b.name));
+      } catch (e) {
+        b.extras.quality_error = errorMessage(e);
+        ctx.log.error('quality checks after a model build failed', { model: b.model, error: errorMessage(e) });
+      }
+    });
+
+    ctx.tap('afterTransform', async (run) => {
+      const settings = anomalySettings();
+      if (settings.enabled) {
+        const reports: AnomalyReport[] = [];
+        for (const r of run.results) {
+          if (!BUILT.has(r.status)) continue;
+          try {
+            reports.push(await detectAnomalies(ctx, r.model, run.runId, settings));
+          } catch (e) {
+            ctx.log.error('anomaly detection failed', { model: r.model, error: errorMessage(e) });
+          }
+        }
+        anomalyReports.set(run.runId, reports);
+        while (anomalyReports.size > KEPT_RUNS) anomalyReports.delete(anomalyReports.keys().next().value as string);
+        const found = reports.flatMap((r) => r.anomalies);
+        if (found.length && settings.notify.length) {
+          void alerts.notify(
+            {
+              type: 'anomaly',
+              title: `${found.length} anomal${found.length === 1 ? 'y' : 'ies'} after transform ${run.runId}`,
+              message: found.map((a) => `${a.model} ${a.metric}${a.column ? `(${a.column})` : ''} = ${a.value}, mean ${a.mean}, z ${a.z_score}`).join('\n'),
+              details: { run_id: run.runId, anomalies: found },
+            },
+            settings.notify,
+          );
+        }
+      }
+      const failures = failuresByRun.get(run.runId) ?? [];
+      failuresByRun.delete(run.runId);
+      if (failures.length) {
+        void alerts.notify({
+          type: 'assertion_failure',
+          title: `Assertions failed on ${failures.length} model${failures.length === 1 ? '' : 's'}`,
+          message: failures.flatMap((f) => f.failed.map((o) => `${f.model}: ${o.expression} — ${summarizeOutcome(o)}`)).join('\n'),
+          details: { run_id: run.runId, models: failures.map((f) => ({ model: f.model, assertions: f.failed })) },
+        });
+      }
+      if (run.status === 'error') {
+        const failed = run.results.filter((r) => r.status === 'error');
+        void alerts.notify({
+          type: 'pipeline_failure',
+          title: `Transform ${run.runId} failed`,
+          message: failed.length ? failed.map((r) => `${r.model}: ${r.error ?? 'error'}`).join('\n') : 'The transform run ended with an error',
+          details: { run_id: run.runId, trigger: run.trigger, failed_models: failed },
+        });
+      } else if (run.status === 'success') {
+        void alerts.notify({
+          type: 'pipeline_success',
+          title: `Transform ${run.runId} succeeded`,
+          message: `${run.results.length} model(s) processed`,
+          details: { run_id: run.runId, trigger: run.trigger, results: run.results },
+        });
+      }
+    });
+
+    ctx.tap('pipelineEnd', async (p) => {
+      if (p.status === 'error') {
+        void alerts.notify({
+          type: 'pipeline_failure',
+          title: `Stream ${p.streamName} failed`,
+          message: p.error ?? (p.step ? `Step ${p.step.index + 1} (${p.step.action}) failed` : 'The stream run ended with an error'),
+          details: { run_id: p.runId, stream: p.streamName, trigger: p.trigger, step: p.step ?? null, duration_ms: p.durationMs ?? null },
+        });
+      } else if (p.status === 'success') {
+        void alerts.notify({
+          type: 'pipeline_success',
+          title: `Stream ${p.streamName} succeeded`,
+          message: `Finished in ${Math.round((p.durationMs ?? 0) / 100) / 10} s`,
+          details: { run_id: p.runId, stream: p.streamName, trigger: p.trigger, duration_ms: p.durationMs ?? null },
+        });
+      }
+    });
+
+    // A one-shot CLI command exits after stop: deliveries still in flight finish first.
+    ctx.onStop(() => alerts.drain());
+
+    // ------------------------------------------------------------------ routes
+
+    ctx.route<unknown, { limit: number }>({
+      method: 'GET',
+      url: '/api/assertions',
+      permission: 'read',
+      summary: 'Recent inline assertion results, newest first',
+      tags: ['quality'],
+      schema: { querystring: limitQuery(100) },
+      handler: async (req) => ({ results: await listAssertionResults(ctx, { limit: req.query.limit ?? 100 }) }),
+    });
+
+    ctx.route<unknown, { limit: number }, { model_name: string }>({
+      method: 'GET',
+      url: '/api/assertions/:model_name',
+      permission: 'read',
+      summary: 'Inline assertion results of one model, newest first',
+      tags: ['quality'],
+      schema: { params: modelParams, querystring: limitQuery(100) },
+      handler: async (req) => {
+        const rel = await resolveModel(ctx, req.params.model_name);
+        return { model: rel.full, results: await listAssertionResults(ctx, { model: rel.full, limit: req.query.limit ?? 100 }) };
+      },
+    });
+
+    ctx.route<unknown, unknown, { model_name: string }>({
+      method: 'GET',
+      url: '/api/quality/assertion-debug/:model_name',
+      permission: 'read',
+      summary: "Re-runs a model's inline assertions now, with full diagnostics and the SQL that lists offending rows",
+      tags: ['quality'],
+      schema: { params: modelParams },
+      handler: async (req) => {
+        const rel = await resolveModel(ctx, req.params.model_name);
+        await requireRelation(ctx, rel);
+        const expressions = rel.assertions ?? (await lastExpressions(ctx, rel.full));
+        const outcomes = await evaluateAssertions(ctx, rel.full, expressions, { audience: req.caller, full: true });
+        const failed = outcomes.filter((o) => !o.passed).length;
+        return { model: rel.full, total: outcomes.length, passed: outcomes.length - failed, failed, assertions: outcomes };
+      },
+    });
+
+    ctx.route({
+      method: 'GET',
+      url: '/api/contracts',
+      permission: 'read',
+      summary: 'Contracts discovered in contracts/*.yml, and the files or entries that are invalid',
+      tags: ['quality'],
+      handler: () => loadContracts(ctx),
+    });
+
+    ctx.route<unknown, { contract?: string }>({
+      method: 'POST',
+      url: '/api/contracts/run',
+      permission: 'execute',
+      summary: 'Runs every contract (or those of one contract name or model) and records the results',
+      tags: ['quality'],
+      schema: {
+        querystring: { type: 'object', additionalProperties: false, properties: { contract: { type: 'string', minLength: 1, description: 'Contract name or model' } } },
+        response: { 200: contractRunSchema },
+      },
+      handler: async (req) => runContracts(ctx, req.query.contract ?? null),
+    });
+
+    ctx.route<unknown, { limit: number; contract?: string }>({
+      method: 'GET',
+      url: '/api/contracts/history',
+      permission: 'read',
+      summary: 'Past contract results, newest first',
+      tags: ['quality'],
+      schema: {
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { limit: { type: 'integer', minimum: 1, maximum: 10000, default: 100 }, contract: { type: 'string', minLength: 1, description: 'Contract name or model' } },
+        },
+      },
+      handler: async (req) => ({ history: await contractHistory(ctx, { filter: req.query.contract ?? null, limit: req.query.limit ?? 100 }) }),
+    });
+
+    ctx.route({
+      method: 'GET',
+      url: '/api/profiles',
+      permission: 'read',
+      summary: 'Column profiles of every model (models never built are listed with status not_built)',
+      tags: ['quality'],
+      handler: async (req) => {
+        const profiles: Array<Record<string, unknown>> = [];
+        for (const model of await knownModels(ctx)) {
+          const { schema, table } = splitRelation(model);
+          if (!schema || !(await relationExists(ctx, schema, table))) {
+            profiles.push({ model, schema, table, status: 'not_built' });
+            continue;
+          }
+          profiles.push({ model, status: 'ok', ...(await profileForCaller(ctx, schema, table, req.caller)) });
+        }
+        return { profiles };
+      },
+    });
+
+    ctx.route<unknown, unknown, { model_name: string }>({
+      method: 'GET',
+      url: '/api/profiles/:model_name',
+      permission: 'read',
+      summary: 'Column profile of one model, with its recorded row-count history',
+      tags: ['quality'],
+      schema: { params: modelParams },
+      handler: async (req) => {
+        const rel = await resolveModel(ctx, req.params.model_name);
+        await requireRelation(ctx, rel);
+        const profile = await profileForCaller(ctx, rel.schema, rel.table, req.caller);
+        const history = (await profileHistory(ctx, rel.full, 30)).map((h) => ({ run_id: h.run_id, row_count: h.row_count, profiled_at: h.profiled_at }));
+        return { model: rel.full, ...profile, history };
+      },
+    });
+
+    ctx.route<unknown, unknown, { schema: string; table: string }>({
+      method: 'GET',
+      url: '/api/tables/:schema/:table/profile',
+      permission: 'read',
+      summary: 'Column statistics of any table or view (sample values masked per policies)',
+      tags: ['quality'],
+      schema: {
+        params: { type: 'object', required: ['schema', 'table'], properties: { schema: { type: 'string', minLength: 1 }, table: { type: 'string', minLength: 1 } } },
+      },
+      handler: async (req) => {
+        const { schema, table } = req.params;
+        if (!(await relationExists(ctx, schema, table))) throw notFound('table_not_found', `No table or view ${schema}.${table}`, { schema, table });
+        return profileForCaller(ctx, schema, table, req.caller);
+      },
+    });
+
+    ctx.route<unknown, { max_hours: number }>({
+      method: 'GET',
+      url: '/api/freshness',
+      permission: 'read',
+      summary: 'Hours since each model was last built; older than max_hours is stale',
+      tags: ['quality'],
+      schema: {
+        querystring: { type: 'object', additionalProperties: false, properties: { max_hours: { type: 'number', exclusiveMinimum: 0, default: 24 } } },
+      },
+      handler: async (req) => modelFreshness(ctx, req.query.max_hours ?? 24),
+    });
+
+    ctx.route({
+      method: 'GET',
+      url: '/api/sources/freshness',
+      permission: 'read',
+      summary: "Each declared source table's newest loaded_at_column value against its source's freshness_hours",
+      tags: ['quality'],
+      handler: async () => sourceFreshness(ctx),
+    });
+
+    ctx.route<unknown, { limit: number }>({
+      method: 'GET',
+      url: '/api/anomalies',
+      permission: 'read',
+      summary: 'Recent anomalies (Z-score of row count, null percentage or distinct count above the threshold)',
+      tags: ['quality'],
+      schema: { querystring: limitQuery(100) },
+      handler: async (req) => ({ anomalies: await listAnomalies(ctx, { limit: req.query.limit ?? 100 }) }),
+    });
+
+    ctx.route<unknown, { limit: number }, { model_name: string }>({
+      method: 'GET',
+      url: '/api/anomalies/:model_name',
+      permission: 'read',
+      summary: 'Anomalies of one model',
+      tags: ['quality'],
+      schema: { params: modelParams, querystring: limitQuery(100) },
+      handler: async (req) => {
+        const rel = await resolveModel(ctx, req.params.model_name);
+        return { model: rel.full, anomalies: await listAnomalies(ctx, { model: rel.full, limit: req.query.limit ?? 100 }) };
+      },
+    });
+
+    ctx.route<unknown, { limit: number }>({
+      method: 'GET',
+      url: '/api/alerts',
+      permission: 'read',
+      summary: 'Alert history, newest first',
+      tags: ['quality'],
+      schema: { querystring: limitQuery(100) },
+      handler: async (req) => ({ alerts: await alertHistory(ctx, req.query.limit ?? 100) }),
+    });
+
+    ctx.route<{ channel: Channel; chat_webhook_url?: string; webhook_url?: string; message?: string }>({
+      method: 'POST',
+      url: '/api/alerts/test',
+      permission: 'write',
+      summary: 'Sends a test alert to one channel now (URLs in the body override project.yml) and returns the delivery record',
+      tags: ['quality'],
+      schema: {
+        body: {
+          type: 'object',
+          required: ['channel'],
+          additionalProperties: false,
+          properties: {
+            channel: { enum: [...CHANNELS] },
+            chat_webhook_url: { type: 'string', minLength: 1 },
+            webhook_url: { type: 'string', minLength: 1 },
+            message: { type: 'string', maxLength: 2000 },
+          },
+        },
+      },
+      handler: async (req) => {
+        for (const field of ['chat_webhook_url', 'webhook_url'] as const) {
+          const url = req.body[field];
+          if (url !== undefined && !/^https?:\/\/[^\s]+$/i.test(url)) throw badRequest('invalid_url', `'${field}' must be an http or https URL`, { field });
+        }
+        return alerts.send(
+          { type: 'test', title: 'Test alert', message: req.body.message ?? 'dp can reach this channel.', details: { requested_by: req.caller.username } },
+          req.body.channel,
+          { chat_webhook_url: req.body.chat_webhook_url, webhook_url: req.body.webhook_url },
+        );
+      },
+    });
+
+    // ------------------------------------------------------------------ CLI
+
+    ctx.command('contracts', async (args, io) => {
+      const filter = (args.name as string | undefined) ?? null;
+      if (args.history) {
+        const history = await contractHistory(ctx, { filter, limit: Number(args.limit ?? 50) });
+        if (io.wantsJson) io.json(history);
+        else io.table(history.map((h) => ({ checked_at: h.checked_at, contract: h.contract_name, model: h.model, severity: h.severity, result: h.passed ? 'pass' : 'FAIL', error: h.error ?? '' })));
+        return 0;
+      }
+      io.progress('Running contracts…');
+      const run = await runContracts(ctx, filter);
+      if (io.wantsJson) io.json(run);
+      else printContractRun(io, run);
+      return hasBlockingFailure(run) || run.errors.length > 0 ? 1 : 0;
+    });
+
+    ctx.command('assertions', async (args, io) => {
+      const model = args.model ? (await resolveModel(ctx, String(args.model))).full : undefined;
+      const results = await listAssertionResults(ctx, { model, limit: Number(args.limit ?? 100) });
+      if (io.wantsJson) io.json(results);
+      else io.table(results.map((r) => ({ checked_at: r.checked_at, model: r.model, assertion: r.expression, result: r.passed ? 'pass' : 'FAIL', detail: summarizeOutcome(r) })));
+      return 0;
+    });
+
+    ctx.command('profile', async (args, io) => {
+      if (args.model) {
+        const rel = await resolveModel(ctx, String(args.model));
+        await requireRelation(ctx, rel);
+        io.progress(`Profiling ${rel.full}…`);
+        const profile = await profileForCaller(ctx, rel.schema, rel.table, LOCAL_ADMIN);
+        if (io.wantsJson) io.json(profile);
+        else printProfile(io, rel.full, profile);
+        return 0;
+      }
+      const rows: Array<Record<string, unknown>> = [];
+      for (const model of await knownModels(ctx)) {
+        const { schema, table } = splitRelation(model);
+        if (!schema || !(await relationExists(ctx, schema, table))) {
+          rows.push({ model, status: 'not_built' });
+          continue;
+        }
+        io.progress(`Profiling ${model}…`);
+        const p = await computeStats(ctx, schema, table);
+        const nullCells = p.columns.reduce((a, c) => a + c.null_count, 0);
+        rows.push({ model, status: 'ok', rows: p.row_count, columns: p.column_count, null_cells: nullCells });
+      }
+      if (io.wantsJson) io.json(rows);
+      else io.table(rows, ['model', 'status', 'rows', 'columns', 'null_cells']);
+      return 0;
+    });
+
+    ctx.command('freshness', async (args, io) => {
+      const hours = Number(args.hours ?? 24);
+      if (!(hours > 0)) throw badRequest('invalid_hours', '--hours must be a positive number', { field: 'hours' });
+      let staleCount: number;
+      let staleNames: string[];
+      if (args.sources) {
+        const report = await sourceFreshness(ctx);
+        staleCount = report.stale_count;
+        staleNames = report.sources.filter((s) => s.status === 'stale' || (s.status === 'no_data' && s.freshness_hours !== null)).map((s) => `${s.schema}.${s.table}`);
+        if (io.wantsJson) io.json(report);
+        else io.table(report.sources.map((s) => ({ source: s.source, table: `${s.schema}.${s.table}`, loaded_at_column: s.loaded_at_column, max_loaded_at: s.max_loaded_at, hours: s.hours_since_load, sla_hours: s.freshness_hours, status: s.status })));
+      } else {
+        const report = await modelFreshness(ctx, hours);
+        staleCount = report.stale_count;
+        staleNames = report.models.filter((m) => m.status !== 'fresh').map((m) => m.model);
+        if (io.wantsJson) io.json(report);
+        else io.table(report.models.map((m) => ({ model: m.model, last_built_at: m.last_built_at, hours: m.hours_since_build, status: m.status })));
+      }
+      if (args.alert && staleCount > 0) {
+        const records = await alerts.notify({
+          type: 'stale_data',
+          title: `${staleCount} stale ${args.sources ? 'source table' : 'model'}${staleCount === 1 ? '' : 's'}`,
+          message: staleNames.join('\n'),
+          details: { kind: args.sources ? 'sources' : 'models', max_hours: args.sources ? null : hours, stale: staleNames },
+        });
+        for (const r of records) io.err(`alert via ${r.channel}: ${r.status}${r.error ? ` (${r.error})` : ''}`);
+      }
+      return staleCount > 0 ? 1 : 0;
+    });
+  },
+});
+
+/** Models the profile listing covers: the models service's, or those this plugin saw built. */
+async function knownModels(ctx: PluginContext): Promise<string[]> {
+  const models = modelsService(ctx);
+  if (models) return (await models.list()).map((m) => m.full_name).sort();
+  const rows = await ctx.db.all<{ model: string }>('SELECT model FROM _service.model_freshness ORDER BY model');
+  return rows.map((r) => r.model);
+}
+
+async function requireRelation(ctx: PluginContext, rel: Relation): Promise<void> {
+  if (!(await relationExists(ctx, rel.schema, rel.table))) {
+    throw notFound('model_not_built', `Model ${rel.full} does not exist in the warehouse yet; run a transform first`, { model: rel.full });
+  }
+}
+
+function printContractRun(io: CliIO, run: ContractRun): void {
+  for (const r of run.results) {
+    const status = r.passed ? 'PASS' : r.severity === 'warn' ? 'WARN' : 'FAIL';
+    io.out(`${status}  ${r.contract_name}  (${r.model}, ${r.duration_ms} ms)`);
+    if (r.error) io.out(`      ${r.error}`);
+    for (const a of r.assertions) if (!a.passed) io.out(`      ✗ ${a.expression}: ${summarizeOutcome(a)}`);
+  }
+  for (const e of run.errors) io.err(`invalid contract: ${e.file}${e.index === undefined ? '' : ` (entry ${e.index + 1})`}: ${e.reason}`);
+  const warned = run.results.filter((r) => !r.passed && r.severity === 'warn').length;
+  io.out(`${run.total} contract(s): ${run.passed} passed, ${run.failed - warned} failed, ${warned} warning(s)`);
+}
+
+function printProfile(io: CliIO, model: string, p: TableProfile): void {
+  io.out(`${model}: ${p.row_count} rows, ${p.column_count} columns`);
+  io.table(
+    p.columns.map((c) => ({
+      column: c.name,
+      type: c.type,
+      nulls: c.null_count,
+      'null %': c.null_pct,
+      distinct: c.distinct_count,
+      min: c.masked ? '(masked)' : c.min,
+      max: c.masked ? '(masked)' : c.max,
+      avg: c.avg,
+      samples: (c.sample_values ?? []).map((v) => String(v)).join(', '),
+    })),
+  );
+  for (const n of p.notes ?? []) io.err(n);
+}

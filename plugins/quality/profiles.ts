@@ -1,0 +1,177 @@
+/**
+ * Column profiles (SPEC.md "Table records"): null counts, distinct counts, min/max and numeric
+ * averages in one aggregate pass per table; sample values through the guarded query runner so
+ * masking applies. A metrics-only profile is recorded after each build for anomaly detection.
+ */
+import { randomUUID } from 'node:crypto';
+import { errorMessage, qualified, quoteIdent, type Caller, type PluginContext } from '../../sdk/index.js';
+import { isoUtc, maskedColumnsFor, parseJson, utcNow } from './relations.js';
+
+export interface ColumnProfile {
+  name: string;
+  type: string;
+  null_count: number;
+  /** Percentage of rows that are NULL (0–100). */
+  null_pct: number;
+  distinct_count: number;
+  min: unknown;
+  max: unknown;
+  /** Numeric columns only. */
+  avg: number | null;
+  sample_values?: unknown[];
+  /** True when the caller sees this column masked: min/max are withheld, samples are masked. */
+  masked?: boolean;
+}
+
+export interface TableProfile {
+  schema: string;
+  table: string;
+  row_count: number;
+  column_count: number;
+  columns: ColumnProfile[];
+  profiled_at: string;
+  notes?: string[];
+}
+
+/** What is stored per build: metrics only, never data values. */
+export interface StoredColumnMetrics {
+  name: string;
+  type: string;
+  null_count: number;
+  null_pct: number;
+  distinct_count: number;
+}
+
+const NUMERIC = /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|REAL|DECIMAL)\b/i;
+const NESTED = /\[|^(STRUCT|MAP|UNION)\b/i;
+const SAMPLE_ROWS = 5;
+
+function round(n: number, digits = 2): number {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+}
+
+/** Statistics of every column of `schema.table`, computed by DuckDB in one pass. */
+export async function computeStats(ctx: PluginContext, schema: string, table: string): Promise<TableProfile> {
+  const R = qualified(schema, table);
+  const described = await ctx.db.all<{ column_name: string; column_type: string }>(`DESCRIBE SELECT * FROM ${R}`);
+  const parts = ['count(*) AS dp_rows'];
+  described.forEach((c, i) => {
+    const col = quoteIdent(c.column_name);
+    const nested = NESTED.test(c.column_type);
+    const numeric = !nested && NUMERIC.test(c.column_type);
+    parts.push(`count(*) - count(${col}) AS n${i}`);
+    parts.push(`count(DISTINCT ${nested ? `CAST(${col} AS VARCHAR)` : col}) AS d${i}`);
+    if (nested) parts.push(`NULL AS lo${i}`, `NULL AS hi${i}`);
+    else if (numeric) parts.push(`min(${col}) AS lo${i}`, `max(${col}) AS hi${i}`);
+    else parts.push(`CAST(min(${col}) AS VARCHAR) AS lo${i}`, `CAST(max(${col}) AS VARCHAR) AS hi${i}`);
+    parts.push(numeric ? `CAST(avg(${col}) AS DOUBLE) AS av${i}` : `NULL AS av${i}`);
+  });
+  const res = await ctx.db.query(`SELECT ${parts.join(', ')} FROM ${R}`);
+  const row = res.rows[0] ?? [];
+  const rowCount = Number(row[0] ?? 0);
+  const columns: ColumnProfile[] = described.map((c, i) => {
+    const at = 1 + i * 5;
+    const nulls = Number(row[at] ?? 0);
+    const avg = row[at + 4];
+    return {
+      name: c.column_name,
+      type: c.column_type,
+      null_count: nulls,
+      null_pct: rowCount ? round((nulls / rowCount) * 100, 4) : 0,
+      distinct_count: Number(row[at + 1] ?? 0),
+      min: row[at + 2] ?? null,
+      max: row[at + 3] ?? null,
+      avg: avg === null || avg === undefined ? null : round(Number(avg), 6),
+    };
+  });
+  return { schema, table, row_count: rowCount, column_count: columns.length, columns, profiled_at: new Date().toISOString() };
+}
+
+/**
+ * The profile a caller sees: statistics plus sample values fetched through ctx.queries (purpose
+ * `profile`, exact table), so masking policies apply; min/max of columns masked for the caller
+ * are withheld because they are data values too.
+ */
+export async function profileForCaller(ctx: PluginContext, schema: string, table: string, caller: Caller): Promise<TableProfile> {
+  const profile = await computeStats(ctx, schema, table);
+  const masked = await maskedColumnsFor(ctx, caller, schema, table);
+  const notes: string[] = [];
+  let sample: { columns: string[]; rows: unknown[][] } = { columns: [], rows: [] };
+  try {
+    sample = await ctx.queries.run({ sql: `SELECT * FROM ${qualified(schema, table)}`, limit: SAMPLE_ROWS, caller, purpose: 'profile', table: { schema, table } });
+  } catch (e) {
+    notes.push(`sample values unavailable: ${errorMessage(e)}`);
+  }
+  for (const col of profile.columns) {
+    const i = sample.columns.indexOf(col.name);
+    const seen = new Set<string>();
+    const values: unknown[] = [];
+    if (i >= 0) {
+      for (const r of sample.rows) {
+        const v = r[i];
+        const key = JSON.stringify(v);
+        if (v === null || v === undefined || seen.has(key)) continue;
+        seen.add(key);
+        values.push(v);
+      }
+    }
+    col.sample_values = values;
+    if (masked.has(col.name.toLowerCase())) {
+      col.masked = true;
+      col.min = null;
+      col.max = null;
+      col.avg = null;
+    }
+  }
+  if (notes.length) profile.notes = notes;
+  return profile;
+}
+
+export async function recordProfile(ctx: PluginContext, runId: string | null, model: string, profile: TableProfile): Promise<void> {
+  const metrics: StoredColumnMetrics[] = profile.columns.map(({ name, type, null_count, null_pct, distinct_count }) => ({ name, type, null_count, null_pct, distinct_count }));
+  await ctx.db.run(
+    'INSERT INTO _service.model_profiles (id, run_id, model, row_count, columns, profiled_at) VALUES ($1, $2, $3, $4, $5::JSON, $6::TIMESTAMP)',
+    [randomUUID(), runId, model, profile.row_count, JSON.stringify(metrics), utcNow()],
+  );
+}
+
+export interface StoredProfile {
+  seq: number;
+  id: string;
+  run_id: string | null;
+  model: string;
+  row_count: number;
+  columns: StoredColumnMetrics[];
+  profiled_at: string;
+}
+
+function toStored(r: Record<string, unknown>): StoredProfile {
+  return {
+    seq: Number(r.seq),
+    id: String(r.id),
+    run_id: (r.run_id as string | null) ?? null,
+    model: String(r.model),
+    row_count: Number(r.row_count),
+    columns: parseJson<StoredColumnMetrics[]>(r.columns, []),
+    profiled_at: isoUtc(r.profiled_at) as string,
+  };
+}
+
+const STORED_COLUMNS = 'seq, id, run_id, model, row_count, columns, CAST(profiled_at AS VARCHAR) AS profiled_at';
+
+/** Recorded profiles of a model, newest first; `before` limits them to those older than a given one. */
+export async function profileHistory(ctx: PluginContext, model: string, limit: number, before?: number): Promise<StoredProfile[]> {
+  const rows = await ctx.db.all(
+    `SELECT ${STORED_COLUMNS} FROM _service.model_profiles WHERE model = $1 ${before === undefined ? '' : 'AND seq < $2'}
+      ORDER BY seq DESC LIMIT ${Math.max(1, Math.floor(limit))}`,
+    before === undefined ? [model] : [model, before],
+  );
+  return rows.map(toStored);
+}
+
+/** The profile recorded for a model during one transform run (the latest if it was built twice). */
+export async function profileOfRun(ctx: PluginContext, model: string, runId: string): Promise<StoredProfile | null> {
+  const rows = await ctx.db.all(`SELECT ${STORED_COLUMNS} FROM _service.model_profiles WHERE model = $1 AND run_id = $2 ORDER BY seq DESC LIMIT 1`, [model, runId]);
+  return rows.length ? toStored(rows[0]) : null;
+}

@@ -1,0 +1,109 @@
+/**
+ * Shared helpers of the quality plugin: which relation a name means, whether it exists,
+ * UTC timestamps for the service tables, and masking of data values shown in diagnostics.
+ */
+import { badRequest, notFound, type Caller, type MaskingService, type ModelsService, type PluginContext } from '../../sdk/index.js';
+
+export interface Relation {
+  schema: string;
+  table: string;
+  /** `schema.table`. */
+  full: string;
+}
+
+/** Splits `schema.table`; a bare name has no schema. */
+export function splitRelation(name: string): { schema: string | null; table: string } {
+  const at = name.indexOf('.');
+  return at < 0 ? { schema: null, table: name } : { schema: name.slice(0, at), table: name.slice(at + 1) };
+}
+
+export function relation(schema: string, table: string): Relation {
+  return { schema, table, full: `${schema}.${table}` };
+}
+
+/** True when a table or view `schema.table` exists in the warehouse. */
+export async function relationExists(ctx: PluginContext, schema: string, table: string): Promise<boolean> {
+  const n = await ctx.db.value<number>(
+    'SELECT count(*) FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2',
+    [schema, table],
+  );
+  return Number(n) > 0;
+}
+
+export function modelsService(ctx: PluginContext): ModelsService | undefined {
+  return ctx.services.find<ModelsService>('models');
+}
+
+/**
+ * Resolves a model name (`schema.name` or bare name) to its relation: through the models service
+ * when that plugin is enabled, else as a literal `schema.table`, else by the names this plugin has
+ * recorded builds for. Throws 404 `model_not_found`.
+ */
+export async function resolveModel(ctx: PluginContext, name: string): Promise<Relation & { assertions: string[] | null }> {
+  const models = modelsService(ctx);
+  if (models) {
+    const m = await models.get(name);
+    if (m) return { ...relation(m.schema, m.name), assertions: [...m.assertions] };
+  }
+  const { schema, table } = splitRelation(name);
+  if (schema) {
+    if (models === undefined || (await relationExists(ctx, schema, table))) return { ...relation(schema, table), assertions: null };
+  } else {
+    const known = await ctx.db.all<{ model: string }>(
+      `SELECT DISTINCT model FROM (
+         SELECT model FROM _service.model_freshness UNION ALL SELECT model FROM _service.assertion_results
+       ) WHERE split_part(model, '.', 2) = $1`,
+      [table],
+    );
+    if (known.length === 1) {
+      const s = splitRelation(known[0].model);
+      return { ...relation(s.schema as string, s.table), assertions: null };
+    }
+    if (known.length > 1) {
+      throw badRequest('ambiguous_model', `'${name}' matches several models: ${known.map((k) => k.model).join(', ')}; name it as schema.name`, { model: name });
+    }
+  }
+  throw notFound('model_not_found', `No model named '${name}'`, { model: name });
+}
+
+/** Now in UTC as a naive timestamp string, the form the service tables store. */
+export function utcNow(): string {
+  return new Date().toISOString().replace('T', ' ').replace('Z', '');
+}
+
+/** A naive UTC timestamp from a service table (or an ISO string) as epoch milliseconds. */
+export function parseUtc(value: unknown): number | null {
+  if (value === null || value === undefined || value === '') return null;
+  const text = String(value).trim().replace(' ', 'T');
+  const ms = Date.parse(/[zZ]|[+-]\d\d(:?\d\d)?$/.test(text) ? text : text + 'Z');
+  return Number.isNaN(ms) ? null : ms;
+}
+
+/** A service-table timestamp as ISO-8601 UTC for API responses. */
+export function isoUtc(value: unknown): string | null {
+  const ms = parseUtc(value);
+  return ms === null ? null : new Date(ms).toISOString();
+}
+
+/** JSON column values come back as text. */
+export function parseJson<T>(value: unknown, fallback: T): T {
+  if (value === null || value === undefined) return fallback;
+  if (typeof value !== 'string') return value as T;
+  try {
+    return JSON.parse(value) as T;
+  } catch {
+    return fallback;
+  }
+}
+
+/** Who reads stored diagnostics: any viewer, so stored values are masked as a viewer would see them. */
+export const STORED_AUDIENCE: Caller = Object.freeze({ username: null, role: 'viewer', authenticated: false });
+
+export const MASKED_VALUE = '***';
+
+/** Columns of `schema.table` the audience sees masked (none when the masking plugin is disabled). */
+export async function maskedColumnsFor(ctx: PluginContext, audience: Caller, schema: string, table: string): Promise<Set<string>> {
+  const masking = ctx.services.find<MaskingService>('masking');
+  if (!masking) return new Set();
+  return new Set((await masking.maskedColumns(audience, schema, table)).map((c) => c.toLowerCase()));
+}

@@ -1,0 +1,105 @@
+/** Helpers of the quality tests: firing the kernel's build hooks, a real HTTP receiver, an async CLI run. */
+import { spawn } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { App } from '../../../kernel/app.js';
+import type { ModelBuildContext, ModelBuildStatus, TransformRunContext } from '../../../sdk/index.js';
+import type { QualityPluginService } from '../../../plugins/quality/index.js';
+import { DP_BIN } from '../../helpers.js';
+
+export function quality(app: App): QualityPluginService {
+  return app.services.get<QualityPluginService>('quality');
+}
+
+/** Fires afterModelBuild for `schema.name` the way the models runner does after building it. */
+export async function fireBuild(app: App, model: string, runId: string, assertions?: string[]): Promise<ModelBuildContext> {
+  const [schema, name] = model.split('.');
+  const b: ModelBuildContext = {
+    model,
+    schema,
+    name,
+    materialized: 'table',
+    path: `transform/${name}.sql`,
+    sql: `SELECT * FROM ${model}`,
+    assertions,
+    runId,
+    status: 'built',
+    durationMs: 1,
+    extras: {},
+    db: app.db,
+  };
+  await app.hooks.afterModelBuild.promise(b);
+  return b;
+}
+
+export async function fireTransformEnd(
+  app: App,
+  runId: string,
+  results: Array<{ model: string; status: ModelBuildStatus; error?: string }>,
+  status: 'success' | 'error' = results.some((r) => r.status === 'error') ? 'error' : 'success',
+): Promise<TransformRunContext> {
+  const run: TransformRunContext = { runId, trigger: 'test', targets: null, results: results.map((r) => ({ ...r, duration_ms: 1 })), status };
+  await app.hooks.afterTransform.promise(run);
+  return run;
+}
+
+export interface Received {
+  path: string;
+  body: any;
+  headers: http.IncomingHttpHeaders;
+}
+
+/** A real HTTP receiver on 127.0.0.1; `respond` decides each answer (default 200). */
+export async function startReceiver(respond: (req: Received, n: number) => number | 'hang' = () => 200) {
+  const received: Received[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        /* keep the text */
+      }
+      const r: Received = { path: req.url ?? '', body, headers: req.headers };
+      received.push(r);
+      const answer = respond(r, received.length);
+      if (answer === 'hang') return;
+      res.writeHead(answer, { 'content-type': 'text/plain' });
+      res.end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    received,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** A port nothing listens on (a receiver that is down). */
+export async function deadPort(): Promise<number> {
+  const r = await startReceiver();
+  await r.close();
+  return r.port;
+}
+
+/** Runs `dp` without blocking this process's event loop (so an in-process receiver can answer). */
+export function runCliAsync(args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [DP_BIN, ...args], { cwd, env: { ...process.env, DP_LOG_SILENT: '1' } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
