@@ -1,0 +1,193 @@
+/**
+ * Lineage of every model, computed in dependency order so a model's `SELECT *` over an
+ * upstream model expands to that model's output columns, and cached per model by its
+ * content hash plus the column lists of the relations it reads (the upstream signature):
+ * an unchanged project answers from memory, and a change upstream recomputes only what it
+ * can affect.
+ */
+import {
+  notFound,
+  type DatabasePort,
+  type ModelInfo,
+  type ModelLineage,
+  type ModelsService,
+  type ParsedSql,
+} from '../../sdk/index.js';
+import { columnLineage, UnparseableSql, type ColumnLineageResult, type LineageEnv } from './columns.js';
+import { regexLineage } from './regex-fallback.js';
+
+interface CacheEntry {
+  contentHash: string;
+  dependsOn: string;
+  /** Column list (joined) of every relation the SQL read when it was computed; '' for unknown. */
+  signature: Map<string, string>;
+  result: ColumnLineageResult;
+  method: 'parser' | 'regex';
+}
+
+/** How many parse requests run at once when a whole project is analysed. */
+const PARSE_CONCURRENCY = 4;
+
+const key = (name: string) => name.toLowerCase();
+
+export class LineageEngine {
+  private readonly cache = new Map<string, CacheEntry>();
+
+  constructor(
+    private readonly db: DatabasePort,
+    private readonly models: () => ModelsService,
+  ) {}
+
+  /** Lineage of every model, in the models service's order. */
+  async all(): Promise<ModelLineage[]> {
+    const models = await this.models().list();
+    const results = await this.compute(models);
+    return models.map((m) => results.get(key(m.full_name))!);
+  }
+
+  /** Lineage of one model (by `schema.name` or bare name); 404 when unknown. */
+  async one(name: string): Promise<ModelLineage> {
+    const model = await this.find(name);
+    const models = await this.models().list();
+    const results = await this.compute(upstreamClosure(model, models));
+    return results.get(key(model.full_name))!;
+  }
+
+  async find(name: string): Promise<ModelInfo> {
+    const model = await this.models().get(name);
+    if (!model) throw notFound('model_not_found', `No model named '${name}'`, { model: name });
+    return model;
+  }
+
+  /** Column names of every relation in the live database, by lower-case `schema.name`. */
+  private async liveColumns(): Promise<Map<string, string[]>> {
+    const rows = await this.db.all<{ schema_name: string; table_name: string; column_name: string }>(
+      `SELECT schema_name, table_name, column_name FROM duckdb_columns()
+       WHERE database_name = current_database() AND schema_name <> '_service'
+       ORDER BY schema_name, table_name, column_index`,
+    );
+    const out = new Map<string, string[]>();
+    for (const r of rows) {
+      const k = key(`${r.schema_name}.${r.table_name}`);
+      const list = out.get(k);
+      if (list) list.push(r.column_name);
+      else out.set(k, [r.column_name]);
+    }
+    return out;
+  }
+
+  private async compute(wanted: ModelInfo[]): Promise<Map<string, ModelLineage>> {
+    const live = await this.liveColumns();
+    const order = topologicalOrder(wanted);
+    const outputs = new Map<string, ColumnLineageResult>();
+    const results = new Map<string, ModelLineage>();
+
+    // A model's own output wins over the live relation: it is what the next build produces.
+    const relationColumns = (relation: string): string[] | undefined => {
+      const k = key(relation);
+      const fromModel = outputs.get(k);
+      return fromModel?.complete ? fromModel.order : live.get(k);
+    };
+
+    // Upstream columns are only known inside the loop; the prefetch goes by content hash.
+    const stale = order.filter((m) => this.cache.get(key(m.full_name))?.contentHash !== m.content_hash);
+    const trees = await this.parseAll(stale.map((m) => m.sql));
+    const env: LineageEnv = {
+      parse: async (sql) => trees.get(sql) ?? this.db.parse(sql),
+      relationColumns,
+      deparse: (tree) => this.db.deparse(tree),
+      describe: async (sql) => (await this.db.all<{ column_name: string }>(`DESCRIBE ${sql}`)).map((r) => r.column_name),
+    };
+
+    for (const model of order) {
+      let entry = this.cache.get(key(model.full_name));
+      if (!entry || !this.fresh(model, relationColumns)) {
+        let result: ColumnLineageResult;
+        let method: 'parser' | 'regex' = 'parser';
+        try {
+          result = await columnLineage(model.sql, model.depends_on, env);
+        } catch (e) {
+          if (!(e instanceof UnparseableSql)) throw e;
+          result = regexLineage(model.sql, model.depends_on);
+          method = 'regex';
+        }
+        entry = {
+          contentHash: model.content_hash,
+          dependsOn: model.depends_on.join(','),
+          signature: new Map(result.relations.map((r) => [key(r), (relationColumns(r) ?? []).join('\u0000')])),
+          result,
+          method,
+        };
+        this.cache.set(key(model.full_name), entry);
+      }
+      outputs.set(key(model.full_name), entry.result);
+      const columns: ModelLineage['columns'] = {};
+      for (const name of entry.result.order) columns[name] = entry.result.columns[name]!.map((s) => ({ ...s }));
+      results.set(key(model.full_name), { model: model.full_name, columns, depends_on: [...model.depends_on], method: entry.method });
+    }
+    return results;
+  }
+
+  /** True when the cached lineage of a model still holds for its SQL and its upstream columns. */
+  private fresh(model: ModelInfo, relationColumns: (r: string) => string[] | undefined): boolean {
+    const entry = this.cache.get(key(model.full_name));
+    if (!entry || entry.contentHash !== model.content_hash || entry.dependsOn !== model.depends_on.join(',')) return false;
+    for (const [relation, signature] of entry.signature) {
+      if ((relationColumns(relation) ?? []).join('\u0000') !== signature) return false;
+    }
+    return true;
+  }
+
+  /** Parses many SQL texts with a few requests in flight (the database has a connection pool). */
+  private async parseAll(sqls: string[]): Promise<Map<string, ParsedSql>> {
+    const out = new Map<string, ParsedSql>();
+    let next = 0;
+    const worker = async () => {
+      while (next < sqls.length) {
+        const sql = sqls[next++]!;
+        if (!out.has(sql)) out.set(sql, await this.db.parse(sql));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(PARSE_CONCURRENCY, sqls.length) }, worker));
+    return out;
+  }
+}
+
+/** The model and everything upstream of it (models only). */
+function upstreamClosure(model: ModelInfo, models: ModelInfo[]): ModelInfo[] {
+  const byName = new Map(models.map((m) => [key(m.full_name), m]));
+  const seen = new Map<string, ModelInfo>();
+  const stack = [model];
+  while (stack.length) {
+    const m = stack.pop()!;
+    if (seen.has(key(m.full_name))) continue;
+    seen.set(key(m.full_name), m);
+    for (const d of m.depends_on) {
+      const up = byName.get(key(d));
+      if (up) stack.push(up);
+    }
+  }
+  return [...seen.values()];
+}
+
+/** Upstream before downstream; models in a cycle (the models service rejects those) keep list order. */
+export function topologicalOrder(models: ModelInfo[]): ModelInfo[] {
+  const byName = new Map(models.map((m) => [key(m.full_name), m]));
+  const done = new Set<string>();
+  const visiting = new Set<string>();
+  const out: ModelInfo[] = [];
+  const visit = (m: ModelInfo) => {
+    const k = key(m.full_name);
+    if (done.has(k) || visiting.has(k)) return;
+    visiting.add(k);
+    for (const d of m.depends_on) {
+      const up = byName.get(key(d));
+      if (up) visit(up);
+    }
+    visiting.delete(k);
+    done.add(k);
+    out.push(m);
+  };
+  for (const m of models) visit(m);
+  return out;
+}

@@ -1,0 +1,183 @@
+import {
+  definePlugin,
+  notFound,
+  type JsonSchema,
+  type LineageService,
+  type ModelLineage,
+  type ModelsService,
+  type PluginContext,
+} from '../../sdk/index.js';
+import { STAR } from './columns.js';
+import { LineageEngine } from './engine.js';
+import { buildFullDag, IMPORT_SCHEMA, readIngestScripts } from './full-dag.js';
+import { impactOf, type ImpactRecord } from './impact.js';
+
+const sourceSchema: JsonSchema = {
+  type: 'object',
+  properties: { source_table: { type: 'string' }, source_column: { type: 'string' } },
+};
+
+const lineageSchema: JsonSchema = {
+  type: 'object',
+  properties: {
+    model: { type: 'string' },
+    columns: { type: 'object', additionalProperties: { type: 'array', items: sourceSchema } },
+    depends_on: { type: 'array', items: { type: 'string' } },
+    method: { type: 'string', enum: ['parser', 'regex'], description: 'parser: DuckDB parse tree; regex: text fallback for SQL the parser rejects' },
+  },
+};
+
+const impactSchema: JsonSchema = {
+  type: 'object',
+  properties: {
+    model: { type: 'string' },
+    column: { type: 'string' },
+    downstream_models: { type: 'array', items: { type: 'string' } },
+    affected_columns: { type: 'array', items: { type: 'object', properties: { model: { type: 'string' }, column: { type: 'string' } } } },
+    impact_chain: { type: 'object', additionalProperties: { type: 'array', items: { type: 'string' } } },
+  },
+};
+
+const dagSchema: JsonSchema = {
+  type: 'object',
+  properties: {
+    nodes: {
+      type: 'array',
+      items: { type: 'object', additionalProperties: true, properties: { id: { type: 'string' }, type: { type: 'string' }, label: { type: 'string' } } },
+    },
+    edges: { type: 'array', items: { type: 'object', properties: { source: { type: 'string' }, target: { type: 'string' } } } },
+  },
+};
+
+const modelParams: JsonSchema = {
+  type: 'object',
+  required: ['model_name'],
+  properties: { model_name: { type: 'string', minLength: 1, description: 'Model as schema.name or bare name' } },
+};
+
+async function impact(engine: LineageEngine, name: string, column: string | undefined): Promise<ImpactRecord> {
+  const model = await engine.find(name);
+  const all = await engine.all();
+  const own = all.find((l) => l.model === model.full_name)!;
+  if (column !== undefined && !Object.keys(own.columns).some((c) => c.toLowerCase() === column.toLowerCase() || c === STAR)) {
+    throw notFound('column_not_found', `Model '${model.full_name}' has no column '${column}'`, { model: model.full_name, column, columns: Object.keys(own.columns) });
+  }
+  const spelled = column === undefined ? undefined : (Object.keys(own.columns).find((c) => c.toLowerCase() === column.toLowerCase()) ?? column);
+  return impactOf(model.full_name, spelled, all);
+}
+
+async function fullDag(ctx: PluginContext, models: ModelsService) {
+  const importTables = await ctx.db.all<{ table_name: string }>(
+    `SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = $1
+     UNION SELECT view_name FROM duckdb_views() WHERE database_name = current_database() AND schema_name = $1 AND NOT internal
+     ORDER BY 1`,
+    [IMPORT_SCHEMA],
+  );
+  return buildFullDag({
+    models: await models.list(),
+    seeds: await models.seeds(),
+    sources: ctx.project.config.sources ?? [],
+    exposures: ctx.project.config.exposures ?? [],
+    ingestScripts: readIngestScripts(ctx.project.root),
+    importTables: importTables.map((r) => `${IMPORT_SCHEMA}.${r.table_name}`),
+  });
+}
+
+function formatSources(sources: ModelLineage['columns'][string]): string {
+  return sources.length ? sources.map((s) => `${s.source_table}.${s.source_column}`).join(', ') : '(computed)';
+}
+
+export default definePlugin({
+  setup(ctx) {
+    const models = () => ctx.services.get<ModelsService>('models');
+    const engine = new LineageEngine(ctx.db, models);
+    const service: LineageService = { lineage: (model) => engine.one(model) };
+    ctx.services.provide<LineageService>('lineage', service);
+
+    ctx.route({
+      method: 'GET',
+      url: '/api/lineage',
+      permission: 'read',
+      summary: 'Column lineage of every model',
+      tags: ['lineage'],
+      schema: { response: { 200: { type: 'array', items: lineageSchema } } },
+      handler: () => engine.all(),
+    });
+
+    ctx.route<unknown, unknown, { model_name: string }>({
+      method: 'GET',
+      url: '/api/lineage/:model_name',
+      permission: 'read',
+      summary: 'Column lineage of one model: each output column and the upstream columns it derives from',
+      tags: ['lineage'],
+      schema: { params: modelParams, response: { 200: lineageSchema } },
+      handler: (req) => engine.one(req.params.model_name),
+    });
+
+    ctx.route<unknown, { column?: string }, { model_name: string }>({
+      method: 'GET',
+      url: '/api/impact/:model_name',
+      permission: 'read',
+      summary: 'Downstream models and columns affected by a change to a model or one of its columns',
+      tags: ['lineage'],
+      schema: {
+        params: modelParams,
+        querystring: { type: 'object', additionalProperties: false, properties: { column: { type: 'string', minLength: 1, description: 'Only the impact of this column' } } },
+        response: { 200: impactSchema },
+      },
+      handler: (req) => impact(engine, req.params.model_name, req.query.column),
+    });
+
+    ctx.route({
+      method: 'GET',
+      url: '/api/dag/full',
+      permission: 'read',
+      summary: 'Full DAG: sources, seeds, ingest scripts, imports, models (table/view) and exposures',
+      tags: ['lineage'],
+      schema: { response: { 200: dagSchema } },
+      handler: () => fullDag(ctx, models()),
+    });
+
+    ctx.command('lineage', async (args, io) => {
+      const lineage = await engine.one(String(args.model));
+      if (io.wantsJson) {
+        io.json(lineage);
+        return 0;
+      }
+      io.out(`${lineage.model}  (depends on: ${lineage.depends_on.join(', ') || 'nothing'}; method: ${lineage.method})`);
+      io.table(
+        Object.entries(lineage.columns).map(([column, sources]) => ({ column, sources: formatSources(sources) })),
+        ['column', 'sources'],
+      );
+      return 0;
+    });
+
+    ctx.command('impact', async (args, io) => {
+      const column = args.column === undefined ? undefined : String(args.column);
+      const record = await impact(engine, String(args.model), column);
+      if (io.wantsJson) {
+        io.json(record);
+        return 0;
+      }
+      io.out(`Impact of ${record.model}${column ? `.${record.column}` : ''}`);
+      if (!record.downstream_models.length) {
+        io.out('No downstream models.');
+        return 0;
+      }
+      const lines: string[] = [];
+      const walk = (m: string, depth: number, seen: Set<string>) => {
+        for (const child of record.impact_chain[m] ?? []) {
+          lines.push(`${'  '.repeat(depth)}└─ ${child}`);
+          if (!seen.has(child)) walk(child, depth + 1, new Set([...seen, child]));
+        }
+      };
+      lines.push(record.model);
+      walk(record.model, 1, new Set([record.model]));
+      for (const l of lines) io.out(l);
+      io.out('');
+      io.out(`Affected columns (${record.affected_columns.length}):`);
+      io.table(record.affected_columns, ['model', 'column']);
+      return 0;
+    });
+  },
+});
