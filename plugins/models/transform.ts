@@ -134,6 +134,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
       materialized: m.info.materialized,
       path: m.info.path,
       sql: m.file.body,
+      assertions: m.info.assertions,
       runId,
       status,
       durationMs,
