@@ -312,7 +312,8 @@ class Analyzer {
     if (!expr) return candidates;
     // The live database evaluates the selector (regex or lambda) exactly as DuckDB would.
     if (this.env.describe && this.env.deparse) {
-      const names = await this.describeOver(`SELECT ${await this.deparseExpression({ ...star })}`, candidates);
+      const text = await this.tryDeparse(star);
+      const names = text === null ? null : await this.describeOver(`SELECT ${text}`, candidates);
       if (names) return names.map((n) => candidates.find((c) => c.name === n) ?? { name: n, sources: [] });
     }
     if (expr.class === 'CONSTANT' && typeof expr.value?.value === 'string') {
@@ -350,7 +351,8 @@ class Analyzer {
     let names = matches.map((m) => m.name);
     if (item !== star && !item.alias) {
       const all = await this.expandStar({ ...star, columns: false, expr: undefined }, scope);
-      const described = this.env.deparse ? await this.describeOver(`SELECT ${await this.deparseExpression(item)}`, all) : null;
+      const text = await this.tryDeparse(item);
+      const described = text === null ? null : await this.describeOver(`SELECT ${text}`, all);
       if (described && described.length === matches.length) names = described;
     } else if (item.alias && matches.length === 1) {
       names = [String(item.alias)];
@@ -439,11 +441,16 @@ class Analyzer {
   /** The name DuckDB gives an unaliased select item. */
   async expressionName(item: SqlNode): Promise<string> {
     if (item.class === 'COLUMN_REF') return String((item.column_names as string[]).at(-1));
-    if (!this.env.deparse) return fallbackName(item);
+    return (await this.tryDeparse(item)) ?? fallbackName(item);
+  }
+
+  /** The SQL text of an expression, or null when there is no deparser or it refuses the node. */
+  private async tryDeparse(item: SqlNode): Promise<string | null> {
+    if (!this.env.deparse) return null;
     try {
       return await this.deparseExpression(item);
     } catch {
-      return fallbackName(item);
+      return null;
     }
   }
 

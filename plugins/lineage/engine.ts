@@ -6,7 +6,9 @@
  * can affect.
  */
 import {
+  errorMessage,
   notFound,
+  type Logger,
   type DatabasePort,
   type ModelInfo,
   type ModelLineage,
@@ -36,6 +38,7 @@ export class LineageEngine {
   constructor(
     private readonly db: DatabasePort,
     private readonly models: () => ModelsService,
+    private readonly log?: Logger,
   ) {}
 
   /** Lineage of every model, in the models service's order. */
@@ -107,7 +110,8 @@ export class LineageEngine {
         try {
           result = await columnLineage(model.sql, model.depends_on, env);
         } catch (e) {
-          if (!(e instanceof UnparseableSql)) throw e;
+          // One model's tree this analyser cannot follow must not fail the whole project's lineage.
+          if (!(e instanceof UnparseableSql)) this.log?.warn('lineage: parse-tree analysis failed, using the regex fallback', { model: model.full_name, error: errorMessage(e) });
           result = regexLineage(model.sql, model.depends_on);
           method = 'regex';
         }

@@ -55,15 +55,40 @@ const modelParams: JsonSchema = {
   properties: { model_name: { type: 'string', minLength: 1, description: 'Model as schema.name or bare name' } },
 };
 
-async function impact(engine: LineageEngine, name: string, column: string | undefined): Promise<ImpactRecord> {
-  const model = await engine.find(name);
+/**
+ * Impact of a model, or of any relation models read (a seed, a source): the root is resolved
+ * like a model name first, then among the relations in models' depends_on.
+ */
+async function impact(ctx: PluginContext, engine: LineageEngine, name: string, column: string | undefined): Promise<ImpactRecord> {
   const all = await engine.all();
-  const own = all.find((l) => l.model === model.full_name)!;
-  if (column !== undefined && !Object.keys(own.columns).some((c) => c.toLowerCase() === column.toLowerCase() || c === STAR)) {
-    throw notFound('column_not_found', `Model '${model.full_name}' has no column '${column}'`, { model: model.full_name, column, columns: Object.keys(own.columns) });
+  const model = await ctx.services.get<ModelsService>('models').get(name);
+  let root: string;
+  let columns: string[] | null;
+  if (model) {
+    root = model.full_name;
+    columns = Object.keys(all.find((l) => l.model === model.full_name)?.columns ?? {});
+  } else {
+    const relations = [...new Set(all.flatMap((l) => l.depends_on))];
+    const exact = relations.find((r) => r.toLowerCase() === name.toLowerCase());
+    const bare = relations.filter((r) => r.toLowerCase().endsWith('.' + name.toLowerCase()));
+    const found = exact ?? (bare.length === 1 ? bare[0] : undefined);
+    if (!found) throw notFound('model_not_found', `No model named '${name}' (nor a seed or source that models read)`, { model: name });
+    root = found;
+    const dot = found.lastIndexOf('.');
+    const live = await ctx.db.all<{ column_name: string }>(
+      `SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = $1 AND table_name = $2 ORDER BY column_index`,
+      [found.slice(0, dot), found.slice(dot + 1)],
+    );
+    columns = live.length ? live.map((r) => r.column_name) : null;
   }
-  const spelled = column === undefined ? undefined : (Object.keys(own.columns).find((c) => c.toLowerCase() === column.toLowerCase()) ?? column);
-  return impactOf(model.full_name, spelled, all);
+  let spelled = column;
+  if (column !== undefined && columns && !columns.includes(STAR)) {
+    spelled = columns.find((c) => c.toLowerCase() === column.toLowerCase());
+    if (spelled === undefined) {
+      throw notFound('column_not_found', `'${root}' has no column '${column}'`, { model: root, column, columns });
+    }
+  }
+  return impactOf(root, spelled, all);
 }
 
 async function fullDag(ctx: PluginContext, models: ModelsService) {
@@ -90,7 +115,7 @@ function formatSources(sources: ModelLineage['columns'][string]): string {
 export default definePlugin({
   setup(ctx) {
     const models = () => ctx.services.get<ModelsService>('models');
-    const engine = new LineageEngine(ctx.db, models);
+    const engine = new LineageEngine(ctx.db, models, ctx.log);
     const service: LineageService = { lineage: (model) => engine.one(model) };
     ctx.services.provide<LineageService>('lineage', service);
 
@@ -125,7 +150,7 @@ export default definePlugin({
         querystring: { type: 'object', additionalProperties: false, properties: { column: { type: 'string', minLength: 1, description: 'Only the impact of this column' } } },
         response: { 200: impactSchema },
       },
-      handler: (req) => impact(engine, req.params.model_name, req.query.column),
+      handler: (req) => impact(ctx, engine, req.params.model_name, req.query.column),
     });
 
     ctx.route({
@@ -154,7 +179,7 @@ export default definePlugin({
 
     ctx.command('impact', async (args, io) => {
       const column = args.column === undefined ? undefined : String(args.column);
-      const record = await impact(engine, String(args.model), column);
+      const record = await impact(ctx, engine, String(args.model), column);
       if (io.wantsJson) {
         io.json(record);
         return 0;

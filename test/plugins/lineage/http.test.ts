@@ -113,6 +113,15 @@ describe('lineage over HTTP and the CLI', () => {
     ]);
     const status = await s.request('GET', '/api/impact/stg_orders?column=status');
     assert.deepEqual(status.body.affected_columns, [{ model: 'marts.order_status', column: 'status' }]);
+    // A seed is a valid root too: its columns flow through the staging model.
+    const seed = await s.request('GET', '/api/impact/seeds.orders?column=AMOUNT');
+    assert.equal(seed.status, 200, seed.text);
+    assert.equal(seed.body.column, 'amount');
+    assert.deepEqual(seed.body.affected_columns, [
+      { model: 'staging.stg_orders', column: 'amount' },
+      { model: 'marts.customer_revenue', column: 'revenue' },
+      { model: 'marts.country_report', column: 'total_revenue' },
+    ]);
   });
 
   it('answers 404 for an unknown model or column', async () => {
