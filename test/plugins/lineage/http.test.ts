@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { makeProject, runCli, startServer, type TestServer } from '../../helpers.js';
 
@@ -132,6 +134,20 @@ describe('lineage over HTTP and the CLI', () => {
     const column = await s.request('GET', '/api/impact/staging.stg_orders?column=nope');
     assert.equal(column.status, 404);
     assert.equal(column.body.error.code, 'column_not_found');
+  });
+
+  it('recomputes a model whose file changed', async () => {
+    const file = path.join(root, 'transform/marts/order_status.sql');
+    const original = fs.readFileSync(file, 'utf8');
+    fs.writeFileSync(file, `-- @config materialized=view\nSELECT status AS order_status, count(order_id) AS orders FROM staging.stg_orders GROUP BY ALL\n`);
+    try {
+      const r = await s.request('GET', '/api/lineage/marts.order_status');
+      assert.deepEqual(r.body.columns, { order_status: [src('staging.stg_orders', 'status')], orders: [src('staging.stg_orders', 'order_id')] });
+    } finally {
+      fs.writeFileSync(file, original);
+    }
+    const back = await s.request('GET', '/api/lineage/marts.order_status');
+    assert.deepEqual(Object.keys(back.body.columns), ['status', 'orders']);
   });
 
   it('serves the full DAG with every node type', async () => {
