@@ -16,6 +16,7 @@ import {
   type QueryContext,
   quoteIdent,
   quoteLiteral,
+  type SerializedSql,
   type SqlNode,
 } from '../../sdk/index.js';
 import type { MethodCatalog } from './catalog.js';
@@ -23,6 +24,7 @@ import { postExecutionMask } from './fallback.js';
 import type { MaskingPolicy, PolicyStore } from './policies.js';
 import { type CatalogSnapshot, type Relation, RelationCatalog, type RelationRef } from './relations.js';
 import { type ColumnMask, findMaskedPredicate, rewriteTree } from './rewrite.js';
+import { parseTreeJson, stringifyTreeJson } from './tree-json.js';
 
 const CACHE_MAX = 1000;
 /** Methods whose output keeps the column's type (so a conditional mask needs no cast). */
@@ -115,7 +117,7 @@ export class MaskingEnforcer {
   private template(sql: string): Promise<SqlNode> {
     let hit = this.templates.get(sql);
     if (!hit) {
-      hit = this.ctx.db.parse(sql).then((parsed) => {
+      hit = this.parse(sql).then((parsed) => {
         if (!parsed.ok) throw new Error(`masking wrapper does not parse: ${parsed.error}`);
         return parsed.tree.statements[0].node.from_table as SqlNode;
       });
@@ -130,24 +132,38 @@ export class MaskingEnforcer {
     this.cache.clear();
   }
 
+  /** DuckDB's parse tree of one statement, read losslessly (see tree-json.ts). */
+  async parse(sql: string): Promise<{ ok: true; tree: SerializedSql } | { ok: false; error: string }> {
+    const text = await this.ctx.db.value<string>('SELECT json_serialize_sql($1::VARCHAR)', [sql]);
+    const tree = parseTreeJson(text ?? '{}');
+    if (tree.error) return { ok: false, error: String(tree.error_message ?? 'unparseable SQL') };
+    return { ok: true, tree: tree as SerializedSql };
+  }
+
+  /** json_deserialize_sql of a (rewritten) tree. */
+  async deparse(tree: SerializedSql): Promise<string> {
+    const sql = await this.ctx.db.value<string>('SELECT json_deserialize_sql($1::JSON)', [stringifyTreeJson(tree)]);
+    if (!sql) throw new Error('json_deserialize_sql returned no SQL');
+    return sql;
+  }
+
   /** The beforeQuery tap. */
   async beforeQuery(q: QueryContext): Promise<void> {
     const policies = this.bindingPolicies(q.caller, q.table);
     if (!policies.length) return;
-    const parsed = await this.ctx.db.parse(q.sql);
-    if (!parsed.ok) {
-      // Read-only validation refuses unparseable SQL next; the fallback stays in place should it run anyway.
-      this.fallback(q, policies, `the statement did not parse (${parsed.error})`);
-      return;
-    }
     let snap = await this.relations.snapshot();
     const cls = this.callerClass(q.caller);
     const canWrite = hasPermission(q.caller, 'write') && cls !== 'bound-all';
-    const tableKey = q.table ? `${q.table.schema}.${q.table.table}` : '';
-    const cacheKey = `${cls}|${canWrite}|${tableKey}|${this.store.version}|${snap.epoch}|${q.sql}`;
-    let hit = this.cache.get(cacheKey);
+    const keyOf = (epoch: number) => `${cls}|${canWrite}|${q.table ? `${q.table.schema}.${q.table.table}` : ''}|${this.store.version}|${epoch}|${q.sql}`;
+    let hit = this.cache.get(keyOf(snap.epoch));
     if (!hit) {
       try {
+        const parsed = await this.parse(q.sql);
+        if (!parsed.ok) {
+          // Read-only validation refuses unparseable SQL next; the fallback stays in place should it run anyway.
+          this.fallback(q, policies, `the statement did not parse (${parsed.error})`);
+          return;
+        }
         let built = await this.build(q, parsed.tree, policies, snap, canWrite);
         if (built.unresolved) {
           // A relation the snapshot does not know may be new: look again once before trusting the plan.
@@ -161,7 +177,7 @@ export class MaskingEnforcer {
         // A plan with unknown relations is not cached: the relation may appear before the next call.
         if (!built.unresolved) {
           if (this.cache.size >= CACHE_MAX) this.cache.delete(this.cache.keys().next().value as string);
-          this.cache.set(`${cls}|${canWrite}|${tableKey}|${this.store.version}|${snap.epoch}|${q.sql}`, hit);
+          this.cache.set(keyOf(snap.epoch), hit);
         }
       } catch (e) {
         if (isDpError(e)) throw e;
@@ -183,7 +199,7 @@ export class MaskingEnforcer {
     q.sql = hit.sql;
   }
 
-  private async build(q: QueryContext, tree: { statements: unknown[] }, policies: MaskingPolicy[], snap: CatalogSnapshot, canWrite: boolean) {
+  private async build(q: QueryContext, tree: SerializedSql, policies: MaskingPolicy[], snap: CatalogSnapshot, canWrite: boolean) {
     const exact = q.table;
     let hidden: string | undefined;
     const planFor = (ref: RelationRef): ColumnMask[] | undefined => {
@@ -193,7 +209,7 @@ export class MaskingEnforcer {
       if (exact && (rel.schema.toLowerCase() !== exact.schema.toLowerCase() || rel.name.toLowerCase() !== exact.table.toLowerCase())) return [];
       return this.masksFor(rel, policies, Boolean(exact));
     };
-    const clone = structuredClone(tree) as Parameters<typeof rewriteTree>[0];
+    const clone = structuredClone(tree);
     const original = tree.statements;
     const out = await rewriteTree(clone, planFor, (sql) => this.template(sql));
     const unresolved = out.unresolved.length > 0;
@@ -201,7 +217,7 @@ export class MaskingEnforcer {
     const refusal = findMaskedPredicate(original, out.masked) ?? undefined;
     if (refusal) return { result: { sql: q.sql, refusal }, unresolved };
     if (out.wrapped === 0) return { result: { sql: q.sql }, unresolved };
-    const sql = await this.ctx.db.deparse(out.tree);
+    const sql = await this.deparse(out.tree);
     return { result: { sql }, unresolved };
   }
 
