@@ -520,12 +520,12 @@ export default definePlugin({
   },
 });
 
-/** Models the profile listing covers: the models service's, or those this plugin saw built. */
+/** Models the profile listing covers: the models service's plus every model this plugin saw built. */
 async function knownModels(ctx: PluginContext): Promise<string[]> {
+  const names = new Set((await ctx.db.all<{ model: string }>('SELECT model FROM _service.model_freshness')).map((r) => r.model));
   const models = modelsService(ctx);
-  if (models) return (await models.list()).map((m) => m.full_name).sort();
-  const rows = await ctx.db.all<{ model: string }>('SELECT model FROM _service.model_freshness ORDER BY model');
-  return rows.map((r) => r.model);
+  if (models) for (const m of await models.list()) names.add(m.full_name);
+  return [...names].sort();
 }
 
 async function requireRelation(ctx: PluginContext, rel: Relation): Promise<void> {

@@ -96,8 +96,11 @@ export function parseJson<T>(value: unknown, fallback: T): T {
   }
 }
 
-/** Who reads stored diagnostics: any viewer, so stored values are masked as a viewer would see them. */
-export const STORED_AUDIENCE: Caller = Object.freeze({ username: null, role: 'viewer', authenticated: false });
+/**
+ * Who reads stored diagnostics: any signed-in viewer, so stored values are masked as a viewer would
+ * see them (the debug endpoint re-runs with the real caller for unmasked values where allowed).
+ */
+export const STORED_AUDIENCE: Caller = Object.freeze({ username: null, role: 'viewer', authenticated: true });
 
 export const MASKED_VALUE = '***';
 
