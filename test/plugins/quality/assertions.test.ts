@@ -1,18 +1,21 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { AssertionOutcome } from '../../../sdk/index.js';
-import { makeProject, startServer, type TestServer } from '../../helpers.js';
+import { makeProject, runCli, startServer, type TestServer } from '../../helpers.js';
 import { fireBuild, fireTransformEnd, quality } from './util.js';
 
 describe('quality: inline assertions', () => {
   let s: TestServer;
+  let root: string;
+  let closed = false;
   const check = async (relation: string, expression: string): Promise<AssertionOutcome> => {
     const [o] = await quality(s.app).evaluateAssertions(relation, [expression]);
     return o;
   };
 
   before(async () => {
-    s = await startServer(makeProject());
+    root = makeProject();
+    s = await startServer(root);
     await s.app.db.run(`
       CREATE SCHEMA analytics;
       CREATE TABLE analytics.orders AS SELECT * FROM (VALUES
@@ -26,7 +29,9 @@ describe('quality: inline assertions', () => {
       CREATE TABLE analytics.clean AS SELECT i AS id, 'e' || i AS email, 'completed' AS status, i * 1.5 AS amount FROM range(1, 8) t(i);
       CREATE TABLE analytics.many_dups AS SELECT i % 15 AS k FROM range(0, 60) t(i);`);
   });
-  after(async () => s.close());
+  after(async () => {
+    if (!closed) await s.close();
+  });
 
   it('row_count passes and fails with actual versus threshold', async () => {
     const ok = await check('analytics.orders', 'row_count > 3');
@@ -172,5 +177,18 @@ describe('quality: inline assertions', () => {
     const unknown = await s.request('GET', '/api/assertions/unknown_model');
     assert.equal(unknown.status, 404);
     assert.equal(unknown.body.error.code, 'model_not_found');
+  });
+
+  it('dp assertions lists recent results, optionally for one model', async () => {
+    await s.close();
+    closed = true;
+    const all = runCli(['assertions', '--project', root, '--json']);
+    assert.equal(all.code, 0, all.stderr);
+    const rows = JSON.parse(all.stdout);
+    assert.ok(rows.length >= 9);
+    const one = runCli(['assertions', 'orders', '--project', root]);
+    assert.equal(one.code, 0, one.stderr);
+    assert.match(one.stdout, /analytics\.orders\s+no_nulls\(email\)\s+FAIL\s+2 NULL\(s\) in 6 rows \(33\.33%\)/);
+    assert.doesNotMatch(one.stdout, /analytics\.clean/);
   });
 });
