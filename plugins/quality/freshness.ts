@@ -40,6 +40,11 @@ export interface SourceFreshnessReport {
   sources: SourceFreshness[];
 }
 
+/** Past its SLA, or (with an SLA) never loaded at all: an empty or missing table is stale data too. */
+export function isStaleSource(s: SourceFreshness): boolean {
+  return s.status === 'stale' || ((s.status === 'no_data' || s.status === 'missing_table') && s.freshness_hours !== null);
+}
+
 const hours = (ms: number) => Math.round((ms / 3_600_000) * 100) / 100;
 
 export async function recordBuild(ctx: PluginContext, model: string, status: string, runId: string | null): Promise<void> {
@@ -114,5 +119,5 @@ export async function sourceFreshness(ctx: PluginContext): Promise<SourceFreshne
       }
     }
   }
-  return { checked_at: new Date(now).toISOString(), stale_count: out.filter((s) => s.status === 'stale' || (s.status === 'no_data' && s.freshness_hours !== null)).length, sources: out };
+  return { checked_at: new Date(now).toISOString(), stale_count: out.filter(isStaleSource).length, sources: out };
 }

@@ -18,7 +18,7 @@ import { AlertDispatcher, alertHistory, CHANNELS, type Alert, type AlertRecord, 
 import { detectAnomalies, listAnomalies, type AnomalyReport } from './anomalies.js';
 import { evaluateAssertions, lastExpressions, listAssertionResults, recordAssertionResults, summarizeOutcome } from './assertions.js';
 import { contractHistory, hasBlockingFailure, loadContracts, runContracts, type ContractRun } from './contracts.js';
-import { modelFreshness, recordBuild, sourceFreshness } from './freshness.js';
+import { isStaleSource, modelFreshness, recordBuild, sourceFreshness } from './freshness.js';
 import { computeStats, profileForCaller, profileHistory, recordProfile, type TableProfile } from './profiles.js';
 import { modelsService, relationExists, resolveModel, splitRelation, STORED_AUDIENCE, type Relation } from './relations.js';
 
@@ -496,7 +496,7 @@ export default definePlugin({
       if (args.sources) {
         const report = await sourceFreshness(ctx);
         staleCount = report.stale_count;
-        staleNames = report.sources.filter((s) => s.status === 'stale' || (s.status === 'no_data' && s.freshness_hours !== null)).map((s) => `${s.schema}.${s.table}`);
+        staleNames = report.sources.filter(isStaleSource).map((s) => `${s.schema}.${s.table}`);
         if (io.wantsJson) io.json(report);
         else io.table(report.sources.map((s) => ({ source: s.source, table: `${s.schema}.${s.table}`, loaded_at_column: s.loaded_at_column, max_loaded_at: s.max_loaded_at, hours: s.hours_since_load, sla_hours: s.freshness_hours, status: s.status })));
       } else {

@@ -85,7 +85,7 @@ describe('quality: freshness', () => {
       assert.ok(by.tz_events.hours_since_load < 1);
       assert.equal(by.not_loaded_yet.status, 'missing_table');
       assert.equal(by.undated.status, 'unchecked');
-      assert.equal(r.body.stale_count, 2);
+      assert.equal(r.body.stale_count, 3, 'stale, empty and missing tables with an SLA');
     } finally {
       await s.close();
     }
@@ -104,8 +104,8 @@ describe('quality: freshness', () => {
       assert.equal(receiver.received.length, 1);
       const body = receiver.received[0].body;
       assert.equal(body.alert_type, 'stale_data');
-      assert.equal(body.title, '2 stale source tables');
-      assert.deepEqual(body.details.stale.sort(), ['landing.empty_events', 'landing.old_events']);
+      assert.equal(body.title, '3 stale source tables');
+      assert.deepEqual(body.details.stale.sort(), ['landing.empty_events', 'landing.not_loaded_yet', 'landing.old_events']);
       const quiet = await runCliAsync(['freshness', '--sources', '--project', root], root);
       assert.equal(quiet.code, 1);
       assert.equal(receiver.received.length, 1, 'no alert without --alert');
