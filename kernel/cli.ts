@@ -9,6 +9,9 @@ import { kernelCommands } from './commands.js';
 import { readProjectFile } from './config.js';
 import { discoverPlugins } from './plugins.js';
 
+/** Kernel commands that run without loading any plugin (recovery must work with a broken plugin). */
+const PLUGIN_FREE_COMMANDS = ['env', 'secrets', 'users', 'plugins'];
+
 /** Finds --project / --env in argv before yargs runs, to know which plugins are enabled. */
 function preScan(argv: string[], flag: string): string | undefined {
   for (let i = 0; i < argv.length; i++) {
@@ -100,9 +103,13 @@ export async function main(rawArgv = hideBin(process.argv)): Promise<void> {
   try {
     manifests = enabledManifests(projectRoot);
   } catch (e) {
+    // A broken plugin must not lock the user out of the commands that repair things.
+    const first = rawArgv.find((a) => !a.startsWith('-'));
     process.stderr.write(`error: ${errorMessage(e)}\n`);
-    process.exitCode = 1;
-    return;
+    if (!first || !PLUGIN_FREE_COMMANDS.includes(first)) {
+      process.exitCode = 1;
+      return;
+    }
   }
   for (const m of manifests) for (const cmd of m.contributes?.commands ?? []) y = addManifestCommand(y, cmd, []);
   try {
