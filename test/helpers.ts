@@ -47,9 +47,15 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-/** Boots an App on the project and serves it on 127.0.0.1:<random port>. */
-export async function startServer(projectRoot: string, options: { auth?: boolean; env?: string | null } = {}): Promise<TestServer> {
-  const app = await App.boot({ projectRoot, env: options.env ?? null, serving: true, auth: options.auth ?? false });
+/**
+ * Boots an App on the project and serves it on 127.0.0.1:<random port>.
+ * `builtInPluginsDir` replaces the repository's plugins/ folder (an empty folder: kernel only).
+ */
+export async function startServer(
+  projectRoot: string,
+  options: { auth?: boolean; env?: string | null; builtInPluginsDir?: string } = {},
+): Promise<TestServer> {
+  const app = await App.boot({ projectRoot, env: options.env ?? null, serving: true, auth: options.auth ?? false, builtInPluginsDir: options.builtInPluginsDir });
   await app.start();
   const server = await createServer(app);
   await server.listen({ port: 0, host: '127.0.0.1' });
