@@ -27,6 +27,7 @@ function roles(value: unknown): string[] | undefined {
 
 export function registerCommands(ctx: PluginContext, store: PolicyStore): void {
   ctx.command('mask add', async (args, io: CliIO) => {
+    await store.ensureLoaded();
     let method_config: unknown = undefined;
     if (args.config !== undefined) {
       try {
@@ -54,6 +55,7 @@ export function registerCommands(ctx: PluginContext, store: PolicyStore): void {
   });
 
   ctx.command('mask list', async (_args, io: CliIO) => {
+    await store.ensureLoaded();
     const policies = store.list();
     if (io.wantsJson) io.json(policies);
     else if (!policies.length) io.out('No masking policies.');
@@ -62,6 +64,7 @@ export function registerCommands(ctx: PluginContext, store: PolicyStore): void {
   });
 
   ctx.command('mask remove', async (args, io: CliIO) => {
+    await store.ensureLoaded();
     const removed = await store.remove(String(args.id));
     if (io.wantsJson) io.json(removed);
     else io.out(`Removed masking policy ${removed.id} (${removed.schema_name}.${removed.table_name}.${removed.column_name})`);

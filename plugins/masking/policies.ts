@@ -71,6 +71,7 @@ function parseJson<T>(v: unknown, fallback: T): T {
 export class PolicyStore {
   private policies: MaskingPolicy[] = [];
   private versionCounter = 0;
+  private loaded = false;
 
   constructor(
     private readonly db: () => DatabasePort,
@@ -102,6 +103,12 @@ export class PolicyStore {
       created_at: asText(r.created_at),
     }));
     this.versionCounter++;
+    this.loaded = true;
+  }
+
+  /** Loads once: one-shot CLI commands never run the start callbacks that load the server's copy. */
+  async ensureLoaded(): Promise<void> {
+    if (!this.loaded) await this.load();
   }
 
   list(): MaskingPolicy[] {

@@ -47,6 +47,7 @@ export async function interceptMaskingCommand(q: QueryContext, store: PolicyStor
   const sql = strip(q.sql);
   if (!ANY.test(sql)) return undefined;
   requirePermission(q.caller, 'write');
+  await store.ensureLoaded();
   const create = CREATE.exec(sql);
   if (create) {
     let method_config: unknown = {};

@@ -217,6 +217,41 @@ describe('masking attack suite', () => {
     assert.deepEqual(other.rows, [[1, 'ada@example.com']]);
   });
 
+  it('profile: sample values masked and min/max withheld for the viewer', async () => {
+    const v = await s.request('GET', '/api/tables/crm/customers/profile', undefined, { token: viewer });
+    assert.equal(v.status, 200, v.text);
+    assert.equal(leaked(v.text), undefined, v.text);
+    const email = v.body.columns.find((c: { name: string }) => c.name === 'email');
+    assert.deepEqual(email.sample_values, ['***@example.com', '***@example.org', '***@navy.mil']);
+    const a = await s.request('GET', '/api/tables/crm/customers/profile', undefined, { token: admin });
+    assert.ok(leaked(a.text));
+  });
+
+  it('policies API: a viewer reads policies with seeds hidden and cannot change them', async () => {
+    const created = await s.request(
+      'POST',
+      '/api/masking/policies',
+      { schema_name: 'crm', table_name: 'orders', column_name: 'amount', method: 'noise', method_config: { seed_key: 'topsecretseed' } },
+      { token: admin },
+    );
+    assert.equal(created.status, 201, created.text);
+    try {
+      const list = await s.request('GET', '/api/masking/policies', undefined, { token: viewer });
+      assert.equal(list.status, 200);
+      assert.ok(!list.text.includes('topsecretseed'), list.text);
+      const one = await s.request('GET', `/api/masking/policies/${created.body.id}`, undefined, { token: viewer });
+      assert.equal(one.body.method_config.seed_key, '***');
+      const asAdmin = await s.request('GET', `/api/masking/policies/${created.body.id}`, undefined, { token: admin });
+      assert.equal(asAdmin.body.method_config.seed_key, 'topsecretseed');
+      const post = await s.request('POST', '/api/masking/policies', { schema_name: 'a', table_name: 'b', column_name: 'c', method: 'hash' }, { token: viewer });
+      assert.equal(post.status, 403);
+      const del = await s.request('DELETE', `/api/masking/policies/${created.body.id}`, undefined, { token: viewer });
+      assert.equal(del.status, 403);
+    } finally {
+      await s.request('DELETE', `/api/masking/policies/${created.body.id}`, undefined, { token: admin });
+    }
+  });
+
   it('a viewer cannot read the policy table (it holds the seeds) nor run masking commands', async () => {
     const r = await s.request('POST', '/api/query', { sql: 'SELECT * FROM _service.masking_policies' }, { token: viewer });
     assert.equal(r.status >= 400 && r.status < 500, true, r.text);
