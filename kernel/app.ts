@@ -195,6 +195,7 @@ export class App {
       },
       resolve: (p: string) => app.project.resolve(p),
       relative: (p: string) => app.project.relative(p),
+      writeFile: (p: string, content: string | Buffer) => app.project.writeFile(p, content),
     };
     return {
       manifest,

@@ -294,6 +294,11 @@ export function loadProject(rootArg: string, envOverride?: string | null): Loade
     unresolvedVars: [...unresolved],
     resolve: (p: string) => resolveInside(root, p),
     relative: (p: string) => toProjectRelative(root, p),
+    writeFile: (p: string, content: string | Buffer) => {
+      const abs = resolveInside(root, p);
+      writeFileAtomic(abs, content);
+      return abs;
+    },
   };
 }
 

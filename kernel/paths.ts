@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { badRequest } from '../sdk/errors.js';
@@ -45,7 +46,8 @@ export function toProjectRelative(root: string, absolutePath: string): string {
 /** Writes a file atomically: temp file in the same folder, then rename. */
 export function writeFileAtomic(file: string, content: string | Buffer): void {
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
+  // A random suffix: two writers of one file never share a temp file.
+  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${crypto.randomBytes(6).toString('hex')}.tmp`);
   try {
     fs.writeFileSync(tmp, content);
     fs.renameSync(tmp, file);

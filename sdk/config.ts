@@ -77,4 +77,9 @@ export interface ProjectInfo {
   resolve(relativePath: string): string;
   /** Project-relative form of an absolute path inside the project (forward slashes). */
   relative(absolutePath: string): string;
+  /**
+   * Writes a project file atomically (temp file in the same folder, then rename), creating its
+   * folder; refuses paths outside the project like `resolve`. Returns the absolute path.
+   */
+  writeFile(relativePath: string, content: string | Buffer): string;
 }

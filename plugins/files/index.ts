@@ -127,14 +127,7 @@ export default definePlugin({
         if (fs.existsSync(abs) && fs.statSync(abs).isDirectory()) throw badRequest('is_directory', `'${rel}' is a folder`, { path: rel });
         validateContent(rel, req.body.content);
         const created = !fs.existsSync(abs);
-        fs.mkdirSync(path.dirname(abs), { recursive: true });
-        const tmp = `${abs}.${process.pid}.${Date.now()}.tmp`;
-        try {
-          fs.writeFileSync(tmp, req.body.content);
-          fs.renameSync(tmp, abs);
-        } finally {
-          fs.rmSync(tmp, { force: true });
-        }
+        ctx.project.writeFile(rel, req.body.content);
         ctx.log.info('file saved', { path: rel, bytes: Buffer.byteLength(req.body.content) });
         return { path: rel, saved: true, created, language: languageOf(rel) };
       },

@@ -1,24 +1,8 @@
-/** Project file writes: always inside the project (ctx.project.resolve) and atomic (temp file + rename). */
-import crypto from 'node:crypto';
+/** Model file names, paths and text. */
 import fs from 'node:fs';
-import path from 'node:path';
 import { badRequest, conflict, SAFE_NAME, type PluginContext } from '../../sdk/index.js';
 import { configLine, isDirectiveLine } from './directives.js';
 import { TRANSFORM_DIR } from './discovery.js';
-
-export function writeProjectFile(ctx: PluginContext, relativePath: string, content: string): string {
-  const abs = ctx.project.resolve(relativePath);
-  fs.mkdirSync(path.dirname(abs), { recursive: true });
-  const tmp = path.join(path.dirname(abs), `.${path.basename(abs)}.${crypto.randomBytes(4).toString('hex')}.tmp`);
-  try {
-    fs.writeFileSync(tmp, content);
-    fs.renameSync(tmp, abs);
-  } catch (e) {
-    fs.rmSync(tmp, { force: true });
-    throw e;
-  }
-  return abs;
-}
 
 export function checkName(value: string, field: string, what: string): void {
   if (!SAFE_NAME.test(value)) {

@@ -16,7 +16,6 @@ import { format, supportedDialects, type SqlLanguage } from 'sql-formatter';
 import { badRequest, errorMessage, type PluginContext } from '../../sdk/index.js';
 import { isDirectiveLine } from './directives.js';
 import type { ModelFile } from './discovery.js';
-import { writeProjectFile } from './files.js';
 import type { ModelsEngine } from './service.js';
 import { lineAt, tokenize } from './sqltext.js';
 import { cteUsage, isStar, isUnaliasedExpression, outputSelects } from './sqltree.js';
@@ -177,7 +176,7 @@ export async function runLint(ctx: PluginContext, engine: ModelsEngine, options:
         continue;
       }
       if (next !== file.sql) {
-        writeProjectFile(ctx, file.path, next);
+        ctx.project.writeFile(file.path, next);
         fixed.push(file.path);
       }
     }

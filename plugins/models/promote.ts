@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { badRequest, notFound, qualified, type PluginContext } from '../../sdk/index.js';
 import { findModel } from './dag.js';
-import { assertAbsent, checkMaterialized, checkName, modelFileText, modelPath, writeProjectFile } from './files.js';
+import { assertAbsent, checkMaterialized, checkName, modelFileText, modelPath } from './files.js';
 import type { ModelsEngine } from './service.js';
 import { statementBody } from './sqltext.js';
 
@@ -71,7 +71,7 @@ export async function writeModel(
   if (parsed.tree.statements.length !== 1) throw badRequest('invalid_sql', 'A model must be exactly one SELECT statement', { field: 'sql' });
   const other = (await engine.discovery.modelFiles()).find((f) => f.name.toLowerCase() === opts.name.toLowerCase() && f.path !== rel);
   if (other) throw badRequest('duplicate_model', `A model named '${opts.name}' already exists: ${other.path}`, { field: 'name', path: other.path });
-  writeProjectFile(ctx, rel, modelFileText(opts.sql, opts.materialized, opts.schema));
+  ctx.project.writeFile(rel, modelFileText(opts.sql, opts.materialized, opts.schema));
   return { path: rel, model: `${opts.schema}.${opts.name}` };
 }
 
@@ -107,6 +107,6 @@ export async function debugNotebook(ctx: PluginContext, engine: ModelsEngine, mo
   cells.push({ type: 'sql', source: `-- the materialized ${m.info.materialized}\nSELECT * FROM ${qualified(schema, name)} LIMIT ${SAMPLE_LIMIT}` });
   cells.push({ type: 'sql', source: `SELECT count(*) AS row_count FROM ${qualified(schema, name)}` });
   const rel = `notebooks/debug_${schema}_${name}.dpnb`;
-  writeProjectFile(ctx, rel, JSON.stringify({ cells }, null, 2) + '\n');
+  ctx.project.writeFile(rel, JSON.stringify({ cells }, null, 2) + '\n');
   return { path: rel, cells };
 }
