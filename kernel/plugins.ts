@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Ajv } from 'ajv';
 import { badRequest, DpError } from '../sdk/errors.js';
 import type { PluginManifest } from '../sdk/plugin.js';
+import { validateManifest } from './validators.generated.js';
 
 /** The repository root (kernel/ compiles to dist/kernel/, so two levels up from there). */
 export const REPO_ROOT = (() => {
@@ -22,15 +22,6 @@ export interface DiscoveredPlugin {
   entryFile: string;
 }
 
-let validator: ReturnType<Ajv['compile']> | null = null;
-function manifestValidator() {
-  if (!validator) {
-    const schema = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'plugin-manifest.schema.json'), 'utf8'));
-    validator = new Ajv({ allErrors: false, strict: false }).compile(schema);
-  }
-  return validator;
-}
-
 function manifestError(file: string, message: string, details: Record<string, unknown> = {}): DpError {
   return new DpError(500, 'invalid_plugin_manifest', `${file}: ${message}`, { file, ...details });
 }
@@ -43,7 +34,7 @@ export function readManifest(manifestPath: string): PluginManifest {
   } catch (e) {
     throw manifestError(manifestPath, `not valid JSON (${(e as Error).message})`);
   }
-  const validate = manifestValidator();
+  const validate = validateManifest;
   if (!validate(data)) {
     const err = validate.errors![0];
     const params = err.params as Record<string, string>;

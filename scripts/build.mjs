@@ -1,7 +1,10 @@
-// Compiles the TypeScript sources into dist/ (tsc, strict). Run by `npm install` (prepare) and before tests.
+// Compiles the TypeScript sources into dist/ (tsc, strict), then generates the JSON-schema
+// validators the CLI needs at start-up (ajv standalone code, see kernel/validators.generated.d.ts).
+// Run by `npm install` (prepare) and before tests.
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
@@ -11,4 +14,16 @@ if (r.status !== 0) {
   process.stderr.write('build failed\n');
   process.exit(r.status ?? 1);
 }
+
+const { Ajv } = await import('ajv');
+const standalone = (await import('ajv/dist/standalone/index.js')).default;
+const { projectSchema } = await import(pathToFileURL(join(root, 'dist', 'kernel', 'project-schema.js')).href);
+const manifestSchema = JSON.parse(fs.readFileSync(join(root, 'plugin-manifest.schema.json'), 'utf8'));
+const ajv = new Ajv({ allErrors: false, strict: false, code: { source: true, esm: true } });
+ajv.addSchema(projectSchema, 'project');
+ajv.addSchema(manifestSchema, 'manifest');
+const code = standalone(ajv, { validateProject: 'project', validateManifest: 'manifest' });
+// ajv's ESM output still calls require() for its runtime helpers.
+const header = "import { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);\n";
+fs.writeFileSync(join(root, 'dist', 'kernel', 'validators.generated.js'), header + code);
 process.stderr.write(`built dist/ in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);

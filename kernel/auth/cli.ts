@@ -3,9 +3,7 @@ import type { Argv } from 'yargs';
 import { ROLES } from '../../sdk/auth.js';
 import { createCliIO } from '../cli-io.js';
 import { databaseFile, loadProject } from '../config.js';
-import { DuckDatabase, runMigrations } from '../database.js';
-import { AUTH_MIGRATION_OWNER, tokenTtlDays } from './index.js';
-import { AUTH_MIGRATIONS, UserStore, type UserRecord } from './users.js';
+import type { UserRecord, UserStore } from './users.js';
 
 /** The first line of stdin: a password typed at a prompt or piped in, never in shell history. */
 async function readPasswordFromStdin(): Promise<string> {
@@ -26,6 +24,12 @@ async function readPasswordFromStdin(): Promise<string> {
  * fail (the database layer says so and what to do).
  */
 async function withUsers(argv: Record<string, any>, fn: (users: UserStore) => Promise<number | void>): Promise<void> {
+  // Loaded here, not at the top: `dp --help` must not pay for DuckDB's native module.
+  const [{ DuckDatabase, runMigrations }, { AUTH_MIGRATION_OWNER, tokenTtlDays }, { AUTH_MIGRATIONS, UserStore }] = await Promise.all([
+    import('../database.js'),
+    import('./index.js'),
+    import('./users.js'),
+  ]);
   const project = loadProject(argv.project as string, (argv.env as string) ?? null);
   const ttlMs = tokenTtlDays(project.config.raw) * 24 * 60 * 60 * 1000;
   const db = new DuckDatabase(databaseFile(project));
