@@ -6,8 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { PluginContext } from '../../sdk/index.js';
-import { profileHistory, profileOfRun, type StoredProfile } from './profiles.js';
-import { isoUtc, utcNow } from './relations.js';
+import { isoUtc } from './relations.js';
 
 export const MIN_HISTORY = 3;
 
@@ -47,75 +46,139 @@ export interface AnomalySettings {
   threshold: number;
 }
 
-interface Series {
+/** One metric of a model's current profile with the statistics of its history. */
+interface SeriesRow {
+  model: string;
+  history_count: number;
   metric: AnomalyMetric;
-  column: string | null;
+  column_name: string | null;
   value: number;
-  history: number[];
+  n: number;
+  mean: number | null;
+  stddev: number | null;
 }
 
-function seriesOf(current: StoredProfile, history: StoredProfile[]): Series[] {
-  const out: Series[] = [{ metric: 'row_count', column: null, value: current.row_count, history: history.map((h) => h.row_count) }];
-  for (const col of current.columns) {
-    const past = history.map((h) => h.columns.find((c) => c.name === col.name)).filter((c) => c !== undefined);
-    out.push({ metric: 'null_pct', column: col.name, value: col.null_pct, history: past.map((c) => c.null_pct) });
-    out.push({ metric: 'distinct_count', column: col.name, value: col.distinct_count, history: past.map((c) => c.distinct_count) });
-  }
-  return out;
-}
+const METRICS_SHAPE = `'[{"name":"VARCHAR","null_pct":"DOUBLE","distinct_count":"DOUBLE"}]'`;
 
-function meanAndStddev(values: number[]): { mean: number; stddev: number } {
-  const mean = values.reduce((a, b) => a + b, 0) / values.length;
-  // Sample standard deviation: the history is a sample of the model's normal behaviour.
-  const variance = values.reduce((a, v) => a + (v - mean) ** 2, 0) / (values.length - 1);
-  return { mean, stddev: Math.sqrt(variance) };
-}
+/**
+ * Per model of the run: its current profile (the latest recorded in the run), the last `lookback`
+ * profiles before it, and per metric (row_count; null_pct and distinct_count of each current
+ * column) the current value with count, mean and sample standard deviation of its history. A
+ * column missing from older profiles has a shorter history. Rows come in model, column, metric order.
+ */
+const SERIES_SQL = `
+WITH cur AS (
+  SELECT model, seq, row_count, from_json(columns, ${METRICS_SHAPE}) AS cols
+    FROM _service.model_profiles
+   WHERE run_id = $1 AND model IN (SELECT unnest(from_json($2, '["VARCHAR"]')))
+  QUALIFY row_number() OVER (PARTITION BY model ORDER BY seq DESC) = 1
+),
+hist AS (
+  SELECT p.model, p.row_count, from_json(p.columns, ${METRICS_SHAPE}) AS cols
+    FROM _service.model_profiles p JOIN cur ON p.model = cur.model AND p.seq < cur.seq
+  QUALIFY row_number() OVER (PARTITION BY p.model ORDER BY p.seq DESC) <= $3
+),
+metrics(k, metric) AS (VALUES (1, 'null_pct'), (2, 'distinct_count')),
+cur_series AS (
+  SELECT model, 0 AS pos, 0 AS k, 'row_count' AS metric, NULL::VARCHAR AS column_name, row_count::DOUBLE AS value FROM cur
+  UNION ALL
+  SELECT u.model, u.pos, m.k, m.metric, u.c.name, CASE m.k WHEN 1 THEN u.c.null_pct ELSE u.c.distinct_count END
+    FROM (SELECT model, unnest(cols) AS c, generate_subscripts(cols, 1) AS pos FROM cur) u CROSS JOIN metrics m
+),
+hist_series AS (
+  SELECT model, 'row_count' AS metric, NULL::VARCHAR AS column_name, row_count::DOUBLE AS value FROM hist
+  UNION ALL
+  SELECT u.model, m.metric, u.c.name, CASE m.k WHEN 1 THEN u.c.null_pct ELSE u.c.distinct_count END
+    FROM (SELECT model, unnest(cols) AS c FROM hist) u CROSS JOIN metrics m
+)
+SELECT c.model, (SELECT count(*) FROM hist WHERE hist.model = c.model) AS history_count, c.metric, c.column_name, c.value,
+       count(h.value) AS n, avg(h.value) AS mean, stddev_samp(h.value) AS stddev
+  FROM cur_series c
+  LEFT JOIN hist_series h ON h.model = c.model AND h.metric = c.metric AND h.column_name IS NOT DISTINCT FROM c.column_name
+ GROUP BY c.model, c.pos, c.k, c.metric, c.column_name, c.value
+ ORDER BY c.model, c.pos, c.k`;
 
-/** Compares the profile recorded for `model` in run `runId` with its history and stores what stands out. */
-export async function detectAnomalies(ctx: PluginContext, model: string, runId: string, settings: AnomalySettings): Promise<AnomalyReport> {
+const round = (n: number, f: number) => Math.round(n * f) / f;
+
+/** Judges one model's series (SPEC.md "Anomaly detection") into its report. */
+function judge(model: string, runId: string, series: SeriesRow[], settings: AnomalySettings, detectedAt: string): AnomalyReport {
   const report: AnomalyReport = { model, run_id: runId, status: 'skipped', history_count: 0, anomalies: [], skipped_metrics: [] };
-  const current = await profileOfRun(ctx, model, runId);
-  if (!current) return { ...report, skipped_reason: 'no_profile' };
-  const history = await profileHistory(ctx, model, settings.lookback, current.seq);
-  report.history_count = history.length;
-  if (history.length === 0) return { ...report, skipped_reason: 'first_run' };
-  if (history.length < MIN_HISTORY) return { ...report, skipped_reason: 'insufficient_history' };
+  if (series.length === 0) return { ...report, skipped_reason: 'no_profile' };
+  report.history_count = series[0].history_count;
+  if (report.history_count === 0) return { ...report, skipped_reason: 'first_run' };
+  if (report.history_count < MIN_HISTORY) return { ...report, skipped_reason: 'insufficient_history' };
   report.status = 'checked';
-  const at = utcNow();
-  for (const s of seriesOf(current, history)) {
-    if (s.history.length < MIN_HISTORY) {
-      report.skipped_metrics.push({ metric: s.metric, column: s.column, reason: 'insufficient_history' });
+  for (const s of series) {
+    if (s.n < MIN_HISTORY) {
+      report.skipped_metrics.push({ metric: s.metric, column: s.column_name, reason: 'insufficient_history' });
       continue;
     }
-    const { mean, stddev } = meanAndStddev(s.history);
+    const mean = s.mean as number;
+    const stddev = s.stddev as number;
     if (stddev < 1e-12) {
-      report.skipped_metrics.push({ metric: s.metric, column: s.column, reason: 'zero_stddev' });
+      report.skipped_metrics.push({ metric: s.metric, column: s.column_name, reason: 'zero_stddev' });
       continue;
     }
     const z = (s.value - mean) / stddev;
     if (Math.abs(z) <= settings.threshold) continue;
-    const anomaly: Anomaly = {
+    report.anomalies.push({
       id: randomUUID(),
       run_id: runId,
       model,
       metric: s.metric,
-      column: s.column,
+      column: s.column_name,
       value: s.value,
-      mean: Math.round(mean * 1e6) / 1e6,
-      stddev: Math.round(stddev * 1e6) / 1e6,
-      z_score: Math.round(z * 1000) / 1000,
+      mean: round(mean, 1e6),
+      stddev: round(stddev, 1e6),
+      z_score: round(z, 1000),
       threshold: settings.threshold,
-      history_count: s.history.length,
-      detected_at: new Date().toISOString(),
-    };
-    report.anomalies.push(anomaly);
-    await ctx.db.run(
-      `INSERT INTO _service.anomalies (id, run_id, model, metric, column_name, value, mean, stddev, z_score, threshold, history_count, detected_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::TIMESTAMP)`,
-      [anomaly.id, runId, model, s.metric, s.column, s.value, anomaly.mean, anomaly.stddev, anomaly.z_score, settings.threshold, s.history.length, at],
-    );
+      history_count: s.n,
+      detected_at: detectedAt,
+    });
   }
   return report;
+}
+
+/**
+ * Compares the profile each of `models` recorded in run `runId` with its history (one query for
+ * all of them), stores what stands out (one insert) and returns one report per model, in order.
+ */
+export async function detectAnomalies(ctx: PluginContext, runId: string, models: readonly string[], settings: AnomalySettings): Promise<AnomalyReport[]> {
+  if (models.length === 0) return [];
+  const rows = await ctx.db.all(SERIES_SQL, [runId, JSON.stringify(models), Math.max(1, Math.floor(settings.lookback))]);
+  const byModel = new Map<string, SeriesRow[]>();
+  for (const r of rows) {
+    const row: SeriesRow = {
+      model: String(r.model),
+      history_count: Number(r.history_count),
+      metric: r.metric as AnomalyMetric,
+      column_name: (r.column_name as string | null) ?? null,
+      value: Number(r.value),
+      n: Number(r.n),
+      mean: r.mean === null ? null : Number(r.mean),
+      stddev: r.stddev === null ? null : Number(r.stddev),
+    };
+    const list = byModel.get(row.model) ?? [];
+    list.push(row);
+    byModel.set(row.model, list);
+  }
+  const detectedAt = new Date();
+  const reports = models.map((m) => judge(m, runId, byModel.get(m) ?? [], settings, detectedAt.toISOString()));
+  const found = reports.flatMap((r) => r.anomalies);
+  if (found.length) {
+    const at = detectedAt.toISOString().replace('T', ' ').replace('Z', '');
+    const params: unknown[] = [];
+    const tuples = found.map((a) => {
+      params.push(a.id, a.run_id, a.model, a.metric, a.column, a.value, a.mean, a.stddev, a.z_score, a.threshold, a.history_count, at);
+      const p = Array.from({ length: 12 }, (_, i) => `$${params.length - 11 + i}`);
+      return `(${p.slice(0, 11).join(', ')}, ${p[11]}::TIMESTAMP)`;
+    });
+    await ctx.db.run(
+      `INSERT INTO _service.anomalies (id, run_id, model, metric, column_name, value, mean, stddev, z_score, threshold, history_count, detected_at) VALUES ${tuples.join(', ')}`,
+      params,
+    );
+  }
+  return reports;
 }
 
 export async function listAnomalies(ctx: PluginContext, options: { model?: string; limit: number }): Promise<Anomaly[]> {

@@ -1,10 +1,10 @@
 /**
- * Freshness: how long ago each model was built (recorded by this plugin on every afterModelBuild)
+ * Freshness: how long ago each model was built (recorded by this plugin for every build it sees)
  * and how long ago each declared source table was loaded (max of its `loaded_at_column`, against
  * the source's `freshness_hours`).
  */
-import { errorMessage, qualified, quoteIdent, type PluginContext } from '../../sdk/index.js';
-import { isoUtc, modelsService, parseUtc, relationExists, utcNow } from './relations.js';
+import { errorMessage, qualified, quoteIdent, quoteLiteral, type PluginContext } from '../../sdk/index.js';
+import { isoUtc, modelsService, parseUtc, relationExists } from './relations.js';
 
 export interface ModelFreshness {
   model: string;
@@ -47,12 +47,22 @@ export function isStaleSource(s: SourceFreshness): boolean {
 
 const hours = (ms: number) => Math.round((ms / 3_600_000) * 100) / 100;
 
-export async function recordBuild(ctx: PluginContext, model: string, status: string, runId: string | null): Promise<void> {
-  await ctx.db.run(
-    `INSERT INTO _service.model_freshness (model, last_built_at, last_status, run_id) VALUES ($1, $2::TIMESTAMP, $3, $4)
-     ON CONFLICT (model) DO UPDATE SET last_built_at = excluded.last_built_at, last_status = excluded.last_status, run_id = excluded.run_id`,
-    [model, utcNow(), status, runId],
+export interface BuildRecord {
+  model: string;
+  status: string;
+  runId: string | null;
+  /** When the build finished: naive UTC timestamp text. */
+  builtAt: string;
+}
+
+/** One upsert of the last build of each model into `_service.model_freshness` (the latest record of a model wins). */
+export function recordBuildsSql(records: readonly BuildRecord[]): string {
+  const latest = new Map(records.map((r) => [r.model, r]));
+  const rows = [...latest.values()].map(
+    (r) => `(${quoteLiteral(r.model)}, TIMESTAMP ${quoteLiteral(r.builtAt)}, ${quoteLiteral(r.status)}, ${r.runId === null ? 'NULL' : quoteLiteral(r.runId)})`,
   );
+  return `INSERT INTO _service.model_freshness (model, last_built_at, last_status, run_id) VALUES ${rows.join(', ')}
+     ON CONFLICT (model) DO UPDATE SET last_built_at = excluded.last_built_at, last_status = excluded.last_status, run_id = excluded.run_id`;
 }
 
 /** Every model (from the models service when enabled, plus every model this plugin saw built). */

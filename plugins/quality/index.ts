@@ -15,17 +15,20 @@ import {
   type QualityService,
 } from '../../sdk/index.js';
 import { AlertDispatcher, alertHistory, CHANNELS, type Alert, type AlertRecord, type Channel } from './alerts.js';
-import { detectAnomalies, listAnomalies, type AnomalyReport } from './anomalies.js';
+import { detectAnomalies, listAnomalies, type AnomalyReport, type AnomalySettings } from './anomalies.js';
 import { evaluateAssertions, lastExpressions, listAssertionResults, recordAssertionResults, summarizeOutcome } from './assertions.js';
 import { contractHistory, hasBlockingFailure, loadContracts, runContracts, type ContractRun } from './contracts.js';
-import { isStaleSource, modelFreshness, recordBuild, sourceFreshness } from './freshness.js';
-import { computeStats, profileForCaller, profileHistory, recordProfile, type TableProfile } from './profiles.js';
-import { modelsService, relationExists, resolveModel, splitRelation, STORED_AUDIENCE, type Relation } from './relations.js';
+import { isStaleSource, modelFreshness, sourceFreshness } from './freshness.js';
+import { computeStats, profileForCaller, profileHistory, type TableProfile } from './profiles.js';
+import { BuildRecorder } from './recorder.js';
+import { modelsService, relationExists, resolveModel, splitRelation, STORED_AUDIENCE, utcNow, type Relation } from './relations.js';
 
 /** What the plugin offers beyond the sdk's QualityService (tests and the CLI use it). */
 export interface QualityPluginService extends QualityService {
   /** Resolves once every queued alert delivery has finished and been recorded. */
   drainAlerts(): Promise<void>;
+  /** Resolves once every build seen so far has its build record and profile stored (a transform run awaits its own). */
+  drainRecords(): Promise<void>;
   /** Anomaly reports of a transform run (kept for the last runs only). */
   anomalyReports(runId: string): AnomalyReport[] | undefined;
   /** Queues an alert to the configured channels (or the given ones). */
@@ -104,12 +107,32 @@ export default definePlugin({
     /** Assertion failures of a run, sent as one alert when the run ends. */
     const failuresByRun = new Map<string, Array<{ model: string; failed: AssertionOutcome[] }>>();
     const anomalySettings = () => ctx.project.config.quality.anomaly_detection;
+    const recorder = new BuildRecorder(ctx);
+
+    /** Reports of a run's built models: one batched comparison, or model by model when that fails. */
+    const anomalyReportsOf = async (runId: string, models: string[], settings: AnomalySettings): Promise<AnomalyReport[]> => {
+      try {
+        return await detectAnomalies(ctx, runId, models, settings);
+      } catch (e) {
+        ctx.log.error('anomaly detection of a run failed; comparing model by model', { run_id: runId, error: errorMessage(e) });
+      }
+      const reports: AnomalyReport[] = [];
+      for (const model of models) {
+        try {
+          reports.push(...(await detectAnomalies(ctx, runId, [model], settings)));
+        } catch (e) {
+          ctx.log.error('anomaly detection failed', { model, error: errorMessage(e) });
+        }
+      }
+      return reports;
+    };
 
     const service: QualityPluginService = {
       evaluateAssertions: (relationName, expressions) => evaluateAssertions(ctx, relationName, expressions, { audience: STORED_AUDIENCE }),
       runContracts: (filter) => runContracts(ctx, filter),
       profile: async (schema, table, caller) => (await profileForCaller(ctx, schema, table, caller)) as unknown as Record<string, unknown>,
       drainAlerts: () => alerts.drain(),
+      drainRecords: () => recorder.drain(),
       anomalyReports: (runId) => anomalyReports.get(runId),
       notify: (alert, channels) => alerts.notify(alert, channels),
     };
@@ -134,26 +157,20 @@ export default definePlugin({
             failuresByRun.set(b.runId, list);
           }
         }
-        await recordBuild(ctx, b.model, b.status, b.runId);
-        if (anomalySettings().enabled) await recordProfile(ctx, b.runId, b.model, await computeStats(ctx, b.schema, b.name));
       } catch (e) {
         b.extras.quality_error = errorMessage(e);
         ctx.log.error('quality checks after a model build failed', { model: b.model, error: errorMessage(e) });
       }
+      // Build time and profile are recorded by the recorder's worker, beside the next builds.
+      recorder.add({ model: b.model, schema: b.schema, table: b.name, status: b.status, runId: b.runId, builtAt: utcNow(), profile: anomalySettings().enabled });
     });
 
     ctx.tap('afterTransform', async (run) => {
+      await recorder.settled(run.runId);
       const settings = anomalySettings();
       if (settings.enabled) {
-        const reports: AnomalyReport[] = [];
-        for (const r of run.results) {
-          if (!BUILT.has(r.status)) continue;
-          try {
-            reports.push(await detectAnomalies(ctx, r.model, run.runId, settings));
-          } catch (e) {
-            ctx.log.error('anomaly detection failed', { model: r.model, error: errorMessage(e) });
-          }
-        }
+        const built = run.results.filter((r) => BUILT.has(r.status)).map((r) => r.model);
+        const reports = await anomalyReportsOf(run.runId, built, settings);
         anomalyReports.set(run.runId, reports);
         while (anomalyReports.size > KEPT_RUNS) anomalyReports.delete(anomalyReports.keys().next().value as string);
         const found = reports.flatMap((r) => r.anomalies);
@@ -215,8 +232,12 @@ export default definePlugin({
       }
     });
 
-    // A one-shot CLI command exits after stop: deliveries still in flight finish first.
-    ctx.onStop(() => alerts.drain());
+    // A one-shot CLI command exits after stop: builds still being recorded and deliveries still in
+    // flight finish first.
+    ctx.onStop(async () => {
+      await recorder.drain();
+      await alerts.drain();
+    });
 
     // ------------------------------------------------------------------ routes
 

@@ -1,11 +1,12 @@
 /**
  * Column profiles (SPEC.md "Table records"): null counts, distinct counts, min/max and numeric
  * averages in one aggregate pass per table; sample values through the guarded query runner so
- * masking applies. A metrics-only profile is recorded after each build for anomaly detection.
+ * masking applies. A metrics-only profile of each built model is recorded for anomaly detection:
+ * one INSERT … SELECT computes and stores the profiles of a whole batch of models.
  */
 import { randomUUID } from 'node:crypto';
-import { errorMessage, qualified, quoteIdent, type Caller, type PluginContext } from '../../sdk/index.js';
-import { isoUtc, maskedColumnsFor, parseJson, utcNow } from './relations.js';
+import { errorMessage, qualified, quoteIdent, quoteLiteral, type Caller, type PluginContext } from '../../sdk/index.js';
+import { isoUtc, maskedColumnsFor, parseJson, type ColumnInfo } from './relations.js';
 
 export interface ColumnProfile {
   name: string;
@@ -46,6 +47,11 @@ const NUMERIC = /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UI
 const NESTED = /\[|^(STRUCT|MAP|UNION)\b/i;
 const SAMPLE_ROWS = 5;
 
+/** The distinct-count aggregate of a column: nested values are counted by their text. */
+function distinctCount(col: string, type: string): string {
+  return `count(DISTINCT ${NESTED.test(type) ? `CAST(${col} AS VARCHAR)` : col})`;
+}
+
 function round(n: number, digits = 2): number {
   const f = 10 ** digits;
   return Math.round(n * f) / f;
@@ -61,7 +67,7 @@ export async function computeStats(ctx: PluginContext, schema: string, table: st
     const nested = NESTED.test(c.column_type);
     const numeric = !nested && NUMERIC.test(c.column_type);
     parts.push(`count(*) - count(${col}) AS n${i}`);
-    parts.push(`count(DISTINCT ${nested ? `CAST(${col} AS VARCHAR)` : col}) AS d${i}`);
+    parts.push(`${distinctCount(col, c.column_type)} AS d${i}`);
     if (nested) parts.push(`NULL AS lo${i}`, `NULL AS hi${i}`);
     else if (numeric) parts.push(`min(${col}) AS lo${i}`, `max(${col}) AS hi${i}`);
     else parts.push(`CAST(min(${col}) AS VARCHAR) AS lo${i}`, `CAST(max(${col}) AS VARCHAR) AS hi${i}`);
@@ -128,12 +134,35 @@ export async function profileForCaller(ctx: PluginContext, schema: string, table
   return profile;
 }
 
-export async function recordProfile(ctx: PluginContext, runId: string | null, model: string, profile: TableProfile): Promise<void> {
-  const metrics: StoredColumnMetrics[] = profile.columns.map(({ name, type, null_count, null_pct, distinct_count }) => ({ name, type, null_count, null_pct, distinct_count }));
-  await ctx.db.run(
-    'INSERT INTO _service.model_profiles (id, run_id, model, row_count, columns, profiled_at) VALUES ($1, $2, $3, $4, $5::JSON, $6::TIMESTAMP)',
-    [randomUUID(), runId, model, profile.row_count, JSON.stringify(metrics), utcNow()],
-  );
+/** A model whose metrics profile is to be recorded: its relation and columns as the catalog has them now. */
+export interface ProfileTarget {
+  runId: string | null;
+  model: string;
+  schema: string;
+  table: string;
+  columns: ColumnInfo[];
+}
+
+/**
+ * One statement that computes the metrics profile of every target and stores it in
+ * `_service.model_profiles`: per target one aggregate pass (row count, per column non-NULL and
+ * distinct counts) whose result is shaped into the stored JSON by DuckDB itself. `profiledAt` is a
+ * naive UTC timestamp text.
+ */
+export function recordProfilesSql(targets: readonly ProfileTarget[], profiledAt: string): string {
+  const selects = targets.map((t) => {
+    const aggregates = ['count(*) AS dp_rows'];
+    const metrics = t.columns.map((c, i) => {
+      const col = quoteIdent(c.name);
+      aggregates.push(`count(${col}) AS dp_c${i}`, `${distinctCount(col, c.type)} AS dp_d${i}`);
+      const nulls = `(dp_rows - dp_c${i})`;
+      return `{'name': ${quoteLiteral(c.name)}, 'type': ${quoteLiteral(c.type)}, 'null_count': ${nulls}, 'null_pct': CASE WHEN dp_rows = 0 THEN 0 ELSE round(${nulls} * 100 / dp_rows::DOUBLE, 4) END, 'distinct_count': dp_d${i}}`;
+    });
+    const json = metrics.length ? `to_json([${metrics.join(', ')}])` : `'[]'::JSON`;
+    return `SELECT ${quoteLiteral(randomUUID())}, ${t.runId === null ? 'NULL' : quoteLiteral(t.runId)}, ${quoteLiteral(t.model)}, dp_rows, ${json}, TIMESTAMP ${quoteLiteral(profiledAt)}
+  FROM (SELECT ${aggregates.join(', ')} FROM ${qualified(t.schema, t.table)})`;
+  });
+  return `INSERT INTO _service.model_profiles (id, run_id, model, row_count, columns, profiled_at)\n${selects.join('\nUNION ALL\n')}`;
 }
 
 export interface StoredProfile {
@@ -160,18 +189,8 @@ function toStored(r: Record<string, unknown>): StoredProfile {
 
 const STORED_COLUMNS = 'seq, id, run_id, model, row_count, columns, CAST(profiled_at AS VARCHAR) AS profiled_at';
 
-/** Recorded profiles of a model, newest first; `before` limits them to those older than a given one. */
-export async function profileHistory(ctx: PluginContext, model: string, limit: number, before?: number): Promise<StoredProfile[]> {
-  const rows = await ctx.db.all(
-    `SELECT ${STORED_COLUMNS} FROM _service.model_profiles WHERE model = $1 ${before === undefined ? '' : 'AND seq < $2'}
-      ORDER BY seq DESC LIMIT ${Math.max(1, Math.floor(limit))}`,
-    before === undefined ? [model] : [model, before],
-  );
+/** Recorded profiles of a model, newest first. */
+export async function profileHistory(ctx: PluginContext, model: string, limit: number): Promise<StoredProfile[]> {
+  const rows = await ctx.db.all(`SELECT ${STORED_COLUMNS} FROM _service.model_profiles WHERE model = $1 ORDER BY seq DESC LIMIT ${Math.max(1, Math.floor(limit))}`, [model]);
   return rows.map(toStored);
-}
-
-/** The profile recorded for a model during one transform run (the latest if it was built twice). */
-export async function profileOfRun(ctx: PluginContext, model: string, runId: string): Promise<StoredProfile | null> {
-  const rows = await ctx.db.all(`SELECT ${STORED_COLUMNS} FROM _service.model_profiles WHERE model = $1 AND run_id = $2 ORDER BY seq DESC LIMIT 1`, [model, runId]);
-  return rows.length ? toStored(rows[0]) : null;
 }

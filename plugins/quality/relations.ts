@@ -2,7 +2,7 @@
  * Shared helpers of the quality plugin: which relation a name means, whether it exists,
  * UTC timestamps for the service tables, and masking of data values shown in diagnostics.
  */
-import { badRequest, notFound, type Caller, type MaskingService, type ModelsService, type PluginContext } from '../../sdk/index.js';
+import { badRequest, notFound, quoteLiteral, type Caller, type MaskingService, type ModelsService, type PluginContext } from '../../sdk/index.js';
 
 export interface Relation {
   schema: string;
@@ -28,6 +28,39 @@ export async function relationExists(ctx: PluginContext, schema: string, table: 
     [schema, table],
   );
   return Number(n) > 0;
+}
+
+export interface ColumnInfo {
+  name: string;
+  /** DuckDB's type name, as DESCRIBE shows it. */
+  type: string;
+}
+
+/**
+ * Columns of several relations (tables or views of the open database) in one catalog query, in
+ * column order, keyed by `columnsKey(schema, table)`; a relation that does not exist has no entry.
+ * Names match case-insensitively, as DuckDB resolves them.
+ */
+export async function relationColumns(ctx: PluginContext, relations: ReadonlyArray<{ schema: string; table: string }>): Promise<Map<string, ColumnInfo[]>> {
+  const out = new Map<string, ColumnInfo[]>();
+  if (relations.length === 0) return out;
+  const wanted = relations.map((r) => `(${quoteLiteral(r.schema.toLowerCase())}, ${quoteLiteral(r.table.toLowerCase())})`).join(', ');
+  const rows = await ctx.db.all<{ schema_name: string; table_name: string; column_name: string; data_type: string }>(
+    `SELECT schema_name, table_name, column_name, data_type FROM duckdb_columns()
+      WHERE database_name = current_database() AND (lower(schema_name), lower(table_name)) IN (${wanted})
+      ORDER BY schema_name, table_name, column_index`,
+  );
+  for (const r of rows) {
+    const key = columnsKey(r.schema_name, r.table_name);
+    const list = out.get(key) ?? [];
+    list.push({ name: r.column_name, type: r.data_type });
+    out.set(key, list);
+  }
+  return out;
+}
+
+export function columnsKey(schema: string, table: string): string {
+  return `${schema}.${table}`.toLowerCase();
 }
 
 export function modelsService(ctx: PluginContext): ModelsService | undefined {

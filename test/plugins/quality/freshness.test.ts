@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { bootApp, makeProject, runCli, startServer } from '../../helpers.js';
-import { fireBuild, runCliAsync, startReceiver } from './util.js';
+import { fireBuild, fireTransformEnd, runCliAsync, startReceiver } from './util.js';
 
 function projectYml(extra = ''): string {
   return `name: fresh
@@ -41,6 +41,11 @@ describe('quality: freshness', () => {
       await s.app.db.run('CREATE SCHEMA m; CREATE TABLE m.recent AS SELECT 1 AS a; CREATE TABLE m.old AS SELECT 1 AS a');
       await fireBuild(s.app, 'm.recent', 'r1');
       await fireBuild(s.app, 'm.old', 'r1');
+      // The build records are stored by the time the run ends.
+      await fireTransformEnd(s.app, 'r1', [
+        { model: 'm.recent', status: 'built' },
+        { model: 'm.old', status: 'built' },
+      ]);
       await s.app.db.run("UPDATE _service.model_freshness SET last_built_at = last_built_at - INTERVAL 48 HOUR WHERE model = 'm.old'");
       const r = await s.request('GET', '/api/freshness?max_hours=24');
       assert.equal(r.status, 200, r.text);

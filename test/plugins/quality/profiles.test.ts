@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Caller } from '../../../sdk/index.js';
 import { bootApp, makeProject, runCli, startServer, type TestServer } from '../../helpers.js';
-import { fireBuild, quality } from './util.js';
+import { fireBuild, fireTransformEnd, quality } from './util.js';
 
 const VIEWER: Caller = { username: 'vera', role: 'viewer', authenticated: true };
 
@@ -88,8 +88,10 @@ describe('quality: profiles', () => {
   });
 
   it('records a metrics-only profile after each build and serves model profiles with history', async () => {
-    await fireBuild(s.app, 'crm.people', 'run-p1');
-    await fireBuild(s.app, 'crm.people', 'run-p2');
+    for (const runId of ['run-p1', 'run-p2']) {
+      await fireBuild(s.app, 'crm.people', runId);
+      await fireTransformEnd(s.app, runId, [{ model: 'crm.people', status: 'built' }]);
+    }
     const stored = await s.app.db.all("SELECT row_count, columns FROM _service.model_profiles WHERE model = 'crm.people' ORDER BY seq");
     assert.ok(stored.length >= 2);
     const metrics = JSON.parse(String(stored[0].columns));
