@@ -113,4 +113,41 @@ describe('quality: anomaly detection', () => {
     await fireTransformEnd(s.app, 'run-failed', [{ model: 'm.growing', status: 'error', error: 'boom' }]);
     assert.deepEqual(quality(s.app).anomalyReports('run-failed'), []);
   });
+
+  it('compares every model of a run with one query and reports them in the order of the run', async () => {
+    await s.app.db.run('CREATE OR REPLACE TABLE m.growing AS SELECT i AS id FROM range(0, 100) t(i); CREATE TABLE m.brand_new AS SELECT 1 AS id');
+    await fireBuild(s.app, 'm.brand_new', 'run-many');
+    await fireBuild(s.app, 'm.growing', 'run-many');
+    await quality(s.app).drainRecords();
+    const db = s.app.db as unknown as Record<string, unknown>;
+    const calls: string[] = [];
+    for (const k of ['all', 'query', 'run', 'value']) {
+      const original = (db[k] as (...a: unknown[]) => unknown).bind(db);
+      db[k] = (...a: unknown[]) => {
+        calls.push(`${k}: ${String(a[0]).trim().slice(0, 60)}`);
+        return original(...a);
+      };
+    }
+    try {
+      await fireTransformEnd(s.app, 'run-many', [
+        { model: 'm.growing', status: 'built' },
+        { model: 'm.never_profiled', status: 'assertion_failed' },
+        { model: 'm.broken', status: 'error', error: 'boom' },
+        { model: 'm.brand_new', status: 'built' },
+      ]);
+    } finally {
+      for (const k of ['all', 'query', 'run', 'value']) delete db[k];
+    }
+    const detection = calls.filter((c) => !c.includes('alert_history'));
+    assert.equal(detection.length, 1, `one query for the run, not one per model:\n${calls.join('\n')}`);
+    const reports = quality(s.app).anomalyReports('run-many') ?? [];
+    assert.deepEqual(
+      reports.map((r) => [r.model, r.status, r.skipped_reason ?? null]),
+      [
+        ['m.growing', 'checked', null],
+        ['m.never_profiled', 'skipped', 'no_profile'],
+        ['m.brand_new', 'skipped', 'first_run'],
+      ],
+    );
+  });
 });

@@ -74,6 +74,13 @@ describe('quality: end to end through POST /api/transform (shop example)', () =>
       const t = await s.request('POST', '/api/transform', { force: true });
       assert.equal(t.status, 200, t.text);
       last = t.body;
+      // Recorded off the critical path, but complete by the time the transform answers.
+      const built = t.body.results.filter((r: { status: string }) => r.status === 'built' || r.status === 'assertion_failed').map((r: { model: string }) => r.model).sort();
+      assert.equal(built.length, 6);
+      const profiled = await s.app.db.all<{ model: string }>('SELECT model FROM _service.model_profiles WHERE run_id = $1 ORDER BY model', [t.body.run_id]);
+      assert.deepEqual(profiled.map((p) => p.model), built);
+      const recorded = await s.app.db.all<{ model: string }>('SELECT model FROM _service.model_freshness WHERE run_id = $1 ORDER BY model', [t.body.run_id]);
+      assert.deepEqual(recorded.map((p) => p.model), built);
     }
     const reports = quality(s.app).anomalyReports(last.run_id) ?? [];
     const orders = reports.find((r) => r.model === 'marts.customer_orders');

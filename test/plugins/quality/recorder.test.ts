@@ -1,0 +1,153 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { App } from '../../../kernel/app.js';
+import { computeStats } from '../../../plugins/quality/profiles.js';
+import { BuildRecorder, MAX_BATCH, type QueuedBuild } from '../../../plugins/quality/recorder.js';
+import type { DatabasePort, PluginContext, Row, SqlParams } from '../../../sdk/index.js';
+import { bootApp, makeProject } from '../../helpers.js';
+
+/** A plugin context whose database counts statements and whose log keeps what it was told. */
+function countingContext(app: App) {
+  const statements: Array<{ kind: 'all' | 'run'; sql: string }> = [];
+  const logged: Array<{ level: string; msg: string; data?: Record<string, unknown> }> = [];
+  const db = {
+    all: <T = Row>(sql: string, params?: SqlParams) => {
+      statements.push({ kind: 'all', sql });
+      return app.db.all<T>(sql, params);
+    },
+    run: (sql: string, params?: SqlParams) => {
+      statements.push({ kind: 'run', sql });
+      return app.db.run(sql, params);
+    },
+  } as unknown as DatabasePort;
+  const log = (level: string) => (msg: string, data?: Record<string, unknown>) => logged.push({ level, msg, data });
+  const ctx = { db, log: { info: log('info'), warn: log('warn'), error: log('error'), debug: log('debug') } } as unknown as PluginContext;
+  return { ctx, statements, logged };
+}
+
+function build(model: string, runId: string, extra: Partial<QueuedBuild> = {}): QueuedBuild {
+  const [schema, table] = model.split('.');
+  return { model, schema, table, runId, status: 'built', builtAt: '2024-05-06 07:08:09', profile: true, ...extra };
+}
+
+async function storedProfiles(app: App, runId: string) {
+  const rows = await app.db.all<{ model: string; row_count: number; columns: string }>(
+    'SELECT model, row_count, columns FROM _service.model_profiles WHERE run_id = $1 ORDER BY model',
+    [runId],
+  );
+  return new Map(rows.map((r) => [r.model, { row_count: Number(r.row_count), columns: JSON.parse(String(r.columns)) }]));
+}
+
+describe('quality: build recorder', () => {
+  let app: App;
+
+  before(async () => {
+    app = await bootApp(makeProject());
+    const tables = Array.from({ length: 30 }, (_, i) => `CREATE TABLE r.t${i} AS SELECT range AS id, CASE WHEN range % 4 = 0 THEN NULL ELSE range % ${i + 2} END AS v FROM range(${10 + i});`);
+    await app.db.run(`CREATE SCHEMA r; ${tables.join('\n')}
+      CREATE TABLE r."Odd" AS SELECT * FROM (VALUES
+        (1, 'a', [1, 2], {'k': 1}, 1.5::DECIMAL(9,2)),
+        (2, NULL, [3], NULL, NULL),
+        (2, 'a', [1, 2], {'k': 2}, 2.25)
+      ) v("it's ""quoted""", "MixedCase", tags, s, amount);
+      CREATE TABLE r.empty (a INTEGER, b VARCHAR);
+      CREATE VIEW r.v AS SELECT id FROM r.t3 WHERE id > 5;`);
+  });
+  after(async () => app.close());
+
+  it('records a burst of builds with one catalog query and one transaction, with the metrics computeStats gives', async () => {
+    const { ctx, statements, logged } = countingContext(app);
+    const recorder = new BuildRecorder(ctx);
+    const models = [...Array.from({ length: 30 }, (_, i) => `r.t${i}`), 'r.Odd', 'r.empty', 'r.v'];
+    for (const m of models) recorder.add(build(m, 'burst'));
+    await recorder.settled('burst');
+    assert.deepEqual(
+      statements.map((s) => s.kind),
+      ['all', 'run'],
+      'one catalog query and one statement for 33 builds',
+    );
+    assert.deepEqual(logged, []);
+
+    const stored = await storedProfiles(app, 'burst');
+    assert.equal(stored.size, models.length);
+    for (const m of models) {
+      const [schema, table] = m.split('.');
+      const expected = await computeStats({ db: app.db } as PluginContext, schema, table);
+      const got = stored.get(m);
+      assert.ok(got, `profile of ${m}`);
+      assert.equal(got.row_count, expected.row_count, m);
+      assert.deepEqual(
+        got.columns,
+        expected.columns.map(({ name, type, null_count, null_pct, distinct_count }) => ({ name, type, null_count, null_pct, distinct_count })),
+        m,
+      );
+    }
+    assert.equal(stored.get('r.v')?.row_count, 7, 'a view is profiled by running it');
+    assert.deepEqual(stored.get('r.Odd')?.columns.map((c: { name: string }) => c.name), [`it's "quoted"`, 'MixedCase', 'tags', 's', 'amount']);
+
+    const fresh = await app.db.all<{ model: string; last_built_at: string; last_status: string }>(
+      "SELECT model, CAST(last_built_at AS VARCHAR) AS last_built_at, last_status FROM _service.model_freshness WHERE run_id = 'burst'",
+    );
+    assert.equal(fresh.length, models.length);
+    assert.ok(fresh.every((f) => f.last_built_at === '2024-05-06 07:08:09' && f.last_status === 'built'), 'the build time is the one the tap saw');
+  });
+
+  it('a model queued twice goes to the next batch, so its profiles keep their order', async () => {
+    const { ctx, statements } = countingContext(app);
+    const recorder = new BuildRecorder(ctx);
+    recorder.add(build('r.t1', 'twice-1'));
+    recorder.add(build('r.t2', 'twice-1'));
+    recorder.add(build('r.t1', 'twice-2', { status: 'assertion_failed', builtAt: '2024-05-06 08:00:00' }));
+    await recorder.drain();
+    assert.equal(statements.filter((s) => s.kind === 'run').length, 2, 'two batches');
+    const runs = await app.db.all<{ run_id: string }>("SELECT run_id FROM _service.model_profiles WHERE model = 'r.t1' AND run_id LIKE 'twice-%' ORDER BY seq");
+    assert.deepEqual(runs.map((r) => r.run_id), ['twice-1', 'twice-2']);
+    const fresh = await app.db.all("SELECT run_id, last_status FROM _service.model_freshness WHERE model = 'r.t1'");
+    assert.deepEqual(fresh, [{ run_id: 'twice-2', last_status: 'assertion_failed' }]);
+  });
+
+  it(`a batch holds at most ${MAX_BATCH} builds`, async () => {
+    const { ctx, statements } = countingContext(app);
+    const recorder = new BuildRecorder(ctx);
+    await app.db.run(`CREATE SCHEMA many; ${Array.from({ length: MAX_BATCH + 5 }, (_, i) => `CREATE TABLE many.t${i} AS SELECT ${i} AS x;`).join('\n')}`);
+    for (let i = 0; i < MAX_BATCH + 5; i++) recorder.add(build(`many.t${i}`, 'many'));
+    await recorder.settled('many');
+    assert.equal(statements.filter((s) => s.kind === 'run').length, 2);
+    assert.equal((await storedProfiles(app, 'many')).size, MAX_BATCH + 5);
+  });
+
+  it('a relation that cannot be profiled costs only its own profile', async () => {
+    await app.db.run('CREATE TABLE r.base AS SELECT 1 AS a; CREATE VIEW r.broken AS SELECT a FROM r.base; DROP TABLE r.base;');
+    const { ctx, logged } = countingContext(app);
+    const recorder = new BuildRecorder(ctx);
+    for (const m of ['r.t4', 'r.broken', 'r.gone', 'r.t5']) recorder.add(build(m, 'partial'));
+    await recorder.settled('partial');
+    assert.deepEqual([...(await storedProfiles(app, 'partial')).keys()], ['r.t4', 'r.t5']);
+    const fresh = await app.db.all<{ model: string }>("SELECT model FROM _service.model_freshness WHERE run_id = 'partial' ORDER BY model");
+    assert.deepEqual(fresh.map((f) => f.model), ['r.broken', 'r.gone', 'r.t4', 'r.t5'], 'every build is recorded');
+    assert.ok(logged.some((l) => l.level === 'warn' && l.data?.model === 'r.gone'), JSON.stringify(logged));
+    assert.ok(logged.some((l) => l.level === 'error' && l.data?.model === 'r.broken'), JSON.stringify(logged));
+  });
+
+  it('without anomaly detection only the build is recorded', async () => {
+    const { ctx, statements } = countingContext(app);
+    const recorder = new BuildRecorder(ctx);
+    recorder.add(build('r.t6', 'no-profile', { profile: false }));
+    await recorder.settled('no-profile');
+    assert.deepEqual(statements.map((s) => s.kind), ['run'], 'no catalog query');
+    assert.equal((await storedProfiles(app, 'no-profile')).size, 0);
+    assert.equal(Number(await app.db.value("SELECT count(*) FROM _service.model_freshness WHERE run_id = 'no-profile'")), 1);
+  });
+
+  it('settled waits for its own run; a run with nothing queued is settled at once', async () => {
+    const { ctx } = countingContext(app);
+    const recorder = new BuildRecorder(ctx);
+    await recorder.settled('nothing-queued');
+    recorder.add(build('r.t7', 'settle-a'));
+    recorder.add(build('r.t8', 'settle-b'));
+    await recorder.settled('settle-b');
+    assert.equal((await storedProfiles(app, 'settle-a')).size, 1, 'builds queued earlier are recorded first');
+    assert.equal((await storedProfiles(app, 'settle-b')).size, 1);
+    await recorder.settled('settle-a');
+  });
+});
