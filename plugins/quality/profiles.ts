@@ -143,26 +143,33 @@ export interface ProfileTarget {
   columns: ColumnInfo[];
 }
 
+const TARGETS_SHAPE = `'[{"k":"INTEGER","id":"VARCHAR","run_id":"VARCHAR","model":"VARCHAR","cols":[{"name":"VARCHAR","type":"VARCHAR"}]}]'`;
+
 /**
  * One statement that computes the metrics profile of every target and stores it in
- * `_service.model_profiles`: per target one aggregate pass (row count, per column non-NULL and
- * distinct counts) whose result is shaped into the stored JSON by DuckDB itself. `profiledAt` is a
- * naive UTC timestamp text.
+ * `_service.model_profiles`. Per target, one aggregate pass returns a plain list: `[rows, non-NULL
+ * count of column 1, distinct count of column 1, …]`; the targets' names and column names/types
+ * come in as one JSON literal, and a single lambda shapes each list into the stored JSON. (Keeping
+ * the per-target SQL this small matters: DuckDB plans a UNION ALL of 25 of these in a third of the
+ * time it takes for 25 branches that each build their own JSON.) `profiledAt` is naive UTC text.
  */
 export function recordProfilesSql(targets: readonly ProfileTarget[], profiledAt: string): string {
-  const selects = targets.map((t) => {
-    const aggregates = ['count(*) AS dp_rows'];
-    const metrics = t.columns.map((c, i) => {
+  const passes = targets.map((t, k) => {
+    const aggregates = ['count(*)'];
+    for (const c of t.columns) {
       const col = quoteIdent(c.name);
-      aggregates.push(`count(${col}) AS dp_c${i}`, `${distinctCount(col, c.type)} AS dp_d${i}`);
-      const nulls = `(dp_rows - dp_c${i})`;
-      return `{'name': ${quoteLiteral(c.name)}, 'type': ${quoteLiteral(c.type)}, 'null_count': ${nulls}, 'null_pct': CASE WHEN dp_rows = 0 THEN 0 ELSE round(${nulls} * 100 / dp_rows::DOUBLE, 4) END, 'distinct_count': dp_d${i}}`;
-    });
-    const json = metrics.length ? `to_json([${metrics.join(', ')}])` : `'[]'::JSON`;
-    return `SELECT ${quoteLiteral(randomUUID())}, ${t.runId === null ? 'NULL' : quoteLiteral(t.runId)}, ${quoteLiteral(t.model)}, dp_rows, ${json}, TIMESTAMP ${quoteLiteral(profiledAt)}
-  FROM (SELECT ${aggregates.join(', ')} FROM ${qualified(t.schema, t.table)})`;
+      aggregates.push(`count(${col})`, distinctCount(col, c.type));
+    }
+    return `SELECT ${k} AS k, [${aggregates.join(', ')}] AS v FROM ${qualified(t.schema, t.table)}`;
   });
-  return `INSERT INTO _service.model_profiles (id, run_id, model, row_count, columns, profiled_at)\n${selects.join('\nUNION ALL\n')}`;
+  const meta = JSON.stringify(targets.map((t, k) => ({ k, id: randomUUID(), run_id: t.runId, model: t.model, cols: t.columns })));
+  // Lambda index i is 1-based: v[2i] is the non-NULL count of column i, v[2i + 1] its distinct count.
+  const nulls = '(s.v[1] - s.v[2 * i])';
+  const metrics = `{'name': c.name, 'type': c.type, 'null_count': ${nulls}, 'null_pct': CASE WHEN s.v[1] = 0 THEN 0 ELSE round(${nulls} * 100 / s.v[1]::DOUBLE, 4) END, 'distinct_count': s.v[2 * i + 1]}`;
+  return `INSERT INTO _service.model_profiles (id, run_id, model, row_count, columns, profiled_at)
+SELECT m.t.id, m.t.run_id, m.t.model, s.v[1], to_json(list_transform(m.t.cols, lambda c, i: ${metrics})), TIMESTAMP ${quoteLiteral(profiledAt)}
+  FROM (${passes.join('\n  UNION ALL ')}) s
+  JOIN (SELECT unnest(from_json(${quoteLiteral(meta)}, ${TARGETS_SHAPE})) AS t) m ON m.t.k = s.k`;
 }
 
 export interface StoredProfile {
