@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { App } from '../../../kernel/app.js';
 import { computeStats } from '../../../plugins/quality/profiles.js';
-import { BuildRecorder, MAX_BATCH, type QueuedBuild } from '../../../plugins/quality/recorder.js';
+import { BuildRecorder, MAX_BATCH, MAX_WAIT_MS, MIN_BATCH, type QueuedBuild } from '../../../plugins/quality/recorder.js';
 import type { DatabasePort, PluginContext, Row, SqlParams } from '../../../sdk/index.js';
 import { bootApp, makeProject } from '../../helpers.js';
 
@@ -137,6 +137,34 @@ describe('quality: build recorder', () => {
     assert.deepEqual(statements.map((s) => s.kind), ['run'], 'no catalog query');
     assert.equal((await storedProfiles(app, 'no-profile')).size, 0);
     assert.equal(Number(await app.db.value("SELECT count(*) FROM _service.model_freshness WHERE run_id = 'no-profile'")), 1);
+  });
+
+  it(`${MIN_BATCH} queued builds start a batch at once; fewer wait for company until someone waits for them`, async () => {
+    const { ctx, statements } = countingContext(app);
+    const recorder = new BuildRecorder(ctx);
+    const tick = () => new Promise((resolve) => setImmediate(resolve));
+    for (let i = 0; i < MIN_BATCH; i++) recorder.add(build(`r.t${i}`, 'company'));
+    await tick();
+    for (let i = MIN_BATCH; i < MIN_BATCH + 3; i++) {
+      recorder.add(build(`r.t${i}`, 'company'));
+      await tick();
+    }
+    await recorder.settled('company');
+    const batches = statements.filter((s) => s.kind === 'run').map((s) => (s.sql.match(/ AS k, \[/g) ?? []).length);
+    assert.deepEqual(batches, [MIN_BATCH, 3], 'the late builds shared one batch');
+    assert.equal((await storedProfiles(app, 'company')).size, MIN_BATCH + 3);
+  });
+
+  it(`a lone build is recorded within about ${MAX_WAIT_MS} ms even if nobody waits for it`, async () => {
+    const { ctx } = countingContext(app);
+    const recorder = new BuildRecorder(ctx);
+    const started = Date.now();
+    recorder.add(build('r.t9', 'lone'));
+    while ((await storedProfiles(app, 'lone')).size === 0) {
+      assert.ok(Date.now() - started < MAX_WAIT_MS + 5000, 'the lone build was never recorded');
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    assert.ok(Date.now() - started >= MAX_WAIT_MS - 5, 'it waited for other builds first');
   });
 
   it('settled waits for its own run; a run with nothing queued is settled at once', async () => {
