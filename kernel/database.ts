@@ -1,5 +1,12 @@
-import { DuckDBConnection, DuckDBInstance, type DuckDBResult, type DuckDBResultReader, type DuckDBValue } from '@duckdb/node-api';
-import type { DatabasePort, DbConnection, ParsedSql, Row, SerializedSql, SqlParams, TabularResult } from '../sdk/db.js';
+import {
+  DuckDBConnection,
+  DuckDBInstance,
+  type DuckDBPreparedStatement,
+  type DuckDBResult,
+  type DuckDBResultReader,
+  type DuckDBValue,
+} from '@duckdb/node-api';
+import { type DatabasePort, type DbConnection, type ParsedSql, type Row, type SerializedSql, type SqlParams, type TabularResult, writeTreeJson } from '../sdk/db.js';
 import { DpError, errorMessage } from '../sdk/errors.js';
 import { quoteIdent, quoteLiteral } from '../sdk/sql.js';
 
@@ -58,8 +65,43 @@ export function translateDbError(e: unknown): unknown {
   return e;
 }
 
+/** Prepared statements kept per pooled connection for readUntil (the guarded runner's queries). */
+const STATEMENTS_PER_CONNECTION = 32;
+
 export class Connection implements DbConnection {
+  /** SQL text → its prepared statement, least recently used first. */
+  private readonly statements = new Map<string, DuckDBPreparedStatement>();
+
   constructor(readonly raw: DuckDBConnection) {}
+
+  /**
+   * The prepared statement of one SQL statement, kept for the next run of the same text: a
+   * repeated query skips DuckDB's parse, bind and plan (DuckDB rebinds by itself when the
+   * catalog changed since).
+   */
+  private async prepared(sql: string): Promise<DuckDBPreparedStatement> {
+    const hit = this.statements.get(sql);
+    if (hit) {
+      this.statements.delete(sql);
+      this.statements.set(sql, hit);
+      return hit;
+    }
+    const stmt = await this.raw.prepare(sql);
+    if (this.statements.size >= STATEMENTS_PER_CONNECTION) {
+      const [oldestSql, oldest] = this.statements.entries().next().value as [string, DuckDBPreparedStatement];
+      this.statements.delete(oldestSql);
+      oldest.destroySync();
+    }
+    this.statements.set(sql, stmt);
+    return stmt;
+  }
+
+  /** Closes the connection and its prepared statements. */
+  close(): void {
+    for (const stmt of this.statements.values()) stmt.destroySync();
+    this.statements.clear();
+    this.raw.closeSync();
+  }
 
   async all<T = Row>(sql: string, params?: SqlParams): Promise<T[]> {
     const r = await this.raw.runAndReadAll(sql, toValues(params));
@@ -83,9 +125,16 @@ export class Connection implements DbConnection {
     await this.raw.run(sql, toValues(params));
   }
 
-  /** Streams until at least `target` rows are read, then stops: the query never materializes more. */
+  /**
+   * Streams until at least `target` rows are read, then stops: the query never materializes
+   * more. `sql` is one statement (the runner validated it); its prepared statement is reused.
+   */
   async readUntil(sql: string, target: number, params?: SqlParams): Promise<TabularResult> {
-    const r = await this.raw.streamAndReadUntil(sql, target, toValues(params));
+    const stmt = await this.prepared(sql);
+    stmt.clearBindings();
+    const values = toValues(params);
+    if (values) stmt.bind(values);
+    const r = await stmt.streamAndReadUntil(target);
     const column_types = typeNames(r);
     return { columns: r.columnNames(), column_types, rows: convertRows(column_types, r.getRowsJson() as unknown[][]) };
   }
@@ -131,12 +180,21 @@ export class Connection implements DbConnection {
 }
 
 const PARSE_CACHE_MAX = 1000;
+/** Idle parser connections kept (each holds json_serialize_sql prepared). */
+const PARSERS_MAX = 4;
+
+/** A connection of its own with `SELECT json_serialize_sql($1)` prepared once. */
+interface Parser {
+  conn: DuckDBConnection;
+  stmt: DuckDBPreparedStatement;
+}
 
 /** The kernel's DuckDB adapter: one instance per process, pooled connections. */
 export class DuckDatabase implements DatabasePort {
   private instance: DuckDBInstance | null = null;
   private idle: Connection[] = [];
   private parseCache = new Map<string, ParsedSql>();
+  private parsers: Parser[] = [];
   private opening: Promise<DuckDBInstance> | null = null;
   /** Runs once right after the file opens (migrations). */
   onOpen: ((db: DuckDatabase) => Promise<void>) | null = null;
@@ -187,7 +245,7 @@ export class DuckDatabase implements DatabasePort {
 
   private release(c: Connection): void {
     if (this.instance && this.idle.length < 16) this.idle.push(c);
-    else c.raw.closeSync();
+    else c.close();
   }
 
   async withConnection<T>(fn: (c: DbConnection) => Promise<T>): Promise<T> {
@@ -201,14 +259,13 @@ export class DuckDatabase implements DatabasePort {
       throw translateDbError(e);
     } finally {
       if (healthy) this.release(c);
-      else c.raw.closeSync();
+      else c.close();
     }
   }
 
   async connect(): Promise<DbConnection & { close(): void }> {
     const inst = await this.open();
-    const c = new Connection(await inst.connect());
-    return Object.assign(c, { close: () => c.raw.closeSync() });
+    return new Connection(await inst.connect());
   }
 
   all<T = Row>(sql: string, params?: SqlParams): Promise<T[]> {
@@ -224,25 +281,58 @@ export class DuckDatabase implements DatabasePort {
     return this.withConnection((c) => c.value<T>(sql, params));
   }
 
+  /** json_serialize_sql on a parser connection: a prepared statement, so DuckDB plans nothing per call. */
+  private async serialize(sql: string): Promise<string> {
+    let parser = this.parsers.pop();
+    if (!parser) {
+      const conn = await (await this.open()).connect();
+      parser = { conn, stmt: await conn.prepare('SELECT json_serialize_sql($1::VARCHAR)') };
+    }
+    let healthy = false;
+    try {
+      parser.stmt.bindVarchar(1, sql);
+      const result = await parser.stmt.run();
+      const text = result.chunkCount > 0 ? result.getChunk(0).getColumnVector(0).getItem(0) : null;
+      healthy = true;
+      return typeof text === 'string' ? text : '{}';
+    } catch (e) {
+      throw translateDbError(e);
+    } finally {
+      if (healthy && this.instance && this.parsers.length < PARSERS_MAX) this.parsers.push(parser);
+      else this.closeParser(parser);
+    }
+  }
+
+  private closeParser(p: Parser): void {
+    p.stmt.destroySync();
+    p.conn.closeSync();
+  }
+
   async parse(sql: string): Promise<ParsedSql> {
     const hit = this.parseCache.get(sql);
-    if (hit) return hit;
-    const text = await this.withConnection((c) => c.value<string>('SELECT json_serialize_sql($1::VARCHAR)', [sql]));
-    const tree = JSON.parse(text ?? '{}');
+    if (hit) {
+      // Least recently used goes first: a hit moves to the back.
+      this.parseCache.delete(sql);
+      this.parseCache.set(sql, hit);
+      return hit;
+    }
+    const json = await this.serialize(sql);
+    const tree = JSON.parse(json);
     let parsed: ParsedSql;
     if (tree.error) {
       const error = String(tree.error_message ?? 'unparseable SQL');
       parsed = { ok: false, error, errorType: tree.error_type, notSelect: /only SELECT statements/i.test(error) };
     } else {
-      parsed = { ok: true, tree: tree as SerializedSql };
+      parsed = { ok: true, tree: tree as SerializedSql, json };
     }
     if (this.parseCache.size >= PARSE_CACHE_MAX) this.parseCache.delete(this.parseCache.keys().next().value as string);
     this.parseCache.set(sql, parsed);
     return parsed;
   }
 
+  /** Accepts plain trees and lossless ones from readTreeJson (numbers are written back exactly). */
   async deparse(tree: SerializedSql): Promise<string> {
-    const sql = await this.value<string>('SELECT json_deserialize_sql($1::JSON)', [JSON.stringify(tree)]);
+    const sql = await this.value<string>('SELECT json_deserialize_sql($1::JSON)', [writeTreeJson(tree)]);
     return sql ?? '';
   }
 
@@ -260,8 +350,10 @@ export class DuckDatabase implements DatabasePort {
 
   /** Closes every connection and the instance (environment switch, shutdown). */
   close(): void {
-    for (const c of this.idle) c.raw.closeSync();
+    for (const c of this.idle) c.close();
     this.idle = [];
+    for (const p of this.parsers) this.closeParser(p);
+    this.parsers = [];
     if (this.instance) {
       this.instance.closeSync();
       this.instance = null;

@@ -36,8 +36,14 @@ export class GuardedQueryRunner implements QueryRunner {
     const ctx = this.newContext(req);
     const answered = await this.hooks.interceptQuery.promise(ctx);
     if (answered) return { ctx, answered };
+    const options = { allowServiceSchema: ctx.caller.role === 'admin' };
+    // The SQL as sent is validated first: its parse is cached, so beforeQuery taps (masking)
+    // read the same tree without another round trip to DuckDB.
+    const sent = await assertReadOnly(this.db, ctx.originalSql, options);
     await this.hooks.beforeQuery.promise(ctx);
-    await assertReadOnly(this.db, ctx.sql, { allowServiceSchema: ctx.caller.role === 'admin' });
+    // Whatever text finally runs is parsed by DuckDB and validated again, then checked by the taps.
+    const final = ctx.sql === ctx.originalSql ? sent : await assertReadOnly(this.db, ctx.sql, options);
+    for (const check of ctx.finalChecks ?? []) await check(final);
     for (const note of ctx.notes) this.log.info(`query: ${note}`, { purpose: ctx.purpose });
     return { ctx };
   }
@@ -48,8 +54,8 @@ export class GuardedQueryRunner implements QueryRunner {
     return ctx;
   }
 
-  assertReadOnly(sql: string): Promise<void> {
-    return assertReadOnly(this.db, sql);
+  async assertReadOnly(sql: string): Promise<void> {
+    await assertReadOnly(this.db, sql);
   }
 
   private timeoutSeconds(ctx: QueryContext): number {

@@ -1,4 +1,4 @@
-import type { DatabasePort, SqlNode } from '../sdk/db.js';
+import type { DatabasePort, SerializedSql, SqlNode } from '../sdk/db.js';
 import { badRequest, forbidden } from '../sdk/errors.js';
 
 /**
@@ -57,9 +57,9 @@ const CREDENTIAL_TABLES = new Set(['users', 'tokens']);
 /**
  * Throws read_only_violation unless sql is a single SELECT (or SHOW/DESCRIBE/SUMMARIZE) that
  * touches no file or state. The `_service` schema is readable by admins only, and its
- * credential tables by nobody.
+ * credential tables by nobody. Returns DuckDB's parse of sql (shared: do not modify it).
  */
-export async function assertReadOnly(db: DatabasePort, sql: string, options: { allowServiceSchema?: boolean } = {}): Promise<void> {
+export async function assertReadOnly(db: DatabasePort, sql: string, options: { allowServiceSchema?: boolean } = {}): Promise<SerializedSql> {
   const parsed = await db.parse(sql);
   if (!parsed.ok) {
     if (parsed.notSelect) throw readOnlyError('the statement is not a SELECT (mutations, DDL, COPY, ATTACH, INSTALL/LOAD, PRAGMA, SET and CALL are refused)');
@@ -84,4 +84,5 @@ export async function assertReadOnly(db: DatabasePort, sql: string, options: { a
       }
     }
   });
+  return parsed.tree;
 }

@@ -3,6 +3,8 @@
  * interfaces, so a future adapter (MotherDuck, DuckLake) can replace the kernel's
  * implementation without touching a plugin.
  */
+import crypto from 'node:crypto';
+
 export type SqlParams = Record<string, unknown> | unknown[];
 export type Row = Record<string, unknown>;
 
@@ -33,9 +35,14 @@ export interface DbConnection {
   countStatements(sql: string): Promise<number>;
 }
 
-/** DuckDB's parse tree of one SELECT (json_serialize_sql), or the parser's error. */
+/**
+ * DuckDB's parse tree of one SELECT (json_serialize_sql), or the parser's error. `tree` is
+ * plain JSON.parse output, shared by every caller of the same SQL text: read it, never change
+ * it. `json` is the text exactly as DuckDB wrote it; `readTreeJson(json)` gives a private,
+ * lossless copy to modify and hand to `deparse`.
+ */
 export type ParsedSql =
-  | { ok: true; tree: SerializedSql }
+  | { ok: true; tree: SerializedSql; json: string }
   | { ok: false; error: string; errorType?: string; notSelect: boolean };
 
 export interface SerializedSql {
@@ -75,4 +82,33 @@ export interface DatabasePort {
   ident(name: string): string;
   /** Quotes a string literal for SQL. */
   literal(value: string): string;
+}
+
+/**
+ * Lossless JSON for DuckDB parse trees. JSON.parse turns UINT64_MAX locations into floats,
+ * drops the `.0` of DOUBLE constants (json_deserialize_sql then rejects `10` where it wants a
+ * double) and rounds integers beyond 2^53. `readTreeJson` carries every number that is not a
+ * safe integer literal through as a tagged string, and `writeTreeJson` writes it back exactly
+ * as DuckDB wrote it. The tag holds a per-process random nonce and only a well-formed number
+ * is ever written back bare, so a string constant in user SQL can neither pose as a number
+ * nor inject JSON structure.
+ */
+const TREE_NUMBER_TAG = `\u0001dpnum:${crypto.randomBytes(12).toString('hex')}:`;
+const TREE_TOKENS = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
+/** A tagged number as JSON.stringify writes it; only a well-formed number matches. */
+const TAGGED_IN_JSON = new RegExp(`"${JSON.stringify(TREE_NUMBER_TAG).slice(1, -1).replace(/\\/g, '\\\\')}(-?\\d+(?:\\.\\d+)?(?:[eE][+-]?\\d+)?)"`, 'g');
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function readTreeJson(text: string): any {
+  const protectedText = text.replace(TREE_TOKENS, (m) => {
+    if (m.startsWith('"')) return m;
+    const plainInt = /^-?\d+$/.test(m) && Number.isSafeInteger(Number(m));
+    return plainInt ? m : JSON.stringify(TREE_NUMBER_TAG + m);
+  });
+  return JSON.parse(protectedText);
+}
+
+/** JSON text of a tree from readTreeJson (a plain JSON.parse tree comes out as JSON.stringify writes it). */
+export function writeTreeJson(tree: unknown): string {
+  return JSON.stringify(tree).replace(TAGGED_IN_JSON, '$1');
 }

@@ -1,13 +1,14 @@
 import type { AsyncSeriesBailHook, AsyncSeriesHook } from 'tapable';
 import type { Caller } from './auth.js';
-import type { DatabasePort, TabularResult } from './db.js';
+import type { DatabasePort, SerializedSql, TabularResult } from './db.js';
 
 /** Why a user query runs; table endpoints match masking policies by exact table. */
 export type QueryPurpose = 'query' | 'explain' | 'export' | 'sample' | 'profile' | 'semantic' | 'notebook';
 
 /**
- * A user query on its way through the kernel's guarded runner:
- * interceptQuery → beforeQuery → read-only validation → execute (role timeout) → rowTransforms → afterQuery.
+ * A user query on its way through the kernel's guarded runner: interceptQuery → read-only
+ * validation of the SQL as sent → beforeQuery → (when a tap rewrote it) read-only validation of
+ * the new SQL, then finalChecks → execute (role timeout) → rowTransforms → afterQuery.
  */
 export interface QueryContext {
   /** The SQL to run; beforeQuery taps may rewrite it. */
@@ -25,6 +26,13 @@ export interface QueryContext {
   notes: string[];
   /** Scratch space for plugins, keyed by plugin name. */
   state: Record<string, unknown>;
+  /**
+   * Run by the kernel on DuckDB's own parse of the SQL that will execute, right after its
+   * read-only validation; throw a DpError to refuse. A beforeQuery tap that rewrote `sql`
+   * uses this to confirm on the parser's reading of the final text that the rewrite does what
+   * it meant (the kernel parses that text anyway, so a check costs no extra round trip).
+   */
+  finalChecks?: Array<(tree: SerializedSql) => void | Promise<void>>;
 }
 
 export interface QueryResult extends TabularResult {
