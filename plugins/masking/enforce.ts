@@ -4,27 +4,47 @@
  * caller class, table, policy version and catalog epoch), refuses masked columns in
  * predicates, and falls back to masking result columns after execution when the rewrite
  * cannot be done.
+ *
+ * Cost per new SQL text: the parse is the kernel's (ctx.db.parse, cached per text and already
+ * done by the read-only validation of the SQL as sent), the rewrite is JavaScript, and the new
+ * text is spliced from the original (splice.ts) rather than deparsed; the kernel then parses
+ * the new text to validate it, and the check registered on ctx.finalChecks confirms the masks
+ * on that same parse.
  */
 import {
   type Caller,
+  DpError,
   errorMessage,
   forbidden,
   hasPermission,
   isDpError,
   type Logger,
+  type ParsedSql,
   type PluginContext,
   type QueryContext,
   quoteIdent,
   quoteLiteral,
+  readTreeJson,
   type SerializedSql,
   type SqlNode,
 } from '../../sdk/index.js';
 import type { MethodCatalog } from './catalog.js';
 import { postExecutionMask } from './fallback.js';
 import type { MaskingPolicy, PolicyStore } from './policies.js';
-import { type CatalogSnapshot, type Relation, RelationCatalog, type RelationRef } from './relations.js';
-import { type ColumnMask, findMaskedPredicate, rewriteTree } from './rewrite.js';
-import { parseTreeJson, stringifyTreeJson } from './tree-json.js';
+import { type CatalogSnapshot, type Relation, RelationCatalog } from './relations.js';
+import {
+  type ColumnMask,
+  findMaskedPredicate,
+  findUnmaskedScan,
+  needsRequalify,
+  type PlanFor,
+  planScans,
+  replaceListSql,
+  rewriteTree,
+  wrapperReplaceList,
+  wrapperSql,
+} from './rewrite.js';
+import { spliceRewrite } from './splice.js';
 
 const CACHE_MAX = 1000;
 /** Methods whose output keeps the column's type (so a conditional mask needs no cast). */
@@ -36,6 +56,18 @@ interface CachedRewrite {
   /** Set when the query is refused (cached too: the same query is refused the same way). */
   refusal?: { column: string; clause: string };
   hidden?: string;
+  /** For a rewrite: checks DuckDB's parse of `sql` (a ctx.finalChecks entry). */
+  verify?: (tree: SerializedSql) => void;
+}
+
+/** A wrapper, parsed and checked once per distinct mask set. */
+interface Template {
+  /** The REPLACE list as SQL text (spliced into the original text). */
+  replaceSql: string;
+  /** The parsed SUBQUERY node, lossless (readTreeJson): cloned for each use on the deparse path. */
+  subquery: SqlNode;
+  /** DuckDB's parse of the REPLACE list: the final SQL's wrappers must parse to the same. */
+  replaceList: SqlNode[];
 }
 
 export interface MaskingSettings {
@@ -46,7 +78,9 @@ export interface MaskingSettings {
 export class MaskingEnforcer {
   readonly relations: RelationCatalog;
   private readonly cache = new Map<string, CachedRewrite>();
-  private readonly templates = new Map<string, Promise<SqlNode>>();
+  private readonly templates = new Map<string, Promise<Template>>();
+  /** How new rewrites were made: spliced into the text, deparsed from a tree, or left to the post-execution fallback. */
+  readonly stats = { spliced: 0, deparsed: 0, fallbacks: 0 };
 
   constructor(
     private readonly ctx: Pick<PluginContext, 'db'>,
@@ -115,12 +149,21 @@ export class MaskingEnforcer {
     return `CASE WHEN ${when} THEN CAST(${masked} AS VARCHAR) ELSE CAST(${raw} AS VARCHAR) END`;
   }
 
-  private template(sql: string): Promise<SqlNode> {
+  /** The wrapper of a mask set, parsed by DuckDB and checked to be exactly `SELECT * REPLACE (<masks>) FROM <one table>`. */
+  private template(masks: ColumnMask[]): Promise<Template> {
+    const sql = wrapperSql(masks);
     let hit = this.templates.get(sql);
     if (!hit) {
-      hit = this.parse(sql).then((parsed) => {
+      hit = this.ctx.db.parse(sql).then((parsed) => {
         if (!parsed.ok) throw new Error(`masking wrapper does not parse: ${parsed.error}`);
-        return parsed.tree.statements[0].node.from_table as SqlNode;
+        const node = parsed.tree.statements.length === 1 ? parsed.tree.statements[0].node : undefined;
+        const ref = node?.from_table;
+        const replaceList = ref?.type === 'SUBQUERY' ? wrapperReplaceList(ref.subquery?.node) : null;
+        const columns = new Set(masks.map((m) => m.column.toLowerCase()));
+        if (!replaceList || replaceList.length !== columns.size || !replaceList.every((e) => columns.has(String(e?.key).toLowerCase()))) {
+          throw new Error('masking wrapper does not parse to a REPLACE of the masked columns');
+        }
+        return { replaceSql: replaceListSql(masks), subquery: readTreeJson(parsed.json).statements[0].node.from_table, replaceList };
       });
       hit.catch(() => this.templates.delete(sql));
       if (this.templates.size > CACHE_MAX) this.templates.delete(this.templates.keys().next().value as string);
@@ -131,21 +174,6 @@ export class MaskingEnforcer {
 
   invalidate(): void {
     this.cache.clear();
-  }
-
-  /** DuckDB's parse tree of one statement, read losslessly (see tree-json.ts). */
-  async parse(sql: string): Promise<{ ok: true; tree: SerializedSql } | { ok: false; error: string }> {
-    const text = await this.ctx.db.value<string>('SELECT json_serialize_sql($1::VARCHAR)', [sql]);
-    const tree = parseTreeJson(text ?? '{}');
-    if (tree.error) return { ok: false, error: String(tree.error_message ?? 'unparseable SQL') };
-    return { ok: true, tree: tree as SerializedSql };
-  }
-
-  /** json_deserialize_sql of a (rewritten) tree. */
-  async deparse(tree: SerializedSql): Promise<string> {
-    const sql = await this.ctx.db.value<string>('SELECT json_deserialize_sql($1::JSON)', [stringifyTreeJson(tree)]);
-    if (!sql) throw new Error('json_deserialize_sql returned no SQL');
-    return sql;
   }
 
   /** The beforeQuery tap. */
@@ -161,19 +189,20 @@ export class MaskingEnforcer {
     let hit = this.cache.get(keyOf(snap.epoch));
     if (!hit) {
       try {
-        const parsed = await this.parse(q.sql);
+        // The kernel validated this very text first, so its parse is cached: no round trip here.
+        const parsed = await this.ctx.db.parse(q.sql);
         if (!parsed.ok) {
-          // Read-only validation refuses unparseable SQL next; the fallback stays in place should it run anyway.
+          // Read-only validation refuses unparseable SQL; the fallback stays in place should it run anyway.
           this.fallback(q, policies, `the statement did not parse (${parsed.error})`);
           return;
         }
-        let built = await this.build(q, parsed.tree, policies, snap, canWrite);
+        let built = await this.build(q, parsed, policies, snap, canWrite);
         if (built.unresolved) {
           // A relation the snapshot does not know may be new: look again once before trusting the plan.
           const fresh = await this.relations.refreshIfOlderThan(50);
           if (fresh.epoch !== snap.epoch) {
             snap = fresh;
-            built = await this.build(q, parsed.tree, policies, snap, canWrite);
+            built = await this.build(q, parsed, policies, snap, canWrite);
           }
         }
         hit = built.result;
@@ -199,33 +228,79 @@ export class MaskingEnforcer {
         role: q.caller.role,
       });
     }
-    q.sql = hit.sql;
+    if (hit.verify) {
+      q.sql = hit.sql;
+      (q.finalChecks ??= []).push(hit.verify);
+    }
   }
 
-  private async build(q: QueryContext, tree: SerializedSql, policies: MaskingPolicy[], snap: CatalogSnapshot, canWrite: boolean) {
-    const exact = q.table;
-    let hidden: string | undefined;
-    const planFor = (ref: RelationRef): ColumnMask[] | undefined => {
+  /** The masks of every scan, as planned from one catalog snapshot. */
+  private planner(snap: CatalogSnapshot, policies: MaskingPolicy[], exact: QueryContext['table'], seen?: (rel: Relation) => void): PlanFor {
+    return (ref) => {
       const rel = RelationCatalog.resolve(snap, ref);
       if (!rel) return undefined;
-      if (!canWrite && rel.schema.toLowerCase() === '_service' && rel.name.toLowerCase() === 'masking_policies') hidden ??= '_service.masking_policies';
+      seen?.(rel);
       if (exact && (rel.schema.toLowerCase() !== exact.schema.toLowerCase() || rel.name.toLowerCase() !== exact.table.toLowerCase())) return [];
       return this.masksFor(rel, policies, Boolean(exact));
     };
-    const clone = structuredClone(tree);
-    const original = tree.statements;
-    const out = await rewriteTree(clone, planFor, (sql) => this.template(sql));
-    const unresolved = out.unresolved.length > 0;
-    if (hidden) return { result: { sql: q.sql, hidden }, unresolved };
-    const refusal = findMaskedPredicate(original, out.masked) ?? undefined;
-    if (refusal) return { result: { sql: q.sql, refusal }, unresolved };
-    if (out.wrapped === 0) return { result: { sql: q.sql }, unresolved };
-    const sql = await this.deparse(out.tree);
-    return { result: { sql }, unresolved };
+  }
+
+  private async build(q: QueryContext, parsed: Extract<ParsedSql, { ok: true }>, policies: MaskingPolicy[], snap: CatalogSnapshot, canWrite: boolean) {
+    let hidden: string | undefined;
+    const planFor = this.planner(snap, policies, q.table, (rel) => {
+      if (!canWrite && rel.schema.toLowerCase() === '_service' && rel.name.toLowerCase() === 'masking_policies') hidden ??= '_service.masking_policies';
+    });
+    // The kernel's tree is shared: it is read here, never changed.
+    const statements = parsed.tree.statements;
+    const plan = planScans(statements, planFor);
+    const unresolved = plan.unresolved.length > 0;
+    const result = (r: CachedRewrite) => ({ result: r, unresolved });
+    if (hidden) return result({ sql: q.sql, hidden });
+    const refusal = findMaskedPredicate(statements, plan.masked);
+    if (refusal) return result({ sql: q.sql, refusal });
+    if (plan.wraps.length === 0) return result({ sql: q.sql });
+
+    // Every distinct mask set of the plan, by wrapper SQL (the deparse path and the final check look them up).
+    const templates = new Map<string, Template>();
+    for (const w of plan.wraps) templates.set(wrapperSql(w.masks), await this.template(w.masks));
+    const templateOf = (masks: ColumnMask[]) => {
+      const t = templates.get(wrapperSql(masks));
+      if (!t) throw new Error('a scan was planned twice with different masks');
+      return t;
+    };
+    let sql = needsRequalify(statements, plan.wraps) ? null : spliceRewrite(q.sql, plan.wraps, (w) => templateOf(w.masks).replaceSql);
+    if (sql !== null) {
+      this.stats.spliced++;
+    } else {
+      // Syntax the splice does not take (samples, SUMMARIZE, schema-qualified column references...):
+      // rewrite a private lossless copy of the tree and let DuckDB write it back as SQL.
+      const copy = readTreeJson(parsed.json) as SerializedSql;
+      rewriteTree(copy, planFor, (masks) => structuredClone(templateOf(masks).subquery));
+      sql = await this.ctx.db.deparse(copy);
+      if (!sql) throw new Error('json_deserialize_sql returned no SQL');
+      this.stats.deparsed++;
+    }
+    return result({ sql, verify: this.verifier(planFor, (masks) => templates.get(wrapperSql(masks))?.replaceList) });
+  }
+
+  /** The final check of a rewrite: on DuckDB's parse of the SQL that will run, every masked scan must be wrapped by its masks. */
+  private verifier(planFor: PlanFor, expected: (masks: ColumnMask[]) => SqlNode[] | undefined): (tree: SerializedSql) => void {
+    const verified = new WeakSet<object>();
+    return (tree) => {
+      // The kernel's parse cache hands back the same tree for the same text: check it once.
+      if (verified.has(tree)) return;
+      const problem = findUnmaskedScan(tree.statements, planFor, expected);
+      if (problem) {
+        this.log.error(`masking: the rewritten SQL does not mask as planned (${problem}); the query was refused`);
+        throw new DpError(500, 'masking_unverified', `Masking could not confirm its rewrite of this query (${problem}), so it was not run`);
+      }
+      verified.add(tree);
+    };
   }
 
   /** Post-execution masking of result columns by name (SPEC.md rule 3), noted and logged. */
   private fallback(q: QueryContext, policies: MaskingPolicy[], why: string): void {
+    this.stats.fallbacks++;
     const note = `masking applied to result columns after execution: ${why}`;
     q.notes.push(note);
     this.log.warn(`masking: ${note}`, { purpose: q.purpose });

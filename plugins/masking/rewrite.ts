@@ -7,7 +7,13 @@
  *   FROM (SELECT * REPLACE (<mask>(email) AS email) FROM customers) AS c
  * so everything above the scan (aliases, CTEs, subqueries, *, t.*, COLUMNS(*), UNION, casts,
  * to_json/struct_pack of a row, window functions, DISTINCT, SUMMARIZE) only ever sees masked
- * values. CTE names in scope are not table scans and are left alone.
+ * values. A name that DuckDB binds to a CTE is not a table scan and is left alone; which names
+ * those are follows DuckDB's scoping (see collectScans).
+ *
+ * The new SQL text comes from splice.ts (the original text with each scan replaced) or, when
+ * a statement does not allow that, from `rewriteTree` + json_deserialize_sql. Either way
+ * `findUnmaskedScan` then checks DuckDB's parse of the final text: every scan of a relation
+ * with masks must sit directly under a wrapper that masks exactly its masked columns.
  *
  * Separately, `findMaskedPredicate` finds a masked column used in WHERE, ORDER BY, JOIN ON or
  * USING, HAVING, QUALIFY, GROUP BY, DISTINCT ON, a window's PARTITION BY/ORDER BY, or an
@@ -26,100 +32,219 @@ export interface ColumnMask {
 /** What to do with one table scan: masks (possibly none), or undefined when the relation is unknown. */
 export type PlanFor = (ref: RelationRef) => ColumnMask[] | undefined;
 
-export interface RewriteOutcome {
-  tree: SerializedSql;
+/** One table scan in a tree: the BASE_TABLE node and where it hangs. */
+export interface Scan {
+  holder: SqlNode | SqlNode[];
+  key: string | number;
+  node: SqlNode;
+  /**
+   * The scan is a plain FROM item (a SELECT's from_table or a side of a JOIN) outside
+   * SUMMARIZE/DESCRIBE/SHOW, where the text of the reference can be replaced by a subquery.
+   */
+  fromItem: boolean;
+}
+
+/** A scan to wrap and its masks. */
+export interface PlannedWrap {
+  scan: Scan;
+  ref: RelationRef;
+  masks: ColumnMask[];
+}
+
+export interface ScanPlan {
+  wraps: PlannedWrap[];
   /** Lower-case names of the columns masked somewhere in this query. */
   masked: Set<string>;
   /** Table scans naming no known relation (and no CTE). */
   unresolved: RelationRef[];
-  /** Number of scans wrapped. */
-  wrapped: number;
-}
-
-interface Occurrence {
-  holder: SqlNode | SqlNode[];
-  key: string | number;
-  node: SqlNode;
 }
 
 const PLACEHOLDER = '__dp_masking_source';
+const lower = (v: unknown) => String(v ?? '').toLowerCase();
+const isObject = (v: unknown): v is SqlNode => Boolean(v) && typeof v === 'object';
 
-/** CTE names a query node defines (`WITH a AS (...)`). */
-function cteNames(node: SqlNode): string[] {
-  const map = node?.cte_map?.map;
-  if (!Array.isArray(map)) return [];
-  return map.map((e: SqlNode) => String(e?.key ?? '').toLowerCase()).filter(Boolean);
-}
-
-/** Every BASE_TABLE scan that is not a reference to a CTE in scope. */
-function collectScans(root: unknown): Occurrence[] {
-  const out: Occurrence[] = [];
-  const visit = (value: unknown, scope: ReadonlySet<string>, holder: SqlNode | SqlNode[] | null, key: string | number) => {
+/**
+ * Every BASE_TABLE scan that DuckDB does not bind to a CTE. Scoping as DuckDB 1.x binds it:
+ * the main body of a WITH sees all of its CTEs; the body of the i-th CTE sees only the CTEs
+ * before it (a reference to itself or to a later one is the table of that name); in a
+ * recursive CTE only the recursive term (the right side of its UNION) sees the CTE itself.
+ * When in doubt a name counts as a table scan: wrapping a CTE reference at worst masks twice
+ * or fails to bind, while treating a table as a CTE would leak it.
+ */
+export function collectScans(root: unknown): Scan[] {
+  const out: Scan[] = [];
+  const visit = (value: unknown, scope: ReadonlySet<string>, holder: SqlNode | SqlNode[] | null, key: string | number, inShow: boolean): void => {
     if (Array.isArray(value)) {
-      value.forEach((child, i) => visit(child, scope, value, i));
+      value.forEach((child, i) => visit(child, scope, value, i, inShow));
       return;
     }
-    if (!value || typeof value !== 'object') return;
-    const node = value as SqlNode;
-    let inner = scope;
-    const names = cteNames(node);
-    if (names.length) inner = new Set([...scope, ...names]);
+    if (!isObject(value)) return;
+    const node = value;
     if (node.type === 'BASE_TABLE' && typeof node.table_name === 'string' && holder) {
-      const isCte = !node.catalog_name && !node.schema_name && inner.has(node.table_name.toLowerCase());
-      if (!isCte) out.push({ holder, key, node });
+      const isCte = !node.catalog_name && !node.schema_name && scope.has(node.table_name.toLowerCase());
+      if (!isCte) {
+        const h = holder as SqlNode;
+        const fromItem = !inShow && ((key === 'from_table' && h.type === 'SELECT_NODE') || ((key === 'left' || key === 'right') && h.type === 'JOIN'));
+        out.push({ holder, key, node, fromItem });
+      }
       return;
     }
-    for (const [k, child] of Object.entries(node)) if (child && typeof child === 'object') visit(child, inner, node, k);
+    const show = inShow || node.type === 'SHOW_REF';
+    let bodyScope = scope;
+    const ctes: unknown[] = Array.isArray(node.cte_map?.map) ? node.cte_map.map : [];
+    if (ctes.length) {
+      let seen = new Set(scope);
+      ctes.forEach((entry, i) => {
+        const name = isObject(entry) ? lower(entry.key) : '';
+        const body = isObject(entry) ? entry.value?.query?.node : undefined;
+        if (isObject(body) && body.type === 'RECURSIVE_CTE_NODE' && lower(body.cte_name) === name) {
+          const withSelf = new Set([...seen, name]);
+          for (const [k, child] of Object.entries(body)) if (isObject(child)) visit(child, k === 'right' ? withSelf : seen, body, k, show);
+          const { query: _query, ...rest } = (entry as SqlNode).value as SqlNode;
+          visit(rest, seen, null, '', show);
+        } else {
+          visit(entry, seen, ctes as SqlNode[], i, show);
+        }
+        if (name) seen = new Set([...seen, name]);
+      });
+      bodyScope = seen;
+    }
+    for (const [k, child] of Object.entries(node)) if (k !== 'cte_map' && isObject(child)) visit(child, bodyScope, node, k, show);
   };
-  visit(root, new Set(), null, '');
+  visit(root, new Set(), null, '', false);
   return out;
 }
 
-function refOf(node: SqlNode): RelationRef {
+export function refOf(node: SqlNode): RelationRef {
   return { catalog: String(node.catalog_name ?? ''), schema: String(node.schema_name ?? ''), table: String(node.table_name) };
 }
 
-/** The SQL of the wrapper around a scan; parsed once per distinct mask set. */
+/** Plans every scan of a tree: which to wrap with which masks, and which name no known relation. */
+export function planScans(statements: unknown, planFor: PlanFor): ScanPlan {
+  const wraps: PlannedWrap[] = [];
+  const masked = new Set<string>();
+  const unresolved: RelationRef[] = [];
+  for (const scan of collectScans(statements)) {
+    const ref = refOf(scan.node);
+    const masks = planFor(ref);
+    if (masks === undefined) unresolved.push(ref);
+    else if (masks.length) {
+      wraps.push({ scan, ref, masks });
+      for (const m of masks) masked.add(m.column.toLowerCase());
+    }
+  }
+  return { wraps, masked, unresolved };
+}
+
+/** The REPLACE list of a wrapper: `<mask> AS "col", ...`. */
+export function replaceListSql(masks: ColumnMask[]): string {
+  return masks.map((m) => `${m.expression} AS "${m.column.replace(/"/g, '""')}"`).join(', ');
+}
+
+/** The SQL of the wrapper around a scan, as a statement of its own; parsed once per distinct mask set. */
 export function wrapperSql(masks: ColumnMask[]): string {
-  const replace = masks.map((m) => `${m.expression} AS "${m.column.replace(/"/g, '""')}"`).join(', ');
-  return `SELECT * FROM (SELECT * REPLACE (${replace}) FROM ${PLACEHOLDER}) AS ${PLACEHOLDER}`;
+  return `SELECT * FROM (SELECT * REPLACE (${replaceListSql(masks)}) FROM ${PLACEHOLDER}) AS ${PLACEHOLDER}`;
+}
+
+const EMPTY = (v: unknown) => v == null || v === '' || v === false || (Array.isArray(v) && v.length === 0);
+
+/**
+ * The inner SELECT of a wrapper: `SELECT * REPLACE (...) FROM <one table>` and nothing else
+ * (no WHERE, GROUP BY, HAVING, QUALIFY, ORDER/LIMIT/DISTINCT, WITH, sample, extra columns),
+ * so nothing in it reads a raw value except the REPLACE expressions. Its replace_list, or null.
+ */
+export function wrapperReplaceList(select: unknown): SqlNode[] | null {
+  if (!isObject(select) || select.type !== 'SELECT_NODE') return null;
+  for (const k of ['where_clause', 'group_expressions', 'group_sets', 'having', 'qualify', 'modifiers', 'sample']) if (!EMPTY(select[k])) return null;
+  if (!EMPTY(select.cte_map?.map)) return null;
+  if (select.aggregate_handling !== undefined && select.aggregate_handling !== 'STANDARD_HANDLING') return null;
+  const list = select.select_list;
+  if (!Array.isArray(list) || list.length !== 1) return null;
+  const star = list[0];
+  if (!isObject(star) || star.class !== 'STAR' || star.columns || !EMPTY(star.expr) || !EMPTY(star.relation_name)) return null;
+  for (const k of ['exclude_list', 'qualified_exclude_list', 'rename_list']) if (!EMPTY(star[k])) return null;
+  if (!isObject(select.from_table) || select.from_table.type !== 'BASE_TABLE') return null;
+  return Array.isArray(star.replace_list) && star.replace_list.length ? (star.replace_list as SqlNode[]) : null;
+}
+
+/** Structural equality of two parse subtrees, ignoring where in the text they were. */
+export function sameTree(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((x, i) => sameTree(x, b[i]));
+  if (!isObject(a) || !isObject(b) || Array.isArray(b)) return false;
+  const ka = Object.keys(a).filter((k) => k !== 'query_location');
+  const kb = Object.keys(b).filter((k) => k !== 'query_location');
+  return ka.length === kb.length && ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && sameTree(a[k], b[k]));
 }
 
 /**
- * Rewrites a (cloned) tree in place. `template(sql)` returns the parsed SUBQUERY node of a
- * wrapperSql() text (the caller caches the parse).
+ * Checks DuckDB's parse of the SQL that will run: every scan of a relation with masks must be
+ * the only source of a wrapper SELECT whose REPLACE list masks exactly those columns, with
+ * expressions equal to those `expected` gives for the mask set. Returns a
+ * description of the first violation, or null.
  */
-export async function rewriteTree(tree: SerializedSql, planFor: PlanFor, template: (sql: string) => Promise<SqlNode>): Promise<RewriteOutcome> {
-  const masked = new Set<string>();
-  const unresolved: RelationRef[] = [];
-  /** Unaliased wrapped scans: qualified prefixes (schema.table, catalog.schema.table) → the name the wrapper now goes by. */
-  const renamed = new Map<string, string>();
-  let wrapped = 0;
-  for (const occ of collectScans(tree.statements)) {
-    const ref = refOf(occ.node);
-    const masks = planFor(ref);
-    if (masks === undefined) {
-      unresolved.push(ref);
-      continue;
+export function findUnmaskedScan(statements: unknown, planFor: PlanFor, expected: (masks: ColumnMask[]) => SqlNode[] | undefined): string | null {
+  for (const scan of collectScans(statements)) {
+    const masks = planFor(refOf(scan.node));
+    if (!masks?.length) continue;
+    const name = [scan.node.catalog_name, scan.node.schema_name, scan.node.table_name].filter(Boolean).join('.');
+    const replace = scan.key === 'from_table' ? wrapperReplaceList(scan.holder) : null;
+    if (!replace) return `the scan of ${name} is not wrapped`;
+    const want = new Map(masks.map((m) => [m.column.toLowerCase(), m]));
+    const got = new Map(replace.map((e) => [lower(e?.key), e?.value]));
+    if (got.size !== want.size || replace.length !== want.size || ![...want.keys()].every((c) => got.has(c))) {
+      return `the wrapper of ${name} masks ${[...got.keys()].join(', ')} instead of ${[...want.keys()].join(', ')}`;
     }
-    if (masks.length === 0) continue;
-    const wrapper = structuredClone(await template(wrapperSql(masks)));
-    const source: SqlNode = { ...structuredClone(occ.node), alias: '', sample: null, column_name_alias: [] };
-    wrapper.subquery.node.from_table = source;
-    const alias = occ.node.alias ? String(occ.node.alias) : ref.table;
-    wrapper.alias = alias;
-    wrapper.sample = occ.node.sample ?? null;
-    wrapper.column_name_alias = occ.node.column_name_alias ?? [];
-    (occ.holder as Record<string | number, unknown>)[occ.key] = wrapper;
-    for (const m of masks) masked.add(m.column.toLowerCase());
-    if (!occ.node.alias) {
-      if (ref.schema) renamed.set(`${ref.schema}.${ref.table}`.toLowerCase(), alias);
-      if (ref.catalog) renamed.set(`${ref.catalog}.${ref.schema}.${ref.table}`.toLowerCase(), alias);
-    }
-    wrapped++;
+    const exprs = expected(masks);
+    if (!exprs) return `no mask of ${name} was planned`;
+    const byKey = new Map(exprs.map((e) => [lower(e?.key), e?.value]));
+    for (const [column, value] of got) if (!sameTree(value, byKey.get(column))) return `the mask of ${name}.${column} is not the policy's expression`;
   }
+  return null;
+}
+
+/** Unaliased wrapped scans: qualified prefixes (schema.table, catalog.schema.table) → the name the wrapper goes by. */
+function renamedPrefixes(wraps: PlannedWrap[]): Map<string, string> {
+  const renamed = new Map<string, string>();
+  for (const { scan, ref } of wraps) {
+    if (scan.node.alias) continue;
+    if (ref.schema) renamed.set(`${ref.schema}.${ref.table}`.toLowerCase(), ref.table);
+    if (ref.catalog) renamed.set(`${ref.catalog}.${ref.schema}.${ref.table}`.toLowerCase(), ref.table);
+  }
+  return renamed;
+}
+
+/** Whether a column reference qualifies a wrapped scan by schema (`crm.customers.email`): it must be requalified. */
+export function needsRequalify(statements: unknown, wraps: PlannedWrap[]): boolean {
+  const renamed = renamedPrefixes(wraps);
+  if (!renamed.size) return false;
+  let found = false;
+  walk(statements, (n) => {
+    if (found || n.class !== 'COLUMN_REF' || !Array.isArray(n.column_names) || n.column_names.length < 3) return;
+    const names = n.column_names as string[];
+    found = [3, 2].some((len) => names.length > len && renamed.has(names.slice(0, len).join('.').toLowerCase()));
+  });
+  return found;
+}
+
+/**
+ * Rewrites a private, lossless copy of a tree in place (the json_deserialize_sql path).
+ * `template(masks)` gives a fresh copy of the parsed SUBQUERY node of wrapperSql(masks).
+ */
+export function rewriteTree(tree: SerializedSql, planFor: PlanFor, template: (masks: ColumnMask[]) => SqlNode): { tree: SerializedSql; wrapped: number } {
+  const plan = planScans(tree.statements, planFor);
+  for (const { scan, ref, masks } of plan.wraps) {
+    const wrapper = template(masks);
+    const source: SqlNode = { ...scan.node, alias: '', sample: null, column_name_alias: [] };
+    wrapper.subquery.node.from_table = source;
+    wrapper.alias = scan.node.alias ? String(scan.node.alias) : ref.table;
+    wrapper.sample = scan.node.sample ?? null;
+    wrapper.column_name_alias = scan.node.column_name_alias ?? [];
+    (scan.holder as Record<string | number, unknown>)[scan.key] = wrapper;
+  }
+  const renamed = renamedPrefixes(plan.wraps);
   if (renamed.size) requalify(tree.statements, renamed);
-  return { tree, masked, unresolved, wrapped };
+  return { tree, wrapped: plan.wraps.length };
 }
 
 /** `main.customers.email` → `customers.email` once `main.customers` is a subquery named `customers`. */
