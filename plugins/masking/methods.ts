@@ -59,11 +59,16 @@ function shiftJs(value: string, maxDays: number, seedKey: string): number {
   return k < maxDays ? k - maxDays : k - maxDays + 1;
 }
 
-/** SQL keeping the last n digits of a string and replacing every other digit with `*` (separators stay). */
+/**
+ * SQL keeping the last n digits of a string and replacing every other digit with `*`
+ * (separators stay). NULL gives NULL. The tail is written twice but computed once (DuckDB
+ * eliminates the common subexpression); translate() is several times faster than a global
+ * regexp_replace.
+ */
 function lastDigitsSql(column: string, n: number): string {
   const v = text(column);
   const tail = `regexp_extract(${v}, '([0-9][^0-9]*){${n}}$')`;
-  return `(regexp_replace(left(${v}, length(${v}) - length(${tail})), '[0-9]', '*', 'g') || ${tail})`;
+  return `(translate(left(${v}, length(${v}) - length(${tail})), '0123456789', '**********') || ${tail})`;
 }
 function lastDigitsJs(value: string, n: number): string {
   const chars = [...value];
@@ -150,7 +155,7 @@ export const BUILTIN_METHODS: MaskingMethod[] = [
     configSchema: noConfig,
     expression: (c) => {
       const v = text(c);
-      return `CASE WHEN ${c} IS NULL THEN NULL WHEN strpos(${v}, '@') > 0 THEN '***@' || regexp_extract(${v}, '@([^@]*)$', 1) ELSE '***' END`;
+      return `CASE WHEN ${c} IS NULL THEN NULL WHEN strpos(${v}, '@') > 0 THEN '***@' || split_part(${v}, '@', -1) ELSE '***' END`;
     },
     apply: (v, _cfg, info) => {
       if (v == null) return null;
@@ -167,15 +172,19 @@ export const BUILTIN_METHODS: MaskingMethod[] = [
       additionalProperties: false,
       properties: { show_last: { type: 'integer', minimum: 0, maximum: 1000, default: 4, description: 'Digits kept at the end' } },
     },
-    expression: (c, cfg) => `CASE WHEN ${c} IS NULL THEN NULL ELSE ${lastDigitsSql(c, Number(cfg.show_last))} END`,
+    expression: (c, cfg) => lastDigitsSql(c, Number(cfg.show_last)),
     apply: (v, cfg, info) => (v == null ? null : lastDigitsJs(asDuckText(v, info.type), Number(cfg.show_last))),
   },
   {
     name: 'first_initial',
     description: 'A name reduced to its initials, each followed by a period (Ada Lovelace → A.L.).',
     configSchema: noConfig,
-    expression: (c) =>
-      `CASE WHEN ${c} IS NULL THEN NULL ELSE array_to_string(list_transform(list_filter(string_split_regex(${text(c)}, '\\s+'), w -> w <> ''), w -> upper(left(w, 1)) || '.'), '') END`,
+    // Each run of non-space characters becomes its first character and a period, spaces go; a
+    // value with no word at all keeps only spaces (no period) and becomes ''. One regex pass.
+    expression: (c) => {
+      const initials = `regexp_replace(${text(c)}, '\\s*(\\S)\\S*\\s*', '\\1.', 'g')`;
+      return `CASE WHEN strpos(${initials}, '.') = 0 THEN '' ELSE upper(${initials}) END`;
+    },
     apply: (v, _cfg, info) =>
       v == null
         ? null
@@ -218,7 +227,7 @@ export const BUILTIN_METHODS: MaskingMethod[] = [
       additionalProperties: false,
       properties: { show_last: { type: 'integer', minimum: 0, maximum: 1000, default: 4, description: 'Digits kept at the end' } },
     },
-    expression: (c, cfg) => `CASE WHEN ${c} IS NULL THEN NULL ELSE ${lastDigitsSql(c, Number(cfg.show_last))} END`,
+    expression: (c, cfg) => lastDigitsSql(c, Number(cfg.show_last)),
     apply: (v, cfg, info) => (v == null ? null : lastDigitsJs(asDuckText(v, info.type), Number(cfg.show_last))),
   },
   {
