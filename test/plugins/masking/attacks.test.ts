@@ -116,6 +116,16 @@ const ATTACKS: Attack[] = [
   { name: 'aggregate ORDER BY', sql: "SELECT string_agg(id::VARCHAR, ',' ORDER BY salary) FROM crm.customers", expect: 'refused' },
   { name: 'DISTINCT ON', sql: 'SELECT DISTINCT ON (email) id FROM crm.customers', expect: 'refused' },
   { name: 'WHERE in a CTE', sql: "WITH x AS (SELECT * FROM crm.customers WHERE ssn LIKE '1%') SELECT id FROM x", expect: 'refused' },
+  // A CTE named like a table hides only what DuckDB binds to the CTE: its own body, earlier CTEs and a recursive anchor read the table.
+  { name: 'CTE named like the table it reads', sql: 'WITH people AS (SELECT * FROM people) SELECT * FROM people', expect: 'masked' },
+  { name: 'CTE reading a table a later CTE shadows', sql: "WITH b AS (SELECT * FROM people), people AS (SELECT 1 AS id, 'x' AS email) SELECT * FROM b", expect: 'masked' },
+  { name: 'recursive CTE whose anchor reads the table', sql: 'WITH RECURSIVE people AS (SELECT * FROM people UNION ALL SELECT * FROM people WHERE false) SELECT * FROM people', expect: 'masked' },
+  { name: 'nested WITH shadowing the table', sql: 'SELECT * FROM (WITH people AS (SELECT * FROM people) SELECT email FROM people) x', expect: 'masked' },
+  // Text the splice must handle: comments between name parts, non-ASCII text before the reference, odd spacing.
+  { name: 'comments between name parts', sql: 'SELECT email, name FROM crm/* a /* b */ */./*c*/customers', expect: 'masked' },
+  { name: 'line comment and unicode before the table', sql: "SELECT 'ü✓ — ☃' AS u, email, ssn FROM crm -- x\n.customers", expect: 'masked' },
+  { name: 'unaliased table followed by a comment', sql: 'SELECT customers.email FROM crm.customers--x', expect: 'masked' },
+  { name: 'string posing as a lossless number tag', sql: "SELECT email, '\u0001dpnum:1}],\"x\":{\"y\":[1' AS t FROM crm.customers TABLESAMPLE 100%", expect: 'masked' },
   { name: 'information_schema.columns', sql: "SELECT * FROM information_schema.columns WHERE table_name = 'customers'", expect: 'masked', adminSeesRaw: false },
   { name: 'duckdb_columns()', sql: "SELECT * FROM duckdb_columns() WHERE table_name = 'customers'", expect: 'masked', adminSeesRaw: false },
   { name: 'duckdb_tables() and duckdb_views()', sql: 'SELECT t.*, v.sql FROM duckdb_tables() t, duckdb_views() v', expect: 'masked', adminSeesRaw: false },
