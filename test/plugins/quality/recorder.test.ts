@@ -51,6 +51,7 @@ describe('quality: build recorder', () => {
         (2, 'a', [1, 2], {'k': 2}, 2.25)
       ) v("it's ""quoted""", "MixedCase", tags, s, amount);
       CREATE TABLE r.empty (a INTEGER, b VARCHAR);
+      CREATE TABLE r.big AS SELECT range AS id, range % 3 AS m FROM range(20000);
       CREATE VIEW r.v AS SELECT id FROM r.t3 WHERE id > 5;`);
   });
   after(async () => app.close());
@@ -58,13 +59,13 @@ describe('quality: build recorder', () => {
   it('records a burst of builds with one catalog query and one transaction, with the metrics computeStats gives', async () => {
     const { ctx, statements, logged } = countingContext(app);
     const recorder = new BuildRecorder(ctx);
-    const models = [...Array.from({ length: 30 }, (_, i) => `r.t${i}`), 'r.Odd', 'r.empty', 'r.v'];
+    const models = [...Array.from({ length: 30 }, (_, i) => `r.t${i}`), 'r.Odd', 'r.empty', 'r.v', 'r.big'];
     for (const m of models) recorder.add(build(m, 'burst'));
     await recorder.settled('burst');
     assert.deepEqual(
       statements.map((s) => s.kind),
       ['all', 'run'],
-      'one catalog query and one statement for 33 builds',
+      'one catalog query and one statement for 34 builds',
     );
     assert.deepEqual(logged, []);
 
@@ -83,6 +84,10 @@ describe('quality: build recorder', () => {
       );
     }
     assert.equal(stored.get('r.v')?.row_count, 7, 'a view is profiled by running it');
+    const metrics = (m: string) => stored.get(m)?.columns.map((c: { null_count: number; null_pct: number; distinct_count: number }) => [c.null_count, c.null_pct, c.distinct_count]);
+    assert.deepEqual(metrics('r.big'), [[0, 0, 20000], [0, 0, 3]], 'distinct counts are exact');
+    assert.deepEqual(metrics('r.Odd'), [[0, 0, 2], [1, 33.3333, 1], [0, 0, 2], [1, 33.3333, 2], [1, 33.3333, 2]]);
+    assert.deepEqual(metrics('r.empty'), [[0, 0, 0], [0, 0, 0]]);
     assert.deepEqual(stored.get('r.Odd')?.columns.map((c: { name: string }) => c.name), [`it's "quoted"`, 'MixedCase', 'tags', 's', 'amount']);
 
     const fresh = await app.db.all<{ model: string; last_built_at: string; last_status: string }>(
