@@ -44,6 +44,7 @@ import {
   wrapperReplaceList,
   wrapperSql,
 } from './rewrite.js';
+import { findUnmaskedLate, type LatePlan, lateTemplateSql, planLate, type ResolveSource, spliceLate } from './late.js';
 import { spliceRewrite } from './splice.js';
 
 const CACHE_MAX = 1000;
@@ -79,8 +80,10 @@ export class MaskingEnforcer {
   readonly relations: RelationCatalog;
   private readonly cache = new Map<string, CachedRewrite>();
   private readonly templates = new Map<string, Promise<Template>>();
-  /** How new rewrites were made: spliced into the text, deparsed from a tree, or left to the post-execution fallback. */
-  readonly stats = { spliced: 0, deparsed: 0, fallbacks: 0 };
+  /** How new rewrites were made: masked late, wrappers spliced into the text, deparsed from a tree, or left to the post-execution fallback. */
+  readonly stats = { late: 0, spliced: 0, deparsed: 0, fallbacks: 0 };
+  /** Parsed late masks by template SQL: `qualifier\0column` (lower case) → the mask's parse. */
+  private readonly lateTemplates = new Map<string, Promise<Map<string, SqlNode>>>();
 
   constructor(
     private readonly ctx: Pick<PluginContext, 'db'>,
@@ -122,8 +125,8 @@ export class MaskingEnforcer {
     return this.masksFor(rel, policies, true).map((m) => m.column);
   }
 
-  /** The mask of each masked column of a relation. */
-  private masksFor(rel: Relation, policies: MaskingPolicy[], exactTable: boolean): ColumnMask[] {
+  /** The mask of each masked column of a relation; column references are qualified by `qualifier` when given. */
+  private masksFor(rel: Relation, policies: MaskingPolicy[], exactTable: boolean, qualifier?: string): ColumnMask[] {
     const out: ColumnMask[] = [];
     for (const col of rel.columns) {
       const name = col.name.toLowerCase();
@@ -133,18 +136,19 @@ export class MaskingEnforcer {
       // Ad-hoc queries match by column name alone (rule 4); a policy on this very table wins over one on a namesake column elsewhere.
       const policy = exactTable ? candidates.find(sameTable) : (candidates.find(sameTable) ?? candidates[0]);
       if (!policy) continue;
-      out.push({ column: col.name, expression: this.maskExpression(policy, rel, col.name, col.type) });
+      out.push({ column: col.name, expression: this.maskExpression(policy, rel, col.name, col.type, qualifier) });
     }
     return out;
   }
 
-  private maskExpression(policy: MaskingPolicy, rel: Relation, column: string, type: string): string {
-    const raw = quoteIdent(column);
+  private maskExpression(policy: MaskingPolicy, rel: Relation, column: string, type: string, qualifier?: string): string {
+    const ref = (name: string) => (qualifier === undefined ? quoteIdent(name) : `${quoteIdent(qualifier)}.${quoteIdent(name)}`);
+    const raw = ref(column);
     const masked = this.catalog.expression(policy.method, raw, policy.method_config, { type });
     const condition = policy.condition_column ? rel.byName.get(policy.condition_column.toLowerCase()) : undefined;
     // A condition column the relation lacks cannot be checked: mask every row rather than none.
     if (!policy.condition_column || !condition) return masked;
-    const when = `CAST(${quoteIdent(condition.name)} AS VARCHAR) = ${quoteLiteral(policy.condition_value ?? '')}`;
+    const when = `CAST(${ref(condition.name)} AS VARCHAR) = ${quoteLiteral(policy.condition_value ?? '')}`;
     if (TYPE_PRESERVING.has(policy.method) && !TEXT_TYPE.test(type)) return `CASE WHEN ${when} THEN ${masked} ELSE ${raw} END`;
     return `CASE WHEN ${when} THEN CAST(${masked} AS VARCHAR) ELSE CAST(${raw} AS VARCHAR) END`;
   }
@@ -245,6 +249,39 @@ export class MaskingEnforcer {
     };
   }
 
+  /** Late masking's view of the same plan: each relation's columns and its masks under a given qualifier. */
+  private sources(snap: CatalogSnapshot, policies: MaskingPolicy[], exact: QueryContext['table']): ResolveSource {
+    return (ref) => {
+      const rel = RelationCatalog.resolve(snap, ref);
+      if (!rel) return undefined;
+      const other = exact && (rel.schema.toLowerCase() !== exact.schema.toLowerCase() || rel.name.toLowerCase() !== exact.table.toLowerCase());
+      return { columns: new Set(rel.byName.keys()), masks: (qualifier) => (other ? [] : this.masksFor(rel, policies, Boolean(exact), qualifier)) };
+    };
+  }
+
+  /**
+   * DuckDB's parse of every mask of a late plan, checked to be one select item each (so the
+   * text of a mask cannot reach beyond its parentheses): `qualifier\0column` → its parse.
+   */
+  private lateTemplate(plan: LatePlan): Promise<Map<string, SqlNode>> {
+    const sql = lateTemplateSql(plan.masks);
+    let hit = this.lateTemplates.get(sql);
+    if (!hit) {
+      hit = this.ctx.db.parse(sql).then((parsed) => {
+        if (!parsed.ok) throw new Error(`late masks do not parse: ${parsed.error}`);
+        const items = parsed.tree.statements.length === 1 ? parsed.tree.statements[0].node.select_list : undefined;
+        if (!Array.isArray(items) || items.length !== plan.masks.length || items.some((e: SqlNode, i: number) => e?.alias !== `m${i}`)) {
+          throw new Error('late masks do not parse to one expression each');
+        }
+        return new Map(plan.masks.map(({ qualifier, mask }, i) => [`${qualifier.toLowerCase()}\u0000${mask.column.toLowerCase()}`, items[i] as SqlNode]));
+      });
+      hit.catch(() => this.lateTemplates.delete(sql));
+      if (this.lateTemplates.size > CACHE_MAX) this.lateTemplates.delete(this.lateTemplates.keys().next().value as string);
+      this.lateTemplates.set(sql, hit);
+    }
+    return hit;
+  }
+
   private async build(q: QueryContext, parsed: Extract<ParsedSql, { ok: true }>, policies: MaskingPolicy[], snap: CatalogSnapshot, canWrite: boolean) {
     let hidden: string | undefined;
     const planFor = this.planner(snap, policies, q.table, (rel) => {
@@ -259,6 +296,18 @@ export class MaskingEnforcer {
     const refusal = findMaskedPredicate(statements, plan.masked);
     if (refusal) return result({ sql: q.sql, refusal });
     if (plan.wraps.length === 0) return result({ sql: q.sql });
+
+    // A plain SELECT over tables with every column qualified: mask where the columns are used.
+    const resolve = this.sources(snap, policies, q.table);
+    const late = planLate(statements, resolve);
+    if (late) {
+      const expressions = await this.lateTemplate(late);
+      const sql = spliceLate(q.sql, late);
+      if (sql !== null) {
+        this.stats.late++;
+        return result({ sql, verify: this.lateVerifier(resolve, expressions) });
+      }
+    }
 
     // Every distinct mask set of the plan, by wrapper SQL (the deparse path and the final check look them up).
     const templates = new Map<string, Template>();
@@ -283,13 +332,23 @@ export class MaskingEnforcer {
     return result({ sql, verify: this.verifier(planFor, (masks) => templates.get(wrapperSql(masks))?.replaceList) });
   }
 
+  /** The final check of a late rewrite: on DuckDB's parse of the SQL that will run, every masked column is read through its mask. */
+  private lateVerifier(resolve: ResolveSource, expressions: Map<string, SqlNode>): (tree: SerializedSql) => void {
+    return this.checker((tree) => findUnmaskedLate(tree.statements, resolve, (qualifier, column) => expressions.get(`${qualifier}\u0000${column}`)));
+  }
+
   /** The final check of a rewrite: on DuckDB's parse of the SQL that will run, every masked scan must be wrapped by its masks. */
   private verifier(planFor: PlanFor, expected: (masks: ColumnMask[]) => SqlNode[] | undefined): (tree: SerializedSql) => void {
+    return this.checker((tree) => findUnmaskedScan(tree.statements, planFor, expected));
+  }
+
+  /** A ctx.finalChecks entry from a problem finder: refuses the query on a problem, checks each parse once. */
+  private checker(findProblem: (tree: SerializedSql) => string | null): (tree: SerializedSql) => void {
     const verified = new WeakSet<object>();
     return (tree) => {
       // The kernel's parse cache hands back the same tree for the same text: check it once.
       if (verified.has(tree)) return;
-      const problem = findUnmaskedScan(tree.statements, planFor, expected);
+      const problem = findProblem(tree);
       if (problem) {
         this.log.error(`masking: the rewritten SQL does not mask as planned (${problem}); the query was refused`);
         throw new DpError(500, 'masking_unverified', `Masking could not confirm its rewrite of this query (${problem}), so it was not run`);

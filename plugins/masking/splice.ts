@@ -22,7 +22,7 @@ export interface NamePart {
 }
 
 /** The keys DuckDB writes for a BASE_TABLE; a reference with anything else set is not spliced. */
-const BASE_TABLE_KEYS = new Set(['type', 'alias', 'sample', 'query_location', 'schema_name', 'table_name', 'column_name_alias', 'catalog_name', 'at_clause']);
+export const BASE_TABLE_KEYS = new Set(['type', 'alias', 'sample', 'query_location', 'schema_name', 'table_name', 'column_name_alias', 'catalog_name', 'at_clause']);
 
 const isSpace = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d || c === 0x0b || c === 0x0c;
 const isIdentStart = (c: number) => (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x5f || c >= 0x80;
