@@ -179,12 +179,11 @@ export const BUILTIN_METHODS: MaskingMethod[] = [
     name: 'first_initial',
     description: 'A name reduced to its initials, each followed by a period (Ada Lovelace → A.L.).',
     configSchema: noConfig,
-    // Each run of non-space characters becomes its first character and a period, spaces go; a
-    // value with no word at all keeps only spaces (no period) and becomes ''. One regex pass.
-    expression: (c) => {
-      const initials = `regexp_replace(${text(c)}, '\\s*(\\S)\\S*\\s*', '\\1.', 'g')`;
-      return `CASE WHEN strpos(${initials}, '.') = 0 THEN '' ELSE upper(${initials}) END`;
-    },
+    // Split on runs of whitespace; each non-empty word gives its first character and a period
+    // (empty pieces at the ends give nothing), all upper-cased at once. A capture-free split
+    // regex and one lambda cost DuckDB less per query than a global replace with a group.
+    expression: (c) =>
+      `upper(array_to_string(list_transform(string_split_regex(${text(c)}, '\\s+'), w -> left(w, 1) || CASE WHEN w = '' THEN '' ELSE '.' END), ''))`,
     apply: (v, _cfg, info) =>
       v == null
         ? null
