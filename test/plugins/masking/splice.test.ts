@@ -110,7 +110,8 @@ describe('masking rewrite paths (real DuckDB)', () => {
     const q: QueryContext = { sql, originalSql: sql, caller: viewer, purpose: 'query', rowTransforms: [], notes: [], state: {} };
     const before = { ...enforcer.stats };
     await enforcer.beforeQuery(q);
-    const path = enforcer.stats.spliced > before.spliced ? 'spliced' : enforcer.stats.deparsed > before.deparsed ? 'deparsed' : 'none';
+    const path =
+      enforcer.stats.late > before.late ? 'late' : enforcer.stats.spliced > before.spliced ? 'spliced' : enforcer.stats.deparsed > before.deparsed ? 'deparsed' : 'none';
     return { q, path };
   }
 
@@ -130,19 +131,26 @@ describe('masking rewrite paths (real DuckDB)', () => {
   });
 
   it('names an unaliased wrapper after the table, so table-qualified columns still bind', async () => {
-    const sql = 'SELECT customers.name FROM crm.customers -- trailing comment';
+    // The unqualified `id` keeps the statement off the late path.
+    const sql = 'SELECT customers.name, id FROM crm.customers -- trailing comment';
     const { q, path } = await rewrite(sql);
     assert.equal(path, 'spliced');
     assert.match(q.sql, /FROM crm\.customers\) AS "customers" -- trailing comment$/);
-    assert.deepEqual(await rows(sql), [['A.L.'], ['A.T.']]);
+    assert.deepEqual(await rows(sql), [
+      ['A.L.', 1],
+      ['A.T.', 2],
+    ]);
   });
 
   it('splices quoted identifiers with escaped quotes and non-ASCII letters', async () => {
     await addPolicy({ schema_name: 'Odd "S"', table_name: 'tbl ü', column_name: 'email', method: 'redact' });
-    const sql = 'SELECT t.email FROM "Odd ""S""" . /*x*/ "tbl ü" AS t';
+    const sql = 'SELECT t.email, id FROM "Odd ""S""" . /*x*/ "tbl ü" AS t';
     const { path } = await rewrite(sql);
     assert.equal(path, 'spliced');
-    assert.deepEqual(await rows(sql), [['***']]);
+    assert.deepEqual(await rows(sql), [['***', 1]]);
+    const late = 'SELECT "T" . /* c */ "email", t.id FROM "Odd ""S""" . "tbl ü" AS t';
+    assert.equal((await rewrite(late)).path, 'late');
+    assert.deepEqual(await rows(late), [['***', 1]]);
   });
 
   it('deparses a tree for syntax the splice does not take, with the same masks', async () => {
@@ -188,7 +196,84 @@ describe('masking rewrite paths (real DuckDB)', () => {
     check(own);
   });
 
-  it('every method passes the final check on both paths', async () => {
+  it('masks late in a plain SELECT whose columns all name their table, keeping the result names', async () => {
+    const sql = 'SELECT c.email, c.name AS n, upper(c.email) AS u, c.id FROM crm.customers c JOIN crm.customers d ON d.id = c.id ORDER BY c.id LIMIT 5';
+    const { q, path } = await rewrite(sql);
+    assert.equal(path, 'late');
+    assert.ok(q.sql.startsWith('SELECT (CASE WHEN "c"."email" IS NULL'), q.sql);
+    assert.match(q.sql, /END\) AS "email", \([^,]*CAST\("c"\."name" AS VARCHAR\)/);
+    assert.match(q.sql, /\) AS n, upper\(\(CASE WHEN "c"\."email"/);
+    assert.ok(q.sql.endsWith(' AS u, c.id FROM crm.customers c JOIN crm.customers d ON d.id = c.id ORDER BY c.id LIMIT 5'), q.sql);
+    const r = await app.queries.run({ sql, caller: viewer, purpose: 'query' });
+    assert.deepEqual(r.columns, ['email', 'n', 'u', 'id']);
+    assert.deepEqual(r.rows, [
+      ['***@example.com', 'A.L.', '***@EXAMPLE.COM', 1],
+      ['***@example.org', 'A.T.', '***@EXAMPLE.ORG', 2],
+    ]);
+  });
+
+  it('wraps the scans when a statement is not a plain SELECT with qualified columns', async () => {
+    for (const sql of [
+      'SELECT email FROM crm.customers c',
+      'SELECT c.* FROM crm.customers c',
+      'SELECT to_json(c) FROM crm.customers c',
+      'SELECT c.email, (SELECT 1) AS one FROM crm.customers c',
+      'SELECT list_transform([c.email], x -> x) AS l FROM crm.customers c',
+      'WITH x AS (SELECT 1) SELECT c.email FROM crm.customers c',
+      'SELECT c.email FROM crm.customers c NATURAL JOIN crm.customers d',
+      'SELECT c.email, r.range FROM crm.customers c, range(1) r',
+      'SELECT c.email FROM crm.customers c ORDER BY #1',
+      'SELECT c.email FROM crm.customers c(i, n, email)',
+    ]) {
+      const { path } = await rewrite(sql);
+      assert.ok(path === 'spliced' || path === 'deparsed', `${sql}: ${path}`);
+      const out = JSON.stringify(await rows(sql));
+      assert.ok(!out.includes('ada@') && out.includes('***@example.com'), `${sql}: ${out}`);
+    }
+  });
+
+  it('the final check of a late rewrite refuses SQL that reads a masked column other than through its mask', async () => {
+    const { q } = await rewrite('SELECT c.email FROM crm.customers c');
+    const check = q.finalChecks![0];
+    const parsed = async (sql: string) => {
+      const p = await app.db.parse(sql);
+      assert.ok(p.ok);
+      return p.tree;
+    };
+    for (const [sql, problem] of [
+      ['SELECT c.email FROM crm.customers c', /c\.email is read without its mask/],
+      ['SELECT upper(c.email) FROM crm.customers c', /c\.email is read without its mask/],
+      ['SELECT c.id, email FROM crm.customers c', /without its table/],
+      ['SELECT c.* FROM crm.customers c', /star/],
+      ['SELECT (SELECT max(email) FROM crm.customers) AS m FROM crm.customers c', /subquery/],
+      ['SELECT x.email FROM (SELECT * FROM crm.customers) x', /not a plain SELECT/],
+    ] as const) {
+      const tree = await parsed(sql);
+      assert.throws(
+        () => check(tree),
+        (e: any) => e.status === 500 && e.code === 'masking_unverified' && problem.test(e.message),
+        sql,
+      );
+    }
+    check(await parsed(q.sql));
+  });
+
+  it('a plain SELECT that reads no masked column is left as it is, and still checked', async () => {
+    const sql = 'SELECT c.id FROM crm.customers c ORDER BY c.id';
+    const { q, path } = await rewrite(sql);
+    assert.equal(path, 'late');
+    assert.equal(q.sql, sql);
+    assert.equal(q.finalChecks?.length, 1);
+    const p = await app.db.parse(sql);
+    assert.ok(p.ok);
+    q.finalChecks![0](p.tree);
+    const raw = await app.db.parse('SELECT c.email FROM crm.customers c');
+    assert.ok(raw.ok);
+    assert.throws(() => q.finalChecks![0](raw.tree), (e: any) => e.code === 'masking_unverified');
+    assert.deepEqual(await rows(sql), [[1], [2]]);
+  });
+
+  it('every method passes the final check on every path', async () => {
     await app.db.run(`CREATE TABLE crm.every AS SELECT 'ada@example.com' AS c_hash, 'x' AS c_redact, 'x' AS c_null, 'abcdef' AS c_partial,
       'abcdef' AS c_truncate, 'ada@example.com' AS c_email, '555-123-4567' AS c_phone, 'Ada Lovelace' AS c_first_initial, '10.1.2.3' AS c_ip_address,
       '4111-1111-1111-1111' AS c_credit_card, 52347 AS c_range, 1234.5::DOUBLE AS c_noise, DATE '2024-01-05' AS c_date_shift, 'ada' AS c_consistent_hash`);
@@ -212,6 +297,9 @@ describe('masking rewrite paths (real DuckDB)', () => {
     const spliced = await rows('SELECT * FROM crm.every');
     const deparsed = await rows('SELECT * FROM crm.every TABLESAMPLE 100%');
     assert.deepEqual(deparsed, spliced);
+    const qualified = `SELECT ${methods.map(([m]) => `e.c_${m}`).join(', ')} FROM crm.every e`;
+    assert.equal((await rewrite(qualified)).path, 'late');
+    assert.deepEqual(await rows(qualified), spliced);
     const raw = (await app.queries.run({ sql: 'SELECT * FROM crm.every', caller: admin, purpose: 'query' })).rows;
     spliced[0].forEach((v, i) => assert.notDeepEqual(v, raw[0][i], `column ${i} is masked`));
     assert.equal((await rewrite('SELECT * FROM crm.every')).path, 'spliced');
