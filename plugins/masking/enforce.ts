@@ -45,6 +45,7 @@ import {
   wrapperSql,
 } from './rewrite.js';
 import { findUnmaskedLate, type LatePlan, lateTemplateSql, planLate, type ResolveSource, spliceLate } from './late.js';
+import { MacroCatalog } from './macros.js';
 import { spliceRewrite } from './splice.js';
 
 const CACHE_MAX = 1000;
@@ -57,6 +58,8 @@ interface CachedRewrite {
   /** Set when the query is refused (cached too: the same query is refused the same way). */
   refusal?: { column: string; clause: string };
   hidden?: string;
+  /** A called user macro whose body reads a table with masked columns. */
+  macro?: { macro: string; table: string };
   /** For a rewrite: checks DuckDB's parse of `sql` (a ctx.finalChecks entry). */
   verify?: (tree: SerializedSql) => void;
 }
@@ -78,6 +81,7 @@ export interface MaskingSettings {
 
 export class MaskingEnforcer {
   readonly relations: RelationCatalog;
+  readonly macros: MacroCatalog;
   private readonly cache = new Map<string, CachedRewrite>();
   private readonly templates = new Map<string, Promise<Template>>();
   /** How new rewrites were made: masked late, wrappers spliced into the text, deparsed from a tree, or left to the post-execution fallback. */
@@ -93,6 +97,7 @@ export class MaskingEnforcer {
     private readonly log: Logger,
   ) {
     this.relations = new RelationCatalog(ctx.db);
+    this.macros = new MacroCatalog(ctx.db);
   }
 
   /** Without --auth every caller is an unauthenticated admin: exempt unless enforce_without_auth. */
@@ -224,6 +229,14 @@ export class MaskingEnforcer {
     if (hit.hidden) {
       throw forbidden('masking_policies_hidden', `Reading ${hit.hidden} needs the 'write' permission: it holds the masking seeds`, { table: hit.hidden });
     }
+    if (hit.macro) {
+      const { macro, table } = hit.macro;
+      throw forbidden('masked_column_in_macro', `Macro '${macro}' reads ${table}, which has columns masked for role '${q.caller.role}'`, {
+        macro,
+        table,
+        role: q.caller.role,
+      });
+    }
     if (hit.refusal) {
       const { column, clause } = hit.refusal;
       throw forbidden('masked_column_in_predicate', `Column '${column}' is masked for role '${q.caller.role}' and cannot be used in ${clause}`, {
@@ -247,6 +260,38 @@ export class MaskingEnforcer {
       if (exact && (rel.schema.toLowerCase() !== exact.schema.toLowerCase() || rel.name.toLowerCase() !== exact.table.toLowerCase())) return [];
       return this.masksFor(rel, policies, Boolean(exact));
     };
+  }
+
+  /**
+   * The first user macro the statement calls whose body (or a macro it calls) reads a relation
+   * with masked columns, or one the catalog does not know. DuckDB expands macros after the
+   * rewrite, so such a macro would read the table unmasked.
+   */
+  private async macroReadingMasks(statements: unknown, planFor: PlanFor, depth = 0): Promise<{ macro: string; table: string } | null> {
+    const names = new Set<string>();
+    walkNodes(statements, (n) => {
+      if (n.class === 'FUNCTION' && typeof n.function_name === 'string') names.add(n.function_name.toLowerCase());
+    });
+    if (!names.size) return null;
+    const builtins = await this.macros.builtins();
+    const called = [...names].filter((n) => !builtins.has(n));
+    if (!called.length) return null;
+    let macros = await this.macros.macros();
+    // A name that is neither built in nor a known macro may be a macro created since the last look.
+    if (called.some((n) => !macros.has(n))) macros = await this.macros.macros(true);
+    for (const name of called) {
+      for (const definition of macros.get(name) ?? []) {
+        if (depth >= 4) return { macro: name, table: 'macros nested too deep to check' };
+        const parsed = await this.ctx.db.parse(`SELECT ${definition}`);
+        if (!parsed.ok) return { macro: name, table: 'a definition that does not parse' };
+        const plan = planScans(parsed.tree.statements, planFor);
+        const read = plan.wraps[0]?.ref ?? plan.unresolved[0];
+        if (read) return { macro: name, table: [read.catalog, read.schema, read.table].filter(Boolean).join('.') };
+        const nested = await this.macroReadingMasks(parsed.tree.statements, planFor, depth + 1);
+        if (nested) return { macro: name, table: nested.table };
+      }
+    }
+    return null;
   }
 
   /** Late masking's view of the same plan: each relation's columns and its masks under a given qualifier. */
@@ -295,6 +340,8 @@ export class MaskingEnforcer {
     if (hidden) return result({ sql: q.sql, hidden });
     const refusal = findMaskedPredicate(statements, plan.masked);
     if (refusal) return result({ sql: q.sql, refusal });
+    const macro = await this.macroReadingMasks(statements, planFor);
+    if (macro) return result({ sql: q.sql, macro });
     if (plan.wraps.length === 0) return result({ sql: q.sql });
 
     // A plain SELECT over tables with every column qualified: mask where the columns are used.
@@ -364,5 +411,14 @@ export class MaskingEnforcer {
     q.notes.push(note);
     this.log.warn(`masking: ${note}`, { purpose: q.purpose });
     q.rowTransforms.push(postExecutionMask(this.catalog, policies, q.originalSql, q.caller.role));
+  }
+}
+
+function walkNodes(value: unknown, visit: (n: SqlNode) => void): void {
+  if (Array.isArray(value)) {
+    for (const child of value) walkNodes(child, visit);
+  } else if (value && typeof value === 'object') {
+    visit(value as SqlNode);
+    for (const child of Object.values(value)) if (child && typeof child === 'object') walkNodes(child, visit);
   }
 }

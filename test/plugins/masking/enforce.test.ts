@@ -87,6 +87,11 @@ describe('masking enforcement', () => {
         [1, null],
         [2, '2024-02-01'],
       ]);
+      // The same through late masking (every column names its table): the condition reads the row's own tier.
+      assert.deepEqual(await rows(app, 'SELECT c.id, c.joined, upper(c.tier) AS t FROM crm.customers c ORDER BY c.id', viewer), [
+        [1, null, 'VIP'],
+        [2, '2024-02-01', 'BASIC'],
+      ]);
     } finally {
       await app.queries.run({ sql: `DROP MASKING POLICY ${id}`, caller: admin, purpose: 'query' });
     }
