@@ -67,13 +67,22 @@ export async function assertReadOnly(db: DatabasePort, sql: string, options: { a
   }
   const statements = parsed.tree.statements;
   if (statements.length !== 1) throw readOnlyError(`send exactly one statement (got ${statements.length})`);
-  walk(statements[0].node, (n) => {
+  const called = checkTree(statements[0].node, options);
+  await checkMacros(db, called, options, new Set());
+  return parsed.tree;
+}
+
+/** Walks one statement's tree; returns the scalar functions it calls (lower case, `schema.name` when qualified). */
+function checkTree(root: SqlNode, options: { allowServiceSchema?: boolean }): Set<string> {
+  const called = new Set<string>();
+  walk(root, (n) => {
     if (n.type === 'TABLE_FUNCTION' && n.function) {
       const name = String(n.function.function_name ?? '').toLowerCase();
       if (!ALLOWED_TABLE_FUNCTIONS.has(name)) throw readOnlyError(`table function '${name}' is not allowed`, { function: name });
     } else if (n.class === 'FUNCTION' && typeof n.function_name === 'string') {
       const name = n.function_name.toLowerCase();
       if (DENIED_SCALAR_FUNCTIONS.has(name)) throw readOnlyError(`function '${name}' is not allowed`, { function: name });
+      called.add(n.schema ? `${String(n.schema).toLowerCase()}.${name}` : name);
     } else if (n.type === 'BASE_TABLE' && typeof n.table_name === 'string') {
       if (FILE_LIKE.test(n.table_name)) throw readOnlyError(`reading files ('${n.table_name}') is not allowed`, { table: n.table_name });
       if (String(n.schema_name ?? '').toLowerCase() === '_service') {
@@ -84,5 +93,56 @@ export async function assertReadOnly(db: DatabasePort, sql: string, options: { a
       }
     }
   });
-  return parsed.tree;
+  return called;
+}
+
+/** DuckDB's own functions (lower case), read once per database: they change only when an extension loads. */
+const internalFunctions = new WeakMap<DatabasePort, Promise<Set<string>>>();
+/** How many distinct macros one query may reach (cycles are cut by name before that). */
+const MAX_MACROS = 64;
+
+function builtins(db: DatabasePort): Promise<Set<string>> {
+  let hit = internalFunctions.get(db);
+  if (!hit) {
+    hit = db
+      .all<{ n: string }>('SELECT DISTINCT lower(function_name) AS n FROM duckdb_functions() WHERE internal')
+      .then((rows) => new Set(rows.map((r) => r.n)));
+    hit.catch(() => internalFunctions.delete(db));
+    internalFunctions.set(db, hit);
+  }
+  return hit;
+}
+
+/**
+ * A user macro is expanded by DuckDB after this validation sees the query, so its body is
+ * validated too (recursively): `CREATE MACRO m() AS (SELECT … FROM read_csv('/etc/passwd'))`
+ * made by a writer must not become a file read for a reader. Table macros are table functions,
+ * which the allowlist already refuses.
+ */
+async function checkMacros(db: DatabasePort, called: Set<string>, options: { allowServiceSchema?: boolean }, seen: Set<string>): Promise<void> {
+  if (!called.size) return;
+  const internal = await builtins(db);
+  for (const call of called) {
+    const dot = call.lastIndexOf('.');
+    const name = dot >= 0 ? call.slice(dot + 1) : call;
+    if (dot < 0 && internal.has(name)) continue;
+    if (seen.has(call)) continue;
+    seen.add(call);
+    if (seen.size > MAX_MACROS) throw readOnlyError('it reaches more than 64 macros', { function: call });
+    const macros = await db.all<{ body: string }>(
+      `SELECT macro_definition AS body FROM duckdb_functions()
+        WHERE NOT internal AND function_type = 'macro' AND lower(function_name) = $1 AND ($2 = '' OR lower(schema_name) = $2)`,
+      [name, dot >= 0 ? call.slice(0, dot) : ''],
+    );
+    for (const { body } of macros) {
+      const parsed = await db.parse(`SELECT ${body}`);
+      if (!parsed.ok || parsed.tree.statements.length !== 1) throw readOnlyError(`macro '${call}' cannot be checked`, { function: call });
+      try {
+        await checkMacros(db, checkTree(parsed.tree.statements[0].node, options), options, seen);
+      } catch (e) {
+        if ((e as { code?: string }).code === 'read_only_violation') throw readOnlyError(`macro '${call}' ${String((e as Error).message).replace(/^.*allowed here: /, '')}`, { function: call });
+        throw e;
+      }
+    }
+  }
 }

@@ -51,13 +51,25 @@ const REFUSED: Array<[string, string]> = [
   ['nextval', "SELECT nextval('seq')"],
   ['duckdb_secrets', 'SELECT * FROM duckdb_secrets()'],
   ['credential table', 'SELECT * FROM _service.users'],
+  // Macros a writer defined expand after validation: their bodies are checked too.
+  ['macro reading a file', 'SELECT rd()'],
+  ['qualified macro through another macro', 'SELECT s.outer1() + 1'],
+  ['macro in a WHERE clause', 'SELECT a FROM t WHERE a < rd()'],
+  ['macro calling nextval', 'SELECT nx()'],
+  ['macro reading credentials', 'SELECT creds()'],
 ];
 
 describe('read-only validation of /api/query', () => {
   let s: TestServer;
   before(async () => {
     s = await startServer(makeProject());
-    await s.app.db.run('CREATE TABLE t AS SELECT 1 AS a; CREATE SEQUENCE seq');
+    await s.app.db.run(`CREATE TABLE t AS SELECT 1 AS a; CREATE SEQUENCE seq; CREATE SCHEMA s;
+      CREATE MACRO rd() AS (SELECT count(*) FROM read_csv('/etc/hostname'));
+      CREATE MACRO s.outer1() AS rd() * 2;
+      CREATE MACRO nx() AS nextval('seq');
+      CREATE MACRO creds() AS (SELECT count(*) FROM _service.users);
+      CREATE MACRO add1(x) AS x + 1;
+      CREATE MACRO loop_a(x) AS CASE WHEN x > 0 THEN add1(x) ELSE 0 END;`);
   });
   after(async () => s.close());
 
@@ -82,6 +94,16 @@ describe('read-only validation of /api/query', () => {
       const r = await s.request('POST', '/api/query', { sql });
       assert.equal(r.status, 200, `${sql}: ${r.text}`);
     }
+  });
+
+  it('allows macros whose bodies are read-only, and names the macro when one is not', async () => {
+    const ok = await s.request('POST', '/api/query', { sql: 'SELECT add1(a) AS b, loop_a(2) AS c FROM t' });
+    assert.equal(ok.status, 200, ok.text);
+    assert.deepEqual(ok.body.rows, [[2, 3]]);
+    const bad = await s.request('POST', '/api/query', { sql: 'SELECT s.outer1()' });
+    assert.equal(bad.body.error.code, 'read_only_violation');
+    assert.match(bad.body.error.message, /macro 's\.outer1'/);
+    assert.match(bad.body.error.message, /read_csv/);
   });
 
   it('reports syntax errors as 400 sql_error', async () => {
