@@ -1,5 +1,6 @@
 import type { DatabasePort, SerializedSql, SqlNode } from '../sdk/db.js';
 import { badRequest, forbidden } from '../sdk/errors.js';
+import { walkSqlTree } from '../sdk/sql.js';
 
 /**
  * Table functions a read-only query may call. Everything else (read_csv*, read_parquet,
@@ -42,14 +43,6 @@ export function readOnlyError(reason: string, details: Record<string, unknown> =
   return badRequest('read_only_violation', `Only read-only SELECT queries are allowed here: ${reason}`, details);
 }
 
-function walk(node: unknown, visit: (n: SqlNode) => void): void {
-  if (Array.isArray(node)) {
-    for (const child of node) walk(child, visit);
-  } else if (node && typeof node === 'object') {
-    visit(node as SqlNode);
-    for (const value of Object.values(node)) if (value && typeof value === 'object') walk(value, visit);
-  }
-}
 
 /** Credentials live here; no query reads them, whatever the role. */
 const CREDENTIAL_TABLES = new Set(['users', 'tokens']);
@@ -75,7 +68,7 @@ export async function assertReadOnly(db: DatabasePort, sql: string, options: { a
 /** Walks one statement's tree; returns the scalar functions it calls (lower case, `schema.name` when qualified). */
 function checkTree(root: SqlNode, options: { allowServiceSchema?: boolean }): Set<string> {
   const called = new Set<string>();
-  walk(root, (n) => {
+  walkSqlTree(root, (n) => {
     if (n.type === 'TABLE_FUNCTION' && n.function) {
       const name = String(n.function.function_name ?? '').toLowerCase();
       if (!ALLOWED_TABLE_FUNCTIONS.has(name)) throw readOnlyError(`table function '${name}' is not allowed`, { function: name });

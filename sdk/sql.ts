@@ -17,3 +17,13 @@ export function qualified(schema: string, table: string): string {
 
 /** Identifier rule for names users give (models, schemas, metrics). */
 export const SAFE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Calls visit on every object node of a parse tree (json_serialize_sql), depth first, parents before children. */
+export function walkSqlTree(value: unknown, visit: (node: Record<string, any>) => void): void {
+  if (Array.isArray(value)) {
+    for (const child of value) walkSqlTree(child, visit);
+  } else if (value && typeof value === 'object') {
+    visit(value as Record<string, any>);
+    for (const child of Object.values(value)) if (child && typeof child === 'object') walkSqlTree(child, visit);
+  }
+}

@@ -27,6 +27,7 @@ import {
   readTreeJson,
   type SerializedSql,
   type SqlNode,
+  walkSqlTree,
 } from '../../sdk/index.js';
 import type { MethodCatalog } from './catalog.js';
 import { postExecutionMask } from './fallback.js';
@@ -269,7 +270,7 @@ export class MaskingEnforcer {
    */
   private async macroReadingMasks(statements: unknown, planFor: PlanFor, depth = 0): Promise<{ macro: string; table: string } | null> {
     const names = new Set<string>();
-    walkNodes(statements, (n) => {
+    walkSqlTree(statements, (n) => {
       if (n.class === 'FUNCTION' && typeof n.function_name === 'string') names.add(n.function_name.toLowerCase());
     });
     if (!names.size) return null;
@@ -415,11 +416,3 @@ export class MaskingEnforcer {
   }
 }
 
-function walkNodes(value: unknown, visit: (n: SqlNode) => void): void {
-  if (Array.isArray(value)) {
-    for (const child of value) walkNodes(child, visit);
-  } else if (value && typeof value === 'object') {
-    visit(value as SqlNode);
-    for (const child of Object.values(value)) if (child && typeof child === 'object') walkNodes(child, visit);
-  }
-}

@@ -16,7 +16,7 @@
 import { quoteIdent, type SqlNode } from '../../sdk/index.js';
 import type { RelationRef } from './relations.js';
 import { type ColumnMask, refOf, sameTree } from './rewrite.js';
-import { BASE_TABLE_KEYS, lexTableName, type NamePart } from './splice.js';
+import { applyEdits, BASE_TABLE_KEYS, lexTableName, type NamePart, type TextEdit } from './splice.js';
 
 /** What late masking needs to know about a relation: its columns and the masks of its masked ones. */
 export interface LateSource {
@@ -156,7 +156,7 @@ function columnNamesMatch(parts: NamePart[], names: unknown[]): boolean {
 /** The original SQL with every masked reference replaced by its mask, or null when a reference's text cannot be found exactly. */
 export function spliceLate(sql: string, plan: LatePlan): string | null {
   const buf = Buffer.from(sql, 'utf8');
-  const edits: Array<{ start: number; end: number; text: string }> = [];
+  const edits: TextEdit[] = [];
   for (const use of plan.uses) {
     const start = use.node.query_location;
     if (!Number.isSafeInteger(start) || start < 0 || start >= buf.length) return null;
@@ -166,16 +166,7 @@ export function spliceLate(sql: string, plan: LatePlan): string | null {
     const alias = use.selectItem && !use.node.alias ? ` AS ${quoteIdent(use.mask.column)}` : '';
     edits.push({ start, end: name.end, text: `(${use.mask.expression})${alias}` });
   }
-  edits.sort((a, b) => a.start - b.start);
-  const pieces: Buffer[] = [];
-  let pos = 0;
-  for (const e of edits) {
-    if (e.start < pos) return null;
-    pieces.push(buf.subarray(pos, e.start), Buffer.from(e.text, 'utf8'));
-    pos = e.end;
-  }
-  pieces.push(buf.subarray(pos));
-  return Buffer.concat(pieces).toString('utf8');
+  return applyEdits(buf, edits);
 }
 
 /** The SQL of one statement whose select items are the given masks, to parse them once. */

@@ -88,6 +88,21 @@ function formatBucket(x: number, integral: boolean): string {
   return Number.isInteger(x) ? x.toFixed(1) : String(x);
 }
 
+/** phone and credit_card: the same digit masking under two names, as SPEC.md lists both. */
+function lastDigitsMethod(name: string, description: string): MaskingMethod {
+  return {
+    name,
+    description,
+    configSchema: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { show_last: { type: 'integer', minimum: 0, maximum: 1000, default: 4, description: 'Digits kept at the end' } },
+    },
+    expression: (c, cfg) => lastDigitsSql(c, Number(cfg.show_last)),
+    apply: (v, cfg, info) => (v == null ? null : lastDigitsJs(asDuckText(v, info.type), Number(cfg.show_last))),
+  };
+}
+
 const noConfig = { type: 'object', additionalProperties: false, properties: {} };
 
 export const BUILTIN_METHODS: MaskingMethod[] = [
@@ -164,17 +179,7 @@ export const BUILTIN_METHODS: MaskingMethod[] = [
       return at >= 0 ? '***@' + s.slice(at + 1) : '***';
     },
   },
-  {
-    name: 'phone',
-    description: 'Keeps the last N digits; every other digit becomes * (separators stay).',
-    configSchema: {
-      type: 'object',
-      additionalProperties: false,
-      properties: { show_last: { type: 'integer', minimum: 0, maximum: 1000, default: 4, description: 'Digits kept at the end' } },
-    },
-    expression: (c, cfg) => lastDigitsSql(c, Number(cfg.show_last)),
-    apply: (v, cfg, info) => (v == null ? null : lastDigitsJs(asDuckText(v, info.type), Number(cfg.show_last))),
-  },
+  lastDigitsMethod('phone', 'Keeps the last N digits; every other digit becomes * (separators stay).'),
   {
     name: 'first_initial',
     description: 'A name reduced to its initials, each followed by a period (Ada Lovelace → A.L.).',
@@ -218,17 +223,7 @@ export const BUILTIN_METHODS: MaskingMethod[] = [
         .join('.');
     },
   },
-  {
-    name: 'credit_card',
-    description: 'Masks all but the last N digits with * (separators stay).',
-    configSchema: {
-      type: 'object',
-      additionalProperties: false,
-      properties: { show_last: { type: 'integer', minimum: 0, maximum: 1000, default: 4, description: 'Digits kept at the end' } },
-    },
-    expression: (c, cfg) => lastDigitsSql(c, Number(cfg.show_last)),
-    apply: (v, cfg, info) => (v == null ? null : lastDigitsJs(asDuckText(v, info.type), Number(cfg.show_last))),
-  },
+  lastDigitsMethod('credit_card', 'Masks all but the last N digits with * (separators stay).'),
   {
     name: 'range',
     description: 'A number replaced by its bucket as <low>-<high> (e.g. 50000-60000); non-numbers become NULL.',

@@ -19,7 +19,7 @@
  * USING, HAVING, QUALIFY, GROUP BY, DISTINCT ON, a window's PARTITION BY/ORDER BY, or an
  * aggregate's ORDER BY/FILTER (SPEC.md Errors 1: those answer 403).
  */
-import type { SerializedSql, SqlNode } from '../../sdk/index.js';
+import { type SerializedSql, type SqlNode, walkSqlTree } from '../../sdk/index.js';
 import type { RelationRef } from './relations.js';
 
 export interface ColumnMask {
@@ -219,7 +219,7 @@ export function needsRequalify(statements: unknown, wraps: PlannedWrap[]): boole
   const renamed = renamedPrefixes(wraps);
   if (!renamed.size) return false;
   let found = false;
-  walk(statements, (n) => {
+  walkSqlTree(statements, (n) => {
     if (found || n.class !== 'COLUMN_REF' || !Array.isArray(n.column_names) || n.column_names.length < 3) return;
     const names = n.column_names as string[];
     found = [3, 2].some((len) => names.length > len && renamed.has(names.slice(0, len).join('.').toLowerCase()));
@@ -249,7 +249,7 @@ export function rewriteTree(tree: SerializedSql, planFor: PlanFor, template: (ma
 
 /** `main.customers.email` → `customers.email` once `main.customers` is a subquery named `customers`. */
 function requalify(root: unknown, renamed: Map<string, string>): void {
-  walk(root, (n) => {
+  walkSqlTree(root, (n) => {
     if (n.class !== 'COLUMN_REF' || !Array.isArray(n.column_names) || n.column_names.length < 3) return;
     const names = n.column_names as string[];
     for (const len of [3, 2]) {
@@ -263,19 +263,11 @@ function requalify(root: unknown, renamed: Map<string, string>): void {
   });
 }
 
-function walk(value: unknown, visit: (n: SqlNode) => void): void {
-  if (Array.isArray(value)) {
-    for (const child of value) walk(child, visit);
-  } else if (value && typeof value === 'object') {
-    visit(value as SqlNode);
-    for (const child of Object.values(value)) if (child && typeof child === 'object') walk(child, visit);
-  }
-}
 
 /** Last part of every column reference inside a subtree, lower case. */
 function columnRefs(value: unknown): string[] {
   const out: string[] = [];
-  walk(value, (n) => {
+  walkSqlTree(value, (n) => {
     if (n.class === 'COLUMN_REF' && Array.isArray(n.column_names) && n.column_names.length) {
       out.push(String(n.column_names[n.column_names.length - 1]).toLowerCase());
     }
@@ -301,7 +293,7 @@ export function findMaskedPredicate(root: unknown, masked: ReadonlySet<string>):
       }
     }
   };
-  walk(root, (n) => {
+  walkSqlTree(root, (n) => {
     if (found) return;
     if (n.type === 'SELECT_NODE') {
       check('WHERE', n.where_clause);

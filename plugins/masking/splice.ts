@@ -126,7 +126,7 @@ function spliceable(node: SqlNode): boolean {
  */
 export function spliceRewrite(sql: string, wraps: PlannedWrap[], replaceSql: (wrap: PlannedWrap) => string): string | null {
   const buf = Buffer.from(sql, 'utf8');
-  const edits: Array<{ start: number; end: number; text: string }> = [];
+  const edits: TextEdit[] = [];
   for (const wrap of wraps) {
     const { node, fromItem } = wrap.scan;
     if (!fromItem || !spliceable(node)) return null;
@@ -138,10 +138,22 @@ export function spliceRewrite(sql: string, wraps: PlannedWrap[], replaceSql: (wr
     const alias = node.alias ? '' : ` AS ${quoteIdent(String(node.table_name))}`;
     edits.push({ start, end: name.end, text: `(SELECT * REPLACE (${replaceSql(wrap)}) FROM ${buf.toString('utf8', start, name.end)})${alias}` });
   }
-  edits.sort((a, b) => a.start - b.start);
+  return applyEdits(buf, edits);
+}
+
+/** A byte range of the SQL text and what replaces it. */
+export interface TextEdit {
+  start: number;
+  end: number;
+  text: string;
+}
+
+/** The text with every edit applied, or null when two edits overlap. */
+export function applyEdits(buf: Buffer, edits: TextEdit[]): string | null {
+  const sorted = [...edits].sort((a, b) => a.start - b.start);
   const pieces: Buffer[] = [];
   let pos = 0;
-  for (const e of edits) {
+  for (const e of sorted) {
     if (e.start < pos) return null;
     pieces.push(buf.subarray(pos, e.start), Buffer.from(e.text, 'utf8'));
     pos = e.end;
