@@ -40,10 +40,11 @@ export class GuardedQueryRunner implements QueryRunner {
     // The SQL as sent is validated first: its parse is cached, so beforeQuery taps (masking)
     // read the same tree without another round trip to DuckDB.
     const sent = await assertReadOnly(this.db, ctx.originalSql, options);
+    ctx.macros = sent.macros;
     await this.hooks.beforeQuery.promise(ctx);
     // Whatever text finally runs is parsed by DuckDB and validated again, then checked by the taps.
     const final = ctx.sql === ctx.originalSql ? sent : await assertReadOnly(this.db, ctx.sql, options);
-    for (const check of ctx.finalChecks ?? []) await check(final);
+    for (const check of ctx.finalChecks ?? []) await check(final.tree);
     for (const note of ctx.notes) this.log.info(`query: ${note}`, { purpose: ctx.purpose });
     return { ctx };
   }

@@ -1,4 +1,5 @@
 import type { DatabasePort, SerializedSql, SqlNode } from '../sdk/db.js';
+import type { MacroBody } from '../sdk/hooks.js';
 import { badRequest, forbidden } from '../sdk/errors.js';
 import { walkSqlTree } from '../sdk/sql.js';
 
@@ -44,15 +45,22 @@ export function readOnlyError(reason: string, details: Record<string, unknown> =
 }
 
 
+/** What validation read: the statement's parse, and the parse of every user macro it reaches. */
+export interface ReadOnlyStatement {
+  tree: SerializedSql;
+  macros: MacroBody[];
+}
+
 /** Credentials live here; no query reads them, whatever the role. */
 const CREDENTIAL_TABLES = new Set(['users', 'tokens']);
 
 /**
  * Throws read_only_violation unless sql is a single SELECT (or SHOW/DESCRIBE/SUMMARIZE) that
  * touches no file or state. The `_service` schema is readable by admins only, and its
- * credential tables by nobody. Returns DuckDB's parse of sql (shared: do not modify it).
+ * credential tables by nobody. Returns DuckDB's parse of sql and of the user macros it reaches
+ * (shared: do not modify them).
  */
-export async function assertReadOnly(db: DatabasePort, sql: string, options: { allowServiceSchema?: boolean } = {}): Promise<SerializedSql> {
+export async function assertReadOnly(db: DatabasePort, sql: string, options: { allowServiceSchema?: boolean } = {}): Promise<ReadOnlyStatement> {
   const parsed = await db.parse(sql);
   if (!parsed.ok) {
     if (parsed.notSelect) throw readOnlyError('the statement is not a SELECT (mutations, DDL, COPY, ATTACH, INSTALL/LOAD, PRAGMA, SET and CALL are refused)');
@@ -61,8 +69,9 @@ export async function assertReadOnly(db: DatabasePort, sql: string, options: { a
   const statements = parsed.tree.statements;
   if (statements.length !== 1) throw readOnlyError(`send exactly one statement (got ${statements.length})`);
   const called = checkTree(statements[0].node, options);
-  await checkMacros(db, called, options, new Set());
-  return parsed.tree;
+  const macros: MacroBody[] = [];
+  await checkMacros(db, called, options, new Set(), macros);
+  return { tree: parsed.tree, macros };
 }
 
 /** Walks one statement's tree; returns the scalar functions it calls (lower case, `schema.name` when qualified). */
@@ -112,7 +121,7 @@ function builtins(db: DatabasePort): Promise<Set<string>> {
  * made by a writer must not become a file read for a reader. Table macros are table functions,
  * which the allowlist already refuses.
  */
-async function checkMacros(db: DatabasePort, called: Set<string>, options: { allowServiceSchema?: boolean }, seen: Set<string>): Promise<void> {
+async function checkMacros(db: DatabasePort, called: Set<string>, options: { allowServiceSchema?: boolean }, seen: Set<string>, found: MacroBody[]): Promise<void> {
   if (!called.size) return;
   const internal = await builtins(db);
   for (const call of called) {
@@ -130,8 +139,9 @@ async function checkMacros(db: DatabasePort, called: Set<string>, options: { all
     for (const { body } of macros) {
       const parsed = await db.parse(`SELECT ${body}`);
       if (!parsed.ok || parsed.tree.statements.length !== 1) throw readOnlyError(`macro '${call}' cannot be checked`, { function: call });
+      found.push({ name: call, tree: parsed.tree });
       try {
-        await checkMacros(db, checkTree(parsed.tree.statements[0].node, options), options, seen);
+        await checkMacros(db, checkTree(parsed.tree.statements[0].node, options), options, seen, found);
       } catch (e) {
         if ((e as { code?: string }).code === 'read_only_violation') throw readOnlyError(`macro '${call}' ${String((e as Error).message).replace(/^.*allowed here: /, '')}`, { function: call });
         throw e;

@@ -33,6 +33,18 @@ export interface QueryContext {
    * it meant (the kernel parses that text anyway, so a check costs no extra round trip).
    */
   finalChecks?: Array<(tree: SerializedSql) => void | Promise<void>>;
+  /**
+   * The user macros the SQL as sent calls, directly or through other macros, each with
+   * DuckDB's parse of its body (`SELECT <body>`), as read-only validation found them. DuckDB
+   * expands macros after beforeQuery, so a tap that guards tables must look inside these.
+   */
+  macros?: MacroBody[];
+}
+
+/** A user macro (`schema.name` when the call was qualified) and the parse of its body. */
+export interface MacroBody {
+  name: string;
+  tree: SerializedSql;
 }
 
 export interface QueryResult extends TabularResult {

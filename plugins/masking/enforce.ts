@@ -19,6 +19,7 @@ import {
   hasPermission,
   isDpError,
   type Logger,
+  type MacroBody,
   type ParsedSql,
   type PluginContext,
   type QueryContext,
@@ -27,7 +28,6 @@ import {
   readTreeJson,
   type SerializedSql,
   type SqlNode,
-  walkSqlTree,
 } from '../../sdk/index.js';
 import type { MethodCatalog } from './catalog.js';
 import { postExecutionMask } from './fallback.js';
@@ -46,7 +46,6 @@ import {
   wrapperSql,
 } from './rewrite.js';
 import { findUnmaskedLate, type LatePlan, lateTemplateSql, planLate, type ResolveSource, spliceLate } from './late.js';
-import { MacroCatalog } from './macros.js';
 import { spliceRewrite } from './splice.js';
 
 const CACHE_MAX = 1000;
@@ -82,7 +81,6 @@ export interface MaskingSettings {
 
 export class MaskingEnforcer {
   readonly relations: RelationCatalog;
-  readonly macros: MacroCatalog;
   private readonly cache = new Map<string, CachedRewrite>();
   private readonly templates = new Map<string, Promise<Template>>();
   /** How new rewrites were made: masked late, wrappers spliced into the text, deparsed from a tree, or left to the post-execution fallback. */
@@ -98,7 +96,6 @@ export class MaskingEnforcer {
     private readonly log: Logger,
   ) {
     this.relations = new RelationCatalog(ctx.db);
-    this.macros = new MacroCatalog(ctx.db);
   }
 
   /** Without --auth every caller is an unauthenticated admin: exempt unless enforce_without_auth. */
@@ -264,33 +261,15 @@ export class MaskingEnforcer {
   }
 
   /**
-   * The first user macro the statement calls whose body (or a macro it calls) reads a relation
-   * with masked columns, or one the catalog does not know. DuckDB expands macros after the
-   * rewrite, so such a macro would read the table unmasked.
+   * The first user macro the query reaches (read-only validation lists them, nested ones
+   * included) whose body reads a relation with masked columns, or one the catalog does not
+   * know. DuckDB expands macros after the rewrite, so such a macro would read the table unmasked.
    */
-  private async macroReadingMasks(statements: unknown, planFor: PlanFor, depth = 0): Promise<{ macro: string; table: string } | null> {
-    const names = new Set<string>();
-    walkSqlTree(statements, (n) => {
-      if (n.class === 'FUNCTION' && typeof n.function_name === 'string') names.add(n.function_name.toLowerCase());
-    });
-    if (!names.size) return null;
-    const builtins = await this.macros.builtins();
-    const called = [...names].filter((n) => !builtins.has(n));
-    if (!called.length) return null;
-    let macros = await this.macros.macros();
-    // A name that is neither built in nor a known macro may be a macro created since the last look.
-    if (called.some((n) => !macros.has(n))) macros = await this.macros.macros(true);
-    for (const name of called) {
-      for (const definition of macros.get(name) ?? []) {
-        if (depth >= 4) return { macro: name, table: 'macros nested too deep to check' };
-        const parsed = await this.ctx.db.parse(`SELECT ${definition}`);
-        if (!parsed.ok) return { macro: name, table: 'a definition that does not parse' };
-        const plan = planScans(parsed.tree.statements, planFor);
-        const read = plan.wraps[0]?.ref ?? plan.unresolved[0];
-        if (read) return { macro: name, table: [read.catalog, read.schema, read.table].filter(Boolean).join('.') };
-        const nested = await this.macroReadingMasks(parsed.tree.statements, planFor, depth + 1);
-        if (nested) return { macro: name, table: nested.table };
-      }
+  private macroReadingMasks(macros: MacroBody[], planFor: PlanFor): { macro: string; table: string } | null {
+    for (const { name, tree } of macros) {
+      const plan = planScans(tree.statements, planFor);
+      const read = plan.wraps[0]?.ref ?? plan.unresolved[0];
+      if (read) return { macro: name, table: [read.catalog, read.schema, read.table].filter(Boolean).join('.') };
     }
     return null;
   }
@@ -341,7 +320,7 @@ export class MaskingEnforcer {
     if (hidden) return result({ sql: q.sql, hidden });
     const refusal = findMaskedPredicate(statements, plan.masked);
     if (refusal) return result({ sql: q.sql, refusal });
-    const macro = await this.macroReadingMasks(statements, planFor);
+    const macro = this.macroReadingMasks(q.macros ?? [], planFor);
     if (macro) return result({ sql: q.sql, macro });
     if (plan.wraps.length === 0) return result({ sql: q.sql });
 

@@ -29,14 +29,12 @@ export default definePlugin({
 
     ctx.onStart(async () => {
       enforcer.relations.invalidate();
-      enforcer.macros.invalidate();
       enforcer.invalidate();
       await store.load();
     });
     // Model builds, seed loads and syncs change tables: re-read the catalog on the next query.
     ctx.events.on('*', () => {
       enforcer.relations.invalidate();
-      enforcer.macros.invalidate();
     });
 
     ctx.tap('interceptQuery', async (q) => interceptMaskingCommand(q, store));
