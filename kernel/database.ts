@@ -96,6 +96,15 @@ export class Connection implements DbConnection {
     return stmt;
   }
 
+  /** The first cell of a statement with one VARCHAR parameter, run through its kept prepared statement. */
+  async preparedValue(sql: string, value: string): Promise<unknown> {
+    const stmt = await this.prepared(sql);
+    stmt.clearBindings();
+    stmt.bindVarchar(1, value);
+    const result = await stmt.run();
+    return result.chunkCount > 0 ? result.getChunk(0).getColumnVector(0).getItem(0) : null;
+  }
+
   /** Closes the connection and its prepared statements. */
   close(): void {
     for (const stmt of this.statements.values()) stmt.destroySync();
@@ -180,21 +189,14 @@ export class Connection implements DbConnection {
 }
 
 const PARSE_CACHE_MAX = 1000;
-/** Idle parser connections kept (each holds json_serialize_sql prepared). */
-const PARSERS_MAX = 4;
-
-/** A connection of its own with `SELECT json_serialize_sql($1)` prepared once. */
-interface Parser {
-  conn: DuckDBConnection;
-  stmt: DuckDBPreparedStatement;
-}
+/** DuckDB's parser, prepared once per pooled connection like any repeated statement. */
+const SERIALIZE_SQL = 'SELECT json_serialize_sql($1::VARCHAR)';
 
 /** The kernel's DuckDB adapter: one instance per process, pooled connections. */
 export class DuckDatabase implements DatabasePort {
   private instance: DuckDBInstance | null = null;
   private idle: Connection[] = [];
   private parseCache = new Map<string, ParsedSql>();
-  private parsers: Parser[] = [];
   private opening: Promise<DuckDBInstance> | null = null;
   /** Runs once right after the file opens (migrations). */
   onOpen: ((db: DuckDatabase) => Promise<void>) | null = null;
@@ -281,31 +283,10 @@ export class DuckDatabase implements DatabasePort {
     return this.withConnection((c) => c.value<T>(sql, params));
   }
 
-  /** json_serialize_sql on a parser connection: a prepared statement, so DuckDB plans nothing per call. */
+  /** json_serialize_sql through the connection's kept prepared statement: DuckDB plans nothing per call. */
   private async serialize(sql: string): Promise<string> {
-    let parser = this.parsers.pop();
-    if (!parser) {
-      const conn = await (await this.open()).connect();
-      parser = { conn, stmt: await conn.prepare('SELECT json_serialize_sql($1::VARCHAR)') };
-    }
-    let healthy = false;
-    try {
-      parser.stmt.bindVarchar(1, sql);
-      const result = await parser.stmt.run();
-      const text = result.chunkCount > 0 ? result.getChunk(0).getColumnVector(0).getItem(0) : null;
-      healthy = true;
-      return typeof text === 'string' ? text : '{}';
-    } catch (e) {
-      throw translateDbError(e);
-    } finally {
-      if (healthy && this.instance && this.parsers.length < PARSERS_MAX) this.parsers.push(parser);
-      else this.closeParser(parser);
-    }
-  }
-
-  private closeParser(p: Parser): void {
-    p.stmt.destroySync();
-    p.conn.closeSync();
+    const text = await this.withConnection((c) => (c as Connection).preparedValue(SERIALIZE_SQL, sql));
+    return typeof text === 'string' ? text : '{}';
   }
 
   async parse(sql: string): Promise<ParsedSql> {
@@ -352,8 +333,6 @@ export class DuckDatabase implements DatabasePort {
   close(): void {
     for (const c of this.idle) c.close();
     this.idle = [];
-    for (const p of this.parsers) this.closeParser(p);
-    this.parsers = [];
     if (this.instance) {
       this.instance.closeSync();
       this.instance = null;
