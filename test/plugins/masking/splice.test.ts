@@ -116,6 +116,12 @@ describe('masking rewrite paths (real DuckDB)', () => {
   }
 
   const rows = async (sql: string) => (await app.queries.run({ sql, caller: viewer, purpose: 'query' })).rows;
+  /** DuckDB's parse of SQL that must parse. */
+  const parsed = async (sql: string) => {
+    const p = await app.db.parse(sql);
+    assert.ok(p.ok);
+    return p.tree;
+  };
 
   it('splices into the original text, keeping comments, spacing, aliases and text before the reference that is not ASCII', async () => {
     const sql = "SELECT 'ünïcode ✓' AS u, c.email /* keep */ FROM /* a */ crm . /* b */ customers c(i, n, email) WHERE c.i > 0";
@@ -171,11 +177,6 @@ describe('masking rewrite paths (real DuckDB)', () => {
   it('refuses to run SQL whose parse does not mask what the plan masked', async () => {
     const { q } = await rewrite('SELECT email FROM crm.customers');
     const check = q.finalChecks![0];
-    const parsed = async (sql: string) => {
-      const p = await app.db.parse(sql);
-      assert.ok(p.ok);
-      return p.tree;
-    };
     for (const [sql, problem] of [
       ['SELECT email FROM crm.customers', /is not wrapped/],
       ['SELECT email FROM (SELECT * REPLACE (email AS email) FROM crm.customers) AS customers', /name, email|email, name|masks/],
@@ -235,11 +236,6 @@ describe('masking rewrite paths (real DuckDB)', () => {
   it('the final check of a late rewrite refuses SQL that reads a masked column other than through its mask', async () => {
     const { q } = await rewrite('SELECT c.email FROM crm.customers c');
     const check = q.finalChecks![0];
-    const parsed = async (sql: string) => {
-      const p = await app.db.parse(sql);
-      assert.ok(p.ok);
-      return p.tree;
-    };
     for (const [sql, problem] of [
       ['SELECT c.email FROM crm.customers c', /c\.email is read without its mask/],
       ['SELECT upper(c.email) FROM crm.customers c', /c\.email is read without its mask/],
