@@ -4,6 +4,7 @@ import type { DatabasePort, DbConnection, MigrationSet, Row, SerializedSql, SqlP
 import { DpError } from '../sdk/errors.js';
 import type { HookName, KernelHooks } from '../sdk/hooks.js';
 import type { CommandHandler, PluginContext, PluginDefinition, PluginManifest, RouteDefinition, ServiceRegistry } from '../sdk/plugin.js';
+import type { SseRouteDefinition, StaticRouteDefinition, WebSocketRouteDefinition } from '../sdk/routes.js';
 import { AUTH_MIGRATION_OWNER, createAuth, type AuthProvider } from './auth/index.js';
 import { databaseFile, loadProject, writeActiveEnv, type LoadedProject } from './config.js';
 import { DuckDatabase, runMigrations } from './database.js';
@@ -17,6 +18,9 @@ import { EnvSecretsStore } from './secrets.js';
 export interface RegisteredRoute extends RouteDefinition {
   plugin: string;
 }
+
+/** A WebSocket, SSE or static route (sdk/routes.ts), kept apart so `routes` stays the JSON handlers. */
+export type RegisteredNonJsonRoute = (WebSocketRouteDefinition | SseRouteDefinition | StaticRouteDefinition) & { plugin: string };
 
 export interface BootOptions {
   projectRoot: string;
@@ -110,6 +114,7 @@ export class App {
   secrets!: EnvSecretsStore;
   auth!: AuthProvider;
   readonly routes: RegisteredRoute[] = [];
+  readonly nonJsonRoutes: RegisteredNonJsonRoute[] = [];
   readonly commands = new Map<string, { plugin: string; handler: CommandHandler }>();
   plugins: DiscoveredPlugin[] = [];
   disabledPlugins: DiscoveredPlugin[] = [];
@@ -123,7 +128,8 @@ export class App {
   private constructor(private readonly options: BootOptions) {
     this.serving = options.serving ?? false;
     this.authEnabled = options.auth ?? false;
-    this.log = new KernelLogger('kernel', () => Object.values(this.project?.envVars ?? {}));
+    // JSON lines for the server (log collectors), readable lines for a person at the CLI.
+    this.log = new KernelLogger('kernel', () => Object.values(this.project?.envVars ?? {}), { human: !this.serving });
     const disabledServices = () => {
       const m = new Map<string, string>();
       for (const p of this.disabledPlugins) for (const s of p.manifest.contributes?.services ?? []) m.set(s, p.manifest.name);
@@ -221,9 +227,7 @@ export class App {
         return app.project.envVars;
       },
       serving: this.serving,
-      route: (def) => {
-        app.routes.push({ ...def, plugin: manifest.name });
-      },
+      route: (def) => app.addRoute(manifest.name, def),
       command: (path, handler) => {
         const top = path.split(' ')[0];
         if (!(declared.commands ?? []).some((c) => c.command.split(' ')[0] === top)) {
@@ -259,18 +263,26 @@ export class App {
     };
   }
 
+  private addRoute(plugin: string, def: Parameters<PluginContext['route']>[0]): void {
+    if (def.kind === 'websocket' || def.kind === 'sse' || def.kind === 'static') this.nonJsonRoutes.push({ ...def, plugin });
+    else this.routes.push({ ...def, plugin });
+  }
+
   /** Every registered route must be declared in its plugin's manifest with the same permission, and vice versa. */
   private checkManifestRoutes(): void {
     const key = (m: string, u: string) => `${m} ${u}`;
     for (const p of this.plugins) {
-      const declared = new Map((p.manifest.contributes?.routes ?? []).map((r) => [key(r.method, r.url), r.permission]));
-      const registered = this.routes.filter((r) => r.plugin === p.manifest.name);
+      const declared = new Map((p.manifest.contributes?.routes ?? []).map((r) => [key(r.method, r.url), r]));
+      const registered = [...this.routes, ...this.nonJsonRoutes].filter((r) => r.plugin === p.manifest.name);
       for (const r of registered) {
         if (!r.permission) throw new DpError(500, 'route_without_permission', `Route ${r.method} ${r.url} of plugin '${p.manifest.name}' declares no permission`);
         const d = declared.get(key(r.method, r.url));
         if (!d) throw new DpError(500, 'undeclared_route', `Plugin '${p.manifest.name}' registers ${r.method} ${r.url}, which its plugin.json does not declare`);
-        if (d !== r.permission) {
-          throw new DpError(500, 'route_permission_mismatch', `Route ${r.method} ${r.url}: plugin.json says '${d}', the code says '${r.permission}'`);
+        if (d.permission !== r.permission) {
+          throw new DpError(500, 'route_permission_mismatch', `Route ${r.method} ${r.url}: plugin.json says '${d.permission}', the code says '${r.permission}'`);
+        }
+        if ((d.kind ?? 'json') !== (r.kind ?? 'json')) {
+          throw new DpError(500, 'route_kind_mismatch', `Route ${r.method} ${r.url}: plugin.json says kind '${d.kind ?? 'json'}', the code registers '${r.kind ?? 'json'}'`);
         }
         declared.delete(key(r.method, r.url));
       }

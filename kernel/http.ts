@@ -1,9 +1,16 @@
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import fs from 'node:fs';
+import path from 'node:path';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import cookie from '@fastify/cookie';
+import helmet from '@fastify/helmet';
+import fastifyStatic from '@fastify/static';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { hasPermission, minimumRole, type Caller } from '../sdk/auth.js';
+import websocket from '@fastify/websocket';
+import { hasPermission, minimumRole, type Caller, type RoutePermission } from '../sdk/auth.js';
 import { DpError, errorMessage, forbidden, isDpError } from '../sdk/errors.js';
-import type { RouteDefinition } from '../sdk/plugin.js';
+import type { RouteDefinition, RouteRequest } from '../sdk/plugin.js';
+import { formatSseEvent, type RouteSocket, type SseRouteDefinition, type StaticRouteDefinition, type WebSocketRouteDefinition } from '../sdk/routes.js';
 import type { App } from './app.js';
 import { kernelRoutes } from './routes.js';
 
@@ -53,14 +60,79 @@ function fromFastifyError(err: any): DpError | null {
   return null;
 }
 
-export async function createServer(app: App): Promise<FastifyInstance> {
+/** The query parameter a browser's EventSource or WebSocket sends its token in (they cannot set headers). */
+export const TOKEN_QUERY_PARAM = 'access_token';
+
+/** A URL as logged: the path, and the query with the token parameter blanked. */
+function loggedUrl(url: string): string {
+  const q = url.indexOf('?');
+  if (q < 0) return url;
+  const params = new URLSearchParams(url.slice(q + 1));
+  if (params.has(TOKEN_QUERY_PARAM)) params.set(TOKEN_QUERY_PARAM, '***');
+  return `${url.slice(0, q)}?${params.toString()}`;
+}
+
+/** Paths the SPA fallback never answers: an API, the API docs and sockets keep their JSON 404. */
+const NOT_SPA = /^\/(api|docs|ws)(\/|$)/;
+
+/**
+ * The Content-Security-Policy: the UI's own scripts, styles, images (and data: images), fonts
+ * and connections (fetch, EventSource, WebSocket to this host), nothing from elsewhere.
+ * 'unsafe-inline' styles: CodeMirror and swagger-ui set style attributes and inject <style>
+ * elements at run time; inline scripts stay refused.
+ */
+function contentSecurityPolicy() {
+  const sameHostSockets = (req: { headers: Record<string, string | string[] | undefined> }) => {
+    const host = req.headers.host;
+    // Only a plain host[:port] goes into the header (a crafted Host cannot add directives).
+    return typeof host === 'string' && /^[A-Za-z0-9.\-]+(:\d+)?$|^\[[0-9A-Fa-f:.]+\](:\d+)?$/.test(host) ? `ws://${host} wss://${host}` : "'self'";
+  };
+  return {
+    useDefaults: false,
+    directives: {
+      defaultSrc: ["'self'"],
+      baseUri: ["'self'"],
+      scriptSrc: ["'self'"],
+      scriptSrcAttr: ["'none'"],
+      styleSrc: ["'self'", "'unsafe-inline'"],
+      imgSrc: ["'self'", 'data:'],
+      fontSrc: ["'self'", 'data:'],
+      connectSrc: ["'self'", sameHostSockets as unknown as string],
+      objectSrc: ["'none'"],
+      frameAncestors: ["'self'"],
+      formAction: ["'self'"],
+    },
+  };
+}
+
+export interface ServerOptions {
+  /** Interval of the `: keepalive` comment on SSE streams (default 15 s; tests shorten it). */
+  sseHeartbeatMs?: number;
+}
+
+export async function createServer(app: App, options: ServerOptions = {}): Promise<FastifyInstance> {
+  const heartbeatMs = options.sseHeartbeatMs ?? 15_000;
   const server = Fastify({
-    logger: false,
+    loggerInstance: app.log.root.child({ scope: 'http' }) as unknown as FastifyBaseLogger,
+    // One line per request (below, on response) instead of fastify's two, with the token query parameter blanked.
+    logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: true,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false, allowUnionTypes: true } },
   });
 
   server.decorateRequest('caller', null as unknown as Caller);
+  server.addHook('onResponse', async (req, reply) => {
+    req.log.info({ method: req.method, url: loggedUrl(req.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
+  });
+
+  await server.register(cookie);
+  await server.register(helmet, {
+    contentSecurityPolicy: contentSecurityPolicy(),
+    // dp serves plain HTTP on a local port: HSTS would be ignored, and an upgrade of every
+    // request to https would break the UI.
+    hsts: false,
+  });
+  await server.register(websocket, { options: { maxPayload: 16 * 1024 * 1024 } });
 
   await server.register(swagger, {
     openapi: {
@@ -72,6 +144,8 @@ export async function createServer(app: App): Promise<FastifyInstance> {
   });
   await server.register(swaggerUi, {
     routePrefix: '/docs',
+    // No call to validator.swagger.io: the CSP allows nothing external.
+    uiConfig: { validatorUrl: null },
     uiHooks: {
       onRequest: async (req, reply) => {
         // /docs needs a login when auth is on, like every other page.
@@ -91,9 +165,130 @@ export async function createServer(app: App): Promise<FastifyInstance> {
     app.log.error('unhandled error', { method: req.method, url: req.url.split('?')[0], error: errorMessage(err) });
     return errorReply(reply, new DpError(500, 'internal_error', 'An unexpected error occurred; the server log has details'));
   });
-  server.setNotFoundHandler((req, reply) =>
-    errorReply(reply, new DpError(404, 'not_found', `No endpoint ${req.method} ${req.url.split('?')[0]}`, { method: req.method, path: req.url.split('?')[0] })),
-  );
+  const spaRoots: Array<{ prefix: string; root: string; permission: RoutePermission }> = [];
+  server.setNotFoundHandler(async (req, reply) => {
+    const urlPath = req.url.split('?')[0];
+    const spa = spaFallbackFor(req, urlPath);
+    if (spa) {
+      await checkCaller(req, spa.permission, `GET ${spa.prefix}`);
+      return reply.type('text/html; charset=utf-8').send(fs.createReadStream(path.join(spa.root, 'index.html')));
+    }
+    return errorReply(reply, new DpError(404, 'not_found', `No endpoint ${req.method} ${urlPath}`, { method: req.method, path: urlPath }));
+  });
+
+  /** The static route whose index.html answers this request, when it is a page load of a client-side route. */
+  function spaFallbackFor(req: FastifyRequest, urlPath: string) {
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || NOT_SPA.test(urlPath)) return null;
+    if (!/text\/html|application\/xhtml\+xml/.test(String(req.headers.accept ?? ''))) return null;
+    const matches = spaRoots.filter((s) => s.prefix === '/' || urlPath === s.prefix || urlPath.startsWith(s.prefix + '/'));
+    // The longest prefix wins (a UI at / and another at /admin).
+    return matches.sort((a, b) => b.prefix.length - a.prefix.length)[0] ?? null;
+  }
+
+  /** Resolves the caller and checks the permission; throws 401/403 as DpErrors. */
+  async function checkCaller(req: FastifyRequest, permission: RoutePermission, what: string): Promise<void> {
+    if (permission === 'public') {
+      req.caller = await app.auth.resolveCaller(req).catch(() => ({ username: null, role: 'viewer', authenticated: false }) as Caller);
+      return;
+    }
+    const caller = await app.auth.resolveCaller(req);
+    if (!hasPermission(caller, permission)) {
+      throw forbidden('insufficient_role', `${what} needs the '${permission}' permission; role '${caller.role}' does not have it`, {
+        required_permission: permission,
+        required_role: minimumRole(permission),
+        role: caller.role,
+      });
+    }
+    req.caller = caller;
+  }
+
+  const routeRequest = (req: FastifyRequest): RouteRequest => ({
+    body: req.body,
+    query: req.query,
+    params: req.params,
+    caller: req.caller,
+    headers: req.headers,
+    ip: req.ip,
+    raw: req,
+  });
+
+  const describe = (summary: string | undefined, permission: RoutePermission, extra: string) => ({
+    summary,
+    description: `${permission === 'public' ? 'No token needed.' : `Needs the '${permission}' permission (role ${minimumRole(permission)} or higher).`} ${extra}`,
+  });
+
+  /**
+   * WebSocket and SSE: a browser cannot set an Authorization header on them, so the token may
+   * also come as `?access_token=` (only on these routes; the cookie works everywhere).
+   */
+  const tokenFromQuery = (req: FastifyRequest) => {
+    const token = (req.query as Record<string, unknown> | undefined)?.[TOKEN_QUERY_PARAM];
+    if (req.headers.authorization === undefined && typeof token === 'string' && token) req.headers.authorization = `Bearer ${token}`;
+  };
+
+  const registerWebSocket = (route: WebSocketRouteDefinition, tag: string) => {
+    server.route({
+      method: 'GET',
+      url: route.url,
+      websocket: true,
+      schema: { ...describe(route.summary, route.permission, 'WebSocket (upgrade).'), tags: [tag] },
+      preValidation: async (req: FastifyRequest) => {
+        tokenFromQuery(req);
+        await checkCaller(req, route.permission, `GET ${route.url}`);
+      },
+      handler: (socket: RouteSocket, req: FastifyRequest) => route.handler(socket, routeRequest(req)),
+    } as never);
+  };
+
+  const registerSse = (route: SseRouteDefinition, tag: string) => {
+    server.route({
+      method: 'GET',
+      url: route.url,
+      schema: { ...describe(route.summary, route.permission, 'Server-sent events (text/event-stream); send Last-Event-ID to resume.'), tags: [tag] },
+      preValidation: async (req) => {
+        tokenFromQuery(req);
+        await checkCaller(req, route.permission, `GET ${route.url}`);
+      },
+      handler: async (req, reply) => {
+        const source = await route.source(routeRequest(req));
+        const header = req.headers['last-event-id'];
+        const lastEventId = (Array.isArray(header) ? header[0] : header) ?? null;
+        reply.hijack();
+        const res = reply.raw;
+        res.writeHead(200, {
+          ...(reply.getHeaders() as Record<string, string>),
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-cache, no-transform',
+          connection: 'keep-alive',
+          'x-accel-buffering': 'no',
+        });
+        // since() and subscribe() in one synchronous step: no event falls between replay and live.
+        for (const e of source.since(lastEventId)) res.write(formatSseEvent(e));
+        const unsubscribe = source.subscribe((e) => res.write(formatSseEvent(e)));
+        const heartbeat = setInterval(() => res.write(': keepalive\n\n'), heartbeatMs);
+        req.raw.on('close', () => {
+          clearInterval(heartbeat);
+          unsubscribe();
+        });
+      },
+    });
+  };
+
+  const registerStatic = async (route: StaticRouteDefinition, tag: string) => {
+    const prefix = route.url === '/' ? '/' : route.url.replace(/\/+$/, '');
+    if (route.spaFallback) spaRoots.push({ prefix, root: route.root, permission: route.permission });
+    await server.register(async (scope) => {
+      scope.addHook('preValidation', async (req) => checkCaller(req, route.permission, `GET ${route.url}`));
+      await scope.register(fastifyStatic, {
+        root: route.root,
+        prefix: prefix === '/' ? '/' : `${prefix}/`,
+        decorateReply: false,
+        dotfiles: 'deny',
+        schemaHide: true,
+      });
+    });
+    void tag;
+  };
 
   const register = (route: RouteDefinition, tag: string) => {
     if (!route.permission) throw new DpError(500, 'route_without_permission', `Route ${route.method} ${route.url} declares no permission`);
@@ -114,34 +309,9 @@ export async function createServer(app: App): Promise<FastifyInstance> {
         response,
         ...(permission === 'public' ? { security: [] } : {}),
       },
-      preValidation: async (req) => {
-        if (permission === 'public') {
-          req.caller = await app.auth.resolveCaller(req).catch(() => ({ username: null, role: 'viewer', authenticated: false }) as Caller);
-          return;
-        }
-        const caller = await app.auth.resolveCaller(req);
-        if (!hasPermission(caller, permission)) {
-          throw forbidden('insufficient_role', `${route.method} ${route.url} needs the '${permission}' permission; role '${caller.role}' does not have it`, {
-            required_permission: permission,
-            required_role: minimumRole(permission),
-            role: caller.role,
-          });
-        }
-        req.caller = caller;
-      },
+      preValidation: (req) => checkCaller(req, permission, `${route.method} ${route.url}`),
       handler: async (req: FastifyRequest, reply: FastifyReply) => {
-        const out = await route.handler(
-          {
-            body: req.body,
-            query: req.query,
-            params: req.params,
-            caller: req.caller,
-            headers: req.headers,
-            ip: req.ip,
-            raw: req,
-          },
-          reply,
-        );
+        const out = await route.handler(routeRequest(req), reply);
         if (out === reply || reply.sent) return reply;
         return out === undefined ? { ok: true } : out;
       },
@@ -150,5 +320,11 @@ export async function createServer(app: App): Promise<FastifyInstance> {
 
   for (const r of [...kernelRoutes(app), ...app.auth.routes()]) register(r, 'kernel');
   for (const r of app.routes) register(r, r.plugin);
+  for (const r of app.nonJsonRoutes) {
+    if (!r.permission) throw new DpError(500, 'route_without_permission', `Route ${r.method} ${r.url} declares no permission`);
+    if (r.kind === 'websocket') registerWebSocket(r, r.plugin);
+    else if (r.kind === 'sse') registerSse(r, r.plugin);
+    else await registerStatic(r, r.plugin);
+  }
   return server;
 }

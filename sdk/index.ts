@@ -5,5 +5,6 @@ export * from './db.js';
 export * from './errors.js';
 export * from './hooks.js';
 export * from './plugin.js';
+export * from './routes.js';
 export * from './services.js';
 export * from './sql.js';

@@ -3,6 +3,7 @@ import type { Caller, RoutePermission } from './auth.js';
 import type { ProjectInfo } from './config.js';
 import type { DatabasePort, MigrationSet } from './db.js';
 import type { HookName, KernelHooks, QueryContext, QueryPurpose, QueryResult, TapFn } from './hooks.js';
+import type { RouteKind, SseRouteDefinition, StaticRouteDefinition, WebSocketRouteDefinition } from './routes.js';
 
 // ---------------------------------------------------------------- manifest
 
@@ -11,6 +12,8 @@ export interface ManifestRoute {
   /** Fastify path syntax: `/api/tables/:schema/:table`. */
   url: string;
   permission: RoutePermission;
+  /** `json` (the default), `websocket`, `sse` or `static` (sdk/routes.ts). */
+  kind?: RouteKind;
 }
 
 /** yargs option spec, kept JSON so `dp --help` needs no plugin code. */
@@ -67,6 +70,7 @@ export interface RouteRequest<B = any, Q = any, P = any> {
 }
 
 export interface RouteDefinition<B = any, Q = any, P = any> {
+  kind?: 'json';
   method: ManifestRoute['method'];
   url: string;
   /** Must equal the manifest's entry for this method and url; enforced before the handler runs. */
@@ -80,6 +84,9 @@ export interface RouteDefinition<B = any, Q = any, P = any> {
   /** Return the JSON body, or use `reply` to stream (then return `reply`). */
   handler(req: RouteRequest<B, Q, P>, reply: FastifyReply): unknown | Promise<unknown>;
 }
+
+/** Any route a plugin registers: JSON (the default) or one of the kinds in sdk/routes.ts. */
+export type AnyRouteDefinition = RouteDefinition | WebSocketRouteDefinition | SseRouteDefinition | StaticRouteDefinition;
 
 // ---------------------------------------------------------------- cli
 
@@ -196,8 +203,8 @@ export interface PluginContext {
   readonly env: Readonly<Record<string, string>>;
   /** True when the process is `dp serve` (false for one-shot CLI commands). */
   readonly serving: boolean;
-  /** Registers an HTTP route declared in the manifest. */
-  route<B = any, Q = any, P = any>(def: RouteDefinition<B, Q, P>): void;
+  /** Registers an HTTP route declared in the manifest (with the same `kind`). */
+  route<B = any, Q = any, P = any>(def: RouteDefinition<B, Q, P> | WebSocketRouteDefinition | SseRouteDefinition | StaticRouteDefinition): void;
   /** Handles a CLI command declared in the manifest, by its path: `transform`, `mask add`. */
   command(path: string, handler: CommandHandler): void;
   /** Taps a kernel hook declared in the manifest's `contributes.hooks`. */

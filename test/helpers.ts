@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { App } from '../kernel/app.js';
-import { createServer } from '../kernel/http.js';
+import { createServer, type ServerOptions } from '../kernel/http.js';
 import { REPO_ROOT } from '../kernel/plugins.js';
 
 process.env.DP_LOG_SILENT ??= '1';
@@ -15,6 +15,8 @@ process.env.DP_LOG_SILENT ??= '1';
 export { REPO_ROOT };
 export const DP_BIN = path.join(REPO_ROOT, 'bin', 'dp.js');
 export const SHOP_EXAMPLE = path.join(REPO_ROOT, 'examples', 'shop');
+/** Test-only plugins (load one with `plugins: {paths: [...]}`); never shipped. */
+export const FIXTURE_PLUGINS = path.join(REPO_ROOT, 'test', 'fixtures', 'plugins');
 
 /** Creates a project folder from a map of relative path → content. Returns its absolute path. */
 export function makeProject(files: Record<string, string> = {}, options: { base?: string } = {}): string {
@@ -53,11 +55,11 @@ export interface TestServer {
  */
 export async function startServer(
   projectRoot: string,
-  options: { auth?: boolean; env?: string | null; builtInPluginsDir?: string } = {},
+  options: { auth?: boolean; env?: string | null; builtInPluginsDir?: string; server?: ServerOptions } = {},
 ): Promise<TestServer> {
   const app = await App.boot({ projectRoot, env: options.env ?? null, serving: true, auth: options.auth ?? false, builtInPluginsDir: options.builtInPluginsDir });
   await app.start();
-  const server = await createServer(app);
+  const server = await createServer(app, options.server);
   await server.listen({ port: 0, host: '127.0.0.1' });
   const addr = server.server.address();
   const url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;

@@ -11,7 +11,7 @@ import { PERMISSIONS, type RoutePermission } from '../../sdk/auth.js';
 import { App } from '../../kernel/app.js';
 import { hashToken, newToken } from '../../kernel/auth/crypto.js';
 import { kernelRoutes } from '../../kernel/routes.js';
-import { makeProject, startServer, type TestServer } from '../helpers.js';
+import { FIXTURE_PLUGINS, makeProject, startServer, type TestServer } from '../helpers.js';
 
 interface RouteRow {
   method: string;
@@ -33,8 +33,9 @@ describe('route table × role matrix (auth on)', () => {
     s.request(route.method, concrete(route.url), route.method === 'GET' ? undefined : {}, { headers });
 
   before(async () => {
-    s = await startServer(makeProject(), { auth: true });
-    routes = [...kernelRoutes(s.app), ...s.app.auth.routes(), ...s.app.routes].map((r) => ({ method: r.method, url: r.url, permission: r.permission }));
+    // The live-demo fixture adds one route of each non-JSON kind (websocket, sse, static).
+    s = await startServer(makeProject({ 'project.yml': `name: test\ndatabase:\n  path: test.duckdb\nplugins:\n  paths: [${JSON.stringify(path.join(FIXTURE_PLUGINS, 'live-demo'))}]\n` }), { auth: true });
+    routes = [...kernelRoutes(s.app), ...s.app.auth.routes(), ...s.app.routes, ...s.app.nonJsonRoutes].map((r) => ({ method: r.method, url: r.url, permission: r.permission }));
 
     tokens.admin = (await s.request('POST', '/api/auth/setup', { username: 'root', password: 'secret1' })).body.token;
     const login = async (username: string) => {
@@ -64,7 +65,7 @@ describe('route table × role matrix (auth on)', () => {
 
   it('covers the whole registered table, and every route declares a known permission', () => {
     const keys = new Set(routes.map((r) => `${r.method} ${r.url}`));
-    for (const expected of ['GET /api/auth/status', 'POST /api/auth/setup', 'GET /api/users', 'DELETE /api/users/:username', 'POST /api/secrets', 'PUT /api/environment/:env_name', 'POST /api/query']) {
+    for (const expected of ['GET /ws/live-demo/echo', 'GET /api/live-demo/events', 'GET /', 'GET /api/auth/status', 'POST /api/auth/setup', 'GET /api/users', 'DELETE /api/users/:username', 'POST /api/secrets', 'PUT /api/environment/:env_name', 'POST /api/query']) {
       assert.ok(keys.has(expected), `${expected} is in the matrix`);
     }
     for (const r of routes) assert.ok(r.permission === 'public' || PERMISSIONS.includes(r.permission), `${r.method} ${r.url}: ${r.permission}`);

@@ -1,0 +1,126 @@
+/**
+ * Routes that are not JSON: WebSocket, server-sent events and static files. Each is declared
+ * in plugin.json with a `kind` and a permission like any route, and registered by the kernel,
+ * which checks the caller before the upgrade, the event stream or the file is served
+ * (docs/decisions.md "Live events", docs/auth.md "WebSocket and SSE").
+ */
+import type { RoutePermission } from './auth.js';
+import type { RouteRequest } from './plugin.js';
+
+export type RouteKind = 'json' | 'websocket' | 'sse' | 'static';
+
+/** The server side of an open WebSocket (the `ws` library's socket, reduced to what routes use). */
+export interface RouteSocket {
+  readonly readyState: number;
+  send(data: string | Buffer): void;
+  close(code?: number, reason?: string): void;
+  on(event: 'message', listener: (data: Buffer, isBinary: boolean) => void): this;
+  on(event: 'close', listener: (code: number, reason: Buffer) => void): this;
+  on(event: 'error', listener: (err: Error) => void): this;
+}
+
+export interface WebSocketRouteDefinition {
+  kind: 'websocket';
+  method: 'GET';
+  /** Fastify path syntax under `/ws/`: `/ws/collaborate`. */
+  url: string;
+  permission: RoutePermission;
+  summary?: string;
+  /** Runs once the caller passed the permission check and the connection is upgraded. */
+  handler(socket: RouteSocket, req: RouteRequest): void | Promise<void>;
+}
+
+/** One server-sent event. `id` is assigned by the buffer that holds it. */
+export interface SseEvent {
+  id: string;
+  /** The `event:` field (absent: the browser's default `message`). */
+  event?: string;
+  /** Sent as `data:` lines; objects are JSON-encoded. */
+  data: unknown;
+}
+
+/** What an SSE route streams from: the events after an id (for `Last-Event-ID`), then live ones. */
+export interface SseSource {
+  /**
+   * Events after `lastEventId`, oldest first; every held event when it is null. An id the
+   * source no longer holds (fell out of the buffer) or never issued returns every held event.
+   */
+  since(lastEventId: string | null): SseEvent[];
+  /** Calls `listener` for each new event until the returned function is called. */
+  subscribe(listener: (event: SseEvent) => void): () => void;
+}
+
+export interface SseRouteDefinition {
+  kind: 'sse';
+  method: 'GET';
+  url: string;
+  permission: RoutePermission;
+  summary?: string;
+  /** The source of this request's events (for example one run's buffer). Throw a DpError to refuse. */
+  source(req: RouteRequest): SseSource | Promise<SseSource>;
+}
+
+export interface StaticRouteDefinition {
+  kind: 'static';
+  method: 'GET';
+  /** The URL prefix the folder is served under: `/` or `/assets`. */
+  url: string;
+  permission: RoutePermission;
+  summary?: string;
+  /** Absolute folder to serve (files outside it, dotfiles and symlinks out are refused by @fastify/static). */
+  root: string;
+  /**
+   * Single-page-app fallback: a GET for an unknown path under `url` that accepts HTML and is not
+   * under /api, /docs or /ws answers `index.html` from `root`, so client-side routes load.
+   */
+  spaFallback?: boolean;
+}
+
+/**
+ * A bounded, in-memory event buffer with increasing ids: an SSE route's replay window.
+ * Keeps the last `capacity` events; a client reconnecting with `Last-Event-ID` gets what it missed
+ * if that is still held, else everything held (it cannot tell what fell out, so it gets the most
+ * the server can give).
+ */
+export class SseBuffer implements SseSource {
+  private readonly events: Array<SseEvent & { seq: number }> = [];
+  private readonly listeners = new Set<(event: SseEvent) => void>();
+  private seq = 0;
+
+  constructor(readonly capacity = 1000) {
+    if (!(capacity >= 1)) throw new RangeError('SseBuffer capacity must be at least 1');
+  }
+
+  /** Appends an event, drops the oldest past capacity, and delivers it to live subscribers. */
+  push(data: unknown, event?: string): SseEvent {
+    const seq = ++this.seq;
+    const e: SseEvent = { id: String(seq), data, ...(event ? { event } : {}) };
+    this.events.push({ ...e, seq });
+    if (this.events.length > this.capacity) this.events.splice(0, this.events.length - this.capacity);
+    for (const l of [...this.listeners]) l(e);
+    return e;
+  }
+
+  since(lastEventId: string | null): SseEvent[] {
+    const strip = ({ seq: _seq, ...e }: SseEvent & { seq: number }): SseEvent => e;
+    const last = lastEventId === null ? NaN : Number(lastEventId);
+    const first = this.events[0]?.seq ?? this.seq + 1;
+    // Held, or the very event before the oldest held one: the client missed nothing that fell out.
+    if (Number.isInteger(last) && last >= first - 1 && last <= this.seq) return this.events.filter((e) => e.seq > last).map(strip);
+    return this.events.map(strip);
+  }
+
+  subscribe(listener: (event: SseEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+}
+
+/** Formats one event in the `text/event-stream` wire format. */
+export function formatSseEvent(e: SseEvent): string {
+  const data = typeof e.data === 'string' ? e.data : JSON.stringify(e.data ?? null);
+  let out = `id: ${e.id.replace(/[\r\n]/g, '')}\n`;
+  if (e.event) out += `event: ${e.event.replace(/[\r\n]/g, '')}\n`;
+  for (const line of data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`;
+  return out + '\n';
+}
