@@ -1,3 +1,4 @@
+import { fastifyCookie } from '@fastify/cookie';
 import type { FastifyRequest } from 'fastify';
 import type { Caller } from '../../sdk/auth.js';
 import { badRequest, DpError } from '../../sdk/errors.js';
@@ -48,15 +49,11 @@ function unauthenticated(code: string, message: string): DpError {
   return new DpError(401, code, message, {}, { 'WWW-Authenticate': 'Bearer realm="dp"' });
 }
 
-/** Reads one cookie from a Cookie header; only `dp_token` is ever needed, so no cookie library. */
+/** Reads one cookie from a Cookie header with @fastify/cookie's parser (quoting, encoding, duplicates). */
 function cookieValue(header: string | string[] | undefined, name: string): string | null {
   const text = Array.isArray(header) ? header.join('; ') : header;
   if (!text) return null;
-  for (const part of text.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim() || null;
-  }
-  return null;
+  return fastifyCookie.parse(text)[name] || null;
 }
 
 type Presented = { kind: 'none' } | { kind: 'malformed' } | { kind: 'token'; token: string };

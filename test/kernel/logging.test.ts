@@ -1,0 +1,75 @@
+/**
+ * The log sink (pino) as a deployment sees it: the real `dp serve` process, its stderr read
+ * whole. Every request is logged with id, status and latency; no .env value reaches the output,
+ * whether a plugin logs it or it arrives in a request URL.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { DP_BIN, FIXTURE_PLUGINS, makeProject, runCli } from '../helpers.js';
+
+const SECRET = 'pino-S3cret"with\\quote-4711';
+const PLAIN = 'plainsecretvalue42';
+
+describe('log sink', () => {
+  it('dp serve logs each request as JSON with id, status and latency, and never a secret', async () => {
+    const root = makeProject({
+      'project.yml': `name: t\ndatabase:\n  path: t.duckdb\nplugins:\n  paths: [${JSON.stringify(path.join(FIXTURE_PLUGINS, 'live-demo'))}]\n`,
+      '.env': `API_SECRET='${SECRET}'\nOTHER=${PLAIN}\n`,
+    });
+    const child = spawn(process.execPath, [DP_BIN, 'serve', '--project', root, '--port', '0', '--host', '127.0.0.1'], {
+      env: { ...process.env, DP_LOG_SILENT: '0' },
+    });
+    let stderr = '';
+    child.stderr.on('data', (c) => (stderr += c));
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (c) => {
+          out += c;
+          const m = /dp listening on (http:\/\/\S+)/.exec(out);
+          if (m) resolve(m[1]);
+        });
+        child.on('exit', (code) => reject(new Error(`dp serve exited ${code}: ${stderr}`)));
+      });
+      assert.equal((await fetch(`${url}/api/live-demo/log`, { method: 'POST' })).status, 200);
+      assert.equal((await fetch(`${url}/api/health?probe=${encodeURIComponent(PLAIN)}&access_token=${PLAIN}`)).status, 200);
+      assert.equal((await fetch(`${url}/api/nope/${PLAIN}`)).status, 404);
+      await new Promise((r) => setTimeout(r, 200));
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+    const lines = stderr.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const plugin = lines.find((l) => String(l.msg).startsWith('plugin log with secrets'));
+    assert.ok(plugin, 'the plugin line was written (the check below is not vacuous)');
+    assert.equal(plugin.scope, 'live-demo');
+    assert.match(String(plugin.msg), /\*\*\*/);
+    const requests = lines.filter((l) => l.msg === 'request');
+    assert.ok(requests.length >= 3, stderr);
+    for (const r of requests) {
+      assert.match(String(r.reqId), /\S/);
+      assert.equal(typeof r.status, 'number');
+      assert.equal(typeof r.ms, 'number');
+    }
+    assert.deepEqual(
+      requests.map((r) => [r.method, r.status]),
+      [
+        ['POST', 200],
+        ['GET', 200],
+        ['GET', 404],
+      ],
+    );
+    for (const secret of [SECRET, JSON.stringify(SECRET).slice(1, -1), PLAIN]) assert.ok(!stderr.includes(secret), `${secret} leaked: ${stderr}`);
+  });
+
+  it('the CLI writes readable log lines to stderr, and DP_LOG_SILENT silences them', () => {
+    const root = makeProject({ 'project.yml': 'name: ${LIMIT_FROM_ENV}\ndatabase:\n  path: t.duckdb\n' });
+    const loud = runCli(['tables', '--project', root], { env: { DP_LOG_SILENT: '0', DP_LOG_LEVEL: 'debug' } });
+    assert.match(loud.stderr, /^debug \[kernel\] project\.yml references \$\{LIMIT_FROM_ENV\}/m);
+    assert.ok(!loud.stderr.includes('{"level"'), 'no JSON lines at the terminal');
+    const quiet = runCli(['tables', '--project', root], { env: { DP_LOG_SILENT: '1', DP_LOG_LEVEL: 'debug' } });
+    assert.doesNotMatch(quiet.stderr, /LIMIT_FROM_ENV/);
+  });
+});
