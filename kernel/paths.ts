@@ -1,7 +1,12 @@
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { createRequire } from 'node:module';
 import { badRequest } from '../sdk/errors.js';
+
+// write-file-atomic ships no types; the one function used is typed here.
+const writeFileAtomicLib = createRequire(import.meta.url)('write-file-atomic') as {
+  sync(file: string, data: string | Buffer, options: { fsync: boolean }): void;
+};
 
 /**
  * Resolves a project-relative path, refusing anything that lands outside the root:
@@ -43,16 +48,12 @@ export function toProjectRelative(root: string, absolutePath: string): string {
   return path.relative(fs.realpathSync(root), absolutePath).split(path.sep).join('/');
 }
 
-/** Writes a file atomically: temp file in the same folder, then rename. */
+/**
+ * Writes a file atomically and durably with `write-file-atomic`: a temp file beside it, written,
+ * fsynced, then renamed over the target (keeping the old file's mode), so a crash leaves either
+ * the old content or the new, never a torn file. Callers resolve `file` inside the project first.
+ */
 export function writeFileAtomic(file: string, content: string | Buffer): void {
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  // A random suffix: two writers of one file never share a temp file.
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${crypto.randomBytes(6).toString('hex')}.tmp`);
-  try {
-    fs.writeFileSync(tmp, content);
-    fs.renameSync(tmp, file);
-  } catch (e) {
-    fs.rmSync(tmp, { force: true });
-    throw e;
-  }
+  writeFileAtomicLib.sync(file, content, { fsync: true });
 }

@@ -5,6 +5,7 @@ export * from './db.js';
 export * from './errors.js';
 export * from './hooks.js';
 export * from './plugin.js';
+export * from './project-files.js';
 export * from './routes.js';
 export * from './services.js';
 export * from './sql.js';

@@ -1,31 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseDocument } from 'yaml';
-import { badRequest, definePlugin, notFound, qualified, type ModelsService, type PluginContext } from '../../sdk/index.js';
-import { isHidden, isHiddenPath, languageOf, SAVEABLE_EXTENSIONS } from './rules.js';
-
-interface TreeNode {
-  name: string;
-  path: string;
-  type: 'file' | 'directory';
-  size?: number;
-  children?: TreeNode[];
-}
+import { badRequest, definePlugin, notFound, projectTree, qualified, readNotebook, readYaml, type ModelsService, type PluginContext } from '../../sdk/index.js';
+import { isHiddenPath, languageOf, SAVEABLE_EXTENSIONS } from './rules.js';
 
 const MAX_READ_BYTES = 5 * 1024 * 1024;
-
-function tree(root: string, dir: string): TreeNode[] {
-  const out: TreeNode[] = [];
-  const entries = fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => Number(b.isDirectory()) - Number(a.isDirectory()) || a.name.localeCompare(b.name));
-  for (const e of entries) {
-    if (isHidden(e.name) || e.isSymbolicLink()) continue;
-    const abs = path.join(dir, e.name);
-    const rel = path.relative(root, abs).split(path.sep).join('/');
-    if (e.isDirectory()) out.push({ name: e.name, path: rel, type: 'directory', children: tree(root, abs) });
-    else if (e.isFile()) out.push({ name: e.name, path: rel, type: 'file', size: fs.statSync(abs).size });
-  }
-  return out;
-}
 
 /** Resolves a path from the URL: inside the project, not hidden. */
 function target(ctx: PluginContext, raw: string): { abs: string; rel: string } {
@@ -40,22 +18,8 @@ function target(ctx: PluginContext, raw: string): { abs: string; rel: string } {
 /** Refuses content that would leave the project unloadable (project.yml, notebooks). */
 function validateContent(rel: string, content: string): void {
   const ext = path.extname(rel).toLowerCase();
-  if (ext === '.yml' || ext === '.yaml') {
-    const doc = parseDocument(content, { prettyErrors: true });
-    if (doc.errors.length) {
-      const line = doc.errors[0].linePos?.[0]?.line;
-      throw badRequest('invalid_yaml', `${rel}${line ? ` line ${line}` : ''}: ${doc.errors[0].message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '')}`, { path: rel, line: line ?? null });
-    }
-  }
-  if (ext === '.dpnb') {
-    let nb: { cells?: unknown };
-    try {
-      nb = JSON.parse(content);
-    } catch {
-      throw badRequest('invalid_notebook', `${rel}: a notebook is JSON {"cells": [...]}`, { path: rel });
-    }
-    if (!nb || !Array.isArray(nb.cells)) throw badRequest('invalid_notebook', `${rel}: a notebook needs a "cells" list`, { path: rel });
-  }
+  if (ext === '.yml' || ext === '.yaml') readYaml(content, rel);
+  if (ext === '.dpnb') readNotebook(content, rel);
 }
 
 /** The database object a file defines (model or seed), if any. */
@@ -92,7 +56,7 @@ export default definePlugin({
       url: '/api/files',
       permission: 'read',
       summary: 'The project file tree (secrets and database files left out)',
-      handler: () => ({ root: ctx.project.config.name, children: tree(ctx.project.root, ctx.project.root) }),
+      handler: () => ({ root: ctx.project.config.name, children: projectTree(ctx.project) }),
     });
 
     ctx.route<unknown, unknown, { '*': string }>({

@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { DagEdge, DagNode, ExposureConfig, ModelInfo, SeedInfo, SourceConfig } from '../../sdk/index.js';
+import { readNotebook, walkProjectFiles, type DagEdge, type DagNode, type ExposureConfig, type ModelInfo, type ProjectInfo, type SeedInfo, type SourceConfig } from '../../sdk/index.js';
 
 /** The schema the import wizard writes to: every table in it is an `import` node. */
 export const IMPORT_SCHEMA = 'imports';
@@ -43,29 +43,19 @@ export function ingestTargets(text: string): string[] {
 }
 
 /** Files under `<root>/ingest` with a script extension, as project paths and text. */
-export function readIngestScripts(projectRoot: string): Array<{ path: string; text: string }> {
-  const dir = path.join(projectRoot, 'ingest');
-  if (!fs.existsSync(dir)) return [];
-  const out: Array<{ path: string; text: string }> = [];
-  const walk = (d: string) => {
-    for (const entry of fs.readdirSync(d, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-      const full = path.join(d, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else if (INGEST_EXTENSIONS.has(path.extname(entry.name))) {
-        let text = fs.readFileSync(full, 'utf8');
-        if (entry.name.endsWith('.dpnb')) text = notebookText(text);
-        out.push({ path: path.relative(projectRoot, full).split(path.sep).join('/'), text });
-      }
-    }
-  };
-  walk(dir);
-  return out;
+export function readIngestScripts(project: ProjectInfo): Array<{ path: string; text: string }> {
+  return walkProjectFiles(project, 'ingest', { extensions: [...INGEST_EXTENSIONS] }).map((f) => {
+    const text = fs.readFileSync(f.abs, 'utf8');
+    return { path: f.path, text: f.name.endsWith('.dpnb') ? notebookText(text, f.path) : text };
+  });
 }
 
-function notebookText(json: string): string {
+/** A notebook's cell sources as one text; a file that is not a notebook is scanned as it is. */
+function notebookText(json: string, file: string): string {
   try {
-    const nb = JSON.parse(json) as { cells?: Array<{ source?: string | string[] }> };
-    return (nb.cells ?? []).map((c) => (Array.isArray(c.source) ? c.source.join('') : String(c.source ?? ''))).join('\n');
+    return readNotebook(json, file)
+      .cells.map((c) => c.source)
+      .join('\n');
   } catch {
     return json;
   }

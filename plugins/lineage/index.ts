@@ -103,7 +103,7 @@ async function fullDag(ctx: PluginContext, models: ModelsService) {
     seeds: await models.seeds(),
     sources: ctx.project.config.sources ?? [],
     exposures: ctx.project.config.exposures ?? [],
-    ingestScripts: readIngestScripts(ctx.project.root),
+    ingestScripts: readIngestScripts(ctx.project),
     importTables: importTables.map((r) => `${IMPORT_SCHEMA}.${r.table_name}`),
   });
 }

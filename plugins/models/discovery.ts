@@ -6,7 +6,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { badRequest, SAFE_NAME, type PluginContext, type SqlNode } from '../../sdk/index.js';
+import { badRequest, SAFE_NAME, walkProjectFiles, type PluginContext, type SqlNode } from '../../sdk/index.js';
 import { parseDirectives } from './directives.js';
 import { statementBody, lineAt } from './sqltext.js';
 import { tableReferences, type TableRef } from './sqltree.js';
@@ -66,20 +66,8 @@ export function sha256(data: string | Buffer): string {
   return crypto.createHash('sha256').update(data).digest('hex');
 }
 
-function listFiles(dir: string, ext: string, recursive: boolean): string[] {
-  if (!fs.existsSync(dir)) return [];
-  const out: string[] = [];
-  const walk = (d: string) => {
-    for (const entry of fs.readdirSync(d, { withFileTypes: true })) {
-      if (entry.name.startsWith('.')) continue;
-      const p = path.join(d, entry.name);
-      if (entry.isDirectory()) {
-        if (recursive) walk(p);
-      } else if (entry.isFile() && entry.name.toLowerCase().endsWith(ext)) out.push(p);
-    }
-  };
-  walk(dir);
-  return out.sort();
+function listFiles(project: PluginContext['project'], dir: string, ext: string, recursive: boolean): string[] {
+  return walkProjectFiles(project, dir, { extensions: [ext], recursive }).map((f) => f.abs);
 }
 
 interface ParseOutcome {
@@ -98,7 +86,7 @@ export class Discovery {
   /** Every model file, parsed. Throws on invalid names or @config values, naming the file. */
   async modelFiles(): Promise<ModelFile[]> {
     const root = this.ctx.project.resolve(TRANSFORM_DIR);
-    const files = listFiles(root, '.sql', true);
+    const files = listFiles(this.ctx.project, TRANSFORM_DIR, '.sql', true);
     const out: ModelFile[] = [];
     const seen = new Set<string>();
     const fresh: ModelFile[] = [];
@@ -206,7 +194,7 @@ export class Discovery {
     const dir = this.ctx.project.resolve(SEEDS_DIR);
     const schema = schemaOverride ?? DEFAULT_SEED_SCHEMA;
     const out: SeedFile[] = [];
-    for (const abs of listFiles(dir, '.csv', false)) {
+    for (const abs of listFiles(this.ctx.project, SEEDS_DIR, '.csv', false)) {
       const stat = fs.statSync(abs);
       const hit = this.seedCache.get(abs);
       let base: SeedFile;

@@ -5,27 +5,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { badRequest, notFound, qualified, type PluginContext } from '../../sdk/index.js';
+import { badRequest, notFound, qualified, readNotebook, type NotebookCell, type PluginContext } from '../../sdk/index.js';
 import { findModel } from './dag.js';
 import { assertAbsent, checkMaterialized, checkName, modelFileText, modelPath } from './files.js';
 import type { ModelsEngine } from './service.js';
 import { statementBody } from './sqltext.js';
-
-export interface NotebookCell {
-  type: string;
-  source: string;
-}
-
-function readNotebook(abs: string, rel: string): NotebookCell[] {
-  let json: { cells?: unknown };
-  try {
-    json = JSON.parse(fs.readFileSync(abs, 'utf8'));
-  } catch {
-    throw badRequest('invalid_notebook', `${rel} is not a notebook (JSON with a cells list)`, { path: rel });
-  }
-  if (!Array.isArray(json.cells)) throw badRequest('invalid_notebook', `${rel} has no cells list`, { path: rel });
-  return json.cells.map((c: { type?: unknown; source?: unknown }) => ({ type: String(c?.type ?? ''), source: Array.isArray(c?.source) ? c.source.join('') : String(c?.source ?? '') }));
-}
 
 /** The SQL to promote: the last non-empty SQL cell of a .dpnb, a .sql file's text, or the input itself. */
 export function promotedSql(ctx: PluginContext, input: string): { sql: string; from: string } {
@@ -36,7 +20,7 @@ export function promotedSql(ctx: PluginContext, input: string): { sql: string; f
     const file = [path.resolve(process.cwd(), rel), path.resolve(ctx.project.root, rel)].find((p) => fs.existsSync(p) && fs.statSync(p).isFile());
     if (!file) throw notFound('file_not_found', `No file ${rel}`, { path: rel });
     if (/\.dpnb$/i.test(rel)) {
-      const cells = readNotebook(file, rel).filter((c) => c.type === 'sql' && c.source.trim() !== '');
+      const cells = readNotebook(fs.readFileSync(file, 'utf8'), rel).cells.filter((c) => c.type === 'sql' && c.source.trim() !== '');
       if (cells.length === 0) throw badRequest('no_sql_cell', `${rel} has no SQL cell to promote`, { path: rel });
       return { sql: cells[cells.length - 1].source, from: `${rel} (last SQL cell)` };
     }

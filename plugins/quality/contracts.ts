@@ -6,8 +6,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Ajv } from 'ajv';
-import { parseDocument } from 'yaml';
-import { notFound, type ContractRunResult, type PluginContext } from '../../sdk/index.js';
+import { ajvFieldError, errorMessage, isDpError, notFound, readYaml, walkProjectFiles, type ContractRunResult, type PluginContext } from '../../sdk/index.js';
 import { evaluateAssertions } from './assertions.js';
 import { isoUtc, parseJson, relationExists, splitRelation, STORED_AUDIENCE, utcNow } from './relations.js';
 
@@ -51,27 +50,13 @@ const validateContract = ajv.compile(contractSchema);
 function describeAjvError(): string {
   const e = validateContract.errors?.[0];
   if (!e) return 'invalid contract';
-  const where = e.instancePath.replace(/^\//, '').replace(/\//g, '.');
-  if (e.keyword === 'required') return `missing required property '${(e.params as { missingProperty: string }).missingProperty}'`;
-  if (e.keyword === 'additionalProperties') return `unknown property '${(e.params as { additionalProperty: string }).additionalProperty}'`;
-  if (e.keyword === 'pattern' && where === 'model') return "'model' must be schema.table";
-  if (e.keyword === 'enum') return `'${where}' must be one of ${((e.params as { allowedValues: unknown[] }).allowedValues ?? []).join(', ')}`;
-  return `'${where || 'contract'}' ${e.message ?? 'is invalid'}`;
+  const { field, message } = ajvFieldError(e);
+  if (e.keyword === 'pattern' && field === 'model') return "'model' must be schema.table";
+  return field ? message : message.replace("'(top level)'", "'contract'");
 }
 
-function contractFiles(root: string): string[] {
-  const dir = path.join(root, CONTRACTS_DIR);
-  if (!fs.existsSync(dir)) return [];
-  const out: string[] = [];
-  const walk = (d: string) => {
-    for (const entry of fs.readdirSync(d, { withFileTypes: true })) {
-      const p = path.join(d, entry.name);
-      if (entry.isDirectory()) walk(p);
-      else if (/\.ya?ml$/i.test(entry.name)) out.push(p);
-    }
-  };
-  walk(dir);
-  return out.sort();
+function contractFiles(ctx: PluginContext): string[] {
+  return walkProjectFiles(ctx.project, CONTRACTS_DIR, { extensions: ['.yml', '.yaml'] }).map((f) => f.abs);
 }
 
 /** Reads every contract file; the valid contracts and, separately, what is wrong with the rest. */
@@ -79,15 +64,17 @@ export function loadContracts(ctx: PluginContext): { contracts: Contract[]; erro
   const contracts: Contract[] = [];
   const errors: ContractLoadError[] = [];
   const byName = new Map<string, string>();
-  for (const file of contractFiles(ctx.project.root)) {
+  for (const file of contractFiles(ctx)) {
     const rel = ctx.project.relative(file);
     const stem = path.basename(file).replace(/\.ya?ml$/i, '');
-    const doc = parseDocument(fs.readFileSync(file, 'utf8'));
-    if (doc.errors.length) {
-      errors.push({ file: rel, reason: `YAML syntax error: ${doc.errors[0].message.split('\n')[0]}` });
+    let data: { contracts?: unknown } | null;
+    try {
+      data = readYaml(fs.readFileSync(file, 'utf8'), rel).value as { contracts?: unknown } | null;
+    } catch (e) {
+      const line = isDpError(e) ? (e.details.line as number | null) : null;
+      errors.push({ file: rel, reason: `YAML syntax error${line ? ` at line ${line}` : ''}: ${errorMessage(e).replace(/^[^:]*: /, '')}` });
       continue;
     }
-    const data = doc.toJS() as { contracts?: unknown } | null;
     if (!data || typeof data !== 'object' || !Array.isArray(data.contracts)) {
       errors.push({ file: rel, reason: "the file needs a top-level 'contracts:' list" });
       continue;
