@@ -1,5 +1,5 @@
 import type { Argv } from 'yargs';
-import { badRequest } from '../sdk/errors.js';
+import { badRequest, notFound } from '../sdk/errors.js';
 import { usersCommands } from './auth/cli.js';
 import { createCliIO } from './cli-io.js';
 import { ACTIVE_ENV_FILE, buildConfig, databaseFile, loadProject, readActiveEnv, readProjectFile, writeActiveEnv } from './config.js';
@@ -112,7 +112,7 @@ export function kernelCommands(y: Argv): Argv {
           async (argv) => {
             const { EnvSecretsStore } = await import('./secrets.js');
             const removed = await new EnvSecretsStore(loadProject(argv.project as string).root, () => {}).delete(argv.key as string);
-            if (!removed) throw badRequest('secret_not_found', `No secret '${argv.key}' in .env`);
+            if (!removed) throw notFound('secret_not_found', `No secret '${argv.key}' in .env`);
             createCliIO(false).out(`Secret ${argv.key} deleted`);
           },
         )

@@ -26,4 +26,8 @@ const code = standalone(ajv, { validateProject: 'project', validateManifest: 'ma
 // ajv's ESM output still calls require() for its runtime helpers.
 const header = "import { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);\n";
 fs.writeFileSync(join(root, 'dist', 'kernel', 'validators.generated.js'), header + code);
+
+// docs/errors.md from the error catalogues (kernel/errors.ts, sdk/error-codes.ts, plugins/*/errors.ts).
+const { writeErrorsDoc } = await import(pathToFileURL(join(root, 'dist', 'kernel', 'error-catalogue.js')).href);
+await writeErrorsDoc();
 process.stderr.write(`built dist/ in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);

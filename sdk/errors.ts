@@ -49,3 +49,21 @@ export function errorMessage(e: unknown): string {
   if (e instanceof Error) return e.message;
   return String(e);
 }
+
+/** One entry of an error catalogue: the HTTP status the code is always answered with, and what it means. */
+export interface ErrorCodeInfo {
+  status: number;
+  meaning: string;
+}
+
+/**
+ * A plugin's (or the kernel's) error codes. Each plugin declares the codes it throws in its
+ * `errors.ts` with `defineErrors`; `docs/errors.md` is generated from every catalogue at build
+ * time, and a test checks that every code thrown in the code is catalogued with the same status
+ * and that no code is defined twice (a code never changes meaning).
+ */
+export type ErrorCatalogue = Readonly<Record<string, ErrorCodeInfo>>;
+
+export function defineErrors<T extends Record<string, ErrorCodeInfo>>(catalogue: T): Readonly<T> {
+  return Object.freeze(catalogue);
+}

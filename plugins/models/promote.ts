@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { badRequest, notFound, qualified, readNotebook, type NotebookCell, type PluginContext } from '../../sdk/index.js';
+import { badRequest, conflict, notFound, qualified, readNotebook, type NotebookCell, type PluginContext } from '../../sdk/index.js';
 import { findModel } from './dag.js';
 import { assertAbsent, checkMaterialized, checkName, modelFileText, modelPath } from './files.js';
 import type { ModelsEngine } from './service.js';
@@ -54,7 +54,7 @@ export async function writeModel(
   }
   if (parsed.tree.statements.length !== 1) throw badRequest('invalid_sql', 'A model must be exactly one SELECT statement', { field: 'sql' });
   const other = (await engine.discovery.modelFiles()).find((f) => f.name.toLowerCase() === opts.name.toLowerCase() && f.path !== rel);
-  if (other) throw badRequest('duplicate_model', `A model named '${opts.name}' already exists: ${other.path}`, { field: 'name', path: other.path });
+  if (other) throw conflict('duplicate_model', `A model named '${opts.name}' already exists: ${other.path}`, { field: 'name', path: other.path });
   ctx.project.writeFile(rel, modelFileText(opts.sql, opts.materialized, opts.schema));
   return { path: rel, model: `${opts.schema}.${opts.name}` };
 }

@@ -1,0 +1,18 @@
+/** Error codes of the masking plugin (generated into docs/errors.md). */
+import { defineErrors } from '../../sdk/index.js';
+
+export const errors = defineErrors({
+  invalid_policy: { status: 400, meaning: 'A masking policy body is missing a field or names an invalid column.' },
+  policy_exists: { status: 409, meaning: 'The column already has a masking policy.' },
+  policy_not_found: { status: 404, meaning: 'No masking policy with this id.' },
+  unknown_masking_method: { status: 400, meaning: 'The policy names a masking method no plugin provides.' },
+  invalid_method_config: { status: 400, meaning: "A policy's method configuration fails the method's schema." },
+  invalid_masking_command: { status: 400, meaning: 'A CREATE/SHOW/DROP MASKING POLICY command sent through /api/query is malformed.' },
+  masked_column_in_predicate: { status: 403, meaning: 'The query filters, joins, groups or sorts on a column masked for the caller.' },
+  masked_column_in_macro: { status: 403, meaning: 'The query calls a macro that reads a table with columns masked for the caller.' },
+  masked_column_unverifiable: { status: 403, meaning: 'A masked column is reached by a statement masking could not check; select it by name.' },
+  masking_policies_hidden: { status: 403, meaning: "Reading masking's own tables (they hold the masking seeds) needs the write permission." },
+  masking_unverified: { status: 500, meaning: 'Masking could not confirm its rewrite of the query, so the query was not run (a bug to report).' },
+  duplicate_masking_method: { status: 500, meaning: 'Two plugins contribute a masking method with the same name (start-up error).' },
+  invalid_masking_method: { status: 500, meaning: 'A contributed masking method is malformed (start-up error).' },
+});
