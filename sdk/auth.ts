@@ -8,7 +8,7 @@ export type RoutePermission = Permission | 'public';
 export const ROLES: readonly Role[] = ['viewer', 'editor', 'admin'];
 export const PERMISSIONS: readonly Permission[] = ['read', 'write', 'execute', 'manage_users', 'manage_secrets'];
 
-/** Roles are cumulative (SPEC.md Authentication 7). */
+/** Roles are cumulative (docs/decisions.md "Authentication" 7). */
 export const ROLE_PERMISSIONS: Readonly<Record<Role, readonly Permission[]>> = {
   viewer: ['read'],
   editor: ['read', 'write', 'execute'],

@@ -1,4 +1,4 @@
-/** project.yml after environment overlay and ${VAR} expansion (SPEC.md "Project configuration"). */
+/** project.yml after environment overlay and ${VAR} expansion (docs/decisions.md "Project configuration"). */
 export interface StreamStep {
   action: 'ingest' | 'seed' | 'transform' | 'export';
   targets: string[];

@@ -1,6 +1,6 @@
 /**
  * The one error type every layer throws. The HTTP server turns it into the error body
- * from DESIGN.md: {"error": {"code", "message", "details"}}; the CLI prints its message.
+ * from docs/decisions.md "Error body": {"error": {"code", "message", "details"}}; the CLI prints its message.
  */
 export class DpError extends Error {
   readonly status: number;

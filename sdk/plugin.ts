@@ -149,7 +149,7 @@ export interface SecretsStore {
   delete(key: string): Promise<boolean>;
 }
 
-/** Checks the shared secret of incoming webhook calls (SPEC.md Authentication 10). */
+/** Checks the shared secret of incoming webhook calls (docs/decisions.md "Authentication" 10). */
 export interface WebhookGuard {
   /** The header the caller sends the secret in. */
   readonly header: 'x-service-webhook-secret';

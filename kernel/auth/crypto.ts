@@ -3,7 +3,7 @@ import { promisify } from 'node:util';
 
 const pbkdf2 = promisify(crypto.pbkdf2);
 
-/** SPEC.md Limits: PBKDF2-SHA256, 100000 iterations, a 32-byte salt per user. */
+/** docs/decisions.md "Authentication" 5: PBKDF2-SHA256, 100000 iterations, a 32-byte salt per user. */
 export const PBKDF2_ITERATIONS = 100_000;
 export const PBKDF2_DIGEST = 'sha256';
 export const SALT_BYTES = 32;

@@ -1,4 +1,4 @@
-/** DESIGN.md "Login rate limit": 10 failed attempts per client IP per 15 minutes. */
+/** docs/decisions.md "Login rate limit": 10 failed attempts per client IP per 15 minutes. */
 export const LOGIN_MAX_FAILURES = 10;
 export const LOGIN_WINDOW_MS = 15 * 60 * 1000;
 /** Bounds memory when many addresses fail once; the oldest addresses are forgotten first. */

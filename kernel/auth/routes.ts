@@ -37,7 +37,7 @@ export interface AuthRouteDeps {
   presentedToken: (headers: Record<string, string | string[] | undefined>) => string | null;
 }
 
-/** Kernel routes for login, users and secrets (SPEC.md "Authentication and users"). */
+/** Kernel routes for login, users and secrets (docs/decisions.md "Authentication"). */
 export function authRoutes({ app, users, limiter, tokenLifetimeMs, presentedToken }: AuthRouteDeps): RouteDefinition[] {
   // The cookie lets the browser UI and /docs authenticate page loads; HttpOnly keeps it away
   // from scripts and SameSite=Strict keeps other sites from riding on it.

@@ -88,7 +88,7 @@ function validateDisplayName(value: unknown): string | null {
   return value;
 }
 
-/** UTC wall time in the `YYYY-MM-DD HH:MM:SS` form SPEC.md uses for user timestamps. */
+/** UTC wall time in the `YYYY-MM-DD HH:MM:SS` form of user timestamps (docs/decisions.md "Authentication"). */
 function utcStamp(ms: number): string {
   return new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
 }

@@ -1,7 +1,7 @@
 import { badRequest, forbidden, unauthorized } from '../../sdk/errors.js';
 import { constantTimeEqual } from './crypto.js';
 
-/** SPEC.md Authentication 10. */
+/** docs/decisions.md "Authentication" 10. */
 export const WEBHOOK_SECRET_HEADER = 'x-service-webhook-secret';
 export const GLOBAL_WEBHOOK_SECRET_VAR = 'SERVICE_WEBHOOK_SECRET';
 export const WEBHOOK_OPEN_VAR = 'SERVICE_WEBHOOK_OPEN';

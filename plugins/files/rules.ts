@@ -1,6 +1,6 @@
 import path from 'node:path';
 
-/** SPEC.md's save list plus the TypeScript/JavaScript script extensions DESIGN.md adds. */
+/** The save list of docs/decisions.md "Files": the specification's plus the TypeScript/JavaScript script extensions. */
 export const SAVEABLE_EXTENSIONS = ['.sql', '.py', '.yml', '.yaml', '.dpnb', '.sqlfluff', '.ts', '.js', '.mjs'];
 
 /** Never listed, read or written through the API: secrets, the database, VCS internals, dependencies. */

@@ -385,7 +385,7 @@ export class MaskingEnforcer {
     };
   }
 
-  /** Post-execution masking of result columns by name (SPEC.md rule 3), noted and logged. */
+  /** Post-execution masking of result columns by name (docs/decisions.md "Masking policy" rule 3), noted and logged. */
   private fallback(q: QueryContext, policies: MaskingPolicy[], why: string): void {
     this.stats.fallbacks++;
     const note = `masking applied to result columns after execution: ${why}`;

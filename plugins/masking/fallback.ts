@@ -1,5 +1,5 @@
 /**
- * Post-execution masking (SPEC.md rule 3), used only when the rewriter cannot handle a
+ * Post-execution masking (docs/decisions.md "Masking policy" rule 3), used only when the rewriter cannot handle a
  * statement. Result columns named like a masked column are masked in JavaScript with the
  * method's `apply` twin. Because a result column can hide a masked value under another name
  * (an alias, an expression), the fallback refuses the whole result when the SQL text mentions

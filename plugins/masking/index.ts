@@ -1,5 +1,5 @@
 /**
- * The masking plugin: column masking enforced on every user query (SPEC.md "Masking policy").
+ * The masking plugin: column masking enforced on every user query (docs/decisions.md "Masking policy").
  * Policies live in _service.masking_policies; methods come from the built-in catalog and the
  * `masking.methods` extension point; enforcement is a rewrite of DuckDB's parse tree on the
  * kernel's beforeQuery hook; the masking SQL commands are answered on interceptQuery.

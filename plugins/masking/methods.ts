@@ -1,5 +1,5 @@
 /**
- * The fourteen built-in masking methods (SPEC.md "Masking policy"). Each compiles to a DuckDB
+ * The fourteen built-in masking methods (docs/decisions.md "Masking policy"). Each compiles to a DuckDB
  * SQL expression, so masking runs inside the query; each also has a JavaScript twin (`apply`)
  * for the post-execution fallback, and the unit tests check that both agree.
  *
@@ -88,7 +88,7 @@ function formatBucket(x: number, integral: boolean): string {
   return Number.isInteger(x) ? x.toFixed(1) : String(x);
 }
 
-/** phone and credit_card: the same digit masking under two names, as SPEC.md lists both. */
+/** phone and credit_card: the same digit masking under two names, as docs/decisions.md "Masking policy" lists both. */
 function lastDigitsMethod(name: string, description: string): MaskingMethod {
   return {
     name,

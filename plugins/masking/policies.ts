@@ -1,5 +1,5 @@
 /**
- * Masking policies in `_service.masking_policies` (SPEC.md "Masking policy"). The store keeps
+ * Masking policies in `_service.masking_policies` (docs/decisions.md "Masking policy"). The store keeps
  * every policy in memory with a version number that changes on every write, so the rewrite
  * cache can key on it.
  */

@@ -17,7 +17,7 @@
  *
  * Separately, `findMaskedPredicate` finds a masked column used in WHERE, ORDER BY, JOIN ON or
  * USING, HAVING, QUALIFY, GROUP BY, DISTINCT ON, a window's PARTITION BY/ORDER BY, or an
- * aggregate's ORDER BY/FILTER (SPEC.md Errors 1: those answer 403).
+ * aggregate's ORDER BY/FILTER (docs/decisions.md "Errors" 1: those answer 403).
  */
 import { type SerializedSql, type SqlNode, walkSqlTree } from '../../sdk/index.js';
 import type { RelationRef } from './relations.js';

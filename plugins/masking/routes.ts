@@ -1,4 +1,4 @@
-/** HTTP endpoints of the masking plugin (SPEC.md "Masking" endpoint table). */
+/** HTTP endpoints of the masking plugin (docs/decisions.md "Masking policy", endpoints). */
 import { type Caller, hasPermission, type JsonSchema, type PluginContext } from '../../sdk/index.js';
 import type { MethodCatalog } from './catalog.js';
 import { type MaskingPolicy, type PolicyInput, policyProperties, type PolicyStore } from './policies.js';

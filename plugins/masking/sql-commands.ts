@@ -1,5 +1,5 @@
 /**
- * The masking SQL commands /api/query intercepts (SPEC.md "Masking policy"):
+ * The masking SQL commands /api/query intercepts (docs/decisions.md "Masking policy"):
  *   CREATE MASKING POLICY ON <schema>.<table>.<column> METHOD <method> [CONFIG '<json>'] [EXEMPT <role>,<role>]
  *   SHOW MASKING POLICIES
  *   DROP MASKING POLICY <policy_id>

@@ -1,5 +1,5 @@
 /**
- * Alerts (SPEC.md "Alerts"): notifications to the `chat`, `webhook` and `log` channels, gated by
+ * Alerts (docs/decisions.md "Alerts"): notifications to the `chat`, `webhook` and `log` channels, gated by
  * `on_failure` / `on_success`. Delivery is fire-and-record: hooks queue an alert and return at
  * once; each HTTP delivery has a timeout and one retry; every outcome lands in
  * `_service.alert_history`. `drain()` awaits what is still in flight (tests, shutdown).

@@ -1,5 +1,5 @@
 /**
- * Anomaly detection (SPEC.md "Anomaly detection"): after a transform, each built model's profile
+ * Anomaly detection (docs/decisions.md "Anomaly detection"): after a transform, each built model's profile
  * (row count, null percentages, distinct counts) is compared with its last `lookback` profiles;
  * a Z-score above `threshold` is an anomaly. Skipped on a first run, with fewer than 3 historical
  * profiles, and per metric when the history has zero standard deviation.
@@ -100,7 +100,7 @@ SELECT c.model, (SELECT count(*) FROM hist WHERE hist.model = c.model) AS histor
 
 const round = (n: number, f: number) => Math.round(n * f) / f;
 
-/** Judges one model's series (SPEC.md "Anomaly detection") into its report. */
+/** Judges one model's series (docs/decisions.md "Anomaly detection") into its report. */
 function judge(model: string, runId: string, series: SeriesRow[], settings: AnomalySettings, detectedAt: string): AnomalyReport {
   const report: AnomalyReport = { model, run_id: runId, status: 'skipped', history_count: 0, anomalies: [], skipped_metrics: [] };
   if (series.length === 0) return { ...report, skipped_reason: 'no_profile' };

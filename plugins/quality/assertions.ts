@@ -1,7 +1,7 @@
 /**
- * Assertion expressions (SPEC.md "Contract"): the same forms serve inline `@assert` directives and
+ * Assertion expressions (docs/decisions.md "Contract"): the same forms serve inline `@assert` directives and
  * contracts. Arguments are parsed by DuckDB's own parser; each form is checked with one or two
- * aggregate queries and, on failure, explained with the diagnostics SPEC.md lists.
+ * aggregate queries and, on failure, explained with the diagnostics docs/decisions.md "Contract" lists.
  */
 import { randomUUID } from 'node:crypto';
 import {

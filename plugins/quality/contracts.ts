@@ -1,5 +1,5 @@
 /**
- * Contracts (SPEC.md "Contract"): YAML files in contracts/ with a top-level `contracts:` list.
+ * Contracts (docs/decisions.md "Contract"): YAML files in contracts/ with a top-level `contracts:` list.
  * A broken file or entry is reported with its file and reason and never blocks the valid ones.
  */
 import { randomUUID } from 'node:crypto';
@@ -137,7 +137,7 @@ export async function runContracts(ctx: PluginContext, filter?: string | null): 
   return { total: results.length, passed: passedCount, failed: results.length - passedCount, results, errors };
 }
 
-/** True when the run must fail a command: an `error` contract failed (SPEC.md Errors 2). */
+/** True when the run must fail a command: an `error` contract failed (docs/decisions.md "Errors" 2). */
 export function hasBlockingFailure(run: ContractRunResult): boolean {
   return run.results.some((r) => !r.passed && r.severity === 'error');
 }

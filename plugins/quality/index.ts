@@ -150,7 +150,7 @@ export default definePlugin({
           b.extras.assertions = outcomes;
           const failed = outcomes.filter((o) => !o.passed);
           if (failed.length) {
-            // SPEC.md Errors 3: no exception and no rollback, only the flag.
+            // docs/decisions.md "Errors" 3: no exception and no rollback, only the flag.
             b.status = 'assertion_failed';
             const list = failuresByRun.get(b.runId) ?? [];
             list.push({ model: b.model, failed });

@@ -1,5 +1,5 @@
 /**
- * Column profiles (SPEC.md "Table records"): null counts, distinct counts, min/max and numeric
+ * Column profiles (docs/decisions.md "Table records"): null counts, distinct counts, min/max and numeric
  * averages in one aggregate pass per table; sample values through the guarded query runner so
  * masking applies. A metrics-only profile of each built model is recorded for anomaly detection:
  * one INSERT … SELECT computes and stores the profiles of a whole batch of models.
