@@ -10,6 +10,7 @@ import websocket from '@fastify/websocket';
 import { hasPermission, minimumRole, type Caller, type RoutePermission } from '../sdk/auth.js';
 import { DpError, errorMessage, forbidden, isDpError } from '../sdk/errors.js';
 import type { RouteDefinition, RouteRequest } from '../sdk/plugin.js';
+import { ajvFieldError } from '../sdk/project-files.js';
 import { formatSseEvent, type RouteSocket, type SseRouteDefinition, type StaticRouteDefinition, type WebSocketRouteDefinition } from '../sdk/routes.js';
 import type { App } from './app.js';
 import { kernelRoutes } from './routes.js';
@@ -40,9 +41,7 @@ function errorReply(reply: FastifyReply, err: DpError): FastifyReply {
 function fromFastifyError(err: any): DpError | null {
   if (err.validation) {
     const first = err.validation[0] ?? {};
-    const missing = first.params?.missingProperty;
-    const where = String(first.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
-    const field = missing ? (where ? `${where}.${missing}` : missing) : where || null;
+    const field = ajvFieldError({ instancePath: '', params: {}, ...first }).field || null;
     return new DpError(400, 'invalid_request', `${err.validationContext ?? 'request'}${field ? ` field '${field}'` : ''}: ${first.message ?? err.message}`, {
       field,
       location: err.validationContext ?? null,

@@ -4,7 +4,7 @@
  * method's JSON schema (ajv, defaults filled in) and compiles the masking expression.
  */
 import { Ajv, type ValidateFunction } from 'ajv';
-import { badRequest, DpError, type MaskingColumnInfo, type MaskingMethod } from '../../sdk/index.js';
+import { ajvFieldError, badRequest, DpError, type MaskingColumnInfo, type MaskingMethod } from '../../sdk/index.js';
 import { BUILTIN_METHODS } from './methods.js';
 
 const METHOD_NAME = /^[a-z][a-z0-9_]*$/;
@@ -78,9 +78,7 @@ export class MethodCatalog {
     if (!e.validate(copy)) {
       const err = e.validate.errors![0];
       const params = err.params as Record<string, unknown>;
-      let field = err.instancePath ? err.instancePath.slice(1).replace(/\//g, '.') : '';
-      if (params.additionalProperty) field = field ? `${field}.${String(params.additionalProperty)}` : String(params.additionalProperty);
-      if (params.missingProperty) field = field ? `${field}.${String(params.missingProperty)}` : String(params.missingProperty);
+      const { field } = ajvFieldError(err);
       const path = field ? `method_config.${field}` : 'method_config';
       const reason = params.additionalProperty ? `is not a setting of method '${name}'` : String(err.message);
       throw badRequest('invalid_method_config', `${path} ${reason}`, { field: path, method: name });
