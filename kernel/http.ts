@@ -280,7 +280,9 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
       scope.addHook('preValidation', async (req) => checkCaller(req, route.permission, `GET ${route.url}`));
       await scope.register(fastifyStatic, {
         root: route.root,
-        prefix: prefix === '/' ? '/' : `${prefix}/`,
+        prefix,
+        // `/assets` answers a redirect to `/assets/` (after the permission check, like every file).
+        redirect: true,
         decorateReply: false,
         dotfiles: 'deny',
         schemaHide: true,

@@ -4,10 +4,13 @@
  */
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
+import { App } from '../../kernel/app.js';
 import { FIXTURE_PLUGINS, makeProject, startServer, type TestServer } from '../helpers.js';
 
 /**
@@ -201,6 +204,17 @@ describe('websocket, sse and static routes (auth on)', () => {
     assert.equal(post.status, 404, 'only GETs fall back');
   });
 
+  it('checks the permission of a static route before serving or redirecting', async () => {
+    assert.equal((await s.request('GET', '/private/app.js')).status, 401);
+    assert.equal((await s.request('GET', '/private')).status, 401);
+    const asset = await s.request('GET', '/private/app.js', undefined, { token: tokens.viewer });
+    assert.equal(asset.status, 200);
+    assert.match(asset.text, /console\.log/);
+    const index = await s.request('GET', '/private/', undefined, { token: tokens.viewer });
+    assert.equal(index.status, 200);
+    assert.match(index.text, /<title>live demo/);
+  });
+
   it('sends security headers with a CSP that allows the UI and nothing external, and /docs still loads', async () => {
     const r = await s.request('GET', '/', undefined, { headers: { accept: 'text/html' } });
     const csp = r.headers.get('content-security-policy') ?? '';
@@ -227,5 +241,42 @@ describe('websocket, sse and static routes (auth on)', () => {
     const spec = await s.request('GET', '/docs/json', undefined, { token: tokens.viewer });
     assert.equal(spec.status, 200);
     assert.ok(spec.body.paths['/api/live-demo/events'], 'the SSE route is in the OpenAPI document');
+  });
+});
+
+describe('route kinds in plugin.json', () => {
+  const noBuiltIns = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-no-plugins-'));
+  const boot = (route: Record<string, unknown>, code: string) =>
+    App.boot({
+      projectRoot: makeProject({
+        'project.yml': 'name: t\ndatabase:\n  path: t.duckdb\nplugins:\n  paths: [ext]\n',
+        'ext/plugin.json': JSON.stringify({ name: 'ext', version: '1.0.0', entry: './index.mjs', contributes: { routes: [route] } }),
+        'ext/index.mjs': `export default { setup(ctx) { ${code} } };\n`,
+      }),
+      builtInPluginsDir: noBuiltIns,
+    });
+
+  it('refuses a route registered with another kind than its manifest says', async () => {
+    await assert.rejects(
+      boot({ method: 'GET', url: '/api/ext/events', permission: 'read', kind: 'sse' }, "ctx.route({ method: 'GET', url: '/api/ext/events', permission: 'read', handler: () => ({}) });"),
+      (e: { code?: string; message?: string }) => e.code === 'route_kind_mismatch' && /kind 'sse', the code registers 'json'/.test(e.message ?? ''),
+    );
+    const ok = await boot(
+      { method: 'GET', url: '/api/ext/events', permission: 'read', kind: 'sse' },
+      "ctx.route({ kind: 'sse', method: 'GET', url: '/api/ext/events', permission: 'read', source: () => ({ since: () => [], subscribe: () => () => {} }) });",
+    );
+    await ok.close();
+  });
+
+  it('keeps websocket routes under /ws, non-JSON kinds on GET, and only static routes outside /api, /ws, /docs', async () => {
+    for (const route of [
+      { method: 'GET', url: '/api/ext/socket', permission: 'read', kind: 'websocket' },
+      { method: 'POST', url: '/api/ext/events', permission: 'read', kind: 'sse' },
+      { method: 'GET', url: '/ext', permission: 'read' },
+      { method: 'GET', url: '/ext', permission: 'read', kind: 'sse' },
+      { method: 'POST', url: '/ext', permission: 'read', kind: 'static' },
+    ]) {
+      await assert.rejects(boot(route, ''), (e: { code?: string }) => e.code === 'invalid_plugin_manifest', JSON.stringify(route));
+    }
   });
 });
