@@ -120,15 +120,15 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
   });
 
   server.decorateRequest('caller', null as unknown as Caller);
-  server.addHook('onResponse', async (req, reply) => {
-    req.log.info({ method: req.method, url: loggedUrl(req.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
-  });
+  const logRequest = (req: FastifyRequest, status: number, ms: number) =>
+    req.log.info({ method: req.method, url: loggedUrl(req.url), status, ms: Math.round(ms * 10) / 10 }, 'request');
+  // Hijacked replies (event streams, upgraded sockets) skip onResponse: they log themselves below.
+  server.addHook('onResponse', async (req, reply) => logRequest(req, reply.statusCode, reply.elapsedTime));
 
   await server.register(cookie);
   await server.register(helmet, {
     contentSecurityPolicy: contentSecurityPolicy(),
-    // dp serves plain HTTP on a local port: HSTS would be ignored, and an upgrade of every
-    // request to https would break the UI.
+    // dp serves plain HTTP on a local port, where browsers ignore HSTS.
     hsts: false,
   });
   await server.register(websocket, { options: { maxPayload: 16 * 1024 * 1024 } });
@@ -235,7 +235,11 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
         tokenFromQuery(req);
         await checkCaller(req, route.permission, `GET ${route.url}`);
       },
-      handler: (socket: RouteSocket, req: FastifyRequest) => route.handler(socket, routeRequest(req)),
+      handler: (socket: RouteSocket, req: FastifyRequest) => {
+        const opened = performance.now();
+        socket.on('close', () => logRequest(req, 101, performance.now() - opened));
+        return route.handler(socket, routeRequest(req));
+      },
     } as never);
   };
 
@@ -268,12 +272,13 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
         req.raw.on('close', () => {
           clearInterval(heartbeat);
           unsubscribe();
+          logRequest(req, 200, reply.elapsedTime);
         });
       },
     });
   };
 
-  const registerStatic = async (route: StaticRouteDefinition, tag: string) => {
+  const registerStatic = async (route: StaticRouteDefinition) => {
     const prefix = route.url === '/' ? '/' : route.url.replace(/\/+$/, '');
     if (route.spaFallback) spaRoots.push({ prefix, root: route.root, permission: route.permission });
     await server.register(async (scope) => {
@@ -288,7 +293,6 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
         schemaHide: true,
       });
     });
-    void tag;
   };
 
   const register = (route: RouteDefinition, tag: string) => {
@@ -325,7 +329,7 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
     if (!r.permission) throw new DpError(500, 'route_without_permission', `Route ${r.method} ${r.url} declares no permission`);
     if (r.kind === 'websocket') registerWebSocket(r, r.plugin);
     else if (r.kind === 'sse') registerSse(r, r.plugin);
-    else await registerStatic(r, r.plugin);
+    else await registerStatic(r);
   }
   return server;
 }

@@ -36,6 +36,11 @@ describe('log sink', () => {
       assert.equal((await fetch(`${url}/api/live-demo/log`, { method: 'POST' })).status, 200);
       assert.equal((await fetch(`${url}/api/health?probe=${encodeURIComponent(PLAIN)}&access_token=${PLAIN}`)).status, 200);
       assert.equal((await fetch(`${url}/api/nope/${PLAIN}`)).status, 404);
+      // An event stream (a hijacked reply) is logged when it closes, its token blanked.
+      const stream = new AbortController();
+      const sse = await fetch(`${url}/api/live-demo/events?access_token=${PLAIN}`, { signal: stream.signal });
+      assert.equal(sse.status, 200);
+      stream.abort();
       await new Promise((r) => setTimeout(r, 200));
     } finally {
       child.kill('SIGTERM');
@@ -59,8 +64,10 @@ describe('log sink', () => {
         ['POST', 200],
         ['GET', 200],
         ['GET', 404],
+        ['GET', 200],
       ],
     );
+    assert.equal(requests[3].url, '/api/live-demo/events?access_token=***');
     for (const secret of [SECRET, JSON.stringify(SECRET).slice(1, -1), PLAIN]) assert.ok(!stderr.includes(secret), `${secret} leaked: ${stderr}`);
   });
 
