@@ -8,7 +8,7 @@ export const errors = defineErrors({
   invalid_json: { status: 400, meaning: 'The body is not valid JSON, or is empty while the content type says JSON.' },
   payload_too_large: { status: 413, meaning: 'The body is larger than the endpoint accepts.' },
   unsupported_media_type: { status: 415, meaning: 'The body is not sent as application/json.' },
-  bad_request: { status: 400, meaning: 'Another client error reported by the HTTP layer (the message says which).' },
+  bad_request: { status: 400, meaning: 'Another client error reported by the HTTP layer (the message says which; the status is the 4xx it chose).' },
   internal_error: { status: 500, meaning: 'A bug: the server log has the details; the response never does.' },
   // authentication and users
   auth_required: { status: 401, meaning: 'No token was sent to a route that needs one.' },
