@@ -1,9 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import dotenv from 'dotenv';
-import { LineCounter, parseDocument, type Document } from 'yaml';
+import type { Document } from 'yaml';
 import type { ProjectConfig, ProjectInfo } from '../sdk/config.js';
 import { badRequest, DpError, notFound } from '../sdk/errors.js';
+import { ajvFieldError, readYaml } from '../sdk/project-files.js';
 import { resolveInside, toProjectRelative, writeFileAtomic } from './paths.js';
 import { validateProject } from './validators.generated.js';
 
@@ -18,15 +19,6 @@ export interface LoadedProject extends ProjectInfo {
   readonly envVars: Record<string, string>;
   /** ${VAR} references that .env does not define. */
   readonly unresolvedVars: string[];
-}
-
-/** Finds the line of a YAML path (for error messages). */
-function lineOf(doc: Document, counter: LineCounter, pathParts: Array<string | number>): number | undefined {
-  for (let n = pathParts.length; n >= 0; n--) {
-    const node = doc.getIn(pathParts.slice(0, n), true) as { range?: [number, number, number] } | undefined;
-    if (node && node.range) return counter.linePos(node.range[0]).line;
-  }
-  return undefined;
 }
 
 export function readEnvFile(root: string): Record<string, string> {
@@ -66,39 +58,27 @@ export function writeActiveEnv(root: string, name: string | null): void {
   else writeFileAtomic(file, name + '\n');
 }
 
-/** Reads and validates project.yml without choosing an environment. */
-export function readProjectFile(root: string): { raw: Record<string, unknown>; doc: Document; counter: LineCounter } {
+/** Reads and validates project.yml without choosing an environment; errors name the line and field. */
+export function readProjectFile(root: string): { raw: Record<string, unknown>; doc: Document } {
   const file = path.join(root, PROJECT_FILE);
   if (!fs.existsSync(file)) {
     throw notFound('project_not_found', `No ${PROJECT_FILE} in ${root}: pass --project <folder> or run dp inside a project`, { path: file });
   }
-  const text = fs.readFileSync(file, 'utf8');
-  const counter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: counter, prettyErrors: true });
-  if (doc.errors.length > 0) {
-    const err = doc.errors[0];
-    const line = err.linePos?.[0]?.line;
-    throw badRequest('invalid_project_yml', `${PROJECT_FILE}${line ? ` line ${line}` : ''}: ${err.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '')}`, {
-      file: PROJECT_FILE,
-      line: line ?? null,
-    });
-  }
-  const raw = (doc.toJS() ?? {}) as Record<string, unknown>;
+  const yaml = readYaml(fs.readFileSync(file, 'utf8'), PROJECT_FILE, 'invalid_project_yml');
+  const raw = (yaml.value ?? {}) as Record<string, unknown>;
   if (typeof raw !== 'object' || Array.isArray(raw)) {
     throw badRequest('invalid_project_yml', `${PROJECT_FILE}: the top level must be a mapping of keys`, { file: PROJECT_FILE, line: 1 });
   }
   if (!validateProject(raw)) {
-    const e = validateProject.errors![0];
-    const parts = e.instancePath.split('/').slice(1).map((p) => (/^\d+$/.test(p) ? Number(p) : p.replace(/~1/g, '/').replace(/~0/g, '~')));
-    const line = lineOf(doc, counter, parts);
-    const where = e.instancePath ? e.instancePath.slice(1).replace(/\//g, '.') : '(top level)';
-    throw badRequest('invalid_project_yml', `${PROJECT_FILE}${line ? ` line ${line}` : ''}: '${where}' ${e.message}`, {
+    const { field, parts, message } = ajvFieldError(validateProject.errors![0]);
+    const line = yaml.lineOf(parts);
+    throw badRequest('invalid_project_yml', `${PROJECT_FILE}${line ? ` line ${line}` : ''}: ${message}`, {
       file: PROJECT_FILE,
       line: line ?? null,
-      field: where,
+      field: field || '(top level)',
     });
   }
-  return { raw, doc, counter };
+  return { raw, doc: yaml.doc };
 }
 
 function normaliseStreams(raw: unknown): ProjectConfig['streams'] {

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { badRequest, DpError } from '../sdk/errors.js';
+import { ajvFieldError } from '../sdk/project-files.js';
 import type { PluginManifest } from '../sdk/plugin.js';
 import { validateManifest } from './validators.generated.js';
 
@@ -38,9 +39,7 @@ export function readManifest(manifestPath: string): PluginManifest {
   if (!validate(data)) {
     const err = validate.errors![0];
     const params = err.params as Record<string, string>;
-    let field = err.instancePath ? err.instancePath.slice(1).replace(/\//g, '.') : '';
-    if (params.missingProperty) field = field ? `${field}.${params.missingProperty}` : params.missingProperty;
-    if (params.additionalProperty) field = field ? `${field}.${params.additionalProperty}` : params.additionalProperty;
+    const { field } = ajvFieldError(err);
     const extra = params.allowedValues ? ` (one of: ${(params.allowedValues as unknown as string[]).join(', ')})` : '';
     throw manifestError(manifestPath, `field '${field || '(root)'}' ${err.message}${extra}`, { field: field || null });
   }
