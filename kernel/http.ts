@@ -71,6 +71,9 @@ function loggedUrl(url: string): string {
   return `${url.slice(0, q)}?${params.toString()}`;
 }
 
+/** Unsent bytes an SSE client may fall behind by before the server drops it. */
+const SSE_MAX_PENDING_BYTES = 4 * 1024 * 1024;
+
 /** Paths the SPA fallback never answers: an API, the API docs and sockets keep their JSON 404. */
 const NOT_SPA = /^\/(api|docs|ws)(\/|$)/;
 
@@ -256,8 +259,21 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
         const source = await route.source(routeRequest(req));
         const header = req.headers['last-event-id'];
         const lastEventId = (Array.isArray(header) ? header[0] : header) ?? null;
-        reply.hijack();
         const res = reply.raw;
+        // A client that stops reading is dropped rather than buffered without bound; it
+        // reconnects with Last-Event-ID and gets what it missed from the source's buffer.
+        const send = (text: string) => {
+          if (res.destroyed) return;
+          if (res.writableLength > SSE_MAX_PENDING_BYTES) res.destroy();
+          else res.write(text);
+        };
+        // since() and subscribe() in one synchronous step (and before anything is sent, so a
+        // throwing source still gets a JSON error): no event falls between replay and live.
+        const replay = source.since(lastEventId);
+        const live: string[] = [];
+        let streaming = false;
+        const unsubscribe = source.subscribe((e) => (streaming ? send(formatSseEvent(e)) : live.push(formatSseEvent(e))));
+        reply.hijack();
         res.writeHead(200, {
           ...(reply.getHeaders() as Record<string, string>),
           'content-type': 'text/event-stream; charset=utf-8',
@@ -265,10 +281,10 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
           connection: 'keep-alive',
           'x-accel-buffering': 'no',
         });
-        // since() and subscribe() in one synchronous step: no event falls between replay and live.
-        for (const e of source.since(lastEventId)) res.write(formatSseEvent(e));
-        const unsubscribe = source.subscribe((e) => res.write(formatSseEvent(e)));
-        const heartbeat = setInterval(() => res.write(': keepalive\n\n'), heartbeatMs);
+        for (const e of replay) send(formatSseEvent(e));
+        for (const text of live) send(text);
+        streaming = true;
+        const heartbeat = setInterval(() => send(': keepalive\n\n'), heartbeatMs);
         req.raw.on('close', () => {
           clearInterval(heartbeat);
           unsubscribe();
