@@ -59,6 +59,12 @@ export function createLogSink(secretValues: () => string[], options: LogSinkOpti
       base: undefined,
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
+      // Silenced lines are dropped before pino serialises them (tests log nothing at no cost).
+      hooks: {
+        logMethod(args, method) {
+          if (process.env.DP_LOG_SILENT !== '1') method.apply(this, args);
+        },
+      },
     },
     destination,
   );
