@@ -1,5 +1,7 @@
-// Compiles the TypeScript sources into dist/ (tsc, strict), then generates the JSON-schema
-// validators the CLI needs at start-up (ajv standalone code, see kernel/validators.generated.d.ts).
+// Compiles the TypeScript sources into dist/ (tsc, strict), regenerates the files derived from
+// the kernel's hook declaration (scripts/generate.mjs: the manifest schema's hook enums and the
+// hook table of docs/architecture.md), then generates the JSON-schema validators the CLI needs
+// at start-up (ajv standalone code, see kernel/validators.generated.d.ts).
 // Run by `npm install` (prepare) and before tests.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,6 +15,12 @@ const r = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.json')], 
 if (r.status !== 0) {
   process.stderr.write('build failed\n');
   process.exit(r.status ?? 1);
+}
+
+const generated = spawnSync(process.execPath, [join(root, 'scripts', 'generate.mjs')], { stdio: 'inherit', cwd: root });
+if (generated.status !== 0) {
+  process.stderr.write('generating the hook enums and table failed\n');
+  process.exit(generated.status ?? 1);
 }
 
 const { Ajv } = await import('ajv');
