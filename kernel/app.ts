@@ -82,8 +82,17 @@ class Services {
   /** Service id → the installed plugin that declares it (enabled or disabled). */
   private readonly owners = new Map<string, { plugin: string; enabled: boolean }>();
 
+  /** Records who declares each service; two enabled plugins declaring one service is refused (a disabled one may be replaced). */
   declare(manifests: PluginManifest[], enabled: boolean): void {
-    for (const m of manifests) for (const s of m.contributes?.services ?? []) this.owners.set(s, { plugin: m.name, enabled });
+    for (const m of manifests) {
+      for (const s of m.contributes?.services ?? []) {
+        const prior = this.owners.get(s);
+        if (enabled && prior?.enabled && prior.plugin !== m.name) {
+          throw new DpError(500, 'duplicate_service', `Service '${s}' is declared by two enabled plugins: '${prior.plugin}' and '${m.name}'`, { service: s, plugins: [prior.plugin, m.name] });
+        }
+        this.owners.set(s, { plugin: m.name, enabled });
+      }
+    }
   }
 
   provideFor(plugin: PluginManifest, ref: RefLike, service: unknown): void {
