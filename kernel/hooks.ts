@@ -29,6 +29,9 @@ export function isKernelHook(name: string): name is HookName {
 
 const idOf = (target: HookTarget): string => (typeof target === 'string' ? target : target.id);
 
+/** The hook point of a disabled plugin, fired by another: nobody can tap it. */
+const NOBODY_LISTENS = Object.freeze({ promise: async () => undefined, isUsed: () => false });
+
 /**
  * Who may tap and fire which hook. Kernel hooks come from KERNEL_HOOKS; plugin hook points
  * from the enabled plugins' manifests (created before any setup runs, so the order plugins
@@ -74,6 +77,7 @@ export class HookRegistry {
       throw new DpError(500, 'undeclared_fire', `Plugin '${manifest.name}' fires '${name}' without declaring it in contributes.fires`, { plugin: manifest.name, hook: name });
     }
     const hook = this.lookup(name);
+    if (!hook && this.absentPoints.has(name)) return NOBODY_LISTENS as FireableHook<HookTarget>;
     if (!hook) {
       throw new DpError(500, 'unknown_hook', `Plugin '${manifest.name}' fires '${name}', which neither the kernel nor an enabled plugin declares`, { plugin: manifest.name, hook: name });
     }

@@ -3,8 +3,8 @@
 //   - plugin-manifest.schema.json: the enums of kernel hook names (`hooks`) and of the kernel
 //     hooks plugins may fire (`fires`);
 //   - docs/architecture.md: the hook table between <!-- hooks:begin --> and <!-- hooks:end -->.
-// scripts/build.mjs runs it after tsc, so a build never leaves them stale.
-// `node scripts/generate.mjs --check` writes nothing and exits 1 when a file differs (for CI).
+// scripts/build.mjs runs it after tsc, so a local build never leaves them stale; on CI (CI set)
+// the build runs `--check`, which writes nothing and exits 1 when a checked-in file differs.
 import fs from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';

@@ -68,6 +68,22 @@ describe('hook points', () => {
     await app.close();
   });
 
+  it("firing the hook point of an optional, disabled plugin reaches nobody", async () => {
+    const relay: TestPlugin = {
+      name: 'relay',
+      manifest: { optional: ['ticker'], contributes: { fires: ['ticker.tick'], services: ['relay'] } },
+      setup: `const tick = ctx.hook('ticker.tick'); ctx.services.provide('relay', { fire: () => tick.promise({}), used: () => tick.isUsed() });`,
+    };
+    const app = await boot(projectWith([TICKER, relay], '  disable: [ticker]\n'));
+    try {
+      const svc = app.services.get<{ fire(): Promise<unknown>; used(): boolean }>('relay');
+      assert.equal(await svc.fire(), undefined);
+      assert.equal(svc.used(), false);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('refuses to fire a hook the manifest does not list under fires', async () => {
     const firer = (fires?: string[]): TestPlugin => ({
       name: 'streams-like',
