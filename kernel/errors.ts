@@ -67,5 +67,13 @@ export const errors = defineErrors({
   service_unavailable: { status: 404, meaning: "A service was looked up whose plugin is disabled or absent (the feature is off in this deployment)." },
   duplicate_service: { status: 500, meaning: 'Two plugins provide the same service.' },
   undeclared_extension_point: { status: 500, meaning: 'A plugin offers an extension point its plugin.json does not list.' },
+  undeclared_dependency: { status: 500, meaning: 'A plugin uses a plugin (service, hook point or extension point) it lists under neither requires nor optional.' },
+  duplicate_extension_point: { status: 500, meaning: 'Two plugins offer the same extension point.' },
+  undeclared_extension: { status: 500, meaning: 'A plugin extends an extension point its plugin.json does not list under extends.' },
+  extension_point_closed: { status: 500, meaning: "A plugin extends an extension point after every plugin's setup has run." },
+  unknown_configuration: { status: 500, meaning: 'Code asked for a project.yml key no enabled plugin owns.' },
+  undeclared_configuration: { status: 500, meaning: 'A plugin reads a project.yml key its plugin.json does not list under configuration.' },
+  unknown_hook: { status: 500, meaning: 'A plugin taps or fires a hook point that neither the kernel nor an installed plugin declares.' },
+  undeclared_fire: { status: 500, meaning: 'A plugin fires a hook point its plugin.json does not list under fires.' },
   unknown_extension_point: { status: 500, meaning: 'A plugin extends an extension point no enabled plugin offers.' },
 });

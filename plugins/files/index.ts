@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { badRequest, definePlugin, notFound, projectTree, qualified, readNotebook, readYaml, type ModelsService, type PluginContext } from '../../sdk/index.js';
+import { badRequest, definePlugin, MODELS_SERVICE, notFound, projectTree, qualified, readNotebook, readYaml, type PluginContext } from '../../sdk/index.js';
 import { isHiddenPath, languageOf, SAVEABLE_EXTENSIONS } from './rules.js';
 
 const MAX_READ_BYTES = 5 * 1024 * 1024;
@@ -24,7 +24,7 @@ function validateContent(rel: string, content: string): void {
 
 /** The database object a file defines (model or seed), if any. */
 async function objectOf(ctx: PluginContext, rel: string): Promise<{ schema: string; name: string } | null> {
-  const models = ctx.services.find<ModelsService>('models');
+  const models = ctx.services.find(MODELS_SERVICE);
   if (models) {
     const m = (await models.list().catch(() => [])).find((x) => x.path === rel);
     if (m) return { schema: m.schema, name: m.name };

@@ -24,5 +24,6 @@ export const errors = defineErrors({
   unknown_lint_rule: { status: 400, meaning: 'lint.rules names a rule that does not exist.' },
   invalid_branch: { status: 400, meaning: 'The --against value is not a valid git branch name.' },
   unknown_branch: { status: 400, meaning: 'git knows no branch or commit with that name.' },
+  duplicate_model_view_section: { status: 500, meaning: 'Two plugins contribute a models.view section with the same name (start-up error).' },
   not_a_git_repository: { status: 400, meaning: '--against needs the project inside a git repository.' },
 });
