@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import {
   definePlugin,
   notFound,
@@ -9,7 +11,7 @@ import {
 } from '../../sdk/index.js';
 import { STAR } from './columns.js';
 import { LineageEngine } from './engine.js';
-import { buildFullDag, IMPORT_SCHEMA, readIngestScripts } from './full-dag.js';
+import { buildFullDag, IMPORT_SCHEMA, readIngestScripts, withoutInternal, withVarReferences } from './full-dag.js';
 import { impactOf, type ImpactRecord } from './impact.js';
 
 const sourceSchema: JsonSchema = {
@@ -150,7 +152,13 @@ export default definePlugin({
         querystring: { type: 'object', additionalProperties: false, properties: { column: { type: 'string', minLength: 1, description: 'Only the impact of this column' } } },
         response: { 200: impactSchema },
       },
-      handler: (req) => impact(ctx, engine, req.params.model_name, req.query.column),
+      handler: (req) => {
+        // dp's internal schema is invisible to non-admins, here as on every route.
+        if (req.caller.role !== 'admin' && req.params.model_name.toLowerCase().startsWith('_service.')) {
+          throw notFound('model_not_found', `No model named '${req.params.model_name}' (nor a seed or source that models read)`, { model: req.params.model_name });
+        }
+        return impact(ctx, engine, req.params.model_name, req.query.column);
+      },
     });
 
     ctx.route({
@@ -160,7 +168,11 @@ export default definePlugin({
       summary: 'Full DAG: sources, seeds, ingest scripts, imports, models (table/view) and exposures',
       tags: ['lineage'],
       schema: { response: { 200: dagSchema } },
-      handler: () => fullDag(ctx, models()),
+      handler: async (req) => {
+        const yml = path.join(ctx.project.root, 'project.yml');
+        const dag = withVarReferences(await fullDag(ctx, models()), fs.existsSync(yml) ? fs.readFileSync(yml, 'utf8') : '', ctx.env);
+        return req.caller.role === 'admin' ? dag : withoutInternal(dag);
+      },
     });
 
     ctx.command('lineage', async (args, io) => {

@@ -21,7 +21,7 @@ import { contractHistory, hasBlockingFailure, loadContracts, runContracts, type 
 import { isStaleSource, modelFreshness, sourceFreshness } from './freshness.js';
 import { computeStats, profileForCaller, profileHistory, type TableProfile } from './profiles.js';
 import { BuildRecorder } from './recorder.js';
-import { assertVisible, modelsService, relationExists, resolveModel, splitRelation, STORED_AUDIENCE, utcNow, visibleTo, type Relation } from './relations.js';
+import { assertVisible, maskedNamesFor, modelsService, redactQuoted, relationExists, resolveModel, splitRelation, STORED_AUDIENCE, utcNow, visibleTo, type Relation } from './relations.js';
 
 /** What the plugin offers beyond the sdk's QualityService (tests and the CLI use it). */
 export interface QualityPluginService extends QualityService {
@@ -197,7 +197,9 @@ export default definePlugin({
         });
       }
       if (run.status === 'error') {
-        const failed = run.results.filter((r) => r.status === 'error');
+        // Build errors quote the values DuckDB failed on; alert history is read by viewers and sent out.
+        const bound = (await maskedNamesFor(ctx, STORED_AUDIENCE)).size > 0;
+        const failed = run.results.filter((r) => r.status === 'error').map((r) => (bound && r.error ? { ...r, error: redactQuoted(r.error) } : r));
         void alerts.notify({
           type: 'pipeline_failure',
           title: `Transform ${run.runId} failed`,
@@ -216,10 +218,12 @@ export default definePlugin({
 
     ctx.tap('pipelineEnd', async (p) => {
       if (p.status === 'error') {
+        const bound = (await maskedNamesFor(ctx, STORED_AUDIENCE)).size > 0;
+        const error = p.error && bound ? redactQuoted(p.error) : p.error;
         void alerts.notify({
           type: 'pipeline_failure',
           title: `Stream ${p.streamName} failed`,
-          message: p.error ?? (p.step ? `Step ${p.step.index + 1} (${p.step.action}) failed` : 'The stream run ended with an error'),
+          message: error ?? (p.step ? `Step ${p.step.index + 1} (${p.step.action}) failed` : 'The stream run ended with an error'),
           details: { run_id: p.runId, stream: p.streamName, trigger: p.trigger, step: p.step ?? null, duration_ms: p.durationMs ?? null },
         });
       } else if (p.status === 'success') {
