@@ -94,6 +94,12 @@ export function projectPath(ctx: PluginContext, raw: string | undefined): Projec
   return { abs, rel, realRel };
 }
 
+/** A test for the database files (served and listed by no route, whatever their names), built once per listing. */
+export function databaseFileTest(ctx: PluginContext): (abs: string) => boolean {
+  const files = databaseFiles(ctx, fs.realpathSync(ctx.project.root));
+  return (abs) => files.has(realTarget(abs));
+}
+
 /** True when a directory entry that is a symlink reaches a file the API may serve. */
 export function servableLink(ctx: PluginContext, abs: string): boolean {
   try {
