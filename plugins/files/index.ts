@@ -3,7 +3,7 @@ import path from 'node:path';
 import { parseDocument } from 'yaml';
 import { badRequest, definePlugin, notFound, qualified, type ModelsService, type PluginContext } from '../../sdk/index.js';
 import { assertReadableData } from './exposure.js';
-import { databaseFileTest, guardFs, projectPath, servableLink } from './paths.js';
+import { guardFs, projectPath, protectedFileTest, servableLink } from './paths.js';
 import { isHidden, languageOf, SAVEABLE_EXTENSIONS } from './rules.js';
 
 interface TreeNode {
@@ -17,7 +17,7 @@ interface TreeNode {
 const MAX_READ_BYTES = 5 * 1024 * 1024;
 
 /** The project tree; a symlink is listed only when the file it reaches could be read (folders behind links are not followed). */
-function tree(ctx: PluginContext, dir: string, isDatabase = databaseFileTest(ctx)): TreeNode[] {
+function tree(ctx: PluginContext, dir: string, isProtected = protectedFileTest(ctx)): TreeNode[] {
   const root = fs.realpathSync(ctx.project.root);
   const out: TreeNode[] = [];
   const entries = fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => Number(b.isDirectory()) - Number(a.isDirectory()) || a.name.localeCompare(b.name));
@@ -27,8 +27,8 @@ function tree(ctx: PluginContext, dir: string, isDatabase = databaseFileTest(ctx
     const rel = path.relative(root, abs).split(path.sep).join('/');
     if (e.isSymbolicLink()) {
       if (servableLink(ctx, abs)) out.push({ name: e.name, path: rel, type: 'file', size: fs.statSync(abs).size });
-    } else if (e.isDirectory()) out.push({ name: e.name, path: rel, type: 'directory', children: tree(ctx, abs, isDatabase) });
-    else if (e.isFile() && !isDatabase(abs)) out.push({ name: e.name, path: rel, type: 'file', size: fs.statSync(abs).size });
+    } else if (e.isDirectory()) out.push({ name: e.name, path: rel, type: 'directory', children: tree(ctx, abs, isProtected) });
+    else if (e.isFile() && !isProtected(abs)) out.push({ name: e.name, path: rel, type: 'file', size: fs.statSync(abs).size });
   }
   return out;
 }

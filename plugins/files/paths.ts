@@ -75,6 +75,35 @@ function databaseFiles(ctx: PluginContext, realRoot: string): Set<string> {
 }
 
 /**
+ * True when `real` is a second hard link to `.env`, `.service-env` or a database file: a hard link
+ * has no target to resolve, so it is recognized by its inode (only files with several links are
+ * compared).
+ */
+function hardLinkToProtected(realRoot: string, real: string, dbFiles: Set<string>): boolean {
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(real);
+  } catch {
+    return false;
+  }
+  if (!stat.isFile() || stat.nlink < 2) return false;
+  const candidates = [...dbFiles];
+  try {
+    for (const name of fs.readdirSync(realRoot)) if (isHiddenPath(name)) candidates.push(path.join(realRoot, name));
+  } catch {
+    /* an unreadable root hides nothing more */
+  }
+  return candidates.some((c) => {
+    try {
+      const other = fs.statSync(c);
+      return other.ino === stat.ino && other.dev === stat.dev;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
  * Resolves a requested path inside the project and refuses hidden or forbidden paths, judged both
  * on the name as written and on the real target.
  */
@@ -88,16 +117,21 @@ export function projectPath(ctx: PluginContext, raw: string | undefined): Projec
   if (realRel.startsWith('..') || path.isAbsolute(realRel)) {
     throw badRequest('path_outside_project', `Path '${rel}' is outside the project`, { path: rel });
   }
-  if (isHiddenPath(rel) || isHiddenPath(realRel) || databaseFiles(ctx, realRoot).has(real)) {
+  const dbFiles = databaseFiles(ctx, realRoot);
+  if (isHiddenPath(rel) || isHiddenPath(realRel) || dbFiles.has(real) || hardLinkToProtected(realRoot, real, dbFiles)) {
     throw badRequest('protected_path', `'${rel}' cannot be read or changed through the API`, { path: rel });
   }
   return { abs, rel, realRel };
 }
 
-/** A test for the database files (served and listed by no route, whatever their names), built once per listing. */
-export function databaseFileTest(ctx: PluginContext): (abs: string) => boolean {
-  const files = databaseFiles(ctx, fs.realpathSync(ctx.project.root));
-  return (abs) => files.has(realTarget(abs));
+/** A test for the database files and hard links to protected files (listed by no tree, whatever their names), built once per listing. */
+export function protectedFileTest(ctx: PluginContext): (abs: string) => boolean {
+  const realRoot = fs.realpathSync(ctx.project.root);
+  const files = databaseFiles(ctx, realRoot);
+  return (abs) => {
+    const real = realTarget(abs);
+    return files.has(real) || hardLinkToProtected(realRoot, real, files);
+  };
 }
 
 /** True when a directory entry that is a symlink reaches a file the API may serve. */

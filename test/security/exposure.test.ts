@@ -95,6 +95,7 @@ describe('security: data outside the query path', () => {
     fs.symlinkSync('../.env', path.join(root, 'docs', 'env.md'));
     link('people-link.csv', 'seeds/people.csv');
     link('colors-link.csv', 'data/colors.csv');
+    fs.linkSync(path.join(root, '.env'), path.join(root, 'hard.txt'));
 
     s = await startServer(root, { auth: true });
     tokens.admin = (await s.request('POST', '/api/auth/setup', { username: 'root', password: 'secret1' })).body.token;
@@ -115,7 +116,7 @@ describe('security: data outside the query path', () => {
 
   // ------------------------------------------------------------------ files: symlinks and hidden targets (point 13)
 
-  const protectedLinks = ['notes.txt', 'wal.txt', 'db.txt', 'later.txt', 'chain.txt', 'docs/env.md', 'data/warehouse.db', 'data/warehouse.db.wal'];
+  const protectedLinks = ['hard.txt', 'notes.txt', 'wal.txt', 'db.txt', 'later.txt', 'chain.txt', 'docs/env.md', 'data/warehouse.db', 'data/warehouse.db.wal'];
   for (const role of ROLES) {
     for (const file of protectedLinks) {
       it(`${role}: GET /api/files/${file} is refused (hidden or database target)`, async () => {
@@ -149,7 +150,7 @@ describe('security: data outside the query path', () => {
     const flat: string[] = [];
     const walk = (nodes: Array<{ path: string; children?: unknown[] }>) => nodes.forEach((n) => (flat.push(n.path), n.children && walk(n.children as never)));
     walk(r.body.children);
-    for (const p of ['notes.txt', 'script.sql', 'wal.txt', 'db.txt', 'later.txt', 'chain.txt', 'docs/env.md', 'data/warehouse.db']) assert.ok(!flat.includes(p), `${p} listed`);
+    for (const p of ['hard.txt', 'notes.txt', 'script.sql', 'wal.txt', 'db.txt', 'later.txt', 'chain.txt', 'docs/env.md', 'data/warehouse.db']) assert.ok(!flat.includes(p), `${p} listed`);
     assert.ok(flat.includes('colors-link.csv') && flat.includes('data/colors.csv'), flat.join(','));
   });
 
