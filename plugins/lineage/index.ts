@@ -110,6 +110,14 @@ async function fullDag(ctx: PluginContext, models: ModelsService) {
   });
 }
 
+const isInternalName = (name: string) => name.toLowerCase().startsWith('_service.');
+
+/** A model's lineage without `_service` relations, for callers who are not admins (they may not know them). */
+function withoutInternalSources(l: ModelLineage): ModelLineage {
+  const columns = Object.fromEntries(Object.entries(l.columns).map(([c, sources]) => [c, sources.filter((x) => !isInternalName(x.source_table))]));
+  return { ...l, columns, depends_on: l.depends_on.filter((d) => !isInternalName(d)) };
+}
+
 function formatSources(sources: ModelLineage['columns'][string]): string {
   return sources.length ? sources.map((s) => `${s.source_table}.${s.source_column}`).join(', ') : '(computed)';
 }
@@ -128,7 +136,10 @@ export default definePlugin({
       summary: 'Column lineage of every model',
       tags: ['lineage'],
       schema: { response: { 200: { type: 'array', items: lineageSchema } } },
-      handler: () => engine.all(),
+      handler: async (req) => {
+        const all = await engine.all();
+        return req.caller.role === 'admin' ? all : all.filter((l) => !isInternalName(l.model)).map(withoutInternalSources);
+      },
     });
 
     ctx.route<unknown, unknown, { model_name: string }>({
@@ -138,7 +149,13 @@ export default definePlugin({
       summary: 'Column lineage of one model: each output column and the upstream columns it derives from',
       tags: ['lineage'],
       schema: { params: modelParams, response: { 200: lineageSchema } },
-      handler: (req) => engine.one(req.params.model_name),
+      handler: async (req) => {
+        if (req.caller.role !== 'admin' && isInternalName(req.params.model_name)) {
+          throw notFound('model_not_found', `No model named '${req.params.model_name}'`, { model: req.params.model_name });
+        }
+        const one = await engine.one(req.params.model_name);
+        return req.caller.role === 'admin' ? one : withoutInternalSources(one);
+      },
     });
 
     ctx.route<unknown, { column?: string }, { model_name: string }>({
@@ -154,7 +171,7 @@ export default definePlugin({
       },
       handler: (req) => {
         // dp's internal schema is invisible to non-admins, here as on every route.
-        if (req.caller.role !== 'admin' && req.params.model_name.toLowerCase().startsWith('_service.')) {
+        if (req.caller.role !== 'admin' && isInternalName(req.params.model_name)) {
           throw notFound('model_not_found', `No model named '${req.params.model_name}' (nor a seed or source that models read)`, { model: req.params.model_name });
         }
         return impact(ctx, engine, req.params.model_name, req.query.column);

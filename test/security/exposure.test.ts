@@ -81,6 +81,7 @@ describe('security: data outside the query path', () => {
       'data/colors.csv': 'id,color\n1,red\n',
       'contracts/people.yml': CONTRACTS,
       'transform/marts/people_ints.sql': 'SELECT CAST(ssn AS INTEGER) AS n FROM seeds.people',
+      'transform/marts/build_log.sql': 'SELECT model, last_status FROM _service.model_freshness',
       '%41.sql': 'SELECT 41',
       '%zz': 'percent file',
     });
@@ -220,6 +221,8 @@ describe('security: data outside the query path', () => {
     { url: '/api/quality/assertion-debug/_service.users', status: { admin: 200, editor: 404, viewer: 404 } },
     { url: '/api/anomalies/_service.users', status: { admin: 200, editor: 404, viewer: 404 } },
     { url: '/api/impact/_service.users', status: { admin: 404, editor: 404, viewer: 404 } },
+    { url: '/api/impact/_service.model_freshness', status: { admin: 200, editor: 404, viewer: 404 } },
+    { url: '/api/lineage/_service.model_freshness', status: { admin: 404, editor: 404, viewer: 404 } },
   ];
   for (const { url, status } of internal) {
     for (const role of ROLES) {
@@ -237,7 +240,7 @@ describe('security: data outside the query path', () => {
     for (const c of r.body.columns) assert.deepEqual([c.min, c.max, c.sample_values], [null, null, []], c.name);
   });
 
-  const listings = ['/api/tables', '/api/autocomplete', '/api/profiles', '/api/freshness', '/api/sources/freshness', '/api/anomalies', '/api/assertions', '/api/contracts', '/api/contracts/history', '/api/dag/full', '/api/lineage', '/api/alerts'];
+  const listings = ['/api/lineage/marts.build_log', '/api/tables', '/api/autocomplete', '/api/profiles', '/api/freshness', '/api/sources/freshness', '/api/anomalies', '/api/assertions', '/api/contracts', '/api/contracts/history', '/api/dag/full', '/api/lineage', '/api/alerts'];
   for (const url of listings) {
     for (const role of ['editor', 'viewer'] as const) {
       it(`${role}: GET ${url} names nothing in _service and shows no secret or masked value`, async () => {
