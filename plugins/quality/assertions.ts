@@ -413,3 +413,45 @@ export function summarizeOutcome(o: AssertionOutcome): string {
       return o.passed ? 'passed' : 'failed';
   }
 }
+
+/**
+ * Masks stored outcomes again for the caller who reads them: results recorded before values were
+ * masked at write time (or for a wider audience) never show a masked column's value. Mutates the
+ * outcomes' details; a caller bound by no policy gets them as stored.
+ */
+export class StoredOutcomeMasker {
+  private readonly hiddenByRelation = new Map<string, Promise<Hidden>>();
+  private names: Promise<Set<string>> | null = null;
+
+  constructor(
+    private readonly ctx: PluginContext,
+    private readonly audience: Caller,
+  ) {}
+
+  private hidden(relationName: string): Promise<Hidden> {
+    let hit = this.hiddenByRelation.get(relationName);
+    if (!hit) {
+      this.names ??= maskedNamesFor(this.ctx, this.audience);
+      const { schema, table } = splitRelation(relationName);
+      hit = Promise.all([schema ? maskedColumnsFor(this.ctx, this.audience, schema, table) : Promise.resolve(new Set<string>()), this.names]).then(([columns, names]) => ({ columns, names }));
+      this.hiddenByRelation.set(relationName, hit);
+    }
+    return hit;
+  }
+
+  async mask(relationName: string, outcomes: ReadonlyArray<{ expression: string; detail: Record<string, unknown> }>): Promise<void> {
+    const hidden = await this.hidden(relationName);
+    if (hidden.columns.size === 0 && hidden.names.size === 0) return;
+    for (const o of outcomes) {
+      const d = o.detail;
+      if (!d || typeof d !== 'object') continue;
+      if (typeof d.error === 'string') d.error = redactQuoted(d.error);
+      if (d.form !== 'expression' || !('value' in d) || typeof d.value === 'boolean' || d.value === null || d.value === MASKED_VALUE) continue;
+      const sql = unquoteExpression(o.expression);
+      if (await expressionReadsHidden(this.ctx, sql, hidden)) {
+        d.value = MASKED_VALUE;
+        d.value_masked = true;
+      }
+    }
+  }
+}

@@ -16,7 +16,7 @@ import {
 } from '../../sdk/index.js';
 import { AlertDispatcher, alertHistory, CHANNELS, type Alert, type AlertRecord, type Channel } from './alerts.js';
 import { detectAnomalies, listAnomalies, type AnomalyReport, type AnomalySettings } from './anomalies.js';
-import { evaluateAssertions, lastExpressions, listAssertionResults, recordAssertionResults, summarizeOutcome } from './assertions.js';
+import { evaluateAssertions, lastExpressions, listAssertionResults, recordAssertionResults, StoredOutcomeMasker, summarizeOutcome } from './assertions.js';
 import { contractHistory, hasBlockingFailure, loadContracts, runContracts, type ContractRun } from './contracts.js';
 import { isStaleSource, modelFreshness, sourceFreshness } from './freshness.js';
 import { computeStats, profileForCaller, profileHistory, type TableProfile } from './profiles.js';
@@ -252,7 +252,12 @@ export default definePlugin({
       summary: 'Recent inline assertion results, newest first',
       tags: ['quality'],
       schema: { querystring: limitQuery(100) },
-      handler: async (req) => ({ results: visibleTo(req.caller, await listAssertionResults(ctx, { limit: req.query.limit ?? 100 }), (r) => r.model) }),
+      handler: async (req) => {
+        const results = visibleTo(req.caller, await listAssertionResults(ctx, { limit: req.query.limit ?? 100 }), (r) => r.model);
+        const masker = new StoredOutcomeMasker(ctx, req.caller);
+        for (const r of results) await masker.mask(r.model, [r]);
+        return { results };
+      },
     });
 
     ctx.route<unknown, { limit: number }, { model_name: string }>({
@@ -265,7 +270,9 @@ export default definePlugin({
       handler: async (req) => {
         const rel = await resolveModel(ctx, req.params.model_name);
         assertVisible(req.caller, rel.schema, rel.table, 'model_not_found');
-        return { model: rel.full, results: await listAssertionResults(ctx, { model: rel.full, limit: req.query.limit ?? 100 }) };
+        const results = await listAssertionResults(ctx, { model: rel.full, limit: req.query.limit ?? 100 });
+        await new StoredOutcomeMasker(ctx, req.caller).mask(rel.full, results);
+        return { model: rel.full, results };
       },
     });
 
@@ -325,7 +332,12 @@ export default definePlugin({
           properties: { limit: { type: 'integer', minimum: 1, maximum: 10000, default: 100 }, contract: { type: 'string', minLength: 1, description: 'Contract name or model' } },
         },
       },
-      handler: async (req) => ({ history: visibleTo(req.caller, await contractHistory(ctx, { filter: req.query.contract ?? null, limit: req.query.limit ?? 100 }), (h) => h.model) }),
+      handler: async (req) => {
+        const history = visibleTo(req.caller, await contractHistory(ctx, { filter: req.query.contract ?? null, limit: req.query.limit ?? 100 }), (h) => h.model);
+        const masker = new StoredOutcomeMasker(ctx, req.caller);
+        for (const h of history) if (Array.isArray(h.detail)) await masker.mask(h.model, h.detail as Array<{ expression: string; detail: Record<string, unknown> }>);
+        return { history };
+      },
     });
 
     ctx.route({

@@ -110,6 +110,18 @@ describe('security: data outside the query path', () => {
     assert.equal((await as('admin', 'POST', '/api/contracts/run')).status, 200);
     await as('admin', 'POST', '/api/transform', {});
     await s.app.services.get<{ drainAlerts(): Promise<void> }>('quality').drainAlerts();
+    // Results recorded before values were masked at write time: read-time masking must cover them.
+    const legacy = JSON.stringify([{ expression: 'max(ssn)', passed: false, detail: { form: 'expression', value: SSNS[1] } }]);
+    await s.app.db.run(
+      `INSERT INTO _service.contract_results (id, contract_name, model, passed, severity, detail, checked_at, duration_ms, error)
+       VALUES ('legacy-1', 'legacy', 'seeds.people', false, 'warn', $1::JSON, TIMESTAMP '2020-01-01 00:00:00', 1, NULL)`,
+      [legacy],
+    );
+    await s.app.db.run(
+      `INSERT INTO _service.assertion_results (id, run_id, model, expression, form, passed, detail, checked_at)
+       VALUES ('legacy-2', NULL, 'seeds.people', 'min(ssn)', 'expression', false, $1::JSON, TIMESTAMP '2020-01-01 00:00:00')`,
+      [JSON.stringify({ form: 'expression', value: SSNS[2], error: `Could not convert string '${SSNS[0]}' to INT32` })],
+    );
     hashes = (await s.app.db.all<{ h: string; s: string }>('SELECT password_hash AS h, salt AS s FROM _service.users')).flatMap((r) => [r.h, r.s]);
     assert.ok(hashes.length >= 6);
   });
@@ -269,6 +281,17 @@ describe('security: data outside the query path', () => {
     assert.equal(byExpr['max(length(ssn)) = 11'].value, true, 'a boolean verdict is kept');
     assert.match(byExpr['CAST(ssn AS INTEGER) > 0'].error, /\*\*\*/);
   });
+
+  for (const [role, masked] of [['viewer', true], ['editor', true], ['admin', false]] as const) {
+    it(`${role}: results stored before masking are masked ${masked ? '' : 'not '}on read`, async () => {
+      const history = await as(role, 'GET', '/api/contracts/history?contract=legacy');
+      assert.equal(history.body.history[0].detail[0].detail.value, masked ? '***' : SSNS[1]);
+      const assertions = await as(role, 'GET', '/api/assertions/seeds.people');
+      const row = assertions.body.results.find((r: { id: string }) => r.id === 'legacy-2');
+      assert.equal(row.detail.value, masked ? '***' : SSNS[2]);
+      assert.equal(row.detail.error.includes(SSNS[0]), !masked);
+    });
+  }
 
   it('viewer: the profile of a table with a policy withholds min/max of the masked column', async () => {
     const r = await as('viewer', 'GET', '/api/tables/seeds/people/profile');
