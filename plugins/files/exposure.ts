@@ -16,7 +16,9 @@ import { forbidden, type Caller, type MaskingService, type ModelsService, type P
 import { SAVEABLE_EXTENSIONS } from './rules.js';
 
 const NOT_DATA = new Set([...SAVEABLE_EXTENSIONS, '.md']);
-const DELIMITED: Record<string, string> = { '.csv': ',', '.tsv': '\t' };
+const DELIMITED = new Set(['.csv', '.tsv']);
+/** Any delimiter DuckDB's CSV sniffer would pick: `a;b;ssn` has the column `ssn` too. */
+const HEADER_DELIMITERS = /[,;\t|]/;
 
 /** True when a file's content is data rather than code or configuration. */
 export function isDataFile(rel: string): boolean {
@@ -35,9 +37,9 @@ async function seedTable(ctx: PluginContext, rel: string): Promise<{ schema: str
   return m ? { schema: 'seeds', name: m[1] } : null;
 }
 
-function headerColumns(text: string, delimiter: string): string[] {
+function headerColumns(text: string): string[] {
   const line = text.replace(/^\uFEFF/, '').split(/\r?\n/, 1)[0] ?? '';
-  return line.split(delimiter).map((c) => c.trim().replace(/^"(.*)"$/, '$1').replace(/""/g, '"').trim().toLowerCase());
+  return line.split(HEADER_DELIMITERS).map((c) => c.trim().replace(/^"(.*)"$/, '$1').replace(/""/g, '"').trim().toLowerCase());
 }
 
 function escapeRegExp(s: string): string {
@@ -47,12 +49,12 @@ function escapeRegExp(s: string): string {
 /** Masked column names (lower case) that appear in a data file's content. */
 function namesIn(rel: string, content: Buffer, masked: string[]): string[] {
   const ext = path.extname(rel).toLowerCase();
-  const text = content.toString('latin1');
-  if (DELIMITED[ext]) {
-    const header = new Set(headerColumns(text, DELIMITED[ext]));
+  if (DELIMITED.has(ext)) {
+    const header = new Set(headerColumns(content.toString('utf8')));
     return masked.filter((m) => header.has(m));
   }
-  const lower = text.toLowerCase();
+  // Binary formats (Parquet) keep column names as plain bytes: latin1 reads every byte as one character.
+  const lower = content.toString('latin1').toLowerCase();
   return masked.filter((m) => new RegExp(`(^|[^a-z0-9_])${escapeRegExp(m)}($|[^a-z0-9_])`).test(lower));
 }
 

@@ -79,6 +79,8 @@ describe('security: data outside the query path', () => {
       'seeds/people.csv': `id,name,ssn\n1,Ann,${SSNS[0]}\n2,Bob,${SSNS[1]}\n3,Cy,${SSNS[2]}\n`,
       'data/export.csv': `"SSN",amount\n${SSNS[0]},10\n`,
       'data/colors.csv': 'id,color\n1,red\n',
+      'data/semicolon.csv': `\uFEFFid;"Ssn"\n1;${SSNS[0]}\n`,
+      'data/people.json': `[{"id": 1, "ssn": "${SSNS[0]}"}]`,
       'contracts/people.yml': CONTRACTS,
       'transform/marts/people_ints.sql': 'SELECT CAST(ssn AS INTEGER) AS n FROM seeds.people',
       'transform/marts/build_log.sql': 'SELECT model, last_status FROM _service.model_freshness',
@@ -173,6 +175,8 @@ describe('security: data outside the query path', () => {
     { file: 'seeds/people.csv', allowed: ['admin'] },
     { file: 'people-link.csv', allowed: ['admin'] },
     { file: 'data/export.csv', allowed: ['admin'] },
+    { file: 'data/semicolon.csv', allowed: ['admin'] },
+    { file: 'data/people.json', allowed: ['admin'] },
     { file: 'data/colors.csv', allowed: ['admin', 'editor', 'viewer'] },
   ];
   for (const { file, allowed } of dataFiles) {
