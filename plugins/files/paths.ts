@@ -74,6 +74,12 @@ function databaseFiles(ctx: PluginContext, realRoot: string): Set<string> {
   return out;
 }
 
+/** True when `real` is a database file, its WAL, or inside its temporary folder (`<db>.tmp/`). */
+function isDatabasePath(real: string, dbFiles: Set<string>): boolean {
+  for (const f of dbFiles) if (real === f || real.startsWith(f + path.sep)) return true;
+  return false;
+}
+
 /**
  * True when `real` is a second hard link to `.env`, `.service-env` or a database file: a hard link
  * has no target to resolve, so it is recognized by its inode (only files with several links are
@@ -114,11 +120,11 @@ export function projectPath(ctx: PluginContext, raw: string | undefined): Projec
   const realRoot = fs.realpathSync(ctx.project.root);
   const real = guardFs(() => realTarget(abs));
   const realRel = path.relative(realRoot, real).split(path.sep).join('/');
-  if (realRel.startsWith('..') || path.isAbsolute(realRel)) {
+  if (realRel === '..' || realRel.startsWith('../') || path.isAbsolute(realRel)) {
     throw badRequest('path_outside_project', `Path '${rel}' is outside the project`, { path: rel });
   }
   const dbFiles = databaseFiles(ctx, realRoot);
-  if (isHiddenPath(rel) || isHiddenPath(realRel) || dbFiles.has(real) || hardLinkToProtected(realRoot, real, dbFiles)) {
+  if (isHiddenPath(rel) || isHiddenPath(realRel) || isDatabasePath(real, dbFiles) || hardLinkToProtected(realRoot, real, dbFiles)) {
     throw badRequest('protected_path', `'${rel}' cannot be read or changed through the API`, { path: rel });
   }
   return { abs, rel, realRel };
@@ -130,7 +136,7 @@ export function protectedFileTest(ctx: PluginContext): (abs: string) => boolean 
   const files = databaseFiles(ctx, realRoot);
   return (abs) => {
     const real = realTarget(abs);
-    return files.has(real) || hardLinkToProtected(realRoot, real, files);
+    return isDatabasePath(real, files) || hardLinkToProtected(realRoot, real, files);
   };
 }
 

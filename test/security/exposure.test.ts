@@ -86,6 +86,8 @@ describe('security: data outside the query path', () => {
       'transform/marts/build_log.sql': 'SELECT model, last_status FROM _service.model_freshness',
       '%41.sql': 'SELECT 41',
       '%zz': 'percent file',
+      '..dots.sql': 'SELECT 2',
+      'data/warehouse.db.tmp/spill.bin': 'spilled rows',
     });
     const link = (name: string, target: string) => fs.symlinkSync(target, path.join(root, name));
     link('notes.txt', '.env');
@@ -131,7 +133,7 @@ describe('security: data outside the query path', () => {
 
   // ------------------------------------------------------------------ files: symlinks and hidden targets (point 13)
 
-  const protectedLinks = ['hard.txt', 'notes.txt', 'wal.txt', 'db.txt', 'later.txt', 'chain.txt', 'docs/env.md', 'data/warehouse.db', 'data/warehouse.db.wal'];
+  const protectedLinks = ['data/warehouse.db.tmp/spill.bin', 'hard.txt', 'notes.txt', 'wal.txt', 'db.txt', 'later.txt', 'chain.txt', 'docs/env.md', 'data/warehouse.db', 'data/warehouse.db.wal'];
   for (const role of ROLES) {
     for (const file of protectedLinks) {
       it(`${role}: GET /api/files/${file} is refused (hidden or database target)`, async () => {
@@ -206,6 +208,7 @@ describe('security: data outside the query path', () => {
     ['GET', `/api/files/${'d/'.repeat(600)}x.sql`, undefined, 400, 'path_too_long'],
     ['GET', '/api/files/%25zz', undefined, 200, ''],
     ['GET', '/api/files/%2541.sql', undefined, 200, ''],
+    ['GET', '/api/files/..dots.sql', undefined, 200, ''],
     ['GET', '/api/files/%41.sql', undefined, 404, 'file_not_found'],
   ];
   for (const [method, url, body, status, code] of badNames) {
