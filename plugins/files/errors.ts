@@ -7,4 +7,10 @@ export const errors = defineErrors({
   extension_not_allowed: { status: 400, meaning: 'The file extension is not on the list of saveable extensions.' },
   file_too_large: { status: 400, meaning: 'The file is larger than 5 MiB, the most the API reads.' },
   is_directory: { status: 400, meaning: 'The path is a folder, not a file.' },
+  path_too_long: { status: 400, meaning: 'The file path is longer than the API accepts.' },
+  name_too_long: { status: 400, meaning: 'A file or folder name in the path is longer than the file system or the API accepts.' },
+  symlink_loop: { status: 400, meaning: 'The path goes through too many symbolic links.' },
+  file_not_accessible: { status: 403, meaning: 'The server process may not read or write the file (file-system permissions).' },
+  masked_data_file: { status: 403, meaning: 'The data file (a seed or a CSV/TSV/text file) holds a column masked for the caller.' },
+  file_system_error: { status: 500, meaning: 'The file system refused the operation for another reason (the message names the error code).' },
 });
