@@ -30,7 +30,12 @@ export function selectSeeds(all: SeedFile[], targets: string[] | null | undefine
   });
 }
 
-export async function loadSeeds(ctx: PluginContext, discovery: Discovery, options: SeedOptions): Promise<SeedLoadResult[]> {
+/** Runs under the kernel's write lock, like a transform. */
+export function loadSeeds(ctx: PluginContext, discovery: Discovery, options: SeedOptions): Promise<SeedLoadResult[]> {
+  return ctx.db.exclusive(() => loadSeedsLocked(ctx, discovery, options));
+}
+
+async function loadSeedsLocked(ctx: PluginContext, discovery: Discovery, options: SeedOptions): Promise<SeedLoadResult[]> {
   if (options.schema !== undefined && !SAFE_NAME.test(options.schema)) {
     throw badRequest('invalid_schema', `Schema '${options.schema}' must be letters, digits and underscores, not starting with a digit`, { field: 'schema' });
   }

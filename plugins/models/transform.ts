@@ -61,7 +61,14 @@ function firstLine(message: string): string {
   return message.split('\n')[0];
 }
 
-export async function runTransform(ctx: PluginContext, graph: ModelGraph, options: TransformOptions): Promise<TransformSummary> {
+/** Runs under the kernel's write lock: two transforms (or a transform and a seed load) never interleave. */
+export function runTransform(ctx: PluginContext, graph: ModelGraph, options: TransformOptions): Promise<TransformSummary> {
+  return ctx.db.exclusive(() => runTransformLocked(ctx, graph, options));
+}
+
+async function runTransformLocked(ctx: PluginContext, graph: ModelGraph, options: TransformOptions): Promise<TransformSummary> {
+  // Shutdown, maintenance or an environment switch: models not yet started are cancelled, running ones interrupted.
+  const signal = ctx.signal;
   const selected = selectModels(graph, options.targets ?? null);
   const queue = graph.models.filter((m) => selected.has(keyOf(m.info.full_name)));
   const force = Boolean(options.force);
@@ -74,6 +81,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     targets: options.targets && options.targets.length ? options.targets : null,
     results: [],
     status: 'running',
+    signal,
   };
   await ctx.hooks.beforeTransform.promise(runCtx);
   ctx.events.emit('transform_start', { run_id: runId, trigger: runCtx.trigger, targets: runCtx.targets, models: queue.length });
@@ -98,6 +106,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     const model = m.info.full_name;
     const blocker = failedUpstream.get(key);
     if (blocker) return { model, status: 'upstream_failed', duration_ms: 0, error: `Upstream model ${blocker} failed` };
+    if (signal.aborted) return { model, status: 'error', duration_ms: 0, error: `Cancelled: ${errorMessage(signal.reason)}` };
     const token = sha256([m.file.content_hash, m.info.materialized, ...m.upstream.map((u) => `${keyOf(u)}=${upstreamToken(u)}`).sort()].join('\n'));
     const existing = catalog.get(key);
     if (!force && states.get(key)?.state_hash === token && existing?.kind === m.info.materialized) {
@@ -141,6 +150,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
       error,
       extras: {},
       db: ctx.db,
+      signal,
     };
     try {
       await ctx.hooks.afterModelBuild.promise(buildCtx);
@@ -159,6 +169,8 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
 
   const concurrency = Math.max(1, Math.min(options.concurrency ?? defaultConcurrency(), queue.length || 1));
   const connections: Array<DbConnection & { close(): void }> = [];
+  const interruptAll = () => connections.forEach((c) => c.interrupt());
+  signal.addEventListener('abort', interruptAll);
   try {
     const ready = queue.filter((m) => pending.get(keyOf(m.info.full_name)) === 0);
     const idle: Array<DbConnection & { close(): void }> = [];
@@ -213,6 +225,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
       void pump();
     });
   } finally {
+    signal.removeEventListener('abort', interruptAll);
     for (const c of connections) c.close();
   }
 
