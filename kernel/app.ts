@@ -198,6 +198,11 @@ export class App {
     };
   }
 
+  /** Connections the database port has lent right now (queries, streams, transforms). */
+  lentConnections(): number {
+    return this.database.lentCount;
+  }
+
   /** The 503 the app answers while it refuses new work, or null. */
   get unavailable(): DpError | null {
     return this.refusal;

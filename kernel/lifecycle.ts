@@ -18,12 +18,11 @@ const PHASE_CALLBACK: Record<LifecyclePhase, string> = { start: 'onStart', befor
 
 type Callback = () => Promise<void> | void;
 
-/** Rejects after `ms` unless `work` settles first; the timer never keeps the process alive. */
+/** Rejects after `ms` unless `work` settles first (the timer is cleared as soon as it does). */
 async function withDeadline<T>(work: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(onTimeout()), ms);
-    timer.unref();
   });
   try {
     return await Promise.race([work, deadline]);
