@@ -354,11 +354,6 @@ export class App {
     return report;
   }
 
-  /** Stops plugins (when they started) without closing the database. */
-  async stop(): Promise<void> {
-    await this.stopAndDrain(new DpError(503, 'shutting_down', 'The server is shutting down'), DEFAULT_DRAIN_MS);
-  }
-
   /**
    * Maintenance: refuse new work (HTTP 503 `maintenance` with Retry-After), tell runs to stop,
    * take the write lock (the running writer finishes, queued ones wait), stop plugins around a

@@ -451,11 +451,13 @@ export class DuckDatabase implements DatabasePort {
     };
     await waitUntil(Date.now() + graceMs);
     if (this.lent.size > 0) {
-      for (const c of this.lent) {
-        report.interrupted++;
-        c.interrupt();
+      report.interrupted = this.lent.size;
+      // An interrupt that lands before DuckDB began a statement is lost: repeat it through the grace.
+      const graceEnd = Date.now() + INTERRUPT_GRACE_MS;
+      while (this.lent.size > 0 && Date.now() < graceEnd) {
+        for (const c of this.lent) c.interrupt();
+        await waitUntil(Math.min(graceEnd, Date.now() + 100));
       }
-      await waitUntil(Date.now() + INTERRUPT_GRACE_MS);
     }
     for (const c of [...this.lent]) {
       report.forced++;

@@ -30,12 +30,7 @@ export function selectSeeds(all: SeedFile[], targets: string[] | null | undefine
   });
 }
 
-/** Runs under the kernel's write lock, like a transform. */
-export function loadSeeds(ctx: PluginContext, discovery: Discovery, options: SeedOptions): Promise<SeedLoadResult[]> {
-  return ctx.db.exclusive(() => loadSeedsLocked(ctx, discovery, options));
-}
-
-async function loadSeedsLocked(ctx: PluginContext, discovery: Discovery, options: SeedOptions): Promise<SeedLoadResult[]> {
+export async function loadSeeds(ctx: PluginContext, discovery: Discovery, options: SeedOptions): Promise<SeedLoadResult[]> {
   if (options.schema !== undefined && !SAFE_NAME.test(options.schema)) {
     throw badRequest('invalid_schema', `Schema '${options.schema}' must be letters, digits and underscores, not starting with a digit`, { field: 'schema' });
   }

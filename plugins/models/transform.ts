@@ -61,12 +61,7 @@ function firstLine(message: string): string {
   return message.split('\n')[0];
 }
 
-/** Runs under the kernel's write lock: two transforms (or a transform and a seed load) never interleave. */
-export function runTransform(ctx: PluginContext, graph: ModelGraph, options: TransformOptions): Promise<TransformSummary> {
-  return ctx.db.exclusive(() => runTransformLocked(ctx, graph, options));
-}
-
-async function runTransformLocked(ctx: PluginContext, graph: ModelGraph, options: TransformOptions): Promise<TransformSummary> {
+export async function runTransform(ctx: PluginContext, graph: ModelGraph, options: TransformOptions): Promise<TransformSummary> {
   // Shutdown, maintenance or an environment switch: models not yet started are cancelled, running ones interrupted.
   const signal = ctx.signal;
   const selected = selectModels(graph, options.targets ?? null);
@@ -169,7 +164,12 @@ async function runTransformLocked(ctx: PluginContext, graph: ModelGraph, options
 
   const concurrency = Math.max(1, Math.min(options.concurrency ?? defaultConcurrency(), queue.length || 1));
   const connections: Array<DbConnection & { close(): void }> = [];
-  const interruptAll = () => connections.forEach((c) => c.interrupt());
+  // An interrupt that lands before DuckDB began the statement is lost: repeat it while models still run.
+  const interruptAll = () => {
+    connections.forEach((c) => c.interrupt());
+    if (!settled) setTimeout(interruptAll, 100).unref();
+  };
+  let settled = false;
   signal.addEventListener('abort', interruptAll);
   try {
     const ready = queue.filter((m) => pending.get(keyOf(m.info.full_name)) === 0);
@@ -225,6 +225,7 @@ async function runTransformLocked(ctx: PluginContext, graph: ModelGraph, options
       void pump();
     });
   } finally {
+    settled = true;
     signal.removeEventListener('abort', interruptAll);
     for (const c of connections) c.close();
   }

@@ -104,6 +104,36 @@ describe('maintenance', () => {
   });
 });
 
+describe('run signal', () => {
+  it('maintenance aborts a running transform through its signal: the running model is interrupted, the rest cancelled', async () => {
+    const root = project({
+      'transform/staging/endless.sql': 'SELECT sum(i * i) AS s FROM range(1000000000000) t(i)\n',
+      'transform/marts/after.sql': 'SELECT * FROM staging.endless\n',
+    });
+    const s = await startServer(root);
+    try {
+      const building = new Promise((r) => s.app.events.on('model_start', r));
+      const transform = s.request('POST', '/api/transform', {});
+      await building;
+      const t0 = Date.now();
+      // A drain deadline far beyond the test: only the signal can end the run this early.
+      await s.app.maintenance('test', () => {}, { drainMs: 60_000 });
+      assert.ok(Date.now() - t0 < 15_000, `maintenance took ${Date.now() - t0} ms`);
+      const r = await transform;
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.equal(r.body.status, 'error');
+      const byModel = Object.fromEntries(r.body.results.map((x: { model: string; status: string }) => [x.model, x.status]));
+      assert.deepEqual(byModel, { 'staging.endless': 'error', 'marts.after': 'upstream_failed' });
+      // A new run after maintenance gets a fresh signal.
+      fs.writeFileSync(path.join(root, 'transform/staging/endless.sql'), 'SELECT 1 AS s\n');
+      const again = await s.request('POST', '/api/transform', {});
+      assert.equal(again.body.status, 'success', JSON.stringify(again.body));
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('write lock', () => {
   it('two transforms through the API run one after the other while reads keep answering', async () => {
     const root = project({
