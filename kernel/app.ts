@@ -1,6 +1,6 @@
 import { pathToFileURL } from 'node:url';
 import type { ProjectConfig, ProjectInfo } from '../sdk/config.js';
-import type { BulkLoadResult, BulkTarget, BulkWriter, DatabasePort, DbConnection, MigrationSet, Row, SerializedSql, SqlParams } from '../sdk/db.js';
+import { CATALOG_CHANGED, type BulkLoadResult, type BulkTarget, type BulkWriter, type DatabasePort, type DbConnection, type MigrationSet, type Row, type SerializedSql, type SqlParams } from '../sdk/db.js';
 import { DpError } from '../sdk/errors.js';
 import type { HookName, KernelHooks } from '../sdk/hooks.js';
 import type { CommandHandler, PluginContext, PluginDefinition, PluginManifest, RouteDefinition, ServiceRegistry } from '../sdk/plugin.js';
@@ -17,8 +17,7 @@ import { GuardedQueryRunner } from './query-runner.js';
 import { EnvSecretsStore } from './secrets.js';
 import { WriteLock } from './write-lock.js';
 
-/** The bus event the kernel emits after a statement that is not a read ran through the database port. */
-export const CATALOG_CHANGED = 'catalog.changed';
+export { CATALOG_CHANGED };
 /** How long maintenance and shutdown wait for in-flight work before interrupting it (default). */
 export const DEFAULT_DRAIN_MS = 10_000;
 

@@ -20,6 +20,8 @@ export function statementKind(sql: string): StatementKind {
   const m = LEADING_WORD.exec(sql);
   if (!m) return 'unsure';
   const word = m[1].toUpperCase();
+  // A batch that starts with a write is a write, whatever follows.
+  if (!READS.has(word) && !NEUTRAL.has(word) && word !== 'WITH' && word !== 'EXPLAIN') return 'write';
   // One statement, perhaps with a trailing semicolon; anything after a semicolon needs the parser.
   const semicolon = sql.indexOf(';');
   const single = semicolon < 0 || /^[\s;]*$/.test(sql.slice(semicolon));
@@ -27,8 +29,7 @@ export function statementKind(sql: string): StatementKind {
   if (READS.has(word)) return 'read';
   if (NEUTRAL.has(word)) return 'neutral';
   if (word === 'WITH') return MUTATION_WORD.test(sql) ? 'unsure' : 'read';
-  if (word === 'EXPLAIN') return /\bEXPLAIN\s+ANALY[SZ]E\b/i.test(sql) ? 'write' : 'read';
-  return 'write';
+  return /\bEXPLAIN\s+ANALY[SZ]E\b/i.test(sql) ? 'write' : 'read';
 }
 
 /** DuckDB statement types (the C API's duckdb_statement_type) that change nothing. */

@@ -6,6 +6,14 @@
 import crypto from 'node:crypto';
 
 export type SqlParams = Record<string, unknown> | unknown[];
+
+/**
+ * The bus event (`ctx.events`) the kernel emits after a statement that is not a read ran
+ * through the database port (inside a transaction: at COMMIT; a rollback emits nothing), with
+ * payload `{statement}`: its leading keyword (`CREATE`, `INSERT`...). Caches of the catalog
+ * (masking) refresh on it. Reads, including every user query, never emit it.
+ */
+export const CATALOG_CHANGED = 'catalog.changed';
 export type Row = Record<string, unknown>;
 
 export interface TabularResult {
