@@ -79,7 +79,11 @@ export class PluginLifecycle {
           timeout_ms: ms,
         }),
     ).catch((e) => {
-      if (isDpError(e) && e.code.endsWith('_timeout')) throw e;
+      // A plugin's own DpError keeps its code (callers and tests match on it), with the plugin named in details.
+      if (isDpError(e)) {
+        if (e.details.plugin === undefined) e.details.plugin = plugin;
+        throw e;
+      }
       throw new DpError(500, `plugin_${phase === 'beforeStop' ? 'before_stop' : phase}_failed`, `Plugin '${plugin}': ${callback} failed: ${errorMessage(e)}`, { plugin, phase });
     });
   }
