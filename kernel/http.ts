@@ -108,6 +108,11 @@ function contentSecurityPolicy() {
 }
 
 export interface ServerOptions {
+  /**
+   * `true` (default): close() cuts every open connection at once. `'idle'`: close() lets
+   * in-flight requests finish (`dp serve`'s graceful shutdown cuts them at its deadline).
+   */
+  forceCloseConnections?: boolean | 'idle';
   /** Interval of the `: keepalive` comment on SSE streams (default 15 s; tests shorten it). */
   sseHeartbeatMs?: number;
 }
@@ -118,11 +123,19 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
     loggerInstance: app.log.root.child({ scope: 'http' }) as unknown as FastifyBaseLogger,
     // One line per request (below, on response) instead of fastify's two, with the token query parameter blanked.
     logController: new LogController({ disableRequestLogging: true }),
-    forceCloseConnections: true,
+    forceCloseConnections: options.forceCloseConnections ?? true,
+    // The kernel answers requests during shutdown and maintenance itself (503 in the dp error shape).
+    return503OnClosing: false,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false, allowUnionTypes: true } },
   });
 
   server.decorateRequest('caller', null as unknown as Caller);
+  // Maintenance and shutdown refuse new work before anything else runs (503 with Retry-After).
+  server.addHook('onRequest', async () => {
+    const refusal = app.unavailable;
+    if (refusal) throw refusal;
+  });
+
   const logRequest = (req: FastifyRequest, status: number, ms: number) =>
     req.log.info({ method: req.method, url: loggedUrl(req.url), status, ms: Math.round(ms * 10) / 10 }, 'request');
   // Hijacked replies (event streams, upgraded sockets) skip onResponse: they log themselves below.
@@ -135,6 +148,12 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
     hsts: false,
   });
   await server.register(websocket, { options: { maxPayload: 16 * 1024 * 1024 } });
+  // Event streams never finish on their own: a graceful close ends them (clients reconnect with
+  // Last-Event-ID); @fastify/websocket closes its sockets the same way.
+  const openStreams = new Set<import('node:http').ServerResponse>();
+  server.addHook('preClose', async () => {
+    for (const res of openStreams) res.end();
+  });
 
   await server.register(swagger, {
     openapi: {
@@ -285,7 +304,9 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
         for (const text of live) send(text);
         streaming = true;
         const heartbeat = setInterval(() => send(': keepalive\n\n'), heartbeatMs);
+        openStreams.add(res);
         req.raw.on('close', () => {
+          openStreams.delete(res);
           clearInterval(heartbeat);
           unsubscribe();
           logRequest(req, 200, reply.elapsedTime);
