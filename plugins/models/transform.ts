@@ -7,7 +7,8 @@
  * DuckDB builds the new table completely under a fresh catalog entry and swaps it in at commit,
  * so a failing model keeps its previous data. (An explicit temp-name + DROP + RENAME does the
  * same swap with three statements and measured 1.6-2.9x slower on small models.) When a model
- * changes between table and view, the old relation is dropped in the same transaction.
+ * changes between table and view, the old relation is dropped in the same transaction, and the
+ * model's row in `_service.model_state` is upserted in it too (state survives a killed run).
  */
 import crypto from 'node:crypto';
 import os from 'node:os';
@@ -83,7 +84,6 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
   if (schemas.length) await ctx.db.run(schemas.map((s) => `CREATE SCHEMA IF NOT EXISTS ${quoteIdent(s)};`).join('\n'));
 
   const results = new Map<string, ModelBuildResult>();
-  const stateWrites: StateRow[] = [];
   const failedUpstream = new Map<string, string>();
   const pending = new Map<string, number>();
   for (const m of queue) pending.set(keyOf(m.info.full_name), m.upstreamModels.filter((u) => selected.has(u)).length);
@@ -107,14 +107,20 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     const started = performance.now();
     let status: ModelBuildStatus = 'built';
     let error: string | undefined;
+    const row: StateRow = { name: key, kind: 'model', content_hash: m.file.content_hash, state_hash: token, materialized: m.info.materialized, rows: null };
     if (m.file.parseError) {
       status = 'error';
       error = `${m.file.path}${m.file.parseErrorLine ? `:${m.file.parseErrorLine}` : ''}: ${m.file.parseError}`;
     } else {
-      const { sql, replacesKind } = buildStatements(m, existing);
+      const { sql } = buildStatements(m, existing);
       try {
-        if (replacesKind) await conn.transaction((c) => c.run(sql));
-        else await conn.run(sql);
+        // The relation and its state commit together: a run killed at any point leaves every
+        // model either as before with its old state or rebuilt with its new state, so the next
+        // run neither skips a table no file describes nor rebuilds what was already built.
+        await conn.transaction(async (c) => {
+          await c.run(sql);
+          await writeStates(c, [row]);
+        });
       } catch (e) {
         status = 'error';
         error = `${m.file.path}: ${firstLine(errorMessage(e))}`;
@@ -123,9 +129,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     const durationMs = Math.round((performance.now() - started) * 100) / 100;
     if (status === 'built') {
       catalog.set(key, { kind: m.info.materialized, signature: '' });
-      const row: StateRow = { name: key, kind: 'model', content_hash: m.file.content_hash, state_hash: token, materialized: m.info.materialized, rows: null };
       states.set(key, row);
-      stateWrites.push(row);
     }
     const buildCtx: ModelBuildContext = {
       model,
@@ -217,7 +221,6 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
   }
 
   const ordered = queue.map((m) => results.get(keyOf(m.info.full_name))!);
-  await writeStates(ctx.db, stateWrites);
   const failed = ordered.filter((r) => r.status === 'error' || r.status === 'upstream_failed').length;
   const status: 'success' | 'error' = failed > 0 ? 'error' : 'success';
   const durationMs = Math.round(performance.now() - t0);
