@@ -93,7 +93,7 @@ describe('bad input answered in dp shape', () => {
     assertDpError(await s.request('GET', '/api/transform/runs?limit=1e400'), 400, 'invalid_request');
     assertDpError(await s.request('GET', '/api/transform/runs?limit=99999999999999999999'), 400, 'invalid_request');
     assertDpError(await s.request('GET', '/api/transform/runs?limit=abc'), 400, 'invalid_request');
-    const fresh = await s.request('GET', '/api/quality/freshness?max_hours=1e400');
+    const fresh = await s.request('GET', '/api/freshness?max_hours=1e400');
     if (fresh.status !== 404) assertDpError(fresh, 400, 'invalid_request');
   });
 
