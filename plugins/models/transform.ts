@@ -47,15 +47,15 @@ function defaultConcurrency(): number {
   return Math.max(2, Math.min(4, os.cpus().length));
 }
 
-/** The statement(s) that materialize a model. */
-export function buildStatements(m: GraphModel, existing: Relation | undefined): { sql: string; replacesKind: boolean } {
+/** The statement(s) that materialize a model (run in one transaction with its state upsert). */
+export function buildStatements(m: GraphModel, existing: Relation | undefined): string {
   const target = qualified(m.info.schema, m.info.name);
   const kind = m.info.materialized === 'table' ? 'TABLE' : 'VIEW';
   const create = `CREATE OR REPLACE ${kind} ${target} AS\n${m.file.body}\n`;
   if (existing && existing.kind !== m.info.materialized) {
-    return { sql: `DROP ${existing.kind === 'table' ? 'TABLE' : 'VIEW'} ${target};\n${create}`, replacesKind: true };
+    return `DROP ${existing.kind === 'table' ? 'TABLE' : 'VIEW'} ${target};\n${create}`;
   }
-  return { sql: create, replacesKind: false };
+  return create;
 }
 
 function firstLine(message: string): string {
@@ -112,7 +112,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
       status = 'error';
       error = `${m.file.path}${m.file.parseErrorLine ? `:${m.file.parseErrorLine}` : ''}: ${m.file.parseError}`;
     } else {
-      const { sql } = buildStatements(m, existing);
+      const sql = buildStatements(m, existing);
       try {
         // The relation and its state commit together: a run killed at any point leaves every
         // model either as before with its old state or rebuilt with its new state, so the next
