@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import { badRequest, errorMessage, qualified, quoteIdent, quoteLiteral, SAFE_NAME, type PluginContext, type SeedLoadResult } from '../../sdk/index.js';
 import { keyOf } from './dag.js';
 import type { Discovery, SeedFile } from './discovery.js';
-import { readCatalog, readStates, writeStates } from './state.js';
+import { readCatalog, readStates, writeState } from './state.js';
 
 export interface SeedOptions {
   force?: boolean;
@@ -72,7 +72,7 @@ async function loadOne(ctx: PluginContext, seed: SeedFile, key: string, existing
       if (existingKind === 'view') await c.run(`DROP VIEW ${target}`);
       await c.run(create);
       const rows = Number((await c.value(`SELECT count(*) FROM ${target}`)) ?? 0);
-      await writeStates(c, [{ name: key, kind: 'seed', content_hash: seed.content_hash, state_hash: seed.content_hash, materialized: 'table', rows }]);
+      await writeState(c, { name: key, kind: 'seed', content_hash: seed.content_hash, state_hash: seed.content_hash, materialized: 'table', rows });
       return rows;
     }),
   );

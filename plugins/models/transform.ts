@@ -26,7 +26,7 @@ import {
 } from '../../sdk/index.js';
 import { keyOf, selectModels, type GraphModel, type ModelGraph } from './dag.js';
 import { sha256 } from './discovery.js';
-import { readCatalog, readStates, recordRun, writeStates, type Relation, type StateRow } from './state.js';
+import { readCatalog, readStates, recordRun, writeState, type Relation, type StateRow } from './state.js';
 
 export interface TransformOptions {
   targets?: string[] | null;
@@ -119,7 +119,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
         // run neither skips a table no file describes nor rebuilds what was already built.
         await conn.transaction(async (c) => {
           await c.run(sql);
-          await writeStates(c, [row]);
+          await writeState(c, row);
         });
       } catch (e) {
         status = 'error';
