@@ -31,10 +31,20 @@ function errorReply(reply: FastifyReply, err: DpError): FastifyReply {
   return reply.status(err.status).type('application/json').send(err.toBody());
 }
 
-export async function createServer(app: App): Promise<FastifyInstance> {
+export interface ServerOptions {
+  /**
+   * `true` (default): close() cuts every open connection at once. `'idle'`: close() lets
+   * in-flight requests finish (`dp serve`'s graceful shutdown cuts them at its deadline).
+   */
+  forceCloseConnections?: boolean | 'idle';
+}
+
+export async function createServer(app: App, options: ServerOptions = {}): Promise<FastifyInstance> {
   const server = Fastify({
     logger: false,
-    forceCloseConnections: true,
+    forceCloseConnections: options.forceCloseConnections ?? true,
+    // The kernel answers requests during shutdown and maintenance itself (503 in the dp error shape).
+    return503OnClosing: false,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // Every refusal in dp's error shape, from the router (bad %-encoding, long parameters) and
     // from Node's HTTP parser (oversized headers) alike.
@@ -45,6 +55,11 @@ export async function createServer(app: App): Promise<FastifyInstance> {
   server.setValidatorCompiler(routeValidatorCompiler());
 
   server.decorateRequest('caller', null as unknown as Caller);
+  // Maintenance and shutdown refuse new work before anything else runs (503 with Retry-After).
+  server.addHook('onRequest', async () => {
+    const refusal = app.unavailable;
+    if (refusal) throw refusal;
+  });
 
   await server.register(swagger, {
     openapi: {
