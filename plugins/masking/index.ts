@@ -8,13 +8,15 @@ import { definePlugin, type MaskingMethod, type MaskingService } from '../../sdk
 import { MethodCatalog } from './catalog.js';
 import { registerCommands } from './commands.js';
 import { MaskingEnforcer } from './enforce.js';
+import { MaskKeys } from './keys.js';
 import { MIGRATIONS, PolicyStore } from './policies.js';
 import { registerRoutes } from './routes.js';
 import { interceptMaskingCommand } from './sql-commands.js';
 
 export default definePlugin({
   setup(ctx) {
-    const catalog = new MethodCatalog();
+    const keys = new MaskKeys();
+    const catalog = new MethodCatalog(keys);
     ctx.provideExtensionPoint<MaskingMethod | MaskingMethod[]>('masking.methods', (contribution, fromPlugin) => {
       for (const method of Array.isArray(contribution) ? contribution : [contribution]) catalog.register(method, fromPlugin);
     });
@@ -28,11 +30,15 @@ export default definePlugin({
     const enforcer = new MaskingEnforcer(ctx, catalog, store, settings, ctx.log);
 
     ctx.onStart(async () => {
+      // The project key (in .env) and the key table come first: every keyed mask reads them.
+      await keys.load(ctx.secrets, ctx.db, (m) => ctx.log.warn(m));
       enforcer.relations.invalidate();
       enforcer.invalidate();
       await store.load();
     });
-    // Model builds, seed loads and syncs change tables: re-read the catalog on the next query.
+    // The kernel announces every statement that may change the catalog: re-read it on the next query.
+    ctx.events.on('catalog.changed', () => enforcer.relations.invalidate());
+    // Model builds, seed loads and syncs change tables too.
     ctx.events.on('*', () => {
       enforcer.relations.invalidate();
     });
