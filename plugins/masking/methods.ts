@@ -73,12 +73,15 @@ function shiftJs(keys: MaskKeys, value: string, maxDays: number, seedKey: string
  * SQL keeping the last n digits of a string and replacing every other digit with `*`
  * (separators stay). NULL gives NULL. The tail is written twice but computed once (DuckDB
  * eliminates the common subexpression); translate() is several times faster than a global
- * regexp_replace.
+ * regexp_replace. Anything that is neither a digit nor a separator (a letter, a word: text
+ * that is not a number at all) becomes `*` too, so no input comes back unchanged.
  */
+const SEPARATORS = ' +().\\-/';
 function lastDigitsSql(column: string, n: number): string {
   const v = text(column);
   const tail = `regexp_extract(${v}, '([0-9][^0-9]*){${n}}$')`;
-  return `(translate(left(${v}, length(${v}) - length(${tail})), '0123456789', '**********') || ${tail})`;
+  const digitsMasked = `(translate(left(${v}, length(${v}) - length(${tail})), '0123456789', '**********') || ${tail})`;
+  return `CASE WHEN regexp_matches(${v}, '[^0-9${SEPARATORS}]') THEN regexp_replace(${digitsMasked}, '[^0-9*${SEPARATORS}]', '*', 'g') ELSE ${digitsMasked} END`;
 }
 function lastDigitsJs(value: string, n: number): string {
   const chars = [...value];
@@ -89,8 +92,8 @@ function lastDigitsJs(value: string, n: number): string {
     else chars[i] = '*';
   }
   // Fewer digits than n: the SQL form finds no tail and masks every digit; mirror that.
-  if (keep > 0) return value.replace(/[0-9]/g, '*');
-  return chars.join('');
+  const digitsMasked = keep > 0 ? value.replace(/[0-9]/g, '*') : chars.join('');
+  return digitsMasked.replace(/[^0-9* +().\-/]/gu, '*');
 }
 
 function formatBucket(x: number, integral: boolean): string {
