@@ -327,7 +327,15 @@ export class MaskingEnforcer {
     }
     if (hit.verify) {
       // The keys the masks read must be in their table before the statement runs.
-      if (this.catalog.keys.dirty) await this.catalog.keys.flush(this.ctx.db);
+      if (this.catalog.keys.dirty) {
+        try {
+          await this.catalog.keys.flush(this.ctx.db);
+        } catch (e) {
+          // Fail closed, and say nothing of the keys: the masks would read no key and the query is not run.
+          this.log.error(`masking: could not write the masking keys (${errorMessage(e)})`);
+          throw new DpError(500, 'masking_keys_unavailable', 'Masking could not prepare its keys, so the query was not run');
+        }
+      }
       q.sql = hit.sql;
       (q.finalChecks ??= []).push(hit.verify);
     }

@@ -16,6 +16,7 @@ import { interceptMaskingCommand } from './sql-commands.js';
 export default definePlugin({
   setup(ctx) {
     const keys = new MaskKeys();
+    keys.attach(ctx.secrets, (m) => ctx.log.warn(m));
     const catalog = new MethodCatalog(keys);
     ctx.provideExtensionPoint<MaskingMethod | MaskingMethod[]>('masking.methods', (contribution, fromPlugin) => {
       for (const method of Array.isArray(contribution) ? contribution : [contribution]) catalog.register(method, fromPlugin);
@@ -31,7 +32,12 @@ export default definePlugin({
 
     ctx.onStart(async () => {
       // The project key (in .env) and the key table come first: every keyed mask reads them.
-      await keys.load(ctx.secrets, ctx.db, (m) => ctx.log.warn(m));
+      try {
+        await keys.load(ctx.db);
+      } catch (e) {
+        // A database that cannot be written (read-only open) keeps working; keyed masks then fail closed.
+        ctx.log.warn(`masking: could not create the key table (${(e as Error).message})`);
+      }
       enforcer.relations.invalidate();
       enforcer.invalidate();
       await store.load();

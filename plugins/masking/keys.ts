@@ -24,6 +24,7 @@ export const KEY_SCHEMA = '_masking';
 export const KEY_TABLE = 'keys';
 
 const BLOCK = 64;
+const KEY_COLUMNS = 'id VARCHAR PRIMARY KEY, inner_pad BLOB NOT NULL, outer_pad BLOB NOT NULL';
 
 interface DerivedKey {
   id: string;
@@ -44,35 +45,46 @@ export class MaskKeys {
   /** Ids written to the table since it was (re)created. */
   private readonly stored = new Set<string>();
   private readonly pending = new Map<string, DerivedKey>();
+  /** The key table exists (made by load(), or by the first flush of a process that never ran load()). */
+  private tableReady = false;
 
-  /** Without `projectKey` (and until load()), a random key is made on first use and never saved (tests, one-shot uses). */
+  /** Without `projectKey` and secrets (tests), a random key is made on first use and never saved. */
   constructor(projectKey?: Buffer) {
     this.projectKey = projectKey ?? null;
   }
 
-  /**
-   * Reads the project key from the secrets store (a missing one is generated on first use) and
-   * recreates the key table (so a key changed in `.env` takes effect on restart).
-   */
-  async load(secrets: Secrets, db: DatabasePort, warn: (message: string) => void): Promise<void> {
+  /** Where the project key is read from and saved to (`.env` through ctx.secrets). */
+  attach(secrets: Secrets, warn: (message: string) => void): void {
     this.secrets = secrets;
     this.warn = warn;
-    const saved = secrets.get(MASKING_KEY_ENV);
-    this.projectKey = null;
+  }
+
+  /**
+   * Forgets the derived keys (the project key is read from `.env` again on first use) and
+   * recreates the key table, so a key changed in `.env` takes effect on restart and no pad of
+   * an old key stays in the database.
+   */
+  async load(db: DatabasePort): Promise<void> {
+    if (this.secrets) this.projectKey = null;
     this.unsaved = false;
-    if (saved && /^[0-9a-fA-F]{64}$/.test(saved)) this.projectKey = Buffer.from(saved, 'hex');
-    else if (saved) warn(`masking: ${MASKING_KEY_ENV} in .env is not 64 hex digits; a new key will be generated`);
     this.derived.clear();
     this.stored.clear();
     this.pending.clear();
     await db.run(`CREATE SCHEMA IF NOT EXISTS ${KEY_SCHEMA}`);
-    await db.run(`CREATE OR REPLACE TABLE ${KEY_SCHEMA}.${KEY_TABLE} (id VARCHAR PRIMARY KEY, inner_pad BLOB NOT NULL, outer_pad BLOB NOT NULL)`);
+    await db.run(`CREATE OR REPLACE TABLE ${KEY_SCHEMA}.${KEY_TABLE} (${KEY_COLUMNS})`);
+    this.tableReady = true;
   }
 
   private key(): Buffer {
     if (!this.projectKey) {
-      this.projectKey = crypto.randomBytes(32);
-      this.unsaved = this.secrets !== null;
+      const saved = this.secrets?.get(MASKING_KEY_ENV);
+      if (saved && /^[0-9a-fA-F]{64}$/.test(saved)) {
+        this.projectKey = Buffer.from(saved, 'hex');
+      } else {
+        if (saved) this.warn(`masking: ${MASKING_KEY_ENV} in .env is not 64 hex digits; a new key was generated`);
+        this.projectKey = crypto.randomBytes(32);
+        this.unsaved = this.secrets !== null;
+      }
     }
     return this.projectKey;
   }
@@ -127,6 +139,11 @@ export class MaskKeys {
       }
     }
     if (!this.pending.size) return;
+    if (!this.tableReady) {
+      await db.run(`CREATE SCHEMA IF NOT EXISTS ${KEY_SCHEMA}`);
+      await db.run(`CREATE TABLE IF NOT EXISTS ${KEY_SCHEMA}.${KEY_TABLE} (${KEY_COLUMNS})`);
+      this.tableReady = true;
+    }
     const rows = [...this.pending.values()];
     this.pending.clear();
     try {
