@@ -374,8 +374,9 @@ describe('security: every masking method over edge values', () => {
    * and noise of a value too small for its percentage to move it (0, or ±1 rounded back in an
    * integer column: noise is a percentage of the value).
    */
+  const step = (type: string) => (/INT/.test(type) ? 1 : /^DECIMAL\(\d+,(\d+)\)$/.test(type) ? 10 ** -Number(/,(\d+)\)$/.exec(type)![1]) : 1e-300);
   const allowedSame = (method: string, raw: unknown, type: string) =>
-    raw === null || (typeof raw === 'string' && raw.trim() === '') || (method === 'noise' && (Math.abs(Number(raw)) * 0.1 < 1e-300 || (/INT/.test(type) && Math.abs(Number(raw)) * 0.1 < 0.5)));
+    raw === null || (typeof raw === 'string' && raw.trim() === '') || (method === 'noise' && Math.abs(Number(raw)) * 0.1 < step(type));
 
   for (const [method] of METHODS) {
     it(`${method}: no error and no raw value for any type's edge values, late and wrapped, for viewer and editor`, async () => {
