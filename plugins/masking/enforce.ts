@@ -94,6 +94,8 @@ interface CachedRewrite {
   macro?: { macro: string; table: string };
   /** For a rewrite: checks DuckDB's parse of `sql` (a ctx.finalChecks entry). */
   verify?: (tree: SerializedSql) => void;
+  /** Policies of a table the catalog snapshot shows without the policy's column (never cached). */
+  stale?: MaskingPolicy[];
 }
 
 /** A wrapper, parsed and checked once per distinct mask set. */
@@ -172,10 +174,10 @@ export class MaskingEnforcer {
    * column may have been added since the snapshot was read (a seed reloaded with it), so the
    * plan cannot be trusted until the catalog is read again.
    */
-  static lacksPolicyColumn(rel: Relation, policies: MaskingPolicy[]): boolean {
+  static missingPolicyColumns(rel: Relation, policies: MaskingPolicy[]): MaskingPolicy[] {
     const s = rel.schema.toLowerCase();
     const t = rel.name.toLowerCase();
-    return policies.some((p) => p.schema_name.toLowerCase() === s && p.table_name.toLowerCase() === t && !rel.byName.has(p.column_name.toLowerCase()));
+    return policies.filter((p) => p.schema_name.toLowerCase() === s && p.table_name.toLowerCase() === t && !rel.byName.has(p.column_name.toLowerCase()));
   }
 
   /** The mask of each masked column of a relation; column references are qualified by `qualifier` when given. */
@@ -325,6 +327,13 @@ export class MaskingEnforcer {
         role: q.caller.role,
       });
     }
+    if (hit.stale) {
+      // The catalog, even read again, shows a policy's table without its column. The statement
+      // itself reads the table as it is when it runs: should the column be there by then (a
+      // reload racing this query), result columns of its name are masked after execution, and
+      // a statement that could return it under another name is refused.
+      q.rowTransforms.push(postExecutionMask(this.catalog, hit.stale, q.originalSql, q.caller.role));
+    }
     if (hit.verify) {
       // The keys the masks read must be in their table before the statement runs.
       if (this.catalog.keys.dirty) {
@@ -430,16 +439,16 @@ export class MaskingEnforcer {
 
   private async build(q: QueryContext, parsed: Extract<ParsedSql, { ok: true }>, policies: MaskingPolicy[], snap: CatalogSnapshot, canWrite: boolean) {
     let hidden: string | undefined;
-    let stale = false;
+    const stale = new Set<MaskingPolicy>();
     const planFor = this.planner(snap, policies, q.table, (rel) => {
       if (!canWrite && rel.schema.toLowerCase() === '_service' && rel.name.toLowerCase() === 'masking_policies') hidden ??= '_service.masking_policies';
-      if (MaskingEnforcer.lacksPolicyColumn(rel, policies)) stale = true;
+      for (const p of MaskingEnforcer.missingPolicyColumns(rel, policies)) stale.add(p);
     });
     // The kernel's tree is shared: it is read here, never changed.
     const statements = parsed.tree.statements;
     const plan = planScans(statements, planFor);
-    const unresolved = plan.unresolved.length > 0 || stale;
-    const result = (r: CachedRewrite) => ({ result: r, unresolved });
+    const unresolved = plan.unresolved.length > 0 || stale.size > 0;
+    const result = (r: CachedRewrite) => ({ result: stale.size ? { ...r, stale: [...stale] } : r, unresolved });
     if (hidden) return result({ sql: q.sql, hidden });
     if (plan.wraps.length) {
       const statistics = statisticsCall(statements) ?? (q.macros ?? []).map((m) => statisticsCall(m.tree.statements)).find(Boolean) ?? null;
