@@ -180,6 +180,12 @@ export class MaskingEnforcer {
     return policies.filter((p) => p.schema_name.toLowerCase() === s && p.table_name.toLowerCase() === t && !rel.byName.has(p.column_name.toLowerCase()));
   }
 
+  /** Lower-case names of the columns any policy masks for this caller (the `masking` service). */
+  async maskedColumnNames(caller: Caller): Promise<string[]> {
+    await this.store.ensureLoaded();
+    return [...new Set(this.bindingPolicies(caller).map((p) => p.column_name.toLowerCase()))];
+  }
+
   /** The mask of each masked column of a relation; column references are qualified by `qualifier` when given. */
   private masksFor(rel: Relation, policies: MaskingPolicy[], exactTable: boolean, qualifier?: string): ColumnMask[] {
     const out: ColumnMask[] = [];
