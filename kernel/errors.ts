@@ -9,6 +9,11 @@ export const errors = defineErrors({
   payload_too_large: { status: 413, meaning: 'The body is larger than the endpoint accepts.' },
   unsupported_media_type: { status: 415, meaning: 'The body is not sent as application/json.' },
   bad_request: { status: 400, meaning: 'Another client error reported by the HTTP layer (the message says which; the status is the 4xx it chose).' },
+  invalid_content_length: { status: 400, meaning: 'The Content-Length header is malformed or does not match the body.' },
+  path_parameter_too_long: { status: 414, meaning: 'A path parameter is longer than the router accepts.' },
+  headers_too_large: { status: 431, meaning: 'The request headers are larger than the server accepts.' },
+  request_timeout: { status: 408, meaning: 'The client did not send the whole request in time.' },
+  malformed_request: { status: 400, meaning: 'The request is not valid HTTP.' },
   internal_error: { status: 500, meaning: 'A bug: the server log has the details; the response never does.' },
   // authentication and users
   auth_required: { status: 401, meaning: 'No token was sent to a route that needs one.' },

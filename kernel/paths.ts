@@ -1,12 +1,8 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { createRequire } from 'node:module';
 import { badRequest } from '../sdk/errors.js';
 
-// write-file-atomic ships no types; the one function used is typed here.
-const writeFileAtomicLib = createRequire(import.meta.url)('write-file-atomic') as {
-  sync(file: string, data: string | Buffer, options: { fsync: boolean }): void;
-};
 
 /**
  * Resolves a project-relative path, refusing anything that lands outside the root:
@@ -50,11 +46,45 @@ export function toProjectRelative(root: string, absolutePath: string): string {
 }
 
 /**
- * Writes a file atomically and durably with `write-file-atomic`: a temp file beside it, written,
- * fsynced, then renamed over the target (keeping the old file's mode), so a crash leaves either
- * the old content or the new, never a torn file. Callers resolve `file` inside the project first.
+ * Writes a file atomically and durably: a hidden temp file beside it (`.name.<random>.tmp`, which
+ * no walker lists and `*.tmp` protects), written and fsynced with the old file's mode, renamed over
+ * the target, then the folder fsynced, so a crash or kill -9 leaves the old content or the new,
+ * never a torn file and never a visible stray. (write-file-atomic does the same steps but names its
+ * temp file `name.<hash>`, which a kill -9 leaves visible beside the project's files.)
  */
 export function writeFileAtomic(file: string, content: string | Buffer): void {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  writeFileAtomicLib.sync(file, content, { fsync: true });
+  const dir = path.dirname(file);
+  fs.mkdirSync(dir, { recursive: true });
+  let mode = 0o666;
+  try {
+    mode = fs.statSync(file).mode & 0o7777;
+  } catch {
+    /* a new file: the default mode (umask applies) */
+  }
+  const tmp = path.join(dir, `.${path.basename(file)}.${crypto.randomBytes(6).toString('hex')}.tmp`);
+  let fd: number | null = null;
+  try {
+    fd = fs.openSync(tmp, 'w', mode);
+    fs.writeFileSync(fd, content);
+    fs.fchmodSync(fd, mode);
+    fs.fsyncSync(fd);
+    fs.closeSync(fd);
+    fd = null;
+    fs.renameSync(tmp, file);
+  } catch (e) {
+    if (fd !== null) fs.closeSync(fd);
+    fs.rmSync(tmp, { force: true });
+    throw e;
+  }
+  // The rename itself is durable once the folder's entry is on disk.
+  try {
+    const dirFd = fs.openSync(dir, 'r');
+    try {
+      fs.fsyncSync(dirFd);
+    } finally {
+      fs.closeSync(dirFd);
+    }
+  } catch {
+    /* some file systems refuse fsync on a folder; the file itself is already synced */
+  }
 }
