@@ -6,7 +6,7 @@ import type { HookName, KernelHooks } from '../sdk/hooks.js';
 import type { CommandHandler, PluginContext, PluginDefinition, PluginManifest, RouteDefinition, ServiceRegistry } from '../sdk/plugin.js';
 import { AUTH_MIGRATION_OWNER, createAuth, type AuthProvider } from './auth/index.js';
 import { databaseFile, loadProject, writeActiveEnv, type LoadedProject } from './config.js';
-import { DuckDatabase, runMigrations } from './database.js';
+import { configuredMemoryLimit, DuckDatabase, runMigrations } from './database.js';
 import { KernelEventBus } from './events.js';
 import { createHooks } from './hooks.js';
 import { KernelLogger } from './log.js';
@@ -160,7 +160,8 @@ export class App {
   }
 
   private openDatabase(): void {
-    this.database = new DuckDatabase(databaseFile(this.project));
+    // The engine may touch the project folder only (plus its own file, WAL and temp folder).
+    this.database = new DuckDatabase(databaseFile(this.project), { allowedDirectories: [this.project.root], memoryLimit: configuredMemoryLimit() });
     this.database.onOpen = (db) => runMigrations(db, this.migrations);
   }
 
