@@ -4,7 +4,7 @@ import type { DatabasePort, DbConnection, MigrationSet, Row, SerializedSql, SqlP
 import { DpError } from '../sdk/errors.js';
 import type { HookName, KernelHooks } from '../sdk/hooks.js';
 import type { CommandHandler, PluginContext, PluginDefinition, PluginManifest, RouteDefinition, ServiceRegistry } from '../sdk/plugin.js';
-import { AUTH_MIGRATION_OWNER, createAuth, type AuthProvider } from './auth/index.js';
+import { createAuth, type AuthProvider } from './auth/index.js';
 import { databaseFile, loadProject, writeActiveEnv, type LoadedProject } from './config.js';
 import { configuredMemoryLimit, DuckDatabase, runMigrations } from './database.js';
 import { KernelEventBus } from './events.js';
@@ -141,7 +141,6 @@ export class App {
     app.secrets = new EnvSecretsStore(app.project.root, (vars) => app.reloadEnv(vars));
     app.openDatabase();
     app.auth = createAuth(app);
-    app.migrations.push({ owner: AUTH_MIGRATION_OWNER, steps: app.auth.migrations });
     const { enabled, disabled } = discoverPlugins({
       projectRoot: app.project.root,
       paths: app.project.config.plugins.paths,
@@ -311,5 +310,6 @@ export class App {
   async close(): Promise<void> {
     await this.stop();
     this.database?.close();
+    this.auth?.close();
   }
 }

@@ -291,6 +291,8 @@ export class DuckDatabase implements DatabasePort {
   private idle: Connection[] = [];
   private parseCache = new Map<string, ParsedSql>();
   private opening: Promise<DuckDBInstance> | null = null;
+  /** Runs before the file opens (e.g. creates its folder). */
+  beforeOpen: (() => void) | null = null;
   /** Runs once right after the file opens (migrations). */
   onOpen: ((db: DuckDatabase) => Promise<void>) | null = null;
 
@@ -310,6 +312,7 @@ export class DuckDatabase implements DatabasePort {
     if (!this.opening) {
       this.opening = (async () => {
         try {
+          this.beforeOpen?.();
           const inst = await DuckDBInstance.create(this.path);
           try {
             await applySandbox(inst, this.sandbox);
