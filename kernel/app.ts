@@ -57,6 +57,9 @@ class DatabaseHandle implements DatabasePort {
   deparse(tree: SerializedSql) {
     return this.current().deparse(tree);
   }
+  assertProjectFileReads(sql: string) {
+    return this.current().assertProjectFileReads(sql);
+  }
   checkpoint() {
     return this.current().checkpoint();
   }

@@ -12,6 +12,7 @@ import {
 import { type DatabasePort, type DbConnection, type ParsedSql, type Row, type SerializedSql, type SqlParams, type TabularResult, writeTreeJson } from '../sdk/db.js';
 import { DpError, errorMessage } from '../sdk/errors.js';
 import { quoteIdent, quoteLiteral } from '../sdk/sql.js';
+import { assertProjectFileReads } from './file-reads.js';
 
 type Values = DuckDBValue[] | Record<string, DuckDBValue>;
 
@@ -201,7 +202,7 @@ export class Connection implements DbConnection {
  * it and whatever a validator misses, can widen it again.
  */
 export interface EngineSandbox {
-  /** Absolute folders DuckDB may read and write (the project folder: seeds, exports, snapshots). */
+  /** Absolute folders DuckDB may read and write; the first is the project folder (seeds, exports, snapshots). */
   allowedDirectories: string[];
   /** DuckDB's memory_limit, e.g. `4GB` (default: half of the machine's RAM). */
   memoryLimit?: string;
@@ -414,6 +415,12 @@ export class DuckDatabase implements DatabasePort {
   async deparse(tree: SerializedSql): Promise<string> {
     const sql = await this.value<string>('SELECT json_deserialize_sql($1::JSON)', [writeTreeJson(tree)]);
     return sql ?? '';
+  }
+
+  async assertProjectFileReads(sql: string): Promise<void> {
+    const root = this.sandbox?.allowedDirectories[0];
+    if (!root) throw new DpError(500, 'no_project', 'This database has no project folder to check file reads against');
+    await assertProjectFileReads(this, sql, { root });
   }
 
   async checkpoint(): Promise<void> {

@@ -8,7 +8,7 @@ import { quoteLiteral, walkSqlTree } from '../sdk/sql.js';
  * read_json*, read_text, read_blob, glob, query, query_table, parquet_*, duckdb_secrets,
  * and whatever an extension adds later) is refused: an allowlist fails closed.
  */
-const ALLOWED_TABLE_FUNCTIONS = new Set([
+export const ALLOWED_TABLE_FUNCTIONS: ReadonlySet<string> = new Set([
   'range',
   'generate_series',
   'unnest',

@@ -113,6 +113,8 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     } else {
       const { sql, replacesKind } = buildStatements(m, existing);
       try {
+        // Model SQL may read project files (seeds), never the host, hidden files or the database.
+        await ctx.db.assertProjectFileReads(m.file.body);
         if (replacesKind) await conn.transaction((c) => c.run(sql));
         else await conn.run(sql);
       } catch (e) {
