@@ -38,9 +38,10 @@ export function usersDatabaseFile(projectRoot: string): string {
 const LEGACY_IMPORT = 'kernel.auth.legacy-import';
 
 /**
- * Copies users and tokens from an environment database's `_service.users`/`_service.tokens`
+ * Moves users and tokens from an environment database's `_service.users`/`_service.tokens`
  * (where earlier versions kept them) into the project store, once: only while the store has no
- * user and has never imported. Returns how many users came over.
+ * user and has never imported. The tables are then dropped from that database. Returns how many
+ * users came over.
  */
 export async function importLegacyUsers(store: DatabasePort, legacy: DatabasePort | null): Promise<number> {
   const done = Number((await store.value<number>('SELECT count(*) FROM _service.migrations WHERE owner = $1', [LEGACY_IMPORT])) ?? 0);
@@ -72,6 +73,8 @@ export async function importLegacyUsers(store: DatabasePort, legacy: DatabasePor
       await t.run('INSERT INTO _service.migrations (owner, step) VALUES ($1, 0)', [LEGACY_IMPORT]);
     }),
   );
+  // The copy is the only one now: no stale password hashes stay behind in the environment.
+  if (legacy && users.length) await legacy.run('DROP TABLE IF EXISTS _service.tokens; DROP TABLE IF EXISTS _service.users');
   return users.length;
 }
 

@@ -71,5 +71,7 @@ describe('users kept in an environment database by earlier versions', () => {
     assert.equal(login.body.role, 'admin');
     assert.ok(fs.existsSync(path.join(root, '.dp', 'users.duckdb')));
     assert.equal((await s.request('POST', '/api/auth/setup', { username: 'mallory', password: 'secret1' })).status, 409);
+    const left = await s.app.db.value("SELECT count(*) FROM duckdb_tables() WHERE schema_name = '_service' AND table_name IN ('users', 'tokens')");
+    assert.equal(Number(left), 0, 'no password hashes stay in the environment database');
   });
 });
