@@ -1,7 +1,8 @@
 import type { DatabasePort, SerializedSql, SqlNode } from '../sdk/db.js';
 import type { MacroBody } from '../sdk/hooks.js';
 import { badRequest, forbidden } from '../sdk/errors.js';
-import { quoteLiteral, walkSqlTree } from '../sdk/sql.js';
+import { walkSqlTree } from '../sdk/sql.js';
+import type { Connection } from './database.js';
 
 /**
  * Table functions a read-only query may call. Everything else (read_csv*, read_parquet,
@@ -120,6 +121,14 @@ export function refName(ref: TableRef): string {
   return [ref.catalog, ref.schema, ref.table].filter(Boolean).join('.');
 }
 
+const CATALOG_LOOKUP = `SELECT to_json({
+    db: lower(current_database()), sch: lower(current_schema()), search_path: lower(current_setting('search_path')),
+    found: (SELECT coalesce(list([lower(database_name), lower(schema_name), lower(name)]), []) FROM (
+      SELECT database_name, schema_name, table_name AS name FROM duckdb_tables()
+      UNION ALL SELECT database_name, schema_name, view_name FROM duckdb_views())
+      WHERE list_contains(string_split($1::VARCHAR, chr(0)), lower(name)))
+  })::VARCHAR`;
+
 /**
  * The references among refs that DuckDB would not find in its catalog. DuckDB binds a name it
  * cannot find as a replacement scan: `FROM '.en[.csv?v]'` or `FROM main."data.csv"` read files,
@@ -129,13 +138,12 @@ export function refName(ref: TableRef): string {
  */
 export async function unresolvedTableRefs(db: DatabasePort, refs: TableRef[]): Promise<TableRef[]> {
   if (!refs.length) return [];
-  const names = [...new Set(refs.map((r) => r.table.toLowerCase()))].map(quoteLiteral).join(', ');
-  const [row] = await db.all<{ db: string; sch: string; search_path: string; found: string[][] }>(
-    `SELECT lower(current_database()) AS db, lower(current_schema()) AS sch, lower(current_setting('search_path')) AS search_path,
-       (SELECT coalesce(list([lower(database_name), lower(schema_name), lower(name)]), []) FROM (
-          SELECT database_name, schema_name, table_name AS name FROM duckdb_tables()
-          UNION ALL SELECT database_name, schema_name, view_name FROM duckdb_views()) WHERE lower(name) IN (${names})) AS found`,
-  );
+  // NUL cannot occur in an identifier DuckDB parsed, so it separates the names.
+  const names = [...new Set(refs.map((r) => r.table.toLowerCase()))].join('\0');
+  // One fixed statement with one parameter: each pooled connection keeps it prepared, so a
+  // query pays for the catalog scan only, not for parsing and planning the lookup.
+  const text = await db.withConnection((c) => (c as Connection).preparedValue(CATALOG_LOOKUP, names));
+  const row = JSON.parse(String(text)) as { db: string; sch: string; search_path: string; found: string[][] };
   const found = new Set(row.found.map(([d, s, t]) => `${d}\0${s}\0${t}`));
   const has = (d: string, s: string, t: string) => found.has(`${d}\0${s}\0${t}`);
   const searched: Array<[string, string]> = [
