@@ -88,6 +88,25 @@ describe('files read by model SQL', () => {
   });
 });
 
+describe('dp check binds a model only after the same file check', () => {
+  it('reports a model reading .env as refused, without binding it', async () => {
+    const root = makeProject({ '.env': `API_KEY=${SECRET}\n` });
+    fs.mkdirSync(path.join(root, 'transform'));
+    fs.writeFileSync(path.join(root, 'transform', 'peek.sql'), `-- @config materialized=table, schema=main\nSELECT nope FROM read_csv('${root}/.env')\n`);
+    const s = await startServer(root);
+    try {
+      const r = await s.request('POST', '/api/check', {});
+      assert.equal(r.status, 200, r.text);
+      const peek = r.body.validation.models.find((m: { name?: string; path?: string }) => String(m.path ?? m.name).includes('peek'));
+      assert.ok(peek, r.text);
+      assert.match(peek.errors.join('\n'), /only inside the project.*hidden/);
+      assert.ok(!r.text.includes(SECRET));
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('a model reading a file is not served to a viewer', () => {
   it('the built table never exists, so /api/query has nothing to show', async () => {
     const root = makeProject({ 'transform/leak.sql': "-- @config materialized=table, schema=main\nSELECT * FROM read_text('/etc/passwd')\n" });
