@@ -121,49 +121,42 @@ export function refName(ref: TableRef): string {
   return [ref.catalog, ref.schema, ref.table].filter(Boolean).join('.');
 }
 
-const CATALOG_LOOKUP = `SELECT to_json({
-    db: lower(current_database()), sch: lower(current_schema()), search_path: lower(current_setting('search_path')),
-    found: (SELECT coalesce(list([lower(database_name), lower(schema_name), lower(name)]), []) FROM (
-      SELECT database_name, schema_name, table_name AS name FROM duckdb_tables()
-      UNION ALL SELECT database_name, schema_name, view_name FROM duckdb_views())
-      WHERE list_contains(string_split($1::VARCHAR, chr(0)), lower(name)))
-  })::VARCHAR`;
+/** DuckDB's own catalog lookup of one name (search path included), which never falls back to a file. */
+const TABLE_LOOKUP = 'SELECT count(*) FROM pragma_table_info($1::VARCHAR)';
+
+/** A reference as one qualified name with every part quoted, as DuckDB's name parser reads it. */
+function quotedName(ref: TableRef): string {
+  return [ref.catalog, ref.schema, ref.table]
+    .filter(Boolean)
+    .map((part) => `"${part.replace(/"/g, '""')}"`)
+    .join('.');
+}
 
 /**
  * The references among refs that DuckDB would not find in its catalog. DuckDB binds a name it
  * cannot find as a replacement scan: `FROM '.en[.csv?v]'` or `FROM main."data.csv"` read files,
- * with globs. So what decides is the catalog, exactly where DuckDB looks: the full name when
- * qualified by catalog; a schema in the searched catalogs or a catalog's default schema when
- * qualified by one name; else the search path (temp, the current schema, search_path, system).
+ * with globs. So what decides is the catalog, asked through DuckDB's own lookup
+ * (`pragma_table_info`: the same search path, catalog and schema rules as the binder, tables
+ * and views, and no replacement scan), one kept prepared statement per pooled connection.
  */
 export async function unresolvedTableRefs(db: DatabasePort, refs: TableRef[]): Promise<TableRef[]> {
-  if (!refs.length) return [];
-  // NUL cannot occur in an identifier DuckDB parsed, so it separates the names.
-  const names = [...new Set(refs.map((r) => r.table.toLowerCase()))].join('\0');
-  // One fixed statement with one parameter: each pooled connection keeps it prepared, so a
-  // query pays for the catalog scan only, not for parsing and planning the lookup.
-  const text = await db.withConnection((c) => (c as Connection).preparedValue(CATALOG_LOOKUP, names));
-  const row = JSON.parse(String(text)) as { db: string; sch: string; search_path: string; found: string[][] };
-  const found = new Set(row.found.map(([d, s, t]) => `${d}\0${s}\0${t}`));
-  const has = (d: string, s: string, t: string) => found.has(`${d}\0${s}\0${t}`);
-  const searched: Array<[string, string]> = [
-    ['temp', 'main'],
-    [row.db, row.sch],
-    ...row.search_path
-      .split(',')
-      .map((e) => e.trim().replace(/"/g, ''))
-      .filter(Boolean)
-      .map((e): [string, string] => (e.includes('.') ? [e.slice(0, e.indexOf('.')), e.slice(e.indexOf('.') + 1)] : [row.db, e])),
-    ['system', 'main'],
-    ['system', 'pg_catalog'],
-  ];
-  const catalogs = [...new Set(searched.map(([d]) => d))];
-  return refs.filter((ref) => {
-    const [c, s, t] = [ref.catalog.toLowerCase(), ref.schema.toLowerCase(), ref.table.toLowerCase()];
-    if (c) return !has(c, s || 'main', t);
-    if (s) return !(catalogs.some((d) => has(d, s, t)) || has(s, 'main', t));
-    return !searched.some(([d, sc]) => has(d, sc, t));
-  });
+  const missing: TableRef[] = [];
+  const seen = new Map<string, boolean>();
+  for (const ref of refs) {
+    const name = quotedName(ref);
+    let found = seen.get(name);
+    if (found === undefined) {
+      try {
+        await db.withConnection((c) => (c as Connection).preparedValue(TABLE_LOOKUP, name));
+        found = true;
+      } catch {
+        found = false;
+      }
+      seen.set(name, found);
+    }
+    if (!found) missing.push(ref);
+  }
+  return missing;
 }
 
 /** Refuses a query that names anything DuckDB would bind as a file (a replacement scan). */
