@@ -142,7 +142,10 @@ function quotedName(ref: TableRef): string {
 export async function unresolvedTableRefs(db: DatabasePort, refs: TableRef[]): Promise<TableRef[]> {
   const missing: TableRef[] = [];
   const seen = new Map<string, boolean>();
-  for (const ref of refs) {
+  // DuckDB's name parser has no escape for a double quote inside a quoted part: those few
+  // names are looked up in the catalog listing instead.
+  const withQuote = (r: TableRef) => [r.catalog, r.schema, r.table].some((p) => p.includes('"'));
+  for (const ref of refs.filter((r) => !withQuote(r))) {
     const name = quotedName(ref);
     let found = seen.get(name);
     if (found === undefined) {
@@ -156,7 +159,49 @@ export async function unresolvedTableRefs(db: DatabasePort, refs: TableRef[]): P
     }
     if (!found) missing.push(ref);
   }
+  const quoted = refs.filter(withQuote);
+  if (quoted.length) missing.push(...(await unresolvedInListing(db, quoted)));
   return missing;
+}
+
+const CATALOG_LISTING = `SELECT to_json({
+    db: current_database(), sch: current_schema(), search_path: current_setting('search_path'),
+    found: (SELECT coalesce(list([lower(database_name), lower(schema_name), lower(name)]), []) FROM (
+      SELECT database_name, schema_name, table_name AS name FROM duckdb_tables()
+      UNION ALL SELECT database_name, schema_name, view_name FROM duckdb_views())
+      WHERE list_contains(string_split($1::VARCHAR, chr(0)), lower(name)))
+  })::VARCHAR`;
+
+/**
+ * The binder's lookup rebuilt on the catalog listing: the full name when qualified by catalog;
+ * a schema in the searched catalogs or a catalog's default schema when qualified by one name;
+ * else temp, the current schema, search_path and the system schemas. Slower than
+ * pragma_table_info, so only for names it cannot parse.
+ */
+async function unresolvedInListing(db: DatabasePort, refs: TableRef[]): Promise<TableRef[]> {
+  // NUL cannot occur in an identifier DuckDB parsed, so it separates the names.
+  const names = [...new Set(refs.map((r) => r.table.toLowerCase()))].join('\0');
+  const text = await db.withConnection((c) => (c as Connection).preparedValue(CATALOG_LISTING, names));
+  const row = JSON.parse(String(text)) as { db: string; sch: string; search_path: string; found: string[][] };
+  const found = new Set(row.found.map(([d, s, t]) => `${d}\0${s}\0${t}`));
+  const has = (d: string, s: string, t: string) => found.has(`${d.toLowerCase()}\0${s.toLowerCase()}\0${t.toLowerCase()}`);
+  const searched: Array<[string, string]> = [
+    ['temp', 'main'],
+    [row.db, row.sch],
+    ...row.search_path
+      .split(',')
+      .map((e) => e.trim().replace(/"/g, ''))
+      .filter(Boolean)
+      .map((e): [string, string] => (e.includes('.') ? [e.slice(0, e.indexOf('.')), e.slice(e.indexOf('.') + 1)] : [row.db, e])),
+    ['system', 'main'],
+    ['system', 'pg_catalog'],
+  ];
+  const catalogs = [...new Set(searched.map(([d]) => d))];
+  return refs.filter(({ catalog: c, schema: s, table: t }) => {
+    if (c) return !has(c, s || 'main', t);
+    if (s) return !(catalogs.some((d) => has(d, s, t)) || has(s, 'main', t));
+    return !searched.some(([d, sc]) => has(d, sc, t));
+  });
 }
 
 /** Refuses a query that names anything DuckDB would bind as a file (a replacement scan). */

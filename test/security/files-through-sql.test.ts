@@ -54,6 +54,8 @@ describe('files through user SQL', () => {
       ['DESCRIBE a file', `DESCRIBE "${env}"`],
       ['SUMMARIZE a file', `SUMMARIZE "${env}"`],
       ['replacement scan of the database file', `SELECT * FROM '${root}/test.duckdb'`],
+      ['replacement scan with a double quote in the name', `SELECT * FROM "${root}/.en[.csv?v]"".csv"`],
+      ['replacement scan in a schema with a double quote', `SELECT * FROM "Odd ""S"""."${env}"`],
       ['read_text', `SELECT * FROM read_text('${root}/.env')`],
       ['read_csv of .env', `SELECT * FROM read_csv('${root}/.env')`],
       ['read_blob of the database', `SELECT * FROM read_blob('${root}/test.duckdb')`],
@@ -78,7 +80,8 @@ describe('files through user SQL', () => {
   });
 
   it('still answers tables, views, CTEs and recursive CTEs whose names look like files', async () => {
-    await s.app.db.run(`CREATE TABLE "data.csv" AS SELECT 42 AS v; CREATE VIEW "v.parquet" AS SELECT 7 AS v`);
+    await s.app.db.run(`CREATE TABLE "data.csv" AS SELECT 42 AS v; CREATE VIEW "v.parquet" AS SELECT 7 AS v;
+      CREATE SCHEMA "Odd ""S"""; CREATE TABLE "Odd ""S"""."t ü" AS SELECT 3 AS v`);
     const ok: Array<[string, unknown]> = [
       [`SELECT v FROM 'data.csv'`, [[42]]],
       [`SELECT v FROM main."data.csv"`, [[42]]],
@@ -86,6 +89,7 @@ describe('files through user SQL', () => {
       [`WITH "x.csv" AS (SELECT 5 AS v) SELECT v FROM "x.csv"`, [[5]]],
       [`WITH "X.CSV" AS (SELECT 5 AS v) SELECT (SELECT v FROM "x.csv")`, [[5]]],
       [`WITH RECURSIVE "r.csv"(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM "r.csv" WHERE n < 3) SELECT count(*) FROM "r.csv"`, [[3]]],
+      [`SELECT v FROM "Odd ""S"""."t ü"`, [[3]]],
       [`SELECT count(*) > 0 FROM information_schema.tables`, [[true]]],
       [`SELECT count(*) >= 0 FROM duckdb_tables`, [[true]]],
       [`DESCRIBE people`, undefined],
