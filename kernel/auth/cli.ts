@@ -31,7 +31,7 @@ async function withUsers(argv: Record<string, any>, fn: (users: UserStore) => Pr
   // The environment database is opened only for the one-time import of users kept there by
   // earlier versions (and only when the store has never imported).
   let legacy: InstanceType<typeof DuckDatabase> | null = null;
-  const store = openUserStore(project.root, () => (legacy = new DuckDatabase(databaseFile(project), { allowedDirectories: [project.root] })), () => ttlMs);
+  const store = openUserStore(project.root, () => (legacy = new DuckDatabase(databaseFile(project), { sandbox: { allowedDirectories: [project.root] } })), () => ttlMs);
   try {
     const code = await fn(store.users);
     process.exitCode = typeof code === 'number' ? code : 0;

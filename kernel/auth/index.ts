@@ -83,7 +83,7 @@ function presented(headers: Record<string, string | string[] | undefined>): Pres
  */
 export function openUserStore(projectRoot: string, legacy: () => DatabasePort | null, tokenLifetimeMs: () => number): { users: UserStore; db: DuckDatabase } {
   const file = usersDatabaseFile(projectRoot);
-  const db = new DuckDatabase(file, { allowedDirectories: [path.dirname(file)], memoryLimit: '128MB' });
+  const db = new DuckDatabase(file, { sandbox: { allowedDirectories: [path.dirname(file)], memoryLimit: '128MB' } });
   db.beforeOpen = () => fs.mkdirSync(path.dirname(file), { recursive: true });
   db.onOpen = async (opened) => {
     await runMigrations(opened, [{ owner: AUTH_MIGRATION_OWNER, steps: AUTH_MIGRATIONS }]);

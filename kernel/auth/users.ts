@@ -1,12 +1,14 @@
 import path from 'node:path';
 import { isRole, ROLES, type Role } from '../../sdk/auth.js';
-import type { DatabasePort } from '../../sdk/db.js';
+import type { DatabasePort, MigrationStep } from '../../sdk/db.js';
 import { badRequest, conflict, notFound } from '../../sdk/errors.js';
 import { constantTimeEqual, DECOY_PASSWORD_HASH, hashPassword, hashToken, newToken, TOKEN_PATTERN, verifyPassword } from './crypto.js';
 
 /** `_service.users` and `_service.tokens`, run once each by the kernel's migration runner. */
-export const AUTH_MIGRATIONS: string[] = [
-  `CREATE TABLE IF NOT EXISTS _service.users (
+export const AUTH_MIGRATIONS: MigrationStep[] = [
+  {
+    id: 'auth-001',
+    sql: `CREATE TABLE IF NOT EXISTS _service.users (
      username VARCHAR PRIMARY KEY,
      password_hash VARCHAR NOT NULL,
      salt VARCHAR NOT NULL,
@@ -15,12 +17,16 @@ export const AUTH_MIGRATIONS: string[] = [
      created_at TIMESTAMP NOT NULL,
      last_login TIMESTAMP
    )`,
-  `CREATE TABLE IF NOT EXISTS _service.tokens (
+  },
+  {
+    id: 'auth-002',
+    sql: `CREATE TABLE IF NOT EXISTS _service.tokens (
      token_hash VARCHAR PRIMARY KEY,
      username VARCHAR NOT NULL,
      created_at TIMESTAMP NOT NULL,
      expires_at TIMESTAMP NOT NULL
    )`,
+  },
 ];
 
 /**
@@ -70,7 +76,7 @@ export async function importLegacyUsers(store: DatabasePort, legacy: DatabasePor
       for (const k of tokens) {
         await t.run('INSERT INTO _service.tokens (token_hash, username, created_at, expires_at) VALUES ($1, $2, $3::TIMESTAMP, $4::TIMESTAMP)', [k.token_hash, k.username, k.created_at, k.expires_at]);
       }
-      await t.run('INSERT INTO _service.migrations (owner, step) VALUES ($1, 0)', [LEGACY_IMPORT]);
+      await t.run("INSERT INTO _service.migrations (owner, id) VALUES ($1, 'import')", [LEGACY_IMPORT]);
     }),
   );
   // The copy is the only one now: no stale password hashes stay behind in the environment.

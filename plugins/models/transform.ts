@@ -7,7 +7,8 @@
  * DuckDB builds the new table completely under a fresh catalog entry and swaps it in at commit,
  * so a failing model keeps its previous data. (An explicit temp-name + DROP + RENAME does the
  * same swap with three statements and measured 1.6-2.9x slower on small models.) When a model
- * changes between table and view, the old relation is dropped in the same transaction.
+ * changes between table and view, the old relation is dropped in the same transaction, and the
+ * model's row in `_service.model_state` is upserted in it too (state survives a killed run).
  */
 import crypto from 'node:crypto';
 import os from 'node:os';
@@ -25,7 +26,7 @@ import {
 } from '../../sdk/index.js';
 import { keyOf, selectModels, type GraphModel, type ModelGraph } from './dag.js';
 import { sha256 } from './discovery.js';
-import { readCatalog, readStates, recordRun, writeStates, type Relation, type StateRow } from './state.js';
+import { readCatalog, readStates, recordRun, writeState, type Relation, type StateRow } from './state.js';
 
 export interface TransformOptions {
   targets?: string[] | null;
@@ -46,15 +47,15 @@ function defaultConcurrency(): number {
   return Math.max(2, Math.min(4, os.cpus().length));
 }
 
-/** The statement(s) that materialize a model. */
-export function buildStatements(m: GraphModel, existing: Relation | undefined): { sql: string; replacesKind: boolean } {
+/** The statement(s) that materialize a model (run in one transaction with its state upsert). */
+export function buildStatements(m: GraphModel, existing: Relation | undefined): string {
   const target = qualified(m.info.schema, m.info.name);
   const kind = m.info.materialized === 'table' ? 'TABLE' : 'VIEW';
   const create = `CREATE OR REPLACE ${kind} ${target} AS\n${m.file.body}\n`;
   if (existing && existing.kind !== m.info.materialized) {
-    return { sql: `DROP ${existing.kind === 'table' ? 'TABLE' : 'VIEW'} ${target};\n${create}`, replacesKind: true };
+    return `DROP ${existing.kind === 'table' ? 'TABLE' : 'VIEW'} ${target};\n${create}`;
   }
-  return { sql: create, replacesKind: false };
+  return create;
 }
 
 function firstLine(message: string): string {
@@ -62,6 +63,8 @@ function firstLine(message: string): string {
 }
 
 export async function runTransform(ctx: PluginContext, graph: ModelGraph, options: TransformOptions): Promise<TransformSummary> {
+  // Shutdown, maintenance or an environment switch: models not yet started are cancelled, running ones interrupted.
+  const signal = ctx.signal;
   const selected = selectModels(graph, options.targets ?? null);
   const queue = graph.models.filter((m) => selected.has(keyOf(m.info.full_name)));
   const force = Boolean(options.force);
@@ -74,6 +77,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     targets: options.targets && options.targets.length ? options.targets : null,
     results: [],
     status: 'running',
+    signal,
   };
   await ctx.hook('beforeTransform').promise(runCtx);
   ctx.events.emit('transform_start', { run_id: runId, trigger: runCtx.trigger, targets: runCtx.targets, models: queue.length });
@@ -83,7 +87,6 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
   if (schemas.length) await ctx.db.run(schemas.map((s) => `CREATE SCHEMA IF NOT EXISTS ${quoteIdent(s)};`).join('\n'));
 
   const results = new Map<string, ModelBuildResult>();
-  const stateWrites: StateRow[] = [];
   const failedUpstream = new Map<string, string>();
   const pending = new Map<string, number>();
   for (const m of queue) pending.set(keyOf(m.info.full_name), m.upstreamModels.filter((u) => selected.has(u)).length);
@@ -98,6 +101,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     const model = m.info.full_name;
     const blocker = failedUpstream.get(key);
     if (blocker) return { model, status: 'upstream_failed', duration_ms: 0, error: `Upstream model ${blocker} failed` };
+    if (signal.aborted) return { model, status: 'error', duration_ms: 0, error: `Cancelled: ${errorMessage(signal.reason)}` };
     const token = sha256([m.file.content_hash, m.info.materialized, ...m.upstream.map((u) => `${keyOf(u)}=${upstreamToken(u)}`).sort()].join('\n'));
     const existing = catalog.get(key);
     if (!force && states.get(key)?.state_hash === token && existing?.kind === m.info.materialized) {
@@ -107,16 +111,22 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     const started = performance.now();
     let status: ModelBuildStatus = 'built';
     let error: string | undefined;
+    const row: StateRow = { name: key, kind: 'model', content_hash: m.file.content_hash, state_hash: token, materialized: m.info.materialized, rows: null };
     if (m.file.parseError) {
       status = 'error';
       error = `${m.file.path}${m.file.parseErrorLine ? `:${m.file.parseErrorLine}` : ''}: ${m.file.parseError}`;
     } else {
-      const { sql, replacesKind } = buildStatements(m, existing);
+      const sql = buildStatements(m, existing);
       try {
         // Model SQL may read project files (seeds), never the host, hidden files or the database.
         await ctx.db.assertProjectFileReads(m.file.body);
-        if (replacesKind) await conn.transaction((c) => c.run(sql));
-        else await conn.run(sql);
+        // The relation and its state commit together: a run killed at any point leaves every
+        // model either as before with its old state or rebuilt with its new state, so the next
+        // run neither skips a table no file describes nor rebuilds what was already built.
+        await conn.transaction(async (c) => {
+          await c.run(sql);
+          await writeState(c, row);
+        });
       } catch (e) {
         status = 'error';
         error = `${m.file.path}: ${firstLine(errorMessage(e))}`;
@@ -125,9 +135,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     const durationMs = Math.round((performance.now() - started) * 100) / 100;
     if (status === 'built') {
       catalog.set(key, { kind: m.info.materialized, signature: '' });
-      const row: StateRow = { name: key, kind: 'model', content_hash: m.file.content_hash, state_hash: token, materialized: m.info.materialized, rows: null };
       states.set(key, row);
-      stateWrites.push(row);
     }
     const buildCtx: ModelBuildContext = {
       model,
@@ -143,6 +151,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
       error,
       extras: {},
       db: ctx.db,
+      signal,
     };
     try {
       await ctx.hook('afterModelBuild').promise(buildCtx);
@@ -161,6 +170,13 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
 
   const concurrency = Math.max(1, Math.min(options.concurrency ?? defaultConcurrency(), queue.length || 1));
   const connections: Array<DbConnection & { close(): void }> = [];
+  // An interrupt that lands before DuckDB began the statement is lost: repeat it while models still run.
+  const interruptAll = () => {
+    connections.forEach((c) => c.interrupt());
+    if (!settled) setTimeout(interruptAll, 100).unref();
+  };
+  let settled = false;
+  signal.addEventListener('abort', interruptAll);
   try {
     const ready = queue.filter((m) => pending.get(keyOf(m.info.full_name)) === 0);
     const idle: Array<DbConnection & { close(): void }> = [];
@@ -215,11 +231,12 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
       void pump();
     });
   } finally {
+    settled = true;
+    signal.removeEventListener('abort', interruptAll);
     for (const c of connections) c.close();
   }
 
   const ordered = queue.map((m) => results.get(keyOf(m.info.full_name))!);
-  await writeStates(ctx.db, stateWrites);
   const failed = ordered.filter((r) => r.status === 'error' || r.status === 'upstream_failed').length;
   const status: 'success' | 'error' = failed > 0 ? 'error' : 'success';
   const durationMs = Math.round(performance.now() - t0);

@@ -56,7 +56,7 @@ describe('users kept in an environment database by earlier versions', () => {
     root = makeProject({ 'project.yml': 'name: t\ndatabase:\n  path: old.duckdb\n' });
     const old = new DuckDatabase(path.join(root, 'old.duckdb'));
     await old.run('CREATE SCHEMA _service');
-    for (const step of AUTH_MIGRATIONS) await old.run(step);
+    for (const step of AUTH_MIGRATIONS) await old.run(step.sql);
     const { hash, salt } = await hashPassword('legacy-pw');
     await old.run("INSERT INTO _service.users VALUES ('veteran', $1, $2, 'admin', NULL, TIMESTAMP '2024-01-01 00:00:00', NULL)", [hash, salt]);
     old.close();
