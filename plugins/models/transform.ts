@@ -118,6 +118,8 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     } else {
       const sql = buildStatements(m, existing);
       try {
+        // Model SQL may read project files (seeds), never the host, hidden files or the database.
+        await ctx.db.assertProjectFileReads(m.file.body);
         // The relation and its state commit together: a run killed at any point leaves every
         // model either as before with its old state or rebuilt with its new state, so the next
         // run neither skips a table no file describes nor rebuilds what was already built.
