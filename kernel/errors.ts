@@ -61,6 +61,10 @@ export const errors = defineErrors({
   invalid_migration: { status: 500, meaning: 'A plugin migration step is not an {id, sql} object or its id has characters outside letters, digits, _ . - (start-up error).' },
   duplicate_migration_id: { status: 500, meaning: "Two of a plugin's migration steps share an id (start-up error)." },
   migration_changed: { status: 500, meaning: 'An applied migration step was edited; add a new step instead (start-up error).' },
+  file_access_denied: { status: 400, meaning: "DuckDB's sandbox refused a file the SQL tried to read (outside the project, or external access is off)." },
+  file_read_refused: { status: 400, meaning: 'Model SQL reads a file outside the project, a hidden file or the database itself.' },
+  invalid_memory_limit: { status: 400, meaning: 'DP_MEMORY_LIMIT is not a memory size DuckDB accepts.' },
+  no_project: { status: 500, meaning: 'A project-file check ran on a database opened without a project folder (a bug).' },
   database_locked: { status: 409, meaning: 'Another process holds the database file (stop `dp serve` or run the command through it).' },
   database_open_failed: { status: 500, meaning: 'The database file could not be opened.' },
   // plugins and wiring (start-up errors)
