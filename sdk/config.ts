@@ -59,7 +59,15 @@ export interface ProjectConfig {
   connectors: Record<string, Record<string, unknown>>;
   quality: { anomaly_detection: { enabled: boolean; lookback: number; threshold: number; notify: string[] }; [k: string]: unknown };
   plugins: { disable: string[]; paths: string[] };
-  query: { timeout_seconds: { admin: number; editor: number; viewer: number }; default_limit: number; max_limit: number };
+  query: {
+    timeout_seconds: { admin: number; editor: number; viewer: number };
+    default_limit: number;
+    max_limit: number;
+    /** User queries of each role that run at once; the rest wait, their timeout running. */
+    max_concurrent: { admin: number; editor: number; viewer: number };
+    /** Queries of one role that may wait for a slot; more are answered 503 `query_queue_full`. */
+    max_queued: number;
+  };
   /** Everything as written (after expansion), for plugin-specific keys (e.g. `masking:`). */
   raw: Record<string, unknown>;
 }
