@@ -308,6 +308,9 @@ export class App {
   }
 
   async close(): Promise<void> {
+    // A DuckDB call still running on a libuv worker keeps the process from exiting: user
+    // queries are stopped, and have let go, before anything closes.
+    await this.queries.stopAll(new DpError(503, 'shutting_down', 'The server is shutting down'));
     await this.stop();
     this.database?.close();
   }

@@ -78,6 +78,8 @@ export class QueryControl {
   constructor(
     readonly deadline: Deadline,
     external?: AbortSignal,
+    /** Told once the query is over and DuckDB let go of it. */
+    private readonly onOver: () => void = noop,
   ) {
     this.timer = setTimeout(() => this.stop(deadline.error()), deadline.remainingMs());
     const onAbort = () => this.stop(clientGone());
@@ -160,6 +162,7 @@ export class QueryControl {
   finish(): void {
     clearTimeout(this.timer);
     this.unlisten();
+    void this.idle().then(this.onOver);
   }
 }
 

@@ -1,6 +1,6 @@
 import type { ProjectConfig } from '../sdk/config.js';
 import type { DatabasePort, DbConnection, SerializedSql, SqlNode } from '../sdk/db.js';
-import { badRequest, errorMessage, isDpError } from '../sdk/errors.js';
+import { badRequest, type DpError, errorMessage, isDpError } from '../sdk/errors.js';
 import type { KernelHooks, QueryContext, QueryResult } from '../sdk/hooks.js';
 import type { Logger, QueryRunner, UserQueryRequest } from '../sdk/plugin.js';
 import { type Connection, translateDbError } from './database.js';
@@ -32,6 +32,8 @@ function pagesTopLevel(tree: SerializedSql): boolean {
 
 export class GuardedQueryRunner implements QueryRunner {
   private readonly slots: QuerySlots;
+  /** Queries accepted and not yet over. */
+  private readonly active = new Set<QueryControl>();
 
   constructor(
     private readonly db: DatabasePort,
@@ -117,7 +119,20 @@ export class GuardedQueryRunner implements QueryRunner {
   /** The query's stop switch: its role's deadline starts now (time spent waiting for a slot counts). */
   private control(req: Pick<UserQueryRequest, 'caller' | 'signal'>): QueryControl {
     const role = req.caller.role;
-    return new QueryControl(new Deadline(this.config().query.timeout_seconds[role], role), req.signal);
+    const control = new QueryControl(new Deadline(this.config().query.timeout_seconds[role], role), req.signal, () => this.active.delete(control));
+    this.active.add(control);
+    return control;
+  }
+
+  /**
+   * Stops every user query, running or waiting, with `reason`, and settles once DuckDB let go
+   * of all of them (shutdown: a call still running on a libuv worker would keep the process
+   * from exiting).
+   */
+  async stopAll(reason: DpError): Promise<void> {
+    const all = [...this.active];
+    for (const control of all) control.stop(reason);
+    await Promise.all(all.map((control) => control.idle()));
   }
 
   private window(req: UserQueryRequest): Window {
