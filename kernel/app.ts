@@ -1,16 +1,17 @@
 import { pathToFileURL } from 'node:url';
-import type { ProjectConfig, ProjectInfo } from '../sdk/config.js';
+import type { ConfigRef, ProjectConfig, ProjectInfo } from '../sdk/config.js';
 import type { DatabasePort, DbConnection, MigrationSet, Row, SerializedSql, SqlParams } from '../sdk/db.js';
 import { DpError } from '../sdk/errors.js';
-import type { HookName, KernelHooks } from '../sdk/hooks.js';
-import type { CommandHandler, PluginContext, PluginDefinition, PluginManifest, RouteDefinition, ServiceRegistry } from '../sdk/plugin.js';
+import type { KernelHooks } from '../sdk/hooks.js';
+import type { CommandHandler, PluginContext, PluginDefinition, PluginManifest, RouteDefinition, ServiceRef } from '../sdk/plugin.js';
 import { AUTH_MIGRATION_OWNER, createAuth, type AuthProvider } from './auth/index.js';
 import { databaseFile, loadProject, writeActiveEnv, type LoadedProject } from './config.js';
 import { DuckDatabase, runMigrations } from './database.js';
 import { KernelEventBus } from './events.js';
-import { createHooks } from './hooks.js';
+import { checkHookDeclarations, createHooks, HookRegistry } from './hooks.js';
 import { KernelLogger } from './log.js';
-import { discoverPlugins, type DiscoveredPlugin } from './plugins.js';
+import { checkTopLevelKeys, configurationOwners, pluginConfiguration } from './plugin-config.js';
+import { checkExtensionDeclarations, discoverPlugins, type DiscoveredPlugin } from './plugins.js';
 import { GuardedQueryRunner } from './query-runner.js';
 import { EnvSecretsStore } from './secrets.js';
 
@@ -68,32 +69,112 @@ class DatabaseHandle implements DatabasePort {
   }
 }
 
-class Services implements ServiceRegistry {
-  private readonly map = new Map<string, unknown>();
-  constructor(private readonly disabled: () => Map<string, string>) {}
+/** A ref, or its id string (plain JavaScript plugins). */
+type RefLike = { id: string } | string;
+const refId = (ref: RefLike): string => (typeof ref === 'string' ? ref : ref.id);
 
-  provideFor(plugin: PluginManifest, name: string, service: unknown): void {
+/**
+ * Services by ref. Each service has one provider, the plugin that declares it; a plugin may look
+ * up only its own services and those of plugins it lists under `requires` or `optional`.
+ */
+class Services {
+  private readonly map = new Map<string, unknown>();
+  /** Service id → the installed plugin that declares it (enabled or disabled). */
+  private readonly owners = new Map<string, { plugin: string; enabled: boolean }>();
+
+  /** Records who declares each service; two enabled plugins declaring one service is refused (a disabled one may be replaced). */
+  declare(manifests: PluginManifest[], enabled: boolean): void {
+    for (const m of manifests) {
+      for (const s of m.contributes?.services ?? []) {
+        const prior = this.owners.get(s);
+        if (enabled && prior?.enabled && prior.plugin !== m.name) {
+          throw new DpError(500, 'duplicate_service', `Service '${s}' is declared by two enabled plugins: '${prior.plugin}' and '${m.name}'`, { service: s, plugins: [prior.plugin, m.name] });
+        }
+        this.owners.set(s, { plugin: m.name, enabled });
+      }
+    }
+  }
+
+  provideFor(plugin: PluginManifest, ref: RefLike, service: unknown): void {
+    const name = refId(ref);
     if (!(plugin.contributes?.services ?? []).includes(name)) {
       throw new DpError(500, 'undeclared_service', `Plugin '${plugin.name}' provides service '${name}' without declaring it in contributes.services`);
     }
     if (this.map.has(name)) throw new DpError(500, 'duplicate_service', `Service '${name}' is provided twice`);
     this.map.set(name, service);
   }
-  provide<T>(): void {
-    throw new Error('use the plugin context');
+
+  /** Refuses a lookup of a service whose plugin the caller does not declare as a dependency. */
+  private checkDependency(caller: PluginManifest, name: string): void {
+    const owner = this.owners.get(name);
+    if (!owner || owner.plugin === caller.name) return;
+    if ((caller.requires ?? []).includes(owner.plugin) || (caller.optional ?? []).includes(owner.plugin)) return;
+    throw new DpError(500, 'undeclared_dependency', `Plugin '${caller.name}' uses service '${name}' of plugin '${owner.plugin}' without listing '${owner.plugin}' under requires or optional`, {
+      plugin: caller.name,
+      service: name,
+      owner: owner.plugin,
+    });
   }
-  get<T>(name: string): T {
+
+  get<T>(ref: RefLike, caller?: PluginManifest): T {
+    const name = refId(ref);
+    if (caller) this.checkDependency(caller, name);
     const s = this.map.get(name);
     if (s === undefined) {
-      const by = this.disabled().get(name);
+      const owner = this.owners.get(name);
+      const by = owner && !owner.enabled ? owner.plugin : undefined;
       throw new DpError(404, 'service_unavailable', by ? `Service '${name}' is unavailable: plugin '${by}' is disabled` : `Service '${name}' is not provided by any enabled plugin`, {
         service: name,
       });
     }
     return s as T;
   }
-  find<T>(name: string): T | undefined {
+
+  find<T>(ref: RefLike, caller?: PluginManifest): T | undefined {
+    const name = refId(ref);
+    if (caller) this.checkDependency(caller, name);
     return this.map.get(name) as T | undefined;
+  }
+}
+
+/** Extension points: declared by their owner, extended by plugins that list them under `extends`, closed after setup. */
+class ExtensionPoints {
+  private readonly accepts = new Map<string, (contribution: unknown, from: string) => void>();
+  /** Extension points of disabled plugins: extending one is a no-op. */
+  private readonly absent = new Set<string>();
+  private closed = false;
+
+  constructor(enabled: PluginManifest[], disabled: PluginManifest[]) {
+    for (const m of disabled) for (const e of m.contributes?.extensionPoints ?? []) this.absent.add(e);
+  }
+
+  provide(owner: PluginManifest, ref: RefLike, accept: (contribution: unknown, from: string) => void): void {
+    const name = refId(ref);
+    if (!(owner.contributes?.extensionPoints ?? []).includes(name)) {
+      throw new DpError(500, 'undeclared_extension_point', `Plugin '${owner.name}' offers extension point '${name}' without declaring it`);
+    }
+    if (this.accepts.has(name)) throw new DpError(500, 'duplicate_extension_point', `Extension point '${name}' is offered twice`);
+    this.accepts.set(name, accept);
+  }
+
+  extend(plugin: PluginManifest, ref: RefLike, contribution: unknown): void {
+    const name = refId(ref);
+    if (!(plugin.contributes?.extends ?? []).includes(name)) {
+      throw new DpError(500, 'undeclared_extension', `Plugin '${plugin.name}' extends '${name}' without declaring it in contributes.extends`, { plugin: plugin.name });
+    }
+    if (this.closed) {
+      throw new DpError(500, 'extension_point_closed', `Plugin '${plugin.name}' extends '${name}' after setup: extension points close when every plugin's setup has run`, {
+        plugin: plugin.name,
+      });
+    }
+    const accept = this.accepts.get(name);
+    if (accept) return accept(contribution, plugin.name);
+    if (this.absent.has(name)) return;
+    throw new DpError(500, 'unknown_extension_point', `Plugin '${plugin.name}' extends '${name}', which no enabled plugin offers (add its plugin to 'requires')`);
+  }
+
+  close(): void {
+    this.closed = true;
   }
 }
 
@@ -116,7 +197,12 @@ export class App {
   private readonly migrations: MigrationSet[] = [];
   private readonly startFns: Array<() => Promise<void> | void> = [];
   private readonly stopFns: Array<() => Promise<void> | void> = [];
-  private readonly extensionPoints = new Map<string, (contribution: unknown, from: string) => void>();
+  private hookRegistry!: HookRegistry;
+  private extensionPoints!: ExtensionPoints;
+  /** The config refs each plugin's definePlugin() declared, for revalidation on an environment switch. */
+  private readonly configRefs = new Map<string, ReadonlyArray<ConfigRef>>();
+  /** Each enabled plugin's validated part of project.yml, by key. */
+  private pluginConfig = new Map<string, unknown>();
   readonly serving: boolean;
   authEnabled: boolean;
 
@@ -124,12 +210,7 @@ export class App {
     this.serving = options.serving ?? false;
     this.authEnabled = options.auth ?? false;
     this.log = new KernelLogger('kernel', () => Object.values(this.project?.envVars ?? {}));
-    const disabledServices = () => {
-      const m = new Map<string, string>();
-      for (const p of this.disabledPlugins) for (const s of p.manifest.contributes?.services ?? []) m.set(s, p.manifest.name);
-      return m;
-    };
-    this.services = new Services(disabledServices);
+    this.services = new Services();
     this.queries = new GuardedQueryRunner(this.db, this.hooks, () => this.project.config, this.log.child('query'));
   }
 
@@ -150,7 +231,18 @@ export class App {
     });
     app.plugins = enabled;
     app.disabledPlugins = disabled;
+    const installed = [...enabled, ...disabled];
+    const fileOf = (name: string) => installed.find((p) => p.manifest.name === name)!.manifestPath;
+    const owners = configurationOwners(installed.map((p) => p.manifest), fileOf);
+    checkTopLevelKeys(app.project, owners);
+    checkHookDeclarations(enabled.map((p) => p.manifest), installed.map((p) => p.manifest), fileOf);
+    checkExtensionDeclarations(enabled.map((p) => p.manifest), installed.map((p) => p.manifest), fileOf);
+    app.services.declare(disabled.map((p) => p.manifest), false);
+    app.services.declare(enabled.map((p) => p.manifest), true);
+    app.hookRegistry = new HookRegistry(app.hooks, enabled.map((p) => p.manifest), disabled.map((p) => p.manifest));
+    app.extensionPoints = new ExtensionPoints(enabled.map((p) => p.manifest), disabled.map((p) => p.manifest));
     for (const p of enabled) await app.loadPlugin(p);
+    app.extensionPoints.close();
     app.checkManifestRoutes();
     return app;
   }
@@ -175,7 +267,25 @@ export class App {
     if (!def || typeof def.setup !== 'function') {
       throw new DpError(500, 'plugin_load_failed', `Plugin '${p.manifest.name}': ${p.entryFile} must default-export definePlugin({ setup })`, { plugin: p.manifest.name });
     }
+    this.configRefs.set(p.manifest.name, def.config ?? []);
+    for (const [key, value] of pluginConfiguration(p.manifest, def.config ?? [], this.project)) this.pluginConfig.set(key, value);
     await def.setup(this.contextFor(p.manifest));
+  }
+
+  /** A plugin's validated part of project.yml, by key (tests and kernel tools; plugins use ctx.config()). */
+  configOf(key: string): unknown {
+    if (!this.pluginConfig.has(key)) throw new DpError(500, 'unknown_configuration', `No enabled plugin owns project.yml key '${key}'`, { key });
+    return this.pluginConfig.get(key);
+  }
+
+  /** Validates every enabled plugin's part of a (re)loaded project before it replaces the current one. */
+  private validatePluginConfig(project: LoadedProject): Map<string, unknown> {
+    const all = [...this.plugins, ...this.disabledPlugins];
+    const owners = configurationOwners(all.map((p) => p.manifest), (name) => all.find((p) => p.manifest.name === name)!.manifestPath);
+    checkTopLevelKeys(project, owners);
+    const out = new Map<string, unknown>();
+    for (const p of this.plugins) for (const [k, v] of pluginConfiguration(p.manifest, this.configRefs.get(p.manifest.name) ?? [], project)) out.set(k, v);
+    return out;
   }
 
   /** The context a plugin sees: everything goes through the sdk's interfaces. */
@@ -191,7 +301,9 @@ export class App {
         return app.project.env;
       },
       get config(): ProjectConfig {
-        return app.project.config;
+        // The kernel's keys only: a plugin reads its own part through ctx.config().
+        const { raw: _raw, ...kernelKeys } = app.project.config;
+        return kernelKeys;
       },
       resolve: (p: string) => app.project.resolve(p),
       relative: (p: string) => app.project.relative(p),
@@ -201,13 +313,20 @@ export class App {
       manifest,
       project,
       db: this.db,
-      hooks: this.hooks,
       events: this.events,
       services: {
-        provide: (name, service) => app.services.provideFor(manifest, name, service),
-        get: (name) => app.services.get(name),
-        find: (name) => app.services.find(name),
+        provide: (ref, service) => app.services.provideFor(manifest, ref, service),
+        get: <T>(ref: ServiceRef<T>) => app.services.get<T>(ref, manifest),
+        find: <T>(ref: ServiceRef<T>) => app.services.find<T>(ref, manifest),
       },
+      config: ((ref: ConfigRef) => {
+        if (!(declared.configuration ?? []).includes(ref.key)) {
+          throw new DpError(500, 'undeclared_configuration', `Plugin '${manifest.name}' reads project.yml key '${ref.key}', which its manifest does not list in contributes.configuration`, {
+            plugin: manifest.name,
+          });
+        }
+        return app.pluginConfig.get(ref.key);
+      }) as PluginContext['config'],
       secrets: {
         list: () => app.secrets.list(),
         get: (k) => app.secrets.get(k),
@@ -231,29 +350,13 @@ export class App {
         }
         app.commands.set(path, { plugin: manifest.name, handler });
       },
-      tap: (hook, fn, options) => {
-        if (!(declared.hooks ?? []).includes(hook)) {
-          throw new DpError(500, 'undeclared_hook', `Plugin '${manifest.name}' taps '${hook}' without declaring it in contributes.hooks`);
-        }
-        const h = app.hooks[hook as HookName] as unknown as { tapPromise: (o: unknown, f: unknown) => void };
-        h.tapPromise({ name: manifest.name, stage: options?.stage ?? 0 }, fn);
-      },
+      tap: (hook, fn, options) => app.hookRegistry.tap(manifest, hook, fn as (...args: unknown[]) => Promise<unknown>, options?.stage ?? 0),
+      hook: ((hook) => app.hookRegistry.fireable(manifest, hook)) as PluginContext['hook'],
       migrate: (steps) => {
         app.migrations.push({ owner: manifest.name, steps });
       },
-      provideExtensionPoint: (name, accept) => {
-        if (!(declared.extensionPoints ?? []).includes(name)) {
-          throw new DpError(500, 'undeclared_extension_point', `Plugin '${manifest.name}' offers extension point '${name}' without declaring it`);
-        }
-        app.extensionPoints.set(name, accept as (c: unknown, f: string) => void);
-      },
-      extend: (name, contribution) => {
-        const accept = app.extensionPoints.get(name);
-        if (!accept) {
-          throw new DpError(500, 'unknown_extension_point', `Plugin '${manifest.name}' extends '${name}', which no enabled plugin offers (add its plugin to 'requires')`);
-        }
-        accept(contribution, manifest.name);
-      },
+      provideExtensionPoint: (ref, accept) => app.extensionPoints.provide(manifest, ref, accept as (c: unknown, f: string) => void),
+      extend: (ref, contribution) => app.extensionPoints.extend(manifest, ref, contribution),
       onStart: (fn) => app.startFns.push(fn),
       onStop: (fn) => app.stopFns.push(fn),
     };
@@ -299,9 +402,11 @@ export class App {
   /** Switches the active environment: stops plugins, reopens the database file, starts again. */
   async switchEnvironment(name: string): Promise<void> {
     const next = loadProject(this.project.root, name);
+    const nextConfig = this.validatePluginConfig(next);
     await this.stop();
     this.database.close();
     this.project = next;
+    this.pluginConfig = nextConfig;
     writeActiveEnv(this.project.root, name);
     this.openDatabase();
     await this.start();

@@ -13,7 +13,16 @@ export const ACTIVE_ENV_FILE = '.service-env';
 
 
 
+/** The kernel's view of the configuration: its own keys plus every key as written (after expansion). */
+export interface KernelConfig extends ProjectConfig {
+  /** Every top-level key as written (after ${VAR} expansion): plugins' parts are validated from here at boot. */
+  raw: Record<string, unknown>;
+}
+
 export interface LoadedProject extends ProjectInfo {
+  readonly config: KernelConfig;
+  /** Line of a YAML path in project.yml (the nearest existing ancestor's), for error messages. */
+  lineOf(pathParts: Array<string | number>): number | undefined;
   /** Variables read from .env. */
   readonly envVars: Record<string, string>;
   /** ${VAR} references that .env does not define. */
@@ -87,18 +96,26 @@ export function readProjectFile(root: string): { raw: Record<string, unknown>; d
   if (typeof raw !== 'object' || Array.isArray(raw)) {
     throw badRequest('invalid_project_yml', `${PROJECT_FILE}: the top level must be a mapping of keys`, { file: PROJECT_FILE, line: 1 });
   }
-  if (!validateProject(raw)) {
-    const e = validateProject.errors![0];
-    const parts = e.instancePath.split('/').slice(1).map((p) => (/^\d+$/.test(p) ? Number(p) : p.replace(/~1/g, '/').replace(/~0/g, '~')));
-    const line = lineOf(doc, counter, parts);
-    const where = e.instancePath ? e.instancePath.slice(1).replace(/\//g, '.') : '(top level)';
-    throw badRequest('invalid_project_yml', `${PROJECT_FILE}${line ? ` line ${line}` : ''}: '${where}' ${e.message}`, {
-      file: PROJECT_FILE,
-      line: line ?? null,
-      field: where,
-    });
-  }
+  if (!validateProject(raw)) throw schemaError(validateProject.errors![0], [], (parts) => lineOf(doc, counter, parts));
   return { raw, doc, counter };
+}
+
+/** An ajv error as `project.yml line N: 'a.b' must be ...`; `prefix` is the path of the validated part. */
+export function schemaError(
+  e: { instancePath: string; message?: string; params?: Record<string, unknown> },
+  prefix: string[],
+  locate: (parts: Array<string | number>) => number | undefined,
+): DpError {
+  const inner = e.instancePath.split('/').slice(1).map((p) => (/^\d+$/.test(p) ? Number(p) : p.replace(/~1/g, '/').replace(/~0/g, '~')));
+  const parts: Array<string | number> = [...prefix, ...inner];
+  const line = locate(parts);
+  const where = parts.length ? parts.join('.') : '(top level)';
+  const allowed = e.params?.additionalProperty ? ` ('${String(e.params.additionalProperty)}')` : '';
+  return badRequest('invalid_project_yml', `${PROJECT_FILE}${line ? ` line ${line}` : ''}: '${where}' ${e.message}${allowed}`, {
+    file: PROJECT_FILE,
+    line: line ?? null,
+    field: where,
+  });
 }
 
 function normaliseStreams(raw: unknown): ProjectConfig['streams'] {
@@ -119,7 +136,7 @@ function normaliseStreams(raw: unknown): ProjectConfig['streams'] {
   return out;
 }
 
-export function buildConfig(raw: Record<string, unknown>, env: string | null): ProjectConfig {
+export function buildConfig(raw: Record<string, unknown>, env: string | null): KernelConfig {
   const r = raw as Record<string, any>;
   const environments = (r.environments ?? {}) as ProjectConfig['environments'];
   let dbPath: string = r.database?.path ?? 'warehouse.duckdb';
@@ -132,7 +149,6 @@ export function buildConfig(raw: Record<string, unknown>, env: string | null): P
     }
     dbPath = environments[env]?.database?.path ?? dbPath;
   }
-  const ad = r.quality?.anomaly_detection ?? {};
   const timeouts = r.query?.timeout_seconds ?? {};
   const concurrent = r.query?.max_concurrent ?? {};
   return {
@@ -140,16 +156,8 @@ export function buildConfig(raw: Record<string, unknown>, env: string | null): P
     database: { path: dbPath },
     connections: r.connections ?? {},
     streams: normaliseStreams(r.streams),
-    lint: { dialect: 'duckdb', rules: 'all', ...(r.lint ?? {}) },
-    sources: (r.sources ?? []).map((s: Record<string, unknown>) => ({ schema: s.name, tables: [], ...s })),
-    exposures: (r.exposures ?? []).map((e: Record<string, unknown>) => ({ depends_on: [], ...e })),
     environments,
-    alerts: { channels: [], on_success: false, on_failure: true, ...(r.alerts ?? {}) },
     connectors: r.connectors ?? {},
-    quality: {
-      ...(r.quality ?? {}),
-      anomaly_detection: { enabled: ad.enabled ?? true, lookback: ad.lookback ?? 30, threshold: ad.threshold ?? 2.0, notify: ad.notify ?? [] },
-    },
     plugins: { disable: r.plugins?.disable ?? [], paths: r.plugins?.paths ?? [] },
     query: {
       timeout_seconds: { admin: timeouts.admin ?? 300, editor: timeouts.editor ?? 120, viewer: timeouts.viewer ?? 60 },
@@ -171,12 +179,12 @@ export function loadProject(rootArg: string, envOverride?: string | null): Loade
   if (!fs.existsSync(root) || !fs.statSync(root).isDirectory()) {
     throw notFound('project_not_found', `Project folder '${rootArg}' does not exist`, { path: root });
   }
-  const { raw } = readProjectFile(root);
+  const { raw, doc, counter } = readProjectFile(root);
   const envVars = readEnvFile(root);
   const unresolved = new Set<string>();
   const expanded = expandVars(raw, envVars, unresolved) as Record<string, unknown>;
   const env = envOverride ?? readActiveEnv(root);
-  let config: ProjectConfig;
+  let config: KernelConfig;
   try {
     config = buildConfig(expanded, env);
   } catch (e) {
@@ -191,6 +199,7 @@ export function loadProject(rootArg: string, envOverride?: string | null): Loade
     config,
     envVars,
     unresolvedVars: [...unresolved],
+    lineOf: (parts) => lineOf(doc, counter, parts),
     resolve: (p: string) => resolveInside(root, p),
     relative: (p: string) => toProjectRelative(root, p),
     writeFile: (p: string, content: string | Buffer) => {

@@ -112,20 +112,52 @@ export function discoverPlugins(options: { projectRoot: string; paths: string[];
     }
   }
 
-  // Topological order (stable: alphabetical among ready plugins).
+  // Topological order (stable: alphabetical among ready plugins); an enabled optional
+  // dependency sets up first too, so its extension points and services exist.
+  const enabledNames = new Set(enabled.map((p) => p.manifest.name));
+  const dependencies = (p: DiscoveredPlugin) => [...(p.manifest.requires ?? []), ...(p.manifest.optional ?? []).filter((o) => enabledNames.has(o))];
   const ordered: DiscoveredPlugin[] = [];
   const state = new Map<string, 'visiting' | 'done'>();
   const visit = (p: DiscoveredPlugin, trail: string[]) => {
     const s = state.get(p.manifest.name);
     if (s === 'done') return;
     if (s === 'visiting') {
-      throw new DpError(500, 'plugin_cycle', `Plugins require each other in a cycle: ${[...trail, p.manifest.name].join(' -> ')}`, { cycle: [...trail, p.manifest.name] });
+      throw new DpError(500, 'plugin_cycle', `Plugins depend on each other (requires/optional) in a cycle: ${[...trail, p.manifest.name].join(' -> ')}`, { cycle: [...trail, p.manifest.name] });
     }
     state.set(p.manifest.name, 'visiting');
-    for (const req of p.manifest.requires ?? []) visit(byName.get(req)!, [...trail, p.manifest.name]);
+    for (const dep of dependencies(p)) visit(byName.get(dep)!, [...trail, p.manifest.name]);
     state.set(p.manifest.name, 'done');
     ordered.push(p);
   };
   for (const p of [...enabled].sort((a, b) => a.manifest.name.localeCompare(b.manifest.name))) visit(p, []);
   return { enabled: ordered, disabled };
+}
+
+/**
+ * Boot-time checks of `extends`: each names an extension point an installed plugin declares, and
+ * that plugin is listed under `requires` or `optional` (so it sets up first when enabled).
+ */
+export function checkExtensionDeclarations(enabled: PluginManifest[], installed: PluginManifest[], file: (name: string) => string): void {
+  const owners = new Map<string, string>();
+  for (const m of installed) {
+    for (const e of m.contributes?.extensionPoints ?? []) {
+      if (!e.startsWith(`${m.name}.`)) {
+        throw manifestError(file(m.name), `extension point '${e}' must be named '${m.name}.<name>'`, { field: 'contributes.extensionPoints' });
+      }
+      owners.set(e, m.name);
+    }
+  }
+  for (const m of enabled) {
+    const deps = new Set([...(m.requires ?? []), ...(m.optional ?? [])]);
+    for (const e of m.contributes?.extends ?? []) {
+      const owner = owners.get(e);
+      if (!owner) throw manifestError(file(m.name), `contributes.extends lists '${e}', which no installed plugin declares`, { field: 'contributes.extends' });
+      if (!deps.has(owner)) {
+        throw new DpError(500, 'undeclared_dependency', `Plugin '${m.name}' extends '${e}' of plugin '${owner}' without listing '${owner}' under requires or optional`, {
+          plugin: m.name,
+          owner,
+        });
+      }
+    }
+  }
 }

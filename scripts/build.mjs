@@ -1,5 +1,7 @@
-// Compiles the TypeScript sources into dist/ (tsc, strict), then generates the JSON-schema
-// validators the CLI needs at start-up (ajv standalone code, see kernel/validators.generated.d.ts).
+// Compiles the TypeScript sources into dist/ (tsc, strict), regenerates the files derived from
+// the kernel's hook declaration (scripts/generate.mjs: the manifest schema's hook enums and the
+// hook table of docs/architecture.md), then generates the JSON-schema validators the CLI needs
+// at start-up (ajv standalone code, see kernel/validators.generated.d.ts).
 // Run by `npm install` (prepare) and before tests.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,6 +15,14 @@ const r = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.json')], 
 if (r.status !== 0) {
   process.stderr.write('build failed\n');
   process.exit(r.status ?? 1);
+}
+
+// Locally the build rewrites them; on CI (CI set) it only checks, so a stale checked-in file fails the build.
+const generateArgs = process.env.CI ? ['--check'] : [];
+const generated = spawnSync(process.execPath, [join(root, 'scripts', 'generate.mjs'), ...generateArgs], { stdio: 'inherit', cwd: root });
+if (generated.status !== 0) {
+  process.stderr.write(process.env.CI ? 'generated files are out of date (run node scripts/build.mjs locally and commit them)\n' : 'generating the hook enums and table failed\n');
+  process.exit(generated.status ?? 1);
 }
 
 const { Ajv } = await import('ajv');

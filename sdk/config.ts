@@ -1,4 +1,32 @@
-/** project.yml after environment overlay and ${VAR} expansion (SPEC.md "Project configuration"). */
+/**
+ * project.yml: the kernel's keys (ProjectConfig) and each plugin's own part, declared with
+ * `defineConfig()` and read through `ctx.config()` (docs/configuration.md).
+ */
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+
+export { Type, type Static, type TSchema };
+
+/**
+ * A plugin's top-level key of project.yml and its schema: one TypeBox source gives both the JSON
+ * schema the kernel validates at boot (line-numbered errors, defaults filled in) and the type
+ * `ctx.config(ref)` returns. The plugin lists the key in its manifest's
+ * `contributes.configuration` and the ref in `definePlugin({ config: [ref] })`.
+ */
+export interface ConfigRef<S extends TSchema = TSchema> {
+  readonly key: string;
+  readonly schema: S;
+  /** Type carrier only (never set). */
+  readonly __type?: Static<S>;
+}
+
+export function defineConfig<S extends TSchema>(key: string, schema: S): ConfigRef<S> {
+  return Object.freeze({ key, schema });
+}
+
+/** A plugin's validated part of project.yml with its defaults (after ${VAR} expansion and the environment overlay). */
+export type ConfigOf<R> = R extends ConfigRef<infer S> ? Static<S> : never;
+
+/** project.yml after environment overlay and ${VAR} expansion: the kernel's keys (SPEC.md "Project configuration"). */
 export interface StreamStep {
   action: 'ingest' | 'seed' | 'transform' | 'export';
   targets: string[];
@@ -13,51 +41,15 @@ export interface StreamConfig {
   steps: StreamStep[];
 }
 
-export interface SourceTable {
-  name: string;
-  description?: string;
-  loaded_at_column?: string;
-  columns?: Array<{ name: string; description?: string }>;
-}
-
-export interface SourceConfig {
-  name: string;
-  schema: string;
-  description?: string;
-  connection?: string;
-  freshness_hours?: number;
-  tables: SourceTable[];
-}
-
-export interface ExposureConfig {
-  name: string;
-  description?: string;
-  owner?: string;
-  type?: string;
-  url?: string;
-  depends_on: string[];
-}
-
-export interface AlertsConfig {
-  channels: Array<'chat' | 'webhook' | 'log'>;
-  chat_webhook_url?: string;
-  webhook_url?: string;
-  on_success: boolean;
-  on_failure: boolean;
-}
-
+/**
+ * The kernel's keys. `connections`, `streams` and `connectors` are reserved: SPEC.md names them
+ * but no plugin owns them yet, so the kernel validates and holds them until their plugin lands
+ * (docs/configuration.md). Every other key belongs to the plugin that declares it.
+ */
 export interface ProjectConfig {
   name: string;
   database: { path: string };
-  connections: Record<string, Record<string, unknown>>;
-  streams: Record<string, StreamConfig>;
-  lint: { dialect: string; rules: string[] | 'all'; [k: string]: unknown };
-  sources: SourceConfig[];
-  exposures: ExposureConfig[];
   environments: Record<string, { database?: { path?: string } }>;
-  alerts: AlertsConfig;
-  connectors: Record<string, Record<string, unknown>>;
-  quality: { anomaly_detection: { enabled: boolean; lookback: number; threshold: number; notify: string[] }; [k: string]: unknown };
   plugins: { disable: string[]; paths: string[] };
   query: {
     timeout_seconds: { admin: number; editor: number; viewer: number };
@@ -68,8 +60,12 @@ export interface ProjectConfig {
     /** Queries of one role that may wait for a slot; more are answered 503 `query_queue_full`. */
     max_queued: number;
   };
-  /** Everything as written (after expansion), for plugin-specific keys (e.g. `masking:`). */
-  raw: Record<string, unknown>;
+  /** Reserved until the connectors plugin lands. */
+  connections: Record<string, Record<string, unknown>>;
+  /** Reserved until the streams plugin lands. */
+  streams: Record<string, StreamConfig>;
+  /** Reserved until the connectors plugin lands. */
+  connectors: Record<string, Record<string, unknown>>;
 }
 
 export interface ProjectInfo {

@@ -2,8 +2,30 @@ import type { AsyncSeriesBailHook, AsyncSeriesHook } from 'tapable';
 import type { Caller } from './auth.js';
 import type { DatabasePort, SerializedSql, TabularResult } from './db.js';
 
-/** Why a user query runs; table endpoints match masking policies by exact table. */
-export type QueryPurpose = 'query' | 'explain' | 'export' | 'sample' | 'profile' | 'semantic' | 'notebook';
+/**
+ * Why a user query runs: an open string, so a new plugin (semantic layer, notebooks) names its
+ * own purpose without changing the sdk. The purposes dp's plugins use are the constants below;
+ * table endpoints (`sample`, `profile`) also set `QueryContext.table`, so masking policies
+ * match that exact table.
+ */
+export type QueryPurpose = string;
+
+export const QUERY_PURPOSES = Object.freeze({
+  /** `POST /api/query`, `dp query`. */
+  query: 'query',
+  /** `POST /api/query/explain`. */
+  explain: 'explain',
+  /** Streamed CSV export. */
+  export: 'export',
+  /** Sample rows of one table or model. */
+  sample: 'sample',
+  /** Column statistics of one table. */
+  profile: 'profile',
+  /** Queries a semantic layer compiles. */
+  semantic: 'semantic',
+  /** Notebook SQL cells. */
+  notebook: 'notebook',
+} as const);
 
 /**
  * A user query on its way through the kernel's guarded runner: interceptQuery → read-only
@@ -107,42 +129,147 @@ export interface PipelineContext {
   durationMs?: number;
 }
 
+// ---------------------------------------------------------------- hook points
+
+/** `series`: every tap runs in turn. `bail`: the first tap that returns a value answers. */
+export type HookKind = 'series' | 'bail';
+
 /**
- * The kernel's hook points. Taps declare themselves in their manifest's
- * `contributes.hooks`; `ctx.tap()` refuses an undeclared hook.
+ * One hook point: its kind, argument names, who may fire it, and what it is for. The type
+ * parameters carry the tap arguments (`A`) and a bail hook's answer (`R`), so taps and
+ * firers are typed from this one declaration.
  */
-export interface KernelHooks {
-  /** A tap may answer the query itself (masking commands); the first non-undefined result wins. */
-  interceptQuery: AsyncSeriesBailHook<[QueryContext], QueryResult | undefined>;
-  /** Rewrite ctx.sql, add row transforms, or throw a DpError to refuse. */
-  beforeQuery: AsyncSeriesHook<[QueryContext]>;
-  afterQuery: AsyncSeriesHook<[QueryContext, QueryResult]>;
-  beforeTransform: AsyncSeriesHook<[TransformRunContext]>;
-  afterModelBuild: AsyncSeriesHook<[ModelBuildContext]>;
-  afterTransform: AsyncSeriesHook<[TransformRunContext]>;
-  onSync: AsyncSeriesHook<[SyncContext]>;
-  pipelineStart: AsyncSeriesHook<[PipelineContext]>;
-  pipelineStep: AsyncSeriesHook<[PipelineContext]>;
-  pipelineEnd: AsyncSeriesHook<[PipelineContext]>;
+export interface HookDeclaration<A extends unknown[] = unknown[], R = void, K extends HookKind = HookKind> {
+  readonly kind: K;
+  readonly args: readonly string[];
+  /**
+   * `kernel`: only the kernel fires it (no manifest may list it under `fires`).
+   * `plugins`: fired by the plugins whose manifest lists it under `contributes.fires`.
+   */
+  readonly firedBy: 'kernel' | 'plugins';
+  readonly description: string;
+  /** Type carrier only (never set). */
+  readonly __signature?: (...args: A) => R;
 }
 
-export type HookName = keyof KernelHooks;
-export const HOOK_NAMES: readonly HookName[] = [
-  'interceptQuery',
-  'beforeQuery',
-  'afterQuery',
-  'beforeTransform',
-  'afterModelBuild',
-  'afterTransform',
-  'onSync',
-  'pipelineStart',
-  'pipelineStep',
-  'pipelineEnd',
-];
+function declareHook<A extends unknown[], R = void, K extends HookKind = 'series'>(
+  d: Omit<HookDeclaration<A, R, K>, '__signature'>,
+): HookDeclaration<A, R, K> {
+  return Object.freeze({ ...d, args: Object.freeze([...d.args]) });
+}
 
-/** Tap callback types by hook name (promise taps). */
-export type TapFn<H extends HookName> = KernelHooks[H] extends AsyncSeriesBailHook<infer A, infer R>
-  ? (...args: A extends unknown[] ? A : never) => Promise<R | undefined>
-  : KernelHooks[H] extends AsyncSeriesHook<infer A>
-    ? (...args: A extends unknown[] ? A : never) => Promise<void>
-    : never;
+/**
+ * Every hook point the kernel declares, once (like webpack's `Compiler.hooks`). The manifest
+ * schema's `hooks`/`fires` enums and the hook table of docs/architecture.md are generated from
+ * this object by scripts/generate.mjs; a plugin's own hook points are declared in its
+ * manifest (`contributes.hookPoints`) instead.
+ */
+export const KERNEL_HOOKS = Object.freeze({
+  interceptQuery: declareHook<[QueryContext], QueryResult | undefined, 'bail'>({
+    kind: 'bail',
+    args: ['query'],
+    firedBy: 'kernel',
+    description: 'A tap may answer a user query itself (masking commands); the first result wins',
+  }),
+  beforeQuery: declareHook<[QueryContext]>({
+    kind: 'series',
+    args: ['query'],
+    firedBy: 'kernel',
+    description: 'Rewrite the SQL, add row transforms or final checks, or throw a DpError to refuse',
+  }),
+  afterQuery: declareHook<[QueryContext, QueryResult]>({
+    kind: 'series',
+    args: ['query', 'result'],
+    firedBy: 'kernel',
+    description: 'A user query answered (buffered results)',
+  }),
+  beforeTransform: declareHook<[TransformRunContext]>({
+    kind: 'series',
+    args: ['run'],
+    firedBy: 'plugins',
+    description: 'A transform run starts',
+  }),
+  afterModelBuild: declareHook<[ModelBuildContext]>({
+    kind: 'series',
+    args: ['build'],
+    firedBy: 'plugins',
+    description: 'One model was built (or failed): assertions, profiles, anomalies',
+  }),
+  afterTransform: declareHook<[TransformRunContext]>({
+    kind: 'series',
+    args: ['run'],
+    firedBy: 'plugins',
+    description: 'A transform run ended',
+  }),
+  onSync: declareHook<[SyncContext]>({
+    kind: 'series',
+    args: ['sync'],
+    firedBy: 'plugins',
+    description: 'A connector synced one table (CDC)',
+  }),
+  pipelineStart: declareHook<[PipelineContext]>({
+    kind: 'series',
+    args: ['pipeline'],
+    firedBy: 'plugins',
+    description: 'A stream run starts',
+  }),
+  pipelineStep: declareHook<[PipelineContext]>({
+    kind: 'series',
+    args: ['pipeline'],
+    firedBy: 'plugins',
+    description: 'A stream run starts one step',
+  }),
+  pipelineEnd: declareHook<[PipelineContext]>({
+    kind: 'series',
+    args: ['pipeline'],
+    firedBy: 'plugins',
+    description: 'A stream run ended: alerts, completion webhooks',
+  }),
+});
+
+export type HookName = keyof typeof KERNEL_HOOKS;
+export const HOOK_NAMES = Object.freeze(Object.keys(KERNEL_HOOKS) as HookName[]);
+
+type ArgsOf<D> = D extends HookDeclaration<infer A, any, any> ? A : never;
+type AnswerOf<D> = D extends HookDeclaration<any, infer R, any> ? R : never;
+type TapableOf<D> =
+  D extends HookDeclaration<infer A, infer R, 'bail'> ? AsyncSeriesBailHook<A, R> : D extends HookDeclaration<infer A, any, 'series'> ? AsyncSeriesHook<A> : never;
+
+/**
+ * The kernel's tapable hook objects, typed from KERNEL_HOOKS. Plugins never hold these: they
+ * tap through `ctx.tap()` (checked against `contributes.hooks`) and fire through `ctx.hook()`
+ * (checked against `contributes.fires`).
+ */
+export type KernelHooks = { readonly [K in HookName]: TapableOf<(typeof KERNEL_HOOKS)[K]> };
+
+/**
+ * A hook point a plugin declares in its manifest's `contributes.hookPoints` (named
+ * `<plugin>.<point>`), typed for both sides: `export const RUN_QUEUED = createHookRef<[Run]>('streams.runQueued')`.
+ * Like service refs, the ref lives where both the owner and its tappers can import it (the sdk,
+ * or the owner's published types).
+ */
+export interface HookRef<A extends unknown[] = unknown[], R = void> {
+  readonly id: string;
+  readonly __signature?: (...args: A) => R;
+}
+
+export function createHookRef<A extends unknown[], R = void>(id: string): HookRef<A, R> {
+  return Object.freeze({ id });
+}
+
+/** A kernel hook by name, or a plugin's hook point by ref. */
+export type HookTarget = HookName | HookRef<any, any>;
+
+type TargetArgs<T> = T extends HookName ? ArgsOf<(typeof KERNEL_HOOKS)[T]> : T extends HookRef<infer A, any> ? A : never;
+type TargetAnswer<T> = T extends HookName ? AnswerOf<(typeof KERNEL_HOOKS)[T]> : T extends HookRef<any, infer R> ? R : never;
+
+/** Tap callback of a hook (promise taps); a bail hook's tap returns its answer or undefined. */
+export type TapFn<T extends HookTarget> = (...args: TargetArgs<T>) => Promise<TargetAnswer<T> | void | undefined>;
+
+/** The firing side of a hook, as `ctx.hook()` hands it to a plugin that declared it under `fires`. */
+export interface FireableHook<T extends HookTarget> {
+  /** Runs the taps in order; a bail hook resolves to the first answer. */
+  promise(...args: TargetArgs<T>): Promise<TargetAnswer<T> | undefined>;
+  /** True when at least one plugin tapped the hook (fire only then when building the arguments costs). */
+  isUsed(): boolean;
+}

@@ -1,8 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller, RoutePermission } from './auth.js';
-import type { ProjectInfo } from './config.js';
+import type { ConfigRef, ProjectInfo, Static, TSchema } from './config.js';
 import type { DatabasePort, DbConnection, MigrationSet } from './db.js';
-import type { HookName, KernelHooks, QueryContext, QueryPurpose, QueryResult, TapFn } from './hooks.js';
+import type { FireableHook, HookKind, HookTarget, QueryContext, QueryPurpose, QueryResult, TapFn } from './hooks.js';
 
 // ---------------------------------------------------------------- manifest
 
@@ -33,20 +33,40 @@ export interface ManifestCommand {
   commands?: ManifestCommand[];
 }
 
+/** A hook point a plugin owns (`contributes.hookPoints`); others tap it by listing its name under `hooks`. */
+export interface ManifestHookPoint {
+  /** `<plugin>.<point>`, e.g. `streams.runQueued`. */
+  name: string;
+  kind: HookKind;
+  /** Names of the tap arguments (documentation). */
+  args?: string[];
+  description: string;
+}
+
 export interface PluginManifest {
   name: string;
   version: string;
   description?: string;
   entry: string;
+  /** Plugins that must be installed and enabled; they set up first. */
   requires?: string[];
+  /** Plugins used when present (their services, extension points, hook points); they set up first when enabled. */
+  optional?: string[];
   contributes?: {
     routes?: ManifestRoute[];
     commands?: ManifestCommand[];
-    hooks?: HookName[];
+    /** Hooks the plugin taps: kernel hook names, or `<plugin>.<point>` of a plugin it requires or optionally uses. */
+    hooks?: string[];
+    /** Hooks the plugin fires: kernel hooks fired by plugins (transform, sync, pipeline hooks) or other plugins' hook points. */
+    fires?: string[];
+    /** Hook points the plugin owns and fires. */
+    hookPoints?: ManifestHookPoint[];
     services?: string[];
     extensionPoints?: string[];
     /** Extension points of other plugins this plugin extends. */
     extends?: string[];
+    /** Top-level keys of project.yml the plugin owns; their schemas are the `config` refs of its definePlugin(). */
+    configuration?: string[];
   };
 }
 
@@ -117,13 +137,43 @@ export interface BusEvent {
 
 // ---------------------------------------------------------------- services
 
+/**
+ * A typed name of a service: `createServiceRef<ModelsService>('models')`. The refs of dp's
+ * services live in sdk/services.ts. (Plain JavaScript plugins may pass the id string.)
+ */
+export interface ServiceRef<T> {
+  readonly id: string;
+  /** Type carrier only (never set). */
+  readonly __type?: T;
+}
+
+export function createServiceRef<T>(id: string): ServiceRef<T> {
+  return Object.freeze({ id });
+}
+
+/** A typed name of an extension point, `<owner plugin>.<name>`: `createExtensionPoint<MaskingMethod>('masking.methods')`. */
+export interface ExtensionPointRef<T> {
+  readonly id: string;
+  /** Type carrier only (never set). */
+  readonly __type?: T;
+}
+
+export function createExtensionPoint<T>(id: string): ExtensionPointRef<T> {
+  return Object.freeze({ id });
+}
+
+/**
+ * Services by typed ref. A plugin provides only what its manifest lists under
+ * `contributes.services`, and looks up only services of plugins it lists under `requires` or
+ * `optional` (the kernel refuses any other lookup, naming both plugins).
+ */
 export interface ServiceRegistry {
-  /** Registers a service this plugin declared in `contributes.services`. */
-  provide<T>(name: string, service: T): void;
-  /** A service; throws a clear error naming it when its plugin is disabled or absent. */
-  get<T>(name: string): T;
-  /** A service, or undefined when its plugin is disabled. */
-  find<T>(name: string): T | undefined;
+  /** Registers a service this plugin declared in `contributes.services`; a second provider is refused. */
+  provide<T>(ref: ServiceRef<T>, service: T): void;
+  /** A service; throws DpError `service_unavailable` naming its plugin when that plugin is disabled or absent. */
+  get<T>(ref: ServiceRef<T>): T;
+  /** A service, or undefined when its (optional) plugin is disabled or absent. */
+  find<T>(ref: ServiceRef<T>): T | undefined;
 }
 
 export interface Logger {
@@ -192,7 +242,6 @@ export interface PluginContext {
   readonly manifest: PluginManifest;
   readonly project: ProjectInfo;
   readonly db: DatabasePort;
-  readonly hooks: KernelHooks;
   readonly events: EventBus;
   readonly services: ServiceRegistry;
   readonly secrets: SecretsStore;
@@ -208,14 +257,33 @@ export interface PluginContext {
   route<B = any, Q = any, P = any>(def: RouteDefinition<B, Q, P>): void;
   /** Handles a CLI command declared in the manifest, by its path: `transform`, `mask add`. */
   command(path: string, handler: CommandHandler): void;
-  /** Taps a kernel hook declared in the manifest's `contributes.hooks`. */
-  tap<H extends HookName>(hook: H, fn: TapFn<H>, options?: { stage?: number }): void;
+  /**
+   * This plugin's part of project.yml: the key of `ref`, validated against its schema at boot
+   * (errors name the line) with the schema's defaults filled in. Only keys the plugin declares.
+   */
+  config<S extends TSchema>(ref: ConfigRef<S>): Static<S>;
+  /**
+   * Taps a hook listed in the manifest's `contributes.hooks`: a kernel hook by name, or another
+   * plugin's hook point by ref (a no-op when that plugin is an absent `optional` one).
+   */
+  tap<T extends HookTarget>(hook: T, fn: TapFn<T>, options?: { stage?: number }): void;
+  /**
+   * The firing side of a hook listed in `contributes.fires` (or a hook point the plugin owns).
+   * Refused at once for any other hook, so call it during setup.
+   */
+  hook<T extends HookTarget>(hook: T): FireableHook<T>;
   /** Idempotent migrations in the _service schema, run when the database opens. */
   migrate(steps: MigrationSet['steps']): void;
-  /** Offers an extension point declared in `contributes.extensionPoints`. */
-  provideExtensionPoint<T>(name: string, accept: (contribution: T, fromPlugin: string) => void): void;
-  /** Contributes to another plugin's extension point (declared in `contributes.extends`). */
-  extend<T>(name: string, contribution: T): void;
+  /**
+   * Offers an extension point declared in `contributes.extensionPoints`. Contributions arrive
+   * during setup; the point closes when every plugin's setup has run (a later extend is refused).
+   */
+  provideExtensionPoint<T>(ref: ExtensionPointRef<T>, accept: (contribution: T, fromPlugin: string) => void): void;
+  /**
+   * Contributes to another plugin's extension point, declared in `contributes.extends`; its owner
+   * must be listed under `requires` or `optional` (an absent optional owner makes this a no-op).
+   */
+  extend<T>(ref: ExtensionPointRef<T>, contribution: T): void;
   /** Called once the database is open and migrated, before the server listens. */
   onStart(fn: () => Promise<void> | void): void;
   /** Called on shutdown (and before the database is reopened on an environment switch). */
@@ -223,6 +291,8 @@ export interface PluginContext {
 }
 
 export interface PluginDefinition {
+  /** The schemas of the project.yml keys the manifest lists under `contributes.configuration`. */
+  config?: ReadonlyArray<ConfigRef<any>>;
   setup(ctx: PluginContext): void | Promise<void>;
 }
 

@@ -1,9 +1,38 @@
 /**
- * Interfaces of the services plugins offer each other by name (ctx.services.get('models')).
- * A plugin depends on these types only, never on another plugin's files.
+ * Interfaces of the services and extension points plugins offer each other, with their typed
+ * refs (`ctx.services.get(MODELS_SERVICE)`, `ctx.extend(MODEL_CHECKS, ...)`). A plugin depends
+ * on these types only, never on another plugin's files.
  */
 import type { Caller } from './auth.js';
 import type { ModelBuildStatus } from './hooks.js';
+import { createExtensionPoint, createServiceRef } from './plugin.js';
+
+export interface SourceTable {
+  name: string;
+  description?: string;
+  loaded_at_column?: string;
+  columns?: Array<{ name: string; description?: string }>;
+}
+
+/** A `sources:` entry of project.yml (owned by the models plugin), `schema` defaulting to `name`. */
+export interface SourceConfig {
+  name: string;
+  schema: string;
+  description?: string;
+  connection?: string;
+  freshness_hours?: number;
+  tables: SourceTable[];
+}
+
+/** An `exposures:` entry of project.yml (owned by the lineage plugin). */
+export interface ExposureConfig {
+  name: string;
+  description?: string;
+  owner?: string;
+  type?: string;
+  url?: string;
+  depends_on: string[];
+}
 
 export interface ModelInfo {
   /** Bare model name (file stem). */
@@ -78,6 +107,8 @@ export interface ModelsService {
   dag(): Promise<{ nodes: DagNode[]; edges: DagEdge[] }>;
   transform(options: { targets?: string[] | null; force?: boolean; trigger?: string }): Promise<TransformSummary>;
   loadSeeds(options: { force?: boolean; schema?: string; targets?: string[] | null }): Promise<SeedLoadResult[]>;
+  /** The project's `sources:` (the models plugin owns that key), with `schema` and `tables` defaulted. */
+  sources(): SourceConfig[];
 }
 
 export interface AssertionOutcome {
@@ -155,3 +186,42 @@ export interface MaskingMethod {
   /** The same masking on one value in JavaScript, for the post-execution fallback; without it the fallback yields NULL. */
   apply?(value: unknown, config: Record<string, any>, info: MaskingColumnInfo): unknown;
 }
+
+/** The warehouse's tables and views, as the tables plugin lists them. */
+export interface TablesService {
+  list(schema?: string): Promise<Array<{ schema: string; name: string; type: 'table' | 'view' }>>;
+  describe(schema: string, table: string): Promise<{ schema: string; name: string; type: string; columns: Array<{ name: string; type: string; nullable: boolean }> }>;
+}
+
+// ---------------------------------------------------------------- refs
+
+export const MODELS_SERVICE = createServiceRef<ModelsService>('models');
+export const QUALITY_SERVICE = createServiceRef<QualityService>('quality');
+export const LINEAGE_SERVICE = createServiceRef<LineageService>('lineage');
+export const MASKING_SERVICE = createServiceRef<MaskingService>('masking');
+export const TABLES_SERVICE = createServiceRef<TablesService>('tables');
+
+/** Masking methods from other plugins (a method or a list of them). */
+export const MASKING_METHODS = createExtensionPoint<MaskingMethod | MaskingMethod[]>('masking.methods');
+
+/**
+ * What `dp check` / `POST /api/check` runs beyond its own validation: a plugin that evaluates
+ * data checks (quality) extends the models plugin with this, so models never looks it up.
+ */
+export interface ModelChecker {
+  /** The plugin's name, shown in reports. */
+  name: string;
+  evaluateAssertions(relation: string, expressions: string[]): Promise<AssertionOutcome[]>;
+  runContracts(filter?: string): Promise<ContractRunResult>;
+}
+export const MODEL_CHECKS = createExtensionPoint<ModelChecker>('models.checks');
+
+/**
+ * A section of a model's view (`GET /api/models/:name/notebook-view`), keyed by `section`;
+ * the lineage plugin fills `lineage`. A section that throws is answered as `<section>_error`.
+ */
+export interface ModelViewSection {
+  section: string;
+  render(model: ModelInfo): Promise<unknown>;
+}
+export const MODEL_VIEW = createExtensionPoint<ModelViewSection>('models.view');

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseDocument } from 'yaml';
-import { badRequest, definePlugin, notFound, qualified, type ModelsService, type PluginContext } from '../../sdk/index.js';
+import { badRequest, definePlugin, MODELS_SERVICE, notFound, qualified, type PluginContext } from '../../sdk/index.js';
 import { isHidden, isHiddenPath, languageOf, SAVEABLE_EXTENSIONS } from './rules.js';
 
 interface TreeNode {
@@ -60,7 +60,7 @@ function validateContent(rel: string, content: string): void {
 
 /** The database object a file defines (model or seed), if any. */
 async function objectOf(ctx: PluginContext, rel: string): Promise<{ schema: string; name: string } | null> {
-  const models = ctx.services.find<ModelsService>('models');
+  const models = ctx.services.find(MODELS_SERVICE);
   if (models) {
     const m = (await models.list().catch(() => [])).find((x) => x.path === rel);
     if (m) return { schema: m.schema, name: m.name };

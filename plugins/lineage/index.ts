@@ -1,5 +1,8 @@
 import {
   definePlugin,
+  LINEAGE_SERVICE,
+  MODEL_VIEW,
+  MODELS_SERVICE,
   notFound,
   type JsonSchema,
   type LineageService,
@@ -8,6 +11,7 @@ import {
   type PluginContext,
 } from '../../sdk/index.js';
 import { STAR } from './columns.js';
+import { EXPOSURES_CONFIG } from './config.js';
 import { LineageEngine } from './engine.js';
 import { buildFullDag, IMPORT_SCHEMA, readIngestScripts } from './full-dag.js';
 import { impactOf, type ImpactRecord } from './impact.js';
@@ -61,7 +65,7 @@ const modelParams: JsonSchema = {
  */
 async function impact(ctx: PluginContext, engine: LineageEngine, name: string, column: string | undefined): Promise<ImpactRecord> {
   const all = await engine.all();
-  const model = await ctx.services.get<ModelsService>('models').get(name);
+  const model = await ctx.services.get(MODELS_SERVICE).get(name);
   let root: string;
   let columns: string[] | null;
   if (model) {
@@ -101,8 +105,8 @@ async function fullDag(ctx: PluginContext, models: ModelsService) {
   return buildFullDag({
     models: await models.list(),
     seeds: await models.seeds(),
-    sources: ctx.project.config.sources ?? [],
-    exposures: ctx.project.config.exposures ?? [],
+    sources: models.sources(),
+    exposures: ctx.config(EXPOSURES_CONFIG),
     ingestScripts: readIngestScripts(ctx.project.root),
     importTables: importTables.map((r) => `${IMPORT_SCHEMA}.${r.table_name}`),
   });
@@ -113,11 +117,13 @@ function formatSources(sources: ModelLineage['columns'][string]): string {
 }
 
 export default definePlugin({
+  config: [EXPOSURES_CONFIG],
   setup(ctx) {
-    const models = () => ctx.services.get<ModelsService>('models');
+    const models = () => ctx.services.get(MODELS_SERVICE);
     const engine = new LineageEngine(ctx.db, models, ctx.log);
     const service: LineageService = { lineage: (model) => engine.one(model) };
-    ctx.services.provide<LineageService>('lineage', service);
+    ctx.services.provide(LINEAGE_SERVICE, service);
+    ctx.extend(MODEL_VIEW, { section: 'lineage', render: (model) => engine.one(model.full_name) });
 
     ctx.route({
       method: 'GET',

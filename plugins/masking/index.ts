@@ -4,27 +4,26 @@
  * `masking.methods` extension point; enforcement is a rewrite of DuckDB's parse tree on the
  * kernel's beforeQuery hook; the masking SQL commands are answered on interceptQuery.
  */
-import { definePlugin, type MaskingMethod, type MaskingService } from '../../sdk/index.js';
+import { definePlugin, MASKING_METHODS, MASKING_SERVICE, type MaskingService } from '../../sdk/index.js';
 import { MethodCatalog } from './catalog.js';
 import { registerCommands } from './commands.js';
+import { MASKING_CONFIG } from './config.js';
 import { MaskingEnforcer } from './enforce.js';
 import { MIGRATIONS, PolicyStore } from './policies.js';
 import { registerRoutes } from './routes.js';
 import { interceptMaskingCommand } from './sql-commands.js';
 
 export default definePlugin({
+  config: [MASKING_CONFIG],
   setup(ctx) {
     const catalog = new MethodCatalog();
-    ctx.provideExtensionPoint<MaskingMethod | MaskingMethod[]>('masking.methods', (contribution, fromPlugin) => {
+    ctx.provideExtensionPoint(MASKING_METHODS, (contribution, fromPlugin) => {
       for (const method of Array.isArray(contribution) ? contribution : [contribution]) catalog.register(method, fromPlugin);
     });
     ctx.migrate(MIGRATIONS);
 
     const store = new PolicyStore(() => ctx.db, catalog);
-    const settings = () => {
-      const raw = (ctx.project.config.raw.masking ?? {}) as { enforce_without_auth?: unknown };
-      return { enforceWithoutAuth: raw.enforce_without_auth === true };
-    };
+    const settings = () => ({ enforceWithoutAuth: ctx.config(MASKING_CONFIG).enforce_without_auth });
     const enforcer = new MaskingEnforcer(ctx, catalog, store, settings, ctx.log);
 
     ctx.onStart(async () => {
@@ -41,7 +40,7 @@ export default definePlugin({
     ctx.tap('beforeQuery', async (q) => enforcer.beforeQuery(q));
 
     const service: MaskingService = { maskedColumns: (caller, schema, table) => enforcer.maskedColumns(caller, schema, table) };
-    ctx.services.provide('masking', service);
+    ctx.services.provide(MASKING_SERVICE, service);
 
     registerRoutes(ctx, store, catalog);
     registerCommands(ctx, store);

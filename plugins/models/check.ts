@@ -1,7 +1,7 @@
 /**
  * `dp check`: model validation (every model parses, every dependency resolves, and the SQL binds
  * with EXPLAIN where its upstream relations exist), then inline assertions and contracts through
- * the quality service when that plugin is enabled. Exit code 1 when any validation fails, any
+ * the checkers contributed to the models.checks extension point (the quality plugin's, when enabled). Exit code 1 when any validation fails, any
  * assertion fails, or a contract of severity `error` fails (SPEC Errors 2); `warn` never fails it.
  */
 import {
@@ -10,7 +10,6 @@ import {
   type AssertionOutcome,
   type ContractRunResult,
   type PluginContext,
-  type QualityService,
 } from '../../sdk/index.js';
 import { keyOf } from './dag.js';
 import type { ModelsEngine } from './service.js';
@@ -76,7 +75,7 @@ export async function runCheck(ctx: PluginContext, engine: ModelsEngine): Promis
   }
   for (const v of models) v.valid = v.errors.length === 0;
 
-  const quality = ctx.services.find<QualityService>('quality');
+  const quality = engine.extensions.checker();
   const assertions: CheckReport['assertions'] = { evaluated: false, total: 0, passed: 0, failed: 0, results: [], skipped: [] };
   let contracts: CheckReport['contracts'];
   if (!quality) {

@@ -3,17 +3,20 @@
  * DAG, the transform engine, check, diff, lint, promote and debug. It provides the `models`
  * service other plugins (lineage, quality, streams) build on.
  */
-import { definePlugin } from '../../sdk/index.js';
+import { definePlugin, MODELS_SERVICE } from '../../sdk/index.js';
 import { registerCommands } from './commands.js';
+import { LINT_CONFIG, SOURCES_CONFIG } from './config.js';
 import { registerRoutes } from './routes.js';
 import { ModelsEngine } from './service.js';
 import { MIGRATIONS } from './state.js';
 
 export default definePlugin({
+  config: [LINT_CONFIG, SOURCES_CONFIG],
   setup(ctx) {
     ctx.migrate(MIGRATIONS);
     const engine = new ModelsEngine(ctx);
-    ctx.services.provide('models', engine);
+    engine.extensions.offer(ctx);
+    ctx.services.provide(MODELS_SERVICE, engine);
     registerRoutes(ctx, engine);
     registerCommands(ctx, engine);
   },

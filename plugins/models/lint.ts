@@ -15,6 +15,7 @@
 import { format, supportedDialects, type SqlLanguage } from 'sql-formatter';
 import { badRequest, errorMessage, type PluginContext } from '../../sdk/index.js';
 import { isDirectiveLine } from './directives.js';
+import { LINT_CONFIG } from './config.js';
 import type { ModelFile } from './discovery.js';
 import type { ModelsEngine } from './service.js';
 import { lineAt, tokenize } from './sqltext.js';
@@ -55,7 +56,7 @@ const CLAUSE_WORDS = ['between', 'exists', 'interval', 'values', 'over', 'partit
 const KEYWORD_CATEGORIES = `('reserved', 'type_function')`;
 
 export function lintConfig(ctx: PluginContext): LintConfig {
-  const raw = (ctx.project.config.lint ?? {}) as Record<string, unknown>;
+  const raw = ctx.config(LINT_CONFIG) as Record<string, unknown>;
   const dialect = String(raw.dialect ?? 'duckdb');
   if (!(supportedDialects as readonly string[]).includes(dialect)) {
     throw badRequest('invalid_lint_dialect', `lint.dialect '${dialect}' is not a dialect sql-formatter knows (${supportedDialects.join(', ')})`, { field: 'lint.dialect' });

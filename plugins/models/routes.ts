@@ -5,7 +5,6 @@ import {
   qualified,
   requirePermission,
   type JsonSchema,
-  type LineageService,
   type PluginContext,
 } from '../../sdk/index.js';
 import { runCheck } from './check.js';
@@ -131,16 +130,17 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
           sampleError = errorMessage(e);
         }
       } else sampleError = `${m.info.full_name} is not built yet`;
-      const lineageService = ctx.services.find<LineageService>('lineage');
-      let lineage: unknown = null;
-      let lineageError: string | null = null;
-      if (lineageService) {
+      // Sections other plugins contribute through models.view; `lineage` is always answered.
+      const sections: Record<string, unknown> = { lineage: null, lineage_error: 'The lineage plugin is disabled' };
+      for (const [name, section] of engine.extensions.sections) {
         try {
-          lineage = await lineageService.lineage(m.info.full_name);
+          sections[name] = await section.render(m.info);
+          sections[`${name}_error`] = null;
         } catch (e) {
-          lineageError = errorMessage(e);
+          sections[name] = null;
+          sections[`${name}_error`] = errorMessage(e);
         }
-      } else lineageError = 'The lineage plugin is disabled';
+      }
       return {
         model: m.info.full_name,
         name: m.info.name,
@@ -156,8 +156,7 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
         built: catalog.has(key),
         sample,
         sample_error: sampleError,
-        lineage,
-        lineage_error: lineageError,
+        ...sections,
       };
     },
   });

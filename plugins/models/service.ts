@@ -7,8 +7,11 @@ import type {
   PluginContext,
   SeedInfo,
   SeedLoadResult,
+  SourceConfig,
   TransformSummary,
 } from '../../sdk/index.js';
+import { SOURCES_CONFIG } from './config.js';
+import { ModelExtensions } from './extensions.js';
 import { buildGraph, dagOf, findModel, type ModelGraph } from './dag.js';
 import { Discovery } from './discovery.js';
 import { loadSeeds, type SeedOptions } from './seeds.js';
@@ -17,6 +20,8 @@ import { runTransform, type TransformOptions } from './transform.js';
 
 export class ModelsEngine implements ModelsService {
   readonly discovery: Discovery;
+  /** What other plugins contributed through models.checks and models.view. */
+  readonly extensions = new ModelExtensions();
   private cached: { signature: string; graph: ModelGraph } | null = null;
   /** Runs that write the warehouse go one at a time (a second caller waits its turn). */
   private queue: Promise<unknown> = Promise.resolve();
@@ -25,11 +30,15 @@ export class ModelsEngine implements ModelsService {
     this.discovery = new Discovery(ctx);
   }
 
+  sources(): SourceConfig[] {
+    return this.ctx.config(SOURCES_CONFIG).map((s) => ({ ...s, schema: s.schema ?? s.name }));
+  }
+
   /** The validated graph; throws DpError (naming files) on duplicates, unknown references and cycles. */
   async graph(): Promise<ModelGraph> {
     const files = await this.discovery.modelFiles();
     const seeds = this.discovery.seedFiles();
-    const sources = this.ctx.project.config.sources ?? [];
+    const sources = this.sources();
     const signature = JSON.stringify([files.map((f) => [f.path, f.content_hash]), seeds.map((s) => s.full_name), sources]);
     if (this.cached?.signature === signature) return this.cached.graph;
     const graph = await buildGraph({

@@ -75,7 +75,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     results: [],
     status: 'running',
   };
-  await ctx.hooks.beforeTransform.promise(runCtx);
+  await ctx.hook('beforeTransform').promise(runCtx);
   ctx.events.emit('transform_start', { run_id: runId, trigger: runCtx.trigger, targets: runCtx.targets, models: queue.length });
 
   const [states, catalog] = await Promise.all([ctx.db.withConnection((c) => readStates(c)), readCatalog(ctx)]);
@@ -143,7 +143,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
       db: ctx.db,
     };
     try {
-      await ctx.hooks.afterModelBuild.promise(buildCtx);
+      await ctx.hook('afterModelBuild').promise(buildCtx);
     } catch (e) {
       ctx.log.warn(`afterModelBuild tap failed for ${model}`, { error: errorMessage(e) });
       buildCtx.extras.hook_error = errorMessage(e);
@@ -238,7 +238,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
   });
   runCtx.results = ordered.map((r) => ({ model: r.model, status: r.status, duration_ms: r.duration_ms, ...(r.error ? { error: r.error } : {}) }));
   runCtx.status = status;
-  await ctx.hooks.afterTransform.promise(runCtx);
+  await ctx.hook('afterTransform').promise(runCtx);
   ctx.events.emit('transform_end', { run_id: runId, status, duration_ms: durationMs, failed });
   return { run_id: runId, status, duration_ms: durationMs, results: ordered };
 }

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { errorMessage, type PluginContext } from '../../sdk/index.js';
+import { ALERTS_CONFIG } from './config.js';
 import { isoUtc, parseJson, utcNow } from './relations.js';
 
 export const CHANNELS = ['chat', 'webhook', 'log'] as const;
@@ -89,7 +90,7 @@ export class AlertDispatcher {
   constructor(private readonly ctx: PluginContext) {}
 
   settings(): Settings {
-    const a = this.ctx.project.config.alerts as PluginContext['project']['config']['alerts'] & { timeout_seconds?: number };
+    const a = this.ctx.config(ALERTS_CONFIG);
     const seconds = Number(a.timeout_seconds ?? DEFAULT_TIMEOUT_SECONDS);
     return {
       channels: (a.channels ?? []).filter((c): c is Channel => (CHANNELS as readonly string[]).includes(c)),

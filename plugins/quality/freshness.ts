@@ -89,7 +89,8 @@ export async function modelFreshness(ctx: PluginContext, maxHours: number): Prom
 export async function sourceFreshness(ctx: PluginContext): Promise<SourceFreshnessReport> {
   const now = Date.now();
   const out: SourceFreshness[] = [];
-  for (const source of ctx.project.config.sources) {
+  // `sources:` belongs to the models plugin; without it there are no sources to check.
+  for (const source of modelsService(ctx)?.sources() ?? []) {
     const sla = typeof source.freshness_hours === 'number' ? source.freshness_hours : null;
     for (const t of source.tables ?? []) {
       const row: SourceFreshness = {

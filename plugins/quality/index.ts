@@ -7,7 +7,9 @@ import {
   definePlugin,
   errorMessage,
   LOCAL_ADMIN,
+  MODEL_CHECKS,
   notFound,
+  QUALITY_SERVICE,
   type AssertionOutcome,
   type CliIO,
   type JsonSchema,
@@ -17,6 +19,7 @@ import {
 import { AlertDispatcher, alertHistory, CHANNELS, type Alert, type AlertRecord, type Channel } from './alerts.js';
 import { detectAnomalies, listAnomalies, type AnomalyReport, type AnomalySettings } from './anomalies.js';
 import { evaluateAssertions, lastExpressions, listAssertionResults, recordAssertionResults, summarizeOutcome } from './assertions.js';
+import { ALERTS_CONFIG, QUALITY_CONFIG } from './config.js';
 import { contractHistory, hasBlockingFailure, loadContracts, runContracts, type ContractRun } from './contracts.js';
 import { isStaleSource, modelFreshness, sourceFreshness } from './freshness.js';
 import { computeStats, profileForCaller, profileHistory, type TableProfile } from './profiles.js';
@@ -100,13 +103,14 @@ const BUILT = new Set(['built', 'assertion_failed']);
 const KEPT_RUNS = 20;
 
 export default definePlugin({
+  config: [QUALITY_CONFIG, ALERTS_CONFIG],
   setup(ctx) {
     ctx.migrate(MIGRATIONS);
     const alerts = new AlertDispatcher(ctx);
     const anomalyReports = new Map<string, AnomalyReport[]>();
     /** Assertion failures of a run, sent as one alert when the run ends. */
     const failuresByRun = new Map<string, Array<{ model: string; failed: AssertionOutcome[] }>>();
-    const anomalySettings = () => ctx.project.config.quality.anomaly_detection;
+    const anomalySettings = () => ctx.config(QUALITY_CONFIG).anomaly_detection;
     const recorder = new BuildRecorder(ctx);
 
     /** Reports of a run's built models: one batched comparison, or model by model when that fails. */
@@ -136,7 +140,8 @@ export default definePlugin({
       anomalyReports: (runId) => anomalyReports.get(runId),
       notify: (alert, channels) => alerts.notify(alert, channels),
     };
-    ctx.services.provide('quality', service);
+    ctx.services.provide(QUALITY_SERVICE, service);
+    ctx.extend(MODEL_CHECKS, { name: 'quality', evaluateAssertions: service.evaluateAssertions, runContracts: service.runContracts });
 
     // ------------------------------------------------------------------ hooks
 

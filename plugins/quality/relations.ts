@@ -2,7 +2,7 @@
  * Shared helpers of the quality plugin: which relation a name means, whether it exists,
  * UTC timestamps for the service tables, and masking of data values shown in diagnostics.
  */
-import { badRequest, notFound, quoteLiteral, type Caller, type MaskingService, type ModelsService, type PluginContext } from '../../sdk/index.js';
+import { badRequest, MASKING_SERVICE, MODELS_SERVICE, notFound, quoteLiteral, type Caller, type ModelsService, type PluginContext } from '../../sdk/index.js';
 
 export interface Relation {
   schema: string;
@@ -64,7 +64,7 @@ export function columnsKey(schema: string, table: string): string {
 }
 
 export function modelsService(ctx: PluginContext): ModelsService | undefined {
-  return ctx.services.find<ModelsService>('models');
+  return ctx.services.find(MODELS_SERVICE);
 }
 
 /**
@@ -139,7 +139,7 @@ export const MASKED_VALUE = '***';
 
 /** Columns of `schema.table` the audience sees masked (none when the masking plugin is disabled). */
 export async function maskedColumnsFor(ctx: PluginContext, audience: Caller, schema: string, table: string): Promise<Set<string>> {
-  const masking = ctx.services.find<MaskingService>('masking');
+  const masking = ctx.services.find(MASKING_SERVICE);
   if (!masking) return new Set();
   return new Set((await masking.maskedColumns(audience, schema, table)).map((c) => c.toLowerCase()));
 }

@@ -1,4 +1,4 @@
-import { definePlugin, qualified, type JsonSchema } from '../../sdk/index.js';
+import { definePlugin, qualified, TABLES_SERVICE, type JsonSchema } from '../../sdk/index.js';
 import { autocompleteCatalog, describeTable, listTables } from './catalog.js';
 
 const tableParams: JsonSchema = {
@@ -9,7 +9,7 @@ const tableParams: JsonSchema = {
 
 export default definePlugin({
   setup(ctx) {
-    ctx.services.provide('tables', {
+    ctx.services.provide(TABLES_SERVICE, {
       list: (schema?: string) => listTables(ctx.db, schema),
       describe: (schema: string, table: string) => describeTable(ctx.db, schema, table),
     });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
+import { App } from '../../kernel/app.js';
 import { loadProject } from '../../kernel/config.js';
 import { DpError } from '../../sdk/errors.js';
 import { makeProject, runCli, startServer } from '../helpers.js';
@@ -27,13 +28,17 @@ environments:
 `;
 
 describe('project config', () => {
-  it('applies defaults for every key', () => {
-    const p = loadProject(makeProject());
+  it('applies defaults for every key', async () => {
+    // Plugins' keys come with their plugin's defaults once the plugins are loaded (App.configOf).
+    const app = await App.boot({ projectRoot: makeProject() });
+    const p = app.project;
+    const config = { ...p.config, alerts: app.configOf('alerts') as any, quality: app.configOf('quality') as any, lint: app.configOf('lint') as any };
+    await app.close();
     assert.equal(p.config.database.path, 'test.duckdb');
-    assert.deepEqual(p.config.alerts, { channels: [], on_success: false, on_failure: true });
-    assert.deepEqual(p.config.quality.anomaly_detection, { enabled: true, lookback: 30, threshold: 2, notify: [] });
+    assert.deepEqual(config.alerts, { channels: [], on_success: false, on_failure: true });
+    assert.deepEqual(config.quality.anomaly_detection, { enabled: true, lookback: 30, threshold: 2, notify: [] });
     assert.deepEqual(p.config.query.timeout_seconds, { admin: 300, editor: 120, viewer: 60 });
-    assert.equal(p.config.lint.dialect, 'duckdb');
+    assert.equal(config.lint.dialect, 'duckdb');
     assert.deepEqual(p.config.plugins, { disable: [], paths: [] });
   });
 
