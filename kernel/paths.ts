@@ -36,7 +36,8 @@ export function resolveInside(root: string, relativePath: string): string {
 
 export function isWithin(root: string, candidate: string): boolean {
   const rel = path.relative(root, candidate);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+  // `..notes.sql` is a name inside the root; only `..` as a whole segment climbs out.
+  return rel === '' || (rel !== '..' && !rel.startsWith('..' + path.sep) && !path.isAbsolute(rel));
 }
 
 export function toProjectRelative(root: string, absolutePath: string): string {

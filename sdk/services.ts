@@ -160,6 +160,12 @@ export interface LineageService {
 export interface MaskingService {
   /** Columns of `schema.table` the caller would see masked. */
   maskedColumns(caller: Caller, schema: string, table: string): Promise<string[]>;
+  /**
+   * Lower-case names of every column some policy masks for the caller, whatever its table: an
+   * ad-hoc query masks by column name alone (SPEC.md masking rule 4), so a data file holding a
+   * column of one of these names is a raw copy the caller may not read.
+   */
+  maskedColumnNames(caller: Caller): Promise<string[]>;
 }
 
 /** What a masking method knows about the column it masks. */

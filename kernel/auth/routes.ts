@@ -85,24 +85,33 @@ export function authRoutes({ app, users, limiter, tokenLifetimeMs, presentedToke
       method: 'POST',
       url: '/api/auth/login',
       permission: 'public',
-      summary: `Exchange username and password for a bearer token (10 failures per address per 15 minutes, then 429)`,
+      summary: `Exchange username and password for a bearer token (10 failures per address, and per username, per 15 minutes, then 429)`,
       schema: {
         body: { type: 'object', required: ['username', 'password'], properties: { username: { type: 'string', maxLength: USERNAME_MAX }, password: { type: 'string', maxLength: PASSWORD_MAX } } },
         response: { 200: TOKEN_RESPONSE },
       },
       handler: async (req, reply) => {
-        const wait = limiter.retryAfterSeconds(req.ip);
-        if (wait > 0) {
-          throw new DpError(429, 'too_many_login_attempts', `Too many failed logins from this address; try again in ${wait} s`, { retry_after_seconds: wait }, { 'Retry-After': String(wait) });
-        }
         const { username, password } = req.body as { username: string; password: string };
+        const wait = limiter.retryAfterSeconds(req.ip, username);
+        if (wait > 0) {
+          const by = limiter.blockedBy(req.ip, username) ?? 'address';
+          throw new DpError(
+            429,
+            'too_many_login_attempts',
+            `Too many failed logins ${by === 'address' ? 'from this address' : 'for this username'}; try again in ${wait} s`,
+            { retry_after_seconds: wait, limited_by: by },
+            { 'Retry-After': String(wait) },
+          );
+        }
         const user = await users.authenticate(username, password);
         if (!user) {
-          limiter.recordFailure(req.ip);
+          limiter.recordFailure(req.ip, username);
           app.log.warn('login failed', { username, ip: req.ip });
           throw new DpError(401, 'invalid_credentials', 'Unknown username or wrong password');
         }
-        limiter.reset(req.ip);
+        // Only this username's failures are forgiven: a login as one account never resets the
+        // count of guesses at another from the same address.
+        limiter.recordSuccess(req.ip, user.username);
         const issued = await users.issueToken(user.username);
         setTokenCookie(reply, issued.token);
         return { token: issued.token, username: user.username, role: user.role, expires_at: issued.expires_at };

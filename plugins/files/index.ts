@@ -2,7 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseDocument } from 'yaml';
 import { badRequest, definePlugin, MODELS_SERVICE, notFound, qualified, type PluginContext } from '../../sdk/index.js';
-import { isHidden, isHiddenPath, languageOf, SAVEABLE_EXTENSIONS } from './rules.js';
+import { assertReadableData } from './exposure.js';
+import { guardFs, projectPath, protectedFileTest, servableLink } from './paths.js';
+import { isHidden, languageOf, SAVEABLE_EXTENSIONS } from './rules.js';
 
 interface TreeNode {
   name: string;
@@ -14,27 +16,21 @@ interface TreeNode {
 
 const MAX_READ_BYTES = 5 * 1024 * 1024;
 
-function tree(root: string, dir: string): TreeNode[] {
+/** The project tree; a symlink is listed only when the file it reaches could be read (folders behind links are not followed). */
+function tree(ctx: PluginContext, dir: string, isProtected = protectedFileTest(ctx)): TreeNode[] {
+  const root = fs.realpathSync(ctx.project.root);
   const out: TreeNode[] = [];
   const entries = fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => Number(b.isDirectory()) - Number(a.isDirectory()) || a.name.localeCompare(b.name));
   for (const e of entries) {
-    if (isHidden(e.name) || e.isSymbolicLink()) continue;
+    if (isHidden(e.name)) continue;
     const abs = path.join(dir, e.name);
     const rel = path.relative(root, abs).split(path.sep).join('/');
-    if (e.isDirectory()) out.push({ name: e.name, path: rel, type: 'directory', children: tree(root, abs) });
-    else if (e.isFile()) out.push({ name: e.name, path: rel, type: 'file', size: fs.statSync(abs).size });
+    if (e.isSymbolicLink()) {
+      if (servableLink(ctx, abs)) out.push({ name: e.name, path: rel, type: 'file', size: fs.statSync(abs).size });
+    } else if (e.isDirectory()) out.push({ name: e.name, path: rel, type: 'directory', children: tree(ctx, abs, isProtected) });
+    else if (e.isFile() && !isProtected(abs)) out.push({ name: e.name, path: rel, type: 'file', size: fs.statSync(abs).size });
   }
   return out;
-}
-
-/** Resolves a path from the URL: inside the project, not hidden. */
-function target(ctx: PluginContext, raw: string): { abs: string; rel: string } {
-  const rel = decodeURIComponent(raw ?? '').replace(/^\/+/, '');
-  if (!rel) throw badRequest('invalid_path', 'Name a file path after /api/files/', { field: 'path' });
-  const abs = ctx.project.resolve(rel);
-  const normal = ctx.project.relative(abs);
-  if (isHiddenPath(normal)) throw badRequest('protected_path', `'${normal}' cannot be read or changed through the API`, { path: normal });
-  return { abs, rel: normal };
 }
 
 /** Refuses content that would leave the project unloadable (project.yml, notebooks). */
@@ -92,7 +88,7 @@ export default definePlugin({
       url: '/api/files',
       permission: 'read',
       summary: 'The project file tree (secrets and database files left out)',
-      handler: () => ({ root: ctx.project.config.name, children: tree(ctx.project.root, ctx.project.root) }),
+      handler: () => ({ root: ctx.project.config.name, children: guardFs(() => tree(ctx, fs.realpathSync(ctx.project.root))) }),
     });
 
     ctx.route<unknown, unknown, { '*': string }>({
@@ -100,11 +96,14 @@ export default definePlugin({
       url: '/api/files/*',
       permission: 'read',
       summary: 'Read a project file: {path, content, language}',
-      handler: (req) => {
-        const { abs, rel } = target(ctx, req.params['*']);
-        if (!fs.existsSync(abs) || !fs.statSync(abs).isFile()) throw notFound('file_not_found', `No file '${rel}'`, { path: rel });
-        if (fs.statSync(abs).size > MAX_READ_BYTES) throw badRequest('file_too_large', `'${rel}' is larger than 5 MiB`, { path: rel });
-        return { path: rel, content: fs.readFileSync(abs, 'utf8'), language: languageOf(rel) };
+      handler: async (req) => {
+        const { abs, rel, realRel } = projectPath(ctx, req.params['*']);
+        const stat = guardFs(() => (fs.existsSync(abs) ? fs.statSync(abs) : null), rel);
+        if (!stat || !stat.isFile()) throw notFound('file_not_found', `No file '${rel}'`, { path: rel });
+        if (stat.size > MAX_READ_BYTES) throw badRequest('file_too_large', `'${rel}' is larger than 5 MiB`, { path: rel });
+        const content = guardFs(() => fs.readFileSync(abs), rel);
+        await assertReadableData(ctx, req.caller, { rel, realRel }, content);
+        return { path: rel, content: content.toString('utf8'), language: languageOf(rel) };
       },
     });
 
@@ -116,7 +115,7 @@ export default definePlugin({
       bodyLimit: MAX_READ_BYTES,
       schema: { body: { type: 'object', required: ['content'], additionalProperties: false, properties: { content: { type: 'string' } } } },
       handler: (req) => {
-        const { abs, rel } = target(ctx, req.params['*']);
+        const { abs, rel } = projectPath(ctx, req.params['*']);
         const ext = path.extname(rel).toLowerCase();
         if (!SAVEABLE_EXTENSIONS.includes(ext)) {
           throw badRequest('extension_not_allowed', `Files ending in '${ext || '(none)'}' cannot be saved; allowed: ${SAVEABLE_EXTENSIONS.join(', ')}`, {
@@ -124,10 +123,10 @@ export default definePlugin({
             allowed: SAVEABLE_EXTENSIONS,
           });
         }
-        if (fs.existsSync(abs) && fs.statSync(abs).isDirectory()) throw badRequest('is_directory', `'${rel}' is a folder`, { path: rel });
+        if (guardFs(() => fs.existsSync(abs) && fs.statSync(abs).isDirectory(), rel)) throw badRequest('is_directory', `'${rel}' is a folder`, { path: rel });
         validateContent(rel, req.body.content);
         const created = !fs.existsSync(abs);
-        ctx.project.writeFile(rel, req.body.content);
+        guardFs(() => ctx.project.writeFile(rel, req.body.content), rel);
         ctx.log.info('file saved', { path: rel, bytes: Buffer.byteLength(req.body.content) });
         return { path: rel, saved: true, created, language: languageOf(rel) };
       },
@@ -140,11 +139,11 @@ export default definePlugin({
       summary: 'Delete a file; with drop_object=true also drop the table or view it defines',
       schema: { querystring: { type: 'object', properties: { drop_object: { type: 'boolean', default: false } } } },
       handler: async (req) => {
-        const { abs, rel } = target(ctx, req.params['*']);
-        if (!fs.existsSync(abs) || !fs.statSync(abs).isFile()) throw notFound('file_not_found', `No file '${rel}'`, { path: rel });
+        const { abs, rel } = projectPath(ctx, req.params['*']);
+        if (!guardFs(() => fs.existsSync(abs) && fs.statSync(abs).isFile(), rel)) throw notFound('file_not_found', `No file '${rel}'`, { path: rel });
         // Find the object before the file goes, while discovery still sees it.
         const obj = req.query.drop_object ? await objectOf(ctx, rel) : null;
-        fs.rmSync(abs);
+        guardFs(() => fs.rmSync(abs), rel);
         const dropped = obj ? await dropObject(ctx, obj) : null;
         ctx.log.info('file deleted', { path: rel, dropped });
         return { path: rel, deleted: true, dropped_object: dropped };

@@ -7,6 +7,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
 import type { DagEdge, DagNode, ExposureConfig, ModelInfo, SeedInfo, SourceConfig } from '../../sdk/index.js';
 
 /** The schema the import wizard writes to: every table in it is an `import` node. */
@@ -122,4 +123,58 @@ export function buildFullDag(input: FullDagInput): { nodes: DagNode[]; edges: Da
     for (const d of e.depends_on ?? []) addEdge(relationNode(d).id, id);
   }
   return { nodes, edges };
+}
+
+const VAR_REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+/** Node fields that name relations or files: they are what the project really uses, never rewritten. */
+const STRUCTURAL_FIELDS = new Set(['id', 'label', 'schema', 'name', 'path', 'type', 'targets']);
+
+/**
+ * Puts `${VAR}` references back where project.yml wrote them. The kernel expands `.env` values
+ * into the configuration the plugin reads, and an exposure URL or description with a token in it
+ * must not hand that token to every viewer: each free-text node field that equals the expansion of
+ * a string project.yml holds is shown as written (`https://bi/?key=${BI_TOKEN}`).
+ */
+export function withVarReferences(dag: { nodes: DagNode[]; edges: DagEdge[] }, projectYml: string, env: Readonly<Record<string, string>>): { nodes: DagNode[]; edges: DagEdge[] } {
+  const written = new Map<string, string>();
+  const collect = (value: unknown): void => {
+    if (typeof value === 'string') {
+      if (!value.includes('${')) return;
+      const expanded = value.replace(VAR_REFERENCE, (whole, name: string) => (Object.prototype.hasOwnProperty.call(env, name) ? env[name] : whole));
+      if (expanded !== value) written.set(expanded, value);
+    } else if (Array.isArray(value)) value.forEach(collect);
+    else if (value && typeof value === 'object') Object.values(value).forEach(collect);
+  };
+  try {
+    collect(parseYaml(projectYml));
+  } catch {
+    /* project.yml was valid at load; if it no longer parses, the strings below are still checked */
+  }
+  const secrets = Object.values(env).filter((v) => v.length >= 4);
+  const asWritten = (value: string): string => {
+    const hit = written.get(value);
+    if (hit !== undefined) return hit;
+    // A value that reached a node another way (a default, a concatenation) is still never shown.
+    let out = value;
+    for (const [name, secret] of Object.entries(env)) if (secret.length >= 4 && out.includes(secret)) out = out.split(secret).join(`\${${name}}`);
+    return out;
+  };
+  if (written.size === 0 && secrets.length === 0) return dag;
+  const nodes = dag.nodes.map((node) => {
+    const out: DagNode = { ...node };
+    for (const [key, value] of Object.entries(node)) if (typeof value === 'string' && !STRUCTURAL_FIELDS.has(key)) out[key] = asWritten(value);
+    return out;
+  });
+  return { nodes, edges: dag.edges };
+}
+
+/** Whether a DAG node id names a relation in dp's internal schema. */
+const isInternal = (id: string) => id.toLowerCase().startsWith('_service.');
+
+/** The DAG without `_service` relations (for callers who are not admins). */
+export function withoutInternal(dag: { nodes: DagNode[]; edges: DagEdge[] }): { nodes: DagNode[]; edges: DagEdge[] } {
+  return {
+    nodes: dag.nodes.filter((n) => !isInternal(String(n.id))).map((n) => (Array.isArray(n.targets) ? { ...n, targets: (n.targets as string[]).filter((t) => !isInternal(t)) } : n)),
+    edges: dag.edges.filter((e) => !isInternal(e.source) && !isInternal(e.target)),
+  };
 }

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import {
   definePlugin,
   LINEAGE_SERVICE,
@@ -13,7 +15,7 @@ import {
 import { STAR } from './columns.js';
 import { EXPOSURES_CONFIG } from './config.js';
 import { LineageEngine } from './engine.js';
-import { buildFullDag, IMPORT_SCHEMA, readIngestScripts } from './full-dag.js';
+import { buildFullDag, IMPORT_SCHEMA, readIngestScripts, withoutInternal, withVarReferences } from './full-dag.js';
 import { impactOf, type ImpactRecord } from './impact.js';
 
 const sourceSchema: JsonSchema = {
@@ -112,6 +114,14 @@ async function fullDag(ctx: PluginContext, models: ModelsService) {
   });
 }
 
+const isInternalName = (name: string) => name.toLowerCase().startsWith('_service.');
+
+/** A model's lineage without `_service` relations, for callers who are not admins (they may not know them). */
+function withoutInternalSources(l: ModelLineage): ModelLineage {
+  const columns = Object.fromEntries(Object.entries(l.columns).map(([c, sources]) => [c, sources.filter((x) => !isInternalName(x.source_table))]));
+  return { ...l, columns, depends_on: l.depends_on.filter((d) => !isInternalName(d)) };
+}
+
 function formatSources(sources: ModelLineage['columns'][string]): string {
   return sources.length ? sources.map((s) => `${s.source_table}.${s.source_column}`).join(', ') : '(computed)';
 }
@@ -132,7 +142,10 @@ export default definePlugin({
       summary: 'Column lineage of every model',
       tags: ['lineage'],
       schema: { response: { 200: { type: 'array', items: lineageSchema } } },
-      handler: () => engine.all(),
+      handler: async (req) => {
+        const all = await engine.all();
+        return req.caller.role === 'admin' ? all : all.filter((l) => !isInternalName(l.model)).map(withoutInternalSources);
+      },
     });
 
     ctx.route<unknown, unknown, { model_name: string }>({
@@ -142,7 +155,13 @@ export default definePlugin({
       summary: 'Column lineage of one model: each output column and the upstream columns it derives from',
       tags: ['lineage'],
       schema: { params: modelParams, response: { 200: lineageSchema } },
-      handler: (req) => engine.one(req.params.model_name),
+      handler: async (req) => {
+        if (req.caller.role !== 'admin' && isInternalName(req.params.model_name)) {
+          throw notFound('model_not_found', `No model named '${req.params.model_name}'`, { model: req.params.model_name });
+        }
+        const one = await engine.one(req.params.model_name);
+        return req.caller.role === 'admin' ? one : withoutInternalSources(one);
+      },
     });
 
     ctx.route<unknown, { column?: string }, { model_name: string }>({
@@ -156,7 +175,13 @@ export default definePlugin({
         querystring: { type: 'object', additionalProperties: false, properties: { column: { type: 'string', minLength: 1, description: 'Only the impact of this column' } } },
         response: { 200: impactSchema },
       },
-      handler: (req) => impact(ctx, engine, req.params.model_name, req.query.column),
+      handler: (req) => {
+        // dp's internal schema is invisible to non-admins, here as on every route.
+        if (req.caller.role !== 'admin' && isInternalName(req.params.model_name)) {
+          throw notFound('model_not_found', `No model named '${req.params.model_name}' (nor a seed or source that models read)`, { model: req.params.model_name });
+        }
+        return impact(ctx, engine, req.params.model_name, req.query.column);
+      },
     });
 
     ctx.route({
@@ -166,7 +191,11 @@ export default definePlugin({
       summary: 'Full DAG: sources, seeds, ingest scripts, imports, models (table/view) and exposures',
       tags: ['lineage'],
       schema: { response: { 200: dagSchema } },
-      handler: () => fullDag(ctx, models()),
+      handler: async (req) => {
+        const yml = path.join(ctx.project.root, 'project.yml');
+        const dag = withVarReferences(await fullDag(ctx, models()), fs.existsSync(yml) ? fs.readFileSync(yml, 'utf8') : '', ctx.env);
+        return req.caller.role === 'admin' ? dag : withoutInternal(dag);
+      },
     });
 
     ctx.command('lineage', async (args, io) => {

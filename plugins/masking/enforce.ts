@@ -128,6 +128,12 @@ export class MaskingEnforcer {
     return this.masksFor(rel, policies, true).map((m) => m.column);
   }
 
+  /** Lower-case names of the columns any policy masks for this caller (the `masking` service). */
+  async maskedColumnNames(caller: Caller): Promise<string[]> {
+    await this.store.ensureLoaded();
+    return [...new Set(this.bindingPolicies(caller).map((p) => p.column_name.toLowerCase()))];
+  }
+
   /** The mask of each masked column of a relation; column references are qualified by `qualifier` when given. */
   private masksFor(rel: Relation, policies: MaskingPolicy[], exactTable: boolean, qualifier?: string): ColumnMask[] {
     const out: ColumnMask[] = [];

@@ -39,7 +39,10 @@ export default definePlugin({
     ctx.tap('interceptQuery', async (q) => interceptMaskingCommand(q, store));
     ctx.tap('beforeQuery', async (q) => enforcer.beforeQuery(q));
 
-    const service: MaskingService = { maskedColumns: (caller, schema, table) => enforcer.maskedColumns(caller, schema, table) };
+    const service: MaskingService = {
+      maskedColumns: (caller, schema, table) => enforcer.maskedColumns(caller, schema, table),
+      maskedColumnNames: (caller) => enforcer.maskedColumnNames(caller),
+    };
     ctx.services.provide(MASKING_SERVICE, service);
 
     registerRoutes(ctx, store, catalog);

@@ -14,8 +14,9 @@ import {
   type PluginContext,
   type Row,
   type SqlNode,
+  walkSqlTree,
 } from '../../sdk/index.js';
-import { isoUtc, MASKED_VALUE, maskedColumnsFor, parseJson, relationExists, splitRelation, utcNow, type Relation } from './relations.js';
+import { isoUtc, isServiceSchema, MASKED_VALUE, maskedColumnsFor, maskedNamesFor, parseJson, redactQuoted, relationExists, splitRelation, utcNow, type Relation } from './relations.js';
 
 export type AssertionForm = 'row_count' | 'unique' | 'no_nulls' | 'accepted_values' | 'expression';
 
@@ -189,8 +190,37 @@ function redactRows(rows: Row[], masked: Set<string>): Row[] {
   return rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, masked.has(k.toLowerCase()) && v !== null ? MASKED_VALUE : v])));
 }
 
+/**
+ * What the audience may not see: the relation's masked columns (exact table, as table endpoints
+ * match) and the names any policy masks for the audience (ad-hoc queries match by name alone).
+ */
+interface Hidden {
+  columns: Set<string>;
+  names: Set<string>;
+}
+
+const isHiddenColumn = (hidden: Hidden, column: string) => hidden.columns.has(column.toLowerCase()) || hidden.names.has(column.toLowerCase());
+
+/**
+ * True when the value of an `expression` assertion may carry a masked value: it names a masked
+ * column, or reads columns it does not name (`*`, `COLUMNS(…)`, a subquery of another table)
+ * while the audience is bound by any policy. Unparseable text counts as reading them.
+ */
+async function expressionReadsHidden(ctx: PluginContext, sql: string, hidden: Hidden): Promise<boolean> {
+  if (hidden.columns.size === 0 && hidden.names.size === 0) return false;
+  const parsed = await ctx.db.parse(`SELECT (${sql}) AS dp_result FROM dp_relation`);
+  if (!parsed.ok) return true;
+  let reads = false;
+  walkSqlTree(parsed.tree.statements[0]?.node?.select_list ?? [], (n) => {
+    if (n.class === 'COLUMN_REF' && Array.isArray(n.column_names) && isHiddenColumn(hidden, String(n.column_names[n.column_names.length - 1]))) reads = true;
+    else if (n.class === 'STAR' || n.class === 'COLUMNS' || n.class === 'SUBQUERY' || n.type === 'SUBQUERY') reads = true;
+  });
+  return reads;
+}
+
 /** Evaluates one parsed assertion against a relation; never throws (a failure to run is a failed assertion). */
-async function evaluateOne(ctx: PluginContext, rel: Relation, a: ParsedAssertion, masked: Set<string>, full: boolean): Promise<AssertionOutcome> {
+async function evaluateOne(ctx: PluginContext, rel: Relation, a: ParsedAssertion, hidden: Hidden, full: boolean): Promise<AssertionOutcome> {
+  const masked = new Set([...hidden.columns, ...hidden.names]);
   const R = qualified(rel.schema, rel.table);
   const sampleSize = full ? 20 : 5;
   const detail: Record<string, unknown> = { form: a.form };
@@ -261,7 +291,10 @@ async function evaluateOne(ctx: PluginContext, rel: Relation, a: ParsedAssertion
         const first = await ctx.db.query(`SELECT (${a.sql}) AS dp_result FROM ${R} LIMIT 2`);
         if (first.rows.length === 1) {
           const value = first.rows[0][0];
-          return { expression: a.expression, passed: truthy(value), detail: { ...detail, value } };
+          // The pass/fail verdict is the assertion's point; any other result may be a masked value (max(ssn)).
+          const shown = typeof value === 'boolean' || value === null || !(await expressionReadsHidden(ctx, a.sql as string, hidden)) ? value : MASKED_VALUE;
+          if (shown !== value) detail.value_masked = true;
+          return { expression: a.expression, passed: truthy(value), detail: { ...detail, value: shown } };
         }
         // Several rows (or none): the expression is row-level, so it must hold on every row.
         const counts = (await ctx.db.all(`SELECT count(*) AS total, count(*) FILTER (WHERE (${a.sql}) IS NOT TRUE) AS failing FROM ${R}`))[0];
@@ -275,7 +308,10 @@ async function evaluateOne(ctx: PluginContext, rel: Relation, a: ParsedAssertion
       }
     }
   } catch (e) {
-    return { expression: a.expression, passed: false, detail: { ...detail, error: errorMessage(e).split('\n')[0] } };
+    // DuckDB quotes the values it failed on (`Could not convert string '123-45-6789'`).
+    const message = errorMessage(e).split('\n')[0];
+    const bound = hidden.columns.size > 0 || hidden.names.size > 0;
+    return { expression: a.expression, passed: false, detail: { ...detail, error: bound ? redactQuoted(message) : message } };
   }
 }
 
@@ -286,14 +322,17 @@ export async function evaluateAssertions(ctx: PluginContext, relationName: strin
     return expressions.map((expression) => ({ expression, passed: false, detail: { error: `'${relationName}' is not a schema.table name` } }));
   }
   const rel: Relation = { schema, table, full: `${schema}.${table}` };
+  if (isServiceSchema(schema)) {
+    return expressions.map((expression) => ({ expression, passed: false, detail: { error: `${rel.full} is internal to dp and cannot be checked` } }));
+  }
   if (!(await relationExists(ctx, schema, table))) {
     return expressions.map((expression) => ({ expression, passed: false, detail: { error: `Relation ${rel.full} does not exist` } }));
   }
-  const masked = await maskedColumnsFor(ctx, options.audience, schema, table);
+  const hidden: Hidden = { columns: await maskedColumnsFor(ctx, options.audience, schema, table), names: await maskedNamesFor(ctx, options.audience) };
   const out: AssertionOutcome[] = [];
   for (const expression of expressions) {
     const parsed = await parseAssertion(ctx, expression);
-    out.push(await evaluateOne(ctx, rel, parsed, masked, options.full ?? false));
+    out.push(await evaluateOne(ctx, rel, parsed, hidden, options.full ?? false));
   }
   return out;
 }
@@ -372,5 +411,47 @@ export function summarizeOutcome(o: AssertionOutcome): string {
       return d.row_level ? `${d.failing_rows} of ${d.total_rows} row(s) fail the expression` : `expression returned ${JSON.stringify(d.value)}`;
     default:
       return o.passed ? 'passed' : 'failed';
+  }
+}
+
+/**
+ * Masks stored outcomes again for the caller who reads them: results recorded before values were
+ * masked at write time (or for a wider audience) never show a masked column's value. Mutates the
+ * outcomes' details; a caller bound by no policy gets them as stored.
+ */
+export class StoredOutcomeMasker {
+  private readonly hiddenByRelation = new Map<string, Promise<Hidden>>();
+  private names: Promise<Set<string>> | null = null;
+
+  constructor(
+    private readonly ctx: PluginContext,
+    private readonly audience: Caller,
+  ) {}
+
+  private hidden(relationName: string): Promise<Hidden> {
+    let hit = this.hiddenByRelation.get(relationName);
+    if (!hit) {
+      this.names ??= maskedNamesFor(this.ctx, this.audience);
+      const { schema, table } = splitRelation(relationName);
+      hit = Promise.all([schema ? maskedColumnsFor(this.ctx, this.audience, schema, table) : Promise.resolve(new Set<string>()), this.names]).then(([columns, names]) => ({ columns, names }));
+      this.hiddenByRelation.set(relationName, hit);
+    }
+    return hit;
+  }
+
+  async mask(relationName: string, outcomes: ReadonlyArray<{ expression: string; detail: Record<string, unknown> }>): Promise<void> {
+    const hidden = await this.hidden(relationName);
+    if (hidden.columns.size === 0 && hidden.names.size === 0) return;
+    for (const o of outcomes) {
+      const d = o.detail;
+      if (!d || typeof d !== 'object') continue;
+      if (typeof d.error === 'string') d.error = redactQuoted(d.error);
+      if (d.form !== 'expression' || !('value' in d) || typeof d.value === 'boolean' || d.value === null || d.value === MASKED_VALUE) continue;
+      const sql = unquoteExpression(o.expression);
+      if (await expressionReadsHidden(this.ctx, sql, hidden)) {
+        d.value = MASKED_VALUE;
+        d.value_masked = true;
+      }
+    }
   }
 }

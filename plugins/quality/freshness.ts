@@ -3,8 +3,8 @@
  * and how long ago each declared source table was loaded (max of its `loaded_at_column`, against
  * the source's `freshness_hours`).
  */
-import { errorMessage, qualified, quoteIdent, quoteLiteral, type PluginContext } from '../../sdk/index.js';
-import { isoUtc, modelsService, parseUtc, relationExists } from './relations.js';
+import { errorMessage, qualified, quoteIdent, quoteLiteral, type Caller, type PluginContext } from '../../sdk/index.js';
+import { isoUtc, isServiceSchema, maskedColumnsFor, maskedNamesFor, modelsService, parseUtc, redactQuoted, relationExists } from './relations.js';
 
 export interface ModelFreshness {
   model: string;
@@ -32,6 +32,11 @@ export interface SourceFreshness {
   /** `unchecked`: no loaded_at_column or no freshness_hours to judge by. */
   status: 'fresh' | 'stale' | 'no_data' | 'missing_table' | 'unchecked' | 'error';
   error?: string;
+  /**
+   * True when loaded_at_column is masked for the caller: the status is judged on the raw values,
+   * but max_loaded_at and hours_since_load (the value itself, to the minute) are withheld.
+   */
+  masked?: boolean;
 }
 
 export interface SourceFreshnessReport {
@@ -85,13 +90,20 @@ export async function modelFreshness(ctx: PluginContext, maxHours: number): Prom
   return { max_hours: maxHours, checked_at: new Date(now).toISOString(), stale_count: out.filter((m) => m.status !== 'fresh').length, models: out };
 }
 
-/** Each source table's newest `loaded_at_column` value against its source's `freshness_hours`. */
-export async function sourceFreshness(ctx: PluginContext): Promise<SourceFreshnessReport> {
+/**
+ * Each source table's newest `loaded_at_column` value against its source's `freshness_hours`, as
+ * `caller` may see it: sources in `_service` are left out for non-admins and never queried (their
+ * columns hold credentials); a masked loaded_at_column shows the status only.
+ */
+export async function sourceFreshness(ctx: PluginContext, caller: Caller): Promise<SourceFreshnessReport> {
   const now = Date.now();
   const out: SourceFreshness[] = [];
+  const maskedNames = await maskedNamesFor(ctx, caller);
   // `sources:` belongs to the models plugin; without it there are no sources to check.
   for (const source of modelsService(ctx)?.sources() ?? []) {
     const sla = typeof source.freshness_hours === 'number' ? source.freshness_hours : null;
+    const internal = isServiceSchema(source.schema);
+    if (internal && caller.role !== 'admin') continue;
     for (const t of source.tables ?? []) {
       const row: SourceFreshness = {
         source: source.name,
@@ -104,11 +116,18 @@ export async function sourceFreshness(ctx: PluginContext): Promise<SourceFreshne
         status: 'unchecked',
       };
       out.push(row);
+      if (internal) {
+        row.status = 'error';
+        row.error = "dp's internal schema is not checked for freshness";
+        continue;
+      }
       if (!(await relationExists(ctx, source.schema, t.name))) {
         row.status = 'missing_table';
         continue;
       }
       if (!t.loaded_at_column) continue;
+      const column = t.loaded_at_column.toLowerCase();
+      const masked = maskedNames.has(column) || (await maskedColumnsFor(ctx, caller, source.schema, t.name)).has(column);
       try {
         const col = quoteIdent(t.loaded_at_column);
         const R = qualified(source.schema, t.name);
@@ -121,12 +140,19 @@ export async function sourceFreshness(ctx: PluginContext): Promise<SourceFreshne
           continue;
         }
         const ms = Number(r.ms);
-        row.max_loaded_at = new Date(ms).toISOString();
-        row.hours_since_load = hours(now - ms);
-        if (sla !== null) row.status = row.hours_since_load > sla ? 'stale' : 'fresh';
+        const age = hours(now - ms);
+        if (sla !== null) row.status = age > sla ? 'stale' : 'fresh';
+        if (masked) row.masked = true;
+        else {
+          row.max_loaded_at = new Date(ms).toISOString();
+          row.hours_since_load = age;
+        }
       } catch (e) {
         row.status = 'error';
-        row.error = errorMessage(e).split('\n')[0];
+        // Conversion errors quote the value they failed on.
+        const message = errorMessage(e).split('\n')[0];
+        row.error = masked ? redactQuoted(message) : message;
+        if (masked) row.masked = true;
       }
     }
   }

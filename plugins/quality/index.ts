@@ -18,13 +18,13 @@ import {
 } from '../../sdk/index.js';
 import { AlertDispatcher, alertHistory, CHANNELS, type Alert, type AlertRecord, type Channel } from './alerts.js';
 import { detectAnomalies, listAnomalies, type AnomalyReport, type AnomalySettings } from './anomalies.js';
-import { evaluateAssertions, lastExpressions, listAssertionResults, recordAssertionResults, summarizeOutcome } from './assertions.js';
+import { evaluateAssertions, lastExpressions, listAssertionResults, recordAssertionResults, StoredOutcomeMasker, summarizeOutcome } from './assertions.js';
 import { ALERTS_CONFIG, QUALITY_CONFIG } from './config.js';
 import { contractHistory, hasBlockingFailure, loadContracts, runContracts, type ContractRun } from './contracts.js';
 import { isStaleSource, modelFreshness, sourceFreshness } from './freshness.js';
 import { computeStats, profileForCaller, profileHistory, type TableProfile } from './profiles.js';
 import { BuildRecorder } from './recorder.js';
-import { modelsService, relationExists, resolveModel, splitRelation, STORED_AUDIENCE, utcNow, type Relation } from './relations.js';
+import { assertVisible, maskedNamesFor, modelsService, redactQuoted, relationExists, resolveModel, splitRelation, STORED_AUDIENCE, utcNow, visibleTo, type Relation } from './relations.js';
 
 /** What the plugin offers beyond the sdk's QualityService (tests and the CLI use it). */
 export interface QualityPluginService extends QualityService {
@@ -202,7 +202,9 @@ export default definePlugin({
         });
       }
       if (run.status === 'error') {
-        const failed = run.results.filter((r) => r.status === 'error');
+        // Build errors quote the values DuckDB failed on; alert history is read by viewers and sent out.
+        const bound = (await maskedNamesFor(ctx, STORED_AUDIENCE)).size > 0;
+        const failed = run.results.filter((r) => r.status === 'error').map((r) => (bound && r.error ? { ...r, error: redactQuoted(r.error) } : r));
         void alerts.notify({
           type: 'pipeline_failure',
           title: `Transform ${run.runId} failed`,
@@ -221,10 +223,12 @@ export default definePlugin({
 
     ctx.tap('pipelineEnd', async (p) => {
       if (p.status === 'error') {
+        const bound = (await maskedNamesFor(ctx, STORED_AUDIENCE)).size > 0;
+        const error = p.error && bound ? redactQuoted(p.error) : p.error;
         void alerts.notify({
           type: 'pipeline_failure',
           title: `Stream ${p.streamName} failed`,
-          message: p.error ?? (p.step ? `Step ${p.step.index + 1} (${p.step.action}) failed` : 'The stream run ended with an error'),
+          message: error ?? (p.step ? `Step ${p.step.index + 1} (${p.step.action}) failed` : 'The stream run ended with an error'),
           details: { run_id: p.runId, stream: p.streamName, trigger: p.trigger, step: p.step ?? null, duration_ms: p.durationMs ?? null },
         });
       } else if (p.status === 'success') {
@@ -253,7 +257,12 @@ export default definePlugin({
       summary: 'Recent inline assertion results, newest first',
       tags: ['quality'],
       schema: { querystring: limitQuery(100) },
-      handler: async (req) => ({ results: await listAssertionResults(ctx, { limit: req.query.limit ?? 100 }) }),
+      handler: async (req) => {
+        const results = visibleTo(req.caller, await listAssertionResults(ctx, { limit: req.query.limit ?? 100 }), (r) => r.model);
+        const masker = new StoredOutcomeMasker(ctx, req.caller);
+        for (const r of results) await masker.mask(r.model, [r]);
+        return { results };
+      },
     });
 
     ctx.route<unknown, { limit: number }, { model_name: string }>({
@@ -265,7 +274,10 @@ export default definePlugin({
       schema: { params: modelParams, querystring: limitQuery(100) },
       handler: async (req) => {
         const rel = await resolveModel(ctx, req.params.model_name);
-        return { model: rel.full, results: await listAssertionResults(ctx, { model: rel.full, limit: req.query.limit ?? 100 }) };
+        assertVisible(req.caller, rel.schema, rel.table, 'model_not_found');
+        const results = await listAssertionResults(ctx, { model: rel.full, limit: req.query.limit ?? 100 });
+        await new StoredOutcomeMasker(ctx, req.caller).mask(rel.full, results);
+        return { model: rel.full, results };
       },
     });
 
@@ -278,6 +290,7 @@ export default definePlugin({
       schema: { params: modelParams },
       handler: async (req) => {
         const rel = await resolveModel(ctx, req.params.model_name);
+        assertVisible(req.caller, rel.schema, rel.table, 'model_not_found');
         await requireRelation(ctx, rel);
         const expressions = rel.assertions ?? (await lastExpressions(ctx, rel.full));
         const outcomes = await evaluateAssertions(ctx, rel.full, expressions, { audience: req.caller, full: true });
@@ -292,7 +305,10 @@ export default definePlugin({
       permission: 'read',
       summary: 'Contracts discovered in contracts/*.yml, and the files or entries that are invalid',
       tags: ['quality'],
-      handler: () => loadContracts(ctx),
+      handler: (req) => {
+        const loaded = loadContracts(ctx);
+        return { ...loaded, contracts: visibleTo(req.caller, loaded.contracts, (c) => c.model) };
+      },
     });
 
     ctx.route<unknown, { contract?: string }>({
@@ -321,7 +337,12 @@ export default definePlugin({
           properties: { limit: { type: 'integer', minimum: 1, maximum: 10000, default: 100 }, contract: { type: 'string', minLength: 1, description: 'Contract name or model' } },
         },
       },
-      handler: async (req) => ({ history: await contractHistory(ctx, { filter: req.query.contract ?? null, limit: req.query.limit ?? 100 }) }),
+      handler: async (req) => {
+        const history = visibleTo(req.caller, await contractHistory(ctx, { filter: req.query.contract ?? null, limit: req.query.limit ?? 100 }), (h) => h.model);
+        const masker = new StoredOutcomeMasker(ctx, req.caller);
+        for (const h of history) if (Array.isArray(h.detail)) await masker.mask(h.model, h.detail as Array<{ expression: string; detail: Record<string, unknown> }>);
+        return { history };
+      },
     });
 
     ctx.route({
@@ -332,7 +353,7 @@ export default definePlugin({
       tags: ['quality'],
       handler: async (req) => {
         const profiles: Array<Record<string, unknown>> = [];
-        for (const model of await knownModels(ctx)) {
+        for (const model of visibleTo(req.caller, await knownModels(ctx), (m) => m)) {
           const { schema, table } = splitRelation(model);
           if (!schema || !(await relationExists(ctx, schema, table))) {
             profiles.push({ model, schema, table, status: 'not_built' });
@@ -353,6 +374,7 @@ export default definePlugin({
       schema: { params: modelParams },
       handler: async (req) => {
         const rel = await resolveModel(ctx, req.params.model_name);
+        assertVisible(req.caller, rel.schema, rel.table, 'model_not_found');
         await requireRelation(ctx, rel);
         const profile = await profileForCaller(ctx, rel.schema, rel.table, req.caller);
         const history = (await profileHistory(ctx, rel.full, 30)).map((h) => ({ run_id: h.run_id, row_count: h.row_count, profiled_at: h.profiled_at }));
@@ -371,6 +393,7 @@ export default definePlugin({
       },
       handler: async (req) => {
         const { schema, table } = req.params;
+        assertVisible(req.caller, schema, table);
         if (!(await relationExists(ctx, schema, table))) throw notFound('table_not_found', `No table or view ${schema}.${table}`, { schema, table });
         return profileForCaller(ctx, schema, table, req.caller);
       },
@@ -385,7 +408,11 @@ export default definePlugin({
       schema: {
         querystring: { type: 'object', additionalProperties: false, properties: { max_hours: { type: 'number', exclusiveMinimum: 0, default: 24 } } },
       },
-      handler: async (req) => modelFreshness(ctx, req.query.max_hours ?? 24),
+      handler: async (req) => {
+        const report = await modelFreshness(ctx, req.query.max_hours ?? 24);
+        const models = visibleTo(req.caller, report.models, (m) => m.model);
+        return { ...report, models, stale_count: models.filter((m) => m.status !== 'fresh').length };
+      },
     });
 
     ctx.route({
@@ -394,7 +421,7 @@ export default definePlugin({
       permission: 'read',
       summary: "Each declared source table's newest loaded_at_column value against its source's freshness_hours",
       tags: ['quality'],
-      handler: async () => sourceFreshness(ctx),
+      handler: async (req) => sourceFreshness(ctx, req.caller),
     });
 
     ctx.route<unknown, { limit: number }>({
@@ -404,7 +431,7 @@ export default definePlugin({
       summary: 'Recent anomalies (Z-score of row count, null percentage or distinct count above the threshold)',
       tags: ['quality'],
       schema: { querystring: limitQuery(100) },
-      handler: async (req) => ({ anomalies: await listAnomalies(ctx, { limit: req.query.limit ?? 100 }) }),
+      handler: async (req) => ({ anomalies: visibleTo(req.caller, await listAnomalies(ctx, { limit: req.query.limit ?? 100 }), (a) => a.model) }),
     });
 
     ctx.route<unknown, { limit: number }, { model_name: string }>({
@@ -416,6 +443,7 @@ export default definePlugin({
       schema: { params: modelParams, querystring: limitQuery(100) },
       handler: async (req) => {
         const rel = await resolveModel(ctx, req.params.model_name);
+        assertVisible(req.caller, rel.schema, rel.table, 'model_not_found');
         return { model: rel.full, anomalies: await listAnomalies(ctx, { model: rel.full, limit: req.query.limit ?? 100 }) };
       },
     });
@@ -520,7 +548,7 @@ export default definePlugin({
       let staleCount: number;
       let staleNames: string[];
       if (args.sources) {
-        const report = await sourceFreshness(ctx);
+        const report = await sourceFreshness(ctx, LOCAL_ADMIN);
         staleCount = report.stale_count;
         staleNames = report.sources.filter(isStaleSource).map((s) => `${s.schema}.${s.table}`);
         if (io.wantsJson) io.json(report);

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { errorMessage, qualified, quoteIdent, quoteLiteral, type Caller, type PluginContext } from '../../sdk/index.js';
-import { isoUtc, maskedColumnsFor, parseJson, type ColumnInfo } from './relations.js';
+import { assertVisible, isoUtc, isServiceSchema, maskedColumnsFor, parseJson, type ColumnInfo } from './relations.js';
 
 export interface ColumnProfile {
   name: string;
@@ -98,14 +98,27 @@ export async function computeStats(ctx: PluginContext, schema: string, table: st
  * The profile a caller sees: statistics plus sample values fetched through ctx.queries (purpose
  * `profile`, exact table), so masking policies apply; min/max of columns masked for the caller
  * are withheld because they are data values too.
+ *
+ * The statistics are computed on the raw table, so the caller must first pass the same check the
+ * guarded runner applies to `SELECT * FROM <table>`: `_service` is 404 to non-admins, and tables
+ * no query may read (credentials) are refused for everyone, before any aggregate runs. Profiles of
+ * `_service` tables show counts only: min/max of a hash or a salt are secrets too.
  */
 export async function profileForCaller(ctx: PluginContext, schema: string, table: string, caller: Caller): Promise<TableProfile> {
+  assertVisible(caller, schema, table);
+  const sql = `SELECT * FROM ${qualified(schema, table)}`;
+  await ctx.queries.prepare({ sql, caller, purpose: 'profile', table: { schema, table } });
   const profile = await computeStats(ctx, schema, table);
+  if (isServiceSchema(schema)) {
+    for (const col of profile.columns) Object.assign(col, { min: null, max: null, avg: null, sample_values: [], masked: true });
+    profile.notes = ["values of dp's internal tables are not shown"];
+    return profile;
+  }
   const masked = await maskedColumnsFor(ctx, caller, schema, table);
   const notes: string[] = [];
   let sample: { columns: string[]; rows: unknown[][] } = { columns: [], rows: [] };
   try {
-    sample = await ctx.queries.run({ sql: `SELECT * FROM ${qualified(schema, table)}`, limit: SAMPLE_ROWS, caller, purpose: 'profile', table: { schema, table } });
+    sample = await ctx.queries.run({ sql, limit: SAMPLE_ROWS, caller, purpose: 'profile', table: { schema, table } });
   } catch (e) {
     notes.push(`sample values unavailable: ${errorMessage(e)}`);
   }

@@ -143,3 +143,47 @@ export async function maskedColumnsFor(ctx: PluginContext, audience: Caller, sch
   if (!masking) return new Set();
   return new Set((await masking.maskedColumns(audience, schema, table)).map((c) => c.toLowerCase()));
 }
+
+/** Lower-case names of every column some policy masks for the audience, on any table (SPEC.md masking rule 4). */
+export async function maskedNamesFor(ctx: PluginContext, audience: Caller): Promise<Set<string>> {
+  const masking = ctx.services.find(MASKING_SERVICE);
+  if (!masking) return new Set();
+  return new Set(await masking.maskedColumnNames(audience));
+}
+
+/** The kernel's bookkeeping schema (DuckDB names are case-insensitive). */
+export const SERVICE_SCHEMA = '_service';
+
+export function isServiceSchema(schema: string | null | undefined): boolean {
+  return typeof schema === 'string' && schema.toLowerCase() === SERVICE_SCHEMA;
+}
+
+/** True when `schema.table` (or a `schema.table` name) is in `_service`. */
+export function isServiceRelation(name: string): boolean {
+  return isServiceSchema(splitRelation(name).schema);
+}
+
+/**
+ * `_service` is invisible to everyone but admins: a relation there answers 404 exactly like a
+ * relation that does not exist, so its tables cannot even be probed.
+ */
+export function assertVisible(caller: Caller, schema: string, table: string, code = 'table_not_found'): void {
+  if (isServiceSchema(schema) && caller.role !== 'admin') {
+    const message = code === 'model_not_found' ? `No model named '${schema}.${table}'` : `No table or view ${schema}.${table}`;
+    throw notFound(code, message, code === 'model_not_found' ? { model: `${schema}.${table}` } : { schema, table });
+  }
+}
+
+/** Rows about relations the caller may see (`_service` ones only for admins). */
+export function visibleTo<T>(caller: Caller, rows: T[], nameOf: (row: T) => string | null | undefined): T[] {
+  if (caller.role === 'admin') return rows;
+  return rows.filter((r) => !isServiceRelation(nameOf(r) ?? ''));
+}
+
+/**
+ * DuckDB's error messages quote the values they failed on (`Could not convert string
+ * '123-45-6789' to INT32`): for an audience bound by a masking policy, quoted text is replaced.
+ */
+export function redactQuoted(message: string): string {
+  return message.replace(/'(?:[^']|'')*'/g, `'${MASKED_VALUE}'`).replace(/"(?:[^"]|"")*"/g, `"${MASKED_VALUE}"`);
+}

@@ -99,25 +99,29 @@ describe('login rate limiter', () => {
     let now = 1_000_000;
     const limiter = new LoginRateLimiter(10, 15 * 60_000, () => now);
     for (let i = 0; i < 9; i++) {
-      limiter.recordFailure('10.0.0.1');
+      limiter.recordFailure('10.0.0.1', `user${i}`);
       now += 1000;
     }
-    assert.equal(limiter.retryAfterSeconds('10.0.0.1'), 0);
-    limiter.recordFailure('10.0.0.1');
-    const wait = limiter.retryAfterSeconds('10.0.0.1');
+    assert.equal(limiter.retryAfterSeconds('10.0.0.1', 'x'), 0);
+    limiter.recordFailure('10.0.0.1', 'user9');
+    const wait = limiter.retryAfterSeconds('10.0.0.1', 'x');
     assert.ok(wait > 0 && wait <= 15 * 60, `retry after ${wait}`);
-    assert.equal(limiter.retryAfterSeconds('10.0.0.2'), 0, 'other addresses are not affected');
+    assert.equal(limiter.retryAfterSeconds('10.0.0.2', 'x'), 0, 'other addresses are not affected');
     now += wait * 1000;
-    assert.equal(limiter.retryAfterSeconds('10.0.0.1'), 0, 'allowed again once the window has passed');
+    assert.equal(limiter.retryAfterSeconds('10.0.0.1', 'x'), 0, 'allowed again once the window has passed');
   });
 
-  it('a successful login clears the address', () => {
+  it('a successful login clears only the failures of its own username', () => {
     const limiter = new LoginRateLimiter(2, 60_000);
-    limiter.recordFailure('a');
-    limiter.recordFailure('a');
-    assert.ok(limiter.retryAfterSeconds('a') > 0);
-    limiter.reset('a');
-    assert.equal(limiter.retryAfterSeconds('a'), 0);
+    limiter.recordFailure('a', 'alice');
+    limiter.recordFailure('a', 'alice');
+    assert.ok(limiter.retryAfterSeconds('a', 'alice') > 0);
+    limiter.recordSuccess('a', 'alice');
+    assert.equal(limiter.retryAfterSeconds('a', 'alice'), 0);
+    limiter.recordFailure('a', 'bob');
+    limiter.recordSuccess('a', 'alice');
+    limiter.recordFailure('a', 'bob');
+    assert.ok(limiter.retryAfterSeconds('a', 'alice') > 0, "alice's login did not forgive the guesses at bob");
   });
 });
 
