@@ -1,19 +1,26 @@
 import { pathToFileURL } from 'node:url';
 import type { ConfigRef, ProjectConfig, ProjectInfo } from '../sdk/config.js';
-import type { DatabasePort, DbConnection, MigrationSet, Row, SerializedSql, SqlParams } from '../sdk/db.js';
+import { CATALOG_CHANGED, type BulkLoadResult, type BulkTarget, type BulkWriter, type DatabasePort, type DbConnection, type MigrationSet, type Row, type SerializedSql, type SqlParams } from '../sdk/db.js';
 import { DpError } from '../sdk/errors.js';
 import type { KernelHooks } from '../sdk/hooks.js';
 import type { CommandHandler, PluginContext, PluginDefinition, PluginManifest, RouteDefinition, ServiceRef } from '../sdk/plugin.js';
 import { AUTH_MIGRATION_OWNER, createAuth, type AuthProvider } from './auth/index.js';
 import { databaseFile, loadProject, writeActiveEnv, type LoadedProject } from './config.js';
-import { DuckDatabase, runMigrations } from './database.js';
+import { DuckDatabase, type DrainReport } from './database.js';
 import { KernelEventBus } from './events.js';
 import { checkHookDeclarations, createHooks, HookRegistry } from './hooks.js';
+import { DEFAULT_PHASE_TIMEOUTS_MS, PluginLifecycle, type PhaseTimeouts } from './lifecycle.js';
 import { KernelLogger } from './log.js';
+import { runMigrations } from './migrations.js';
 import { checkTopLevelKeys, configurationOwners, pluginConfiguration } from './plugin-config.js';
 import { checkExtensionDeclarations, discoverPlugins, type DiscoveredPlugin } from './plugins.js';
 import { GuardedQueryRunner } from './query-runner.js';
 import { EnvSecretsStore } from './secrets.js';
+import { WriteLock } from './write-lock.js';
+
+export { CATALOG_CHANGED };
+/** How long maintenance and shutdown wait for in-flight work before interrupting it (default). */
+export const DEFAULT_DRAIN_MS = 10_000;
 
 export interface RegisteredRoute extends RouteDefinition {
   plugin: string;
@@ -26,6 +33,15 @@ export interface BootOptions {
   auth?: boolean;
   /** Override of the built-in plugins folder (tests). */
   builtInPluginsDir?: string;
+  /** Per-plugin deadline of each lifecycle phase, in ms (defaults: start 30 s, beforeStop and stop 10 s). */
+  phaseTimeoutsMs?: Partial<PhaseTimeouts>;
+}
+
+export interface MaintenanceOptions {
+  /** How long in-flight work may run on before it is interrupted (default 10 s). */
+  drainMs?: number;
+  /** Retry-After seconds sent with the 503 answers meanwhile (default 5). */
+  retryAfterSeconds?: number;
 }
 
 /** Forwards to whichever DuckDB file is open now, so plugins keep one handle across environment switches. */
@@ -60,6 +76,12 @@ class DatabaseHandle implements DatabasePort {
   }
   checkpoint() {
     return this.current().checkpoint();
+  }
+  exclusive<T>(fn: () => Promise<T>) {
+    return this.current().exclusive(fn);
+  }
+  bulkLoad(target: BulkTarget & { transaction?: boolean }, fn: (writer: BulkWriter) => Promise<void>): Promise<BulkLoadResult> {
+    return this.current().bulkLoad(target, fn);
   }
   ident(name: string) {
     return this.current().ident(name);
@@ -195,8 +217,11 @@ export class App {
   plugins: DiscoveredPlugin[] = [];
   disabledPlugins: DiscoveredPlugin[] = [];
   private readonly migrations: MigrationSet[] = [];
-  private readonly startFns: Array<() => Promise<void> | void> = [];
-  private readonly stopFns: Array<() => Promise<void> | void> = [];
+  /** One write lock for every file this app opens, so a queued writer survives an environment switch. */
+  private readonly writeLock = new WriteLock();
+  readonly lifecycle: PluginLifecycle;
+  /** Set while the app refuses new work (maintenance, shutdown): HTTP answers it as a 503. */
+  private refusal: DpError | null = null;
   private hookRegistry!: HookRegistry;
   private extensionPoints!: ExtensionPoints;
   /** The config refs each plugin's definePlugin() declared, for revalidation on an environment switch. */
@@ -210,6 +235,7 @@ export class App {
     this.serving = options.serving ?? false;
     this.authEnabled = options.auth ?? false;
     this.log = new KernelLogger('kernel', () => Object.values(this.project?.envVars ?? {}));
+    this.lifecycle = new PluginLifecycle({ ...DEFAULT_PHASE_TIMEOUTS_MS, ...(options.phaseTimeoutsMs ?? {}) }, this.log.child('lifecycle'));
     this.services = new Services();
     this.queries = new GuardedQueryRunner(this.db, this.hooks, () => this.project.config, this.log.child('query'));
   }
@@ -251,9 +277,26 @@ export class App {
     (this.project as { envVars: Record<string, string> }).envVars = vars;
   }
 
+  /** The file opens lazily; when it does, migrations run and then the plugins' start phase. */
   private openDatabase(): void {
-    this.database = new DuckDatabase(databaseFile(this.project));
-    this.database.onOpen = (db) => runMigrations(db, this.migrations);
+    this.database = new DuckDatabase(databaseFile(this.project), {
+      lock: this.writeLock,
+      onWrite: (statement) => this.events.emit(CATALOG_CHANGED, { statement }),
+    });
+    this.database.onOpen = async (db) => {
+      await runMigrations(db, this.migrations);
+      await this.lifecycle.start();
+    };
+  }
+
+  /** Connections the database port has lent right now (queries, streams, transforms). */
+  lentConnections(): number {
+    return this.database.lentCount;
+  }
+
+  /** The 503 the app answers while it refuses new work, or null. */
+  get unavailable(): DpError | null {
+    return this.refusal;
   }
 
   private async loadPlugin(p: DiscoveredPlugin): Promise<void> {
@@ -357,8 +400,12 @@ export class App {
       },
       provideExtensionPoint: (ref, accept) => app.extensionPoints.provide(manifest, ref, accept as (c: unknown, f: string) => void),
       extend: (ref, contribution) => app.extensionPoints.extend(manifest, ref, contribution),
-      onStart: (fn) => app.startFns.push(fn),
-      onStop: (fn) => app.stopFns.push(fn),
+      onStart: (fn) => app.lifecycle.register(manifest.name, 'start', fn),
+      onBeforeStop: (fn) => app.lifecycle.register(manifest.name, 'beforeStop', fn),
+      onStop: (fn) => app.lifecycle.register(manifest.name, 'stop', fn),
+      get signal() {
+        return app.lifecycle.signal;
+      },
     };
   }
 
@@ -383,40 +430,106 @@ export class App {
     }
   }
 
-  /** Opens the database (running migrations) and runs the plugins' start callbacks. */
+  /** Opens the database, which runs the migrations and the plugins' start phase (see openDatabase). */
   async start(): Promise<void> {
     await this.db.value('SELECT 1');
-    for (const fn of this.startFns) await fn();
+    // Already open (a plugin touched it during setup): the start phase still has to run.
+    await this.lifecycle.start();
   }
 
-  async stop(): Promise<void> {
-    for (const fn of [...this.stopFns].reverse()) {
-      try {
-        await fn();
-      } catch (e) {
-        this.log.error('plugin stop failed', { error: (e as Error).message });
+  /**
+   * Stops plugins around a drain: beforeStop, then in-flight work (`alsoWait`, e.g. the HTTP
+   * server's open requests, and every lent connection) gets until the deadline before it is
+   * interrupted, then onStop. Runs told to stop through their signal first.
+   */
+  private async stopAndDrain(reason: DpError, drainMs: number, alsoWait?: Promise<unknown>): Promise<DrainReport | null> {
+    const deadline = Date.now() + drainMs;
+    let report: DrainReport | null = null;
+    await this.lifecycle.stop(reason, async () => {
+      if (alsoWait) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([alsoWait.catch(() => {}), new Promise((r) => (timer = setTimeout(r, Math.max(0, deadline - Date.now()))))]);
+        clearTimeout(timer);
       }
+      report = await this.database.drain(Math.max(0, deadline - Date.now()));
+    });
+    return report;
+  }
+
+  /**
+   * Maintenance: refuse new work (HTTP 503 `maintenance` with Retry-After), tell runs to stop,
+   * take the write lock (the running writer finishes, queued ones wait), stop plugins around a
+   * drain of in-flight work (interrupted after `drainMs`), close the database, run `fn` on the
+   * closed file (replace it, switch it), reopen the file the project now names, migrate, start.
+   * The file is reopened and the plugins started even when `fn` fails.
+   */
+  async maintenance<T>(reason: string, fn: (file: { path: string }) => Promise<T> | T, options: MaintenanceOptions = {}): Promise<T> {
+    if (this.refusal) throw this.refusal;
+    const retryAfter = options.retryAfterSeconds ?? 5;
+    const refusal = new DpError(503, 'maintenance', `The server is in maintenance (${reason}); retry in a few seconds`, { reason }, { 'Retry-After': String(retryAfter) });
+    this.refusal = refusal;
+    const drainMs = options.drainMs ?? DEFAULT_DRAIN_MS;
+    this.lifecycle.abortRuns(refusal);
+    this.log.info('maintenance begins', { reason });
+    // A writer that ignores its signal is interrupted at the deadline, so the lock comes free.
+    const cut = setTimeout(() => this.database.interruptAll(), drainMs);
+    try {
+      return await this.writeLock.exclusive(async () => {
+        clearTimeout(cut);
+        const report = await this.stopAndDrain(refusal, drainMs);
+        if (report && (report.interrupted || report.forced)) this.log.warn('maintenance interrupted work still running at its deadline', { ...report });
+        const path = this.database.path;
+        this.database.refuse(refusal);
+        this.database.close();
+        let out: T;
+        try {
+          out = await fn({ path });
+        } finally {
+          this.openDatabase();
+          await this.start();
+        }
+        return out;
+      });
+    } finally {
+      clearTimeout(cut);
+      this.refusal = null;
+      this.log.info('maintenance ends', { reason });
     }
   }
 
-  /** Switches the active environment: stops plugins, reopens the database file, starts again. */
+  /** Switches the active environment through maintenance: the other file opens, migrates and starts. */
   async switchEnvironment(name: string): Promise<void> {
     const next = loadProject(this.project.root, name);
+    // Refused before maintenance begins: a bad configuration of the other environment changes nothing.
     const nextConfig = this.validatePluginConfig(next);
-    await this.stop();
-    this.database.close();
-    this.project = next;
-    this.pluginConfig = nextConfig;
-    writeActiveEnv(this.project.root, name);
-    this.openDatabase();
-    await this.start();
+    await this.maintenance(`switching to environment '${name}'`, () => {
+      this.project = next;
+      this.pluginConfig = nextConfig;
+      writeActiveEnv(this.project.root, name);
+    });
   }
 
-  async close(): Promise<void> {
-    // A DuckDB call still running on a libuv worker keeps the process from exiting: user
-    // queries are stopped, and have let go, before anything closes.
-    await this.queries.stopAll(new DpError(503, 'shutting_down', 'The server is shutting down'));
-    await this.stop();
-    this.database?.close();
+  /**
+   * Shuts down: new work is refused (503 `shutting_down`), runs are told to stop, plugins stop
+   * around a drain (in-flight work and `alsoWait` get `drainMs`, then are interrupted), and the
+   * database closes.
+   */
+  async close(options: { drainMs?: number; alsoWait?: Promise<unknown> } = {}): Promise<void> {
+    const refusal = new DpError(503, 'shutting_down', 'The server is shutting down', {}, { 'Retry-After': '10' });
+    this.refusal ??= refusal;
+    if (!this.database) return;
+    const drainMs = options.drainMs ?? DEFAULT_DRAIN_MS;
+    // User queries get the same grace as other in-flight work, then are stopped; and before the
+    // file closes every one has let go (a DuckDB call left running on a libuv worker keeps the
+    // process from exiting).
+    const cut = setTimeout(() => void this.queries.stopAll(refusal), drainMs);
+    try {
+      await this.stopAndDrain(refusal, drainMs, options.alsoWait);
+    } finally {
+      clearTimeout(cut);
+    }
+    await this.queries.stopAll(refusal);
+    this.database.refuse(refusal);
+    this.database.close();
   }
 }

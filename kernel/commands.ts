@@ -14,10 +14,18 @@ export function kernelCommands(y: Argv): Argv {
         s
           .option('port', { type: 'number', default: Number(process.env.DP_PORT ?? 3000), describe: 'Port to listen on' })
           .option('host', { type: 'string', default: '127.0.0.1', describe: 'Address to bind' })
-          .option('auth', { type: 'boolean', default: false, describe: 'Require login and enforce roles' }),
+          .option('auth', { type: 'boolean', default: false, describe: 'Require login and enforce roles' })
+          .option('shutdown-grace', { type: 'number', default: 10, describe: 'Seconds in-flight requests get to finish on SIGTERM/SIGINT' }),
       async (argv) => {
         const { serve } = await import('./serve.js');
-        await serve({ projectRoot: argv.project as string, env: (argv.env as string) ?? null, port: argv.port, host: argv.host, auth: argv.auth });
+        await serve({
+          projectRoot: argv.project as string,
+          env: (argv.env as string) ?? null,
+          port: argv.port,
+          host: argv.host,
+          auth: argv.auth,
+          shutdownGraceSeconds: argv['shutdown-grace'] as number,
+        });
       },
     )
     .command('env', 'Show, list, set or clear the persistent active environment', (s) =>

@@ -7,9 +7,29 @@ import {
   type DuckDBValue,
   JsonDuckDBValueConverter,
 } from '@duckdb/node-api';
-import { type DatabasePort, type DbConnection, type ParsedSql, type Row, type SerializedSql, type SqlParams, type TabularResult, writeTreeJson } from '../sdk/db.js';
+import {
+  type BulkLoadResult,
+  type BulkTarget,
+  type BulkWriter,
+  type DatabasePort,
+  type DbConnection,
+  type ParsedSql,
+  type Row,
+  type SerializedSql,
+  type SqlParams,
+  type TabularResult,
+  writeTreeJson,
+} from '../sdk/db.js';
 import { DpError, errorMessage } from '../sdk/errors.js';
 import { quoteIdent, quoteLiteral } from '../sdk/sql.js';
+import { bulkLoadOn } from './bulk.js';
+import { leadingKeyword, NEUTRAL_STATEMENT_TYPES, READ_STATEMENT_TYPES, statementKind, type StatementKind } from './statement-kind.js';
+import { WriteLock } from './write-lock.js';
+
+export { runMigrations } from './migrations.js';
+
+/** Told after a statement that may have changed the catalog or data ran (its leading keyword). */
+export type WriteObserver = (statement: string) => void;
 
 type Values = DuckDBValue[] | Record<string, DuckDBValue>;
 
@@ -73,7 +93,68 @@ export class Connection implements DbConnection {
   /** SQL text → its prepared statement, least recently used first. */
   private readonly statements = new Map<string, DuckDBPreparedStatement>();
 
+  /** Set by the database that lends this connection: hears of every statement that is not a read. */
+  observer: WriteObserver | null = null;
+  /** Inside BEGIN…COMMIT a write is reported at COMMIT, when other connections can see it. */
+  private inTransaction = false;
+  private pendingWrite: string | null = null;
+
   constructor(readonly raw: DuckDBConnection) {}
+
+  /** The statement's kind, asking DuckDB's parser only when the leading keyword cannot tell. */
+  private async classify(sql: string): Promise<StatementKind> {
+    const kind = statementKind(sql);
+    if (kind !== 'unsure') return kind;
+    try {
+      const extracted = await this.raw.extractStatements(sql);
+      let all: StatementKind | null = null;
+      for (let i = 0; i < extracted.count; i++) {
+        const stmt = await extracted.prepare(i);
+        const type = stmt.statementType as number;
+        stmt.destroySync();
+        const one: StatementKind = READ_STATEMENT_TYPES.has(type) ? 'read' : NEUTRAL_STATEMENT_TYPES.has(type) ? 'neutral' : 'write';
+        all = all === null || all === one ? one : 'write';
+        if (all === 'write') break;
+      }
+      return all ?? 'neutral';
+    } catch {
+      // A later statement may depend on an earlier one (CREATE then INSERT): it binds only when run.
+      return 'write';
+    }
+  }
+
+  /** Reports a write now, or at COMMIT inside a transaction; follows BEGIN/COMMIT/ROLLBACK sent as SQL. */
+  private noteStatement(sql: string, kind: StatementKind): void {
+    if (kind === 'read') return;
+    if (kind === 'neutral') {
+      const word = leadingKeyword(sql);
+      if (word === 'BEGIN' || word === 'START') this.inTransaction = true;
+      else if (word === 'COMMIT' || word === 'END') this.endTransaction(true);
+      else if (word === 'ROLLBACK' || word === 'ABORT') this.endTransaction(false);
+      return;
+    }
+    const statement = leadingKeyword(sql) || 'SQL';
+    if (this.inTransaction) this.pendingWrite = statement;
+    else this.observer?.(statement);
+  }
+
+  private endTransaction(committed: boolean): void {
+    const pending = this.pendingWrite;
+    this.inTransaction = false;
+    this.pendingWrite = null;
+    if (committed && pending) this.observer?.(pending);
+  }
+
+  /** Runs a statement, telling the observer afterwards when it was not a read (failed ones too: part of a batch may have run). */
+  private async observed<T>(sql: string, work: () => Promise<T>): Promise<T> {
+    if (!this.observer) return work();
+    const kind = await this.classify(sql);
+    try {
+      return await work();
+    } finally {
+      this.noteStatement(sql, kind);
+    }
+  }
 
   /**
    * The prepared statement of one SQL statement, kept for the next run of the same text: a
@@ -114,7 +195,7 @@ export class Connection implements DbConnection {
   }
 
   async all<T = Row>(sql: string, params?: SqlParams): Promise<T[]> {
-    const r = await this.raw.runAndReadAll(sql, toValues(params));
+    const r = await this.observed(sql, () => this.raw.runAndReadAll(sql, toValues(params)));
     const types = typeNames(r);
     const names = r.columnNames();
     const rows = convertRows(types, r.getRowsJson() as unknown[][]);
@@ -126,13 +207,13 @@ export class Connection implements DbConnection {
   }
 
   async query(sql: string, params?: SqlParams): Promise<TabularResult> {
-    const r = await this.raw.runAndReadAll(sql, toValues(params));
+    const r = await this.observed(sql, () => this.raw.runAndReadAll(sql, toValues(params)));
     const column_types = typeNames(r);
     return { columns: r.columnNames(), column_types, rows: convertRows(column_types, r.getRowsJson() as unknown[][]) };
   }
 
   async run(sql: string, params?: SqlParams): Promise<void> {
-    await this.raw.run(sql, toValues(params));
+    await this.observed(sql, () => this.raw.run(sql, toValues(params)));
   }
 
   /**
@@ -184,7 +265,7 @@ export class Connection implements DbConnection {
   }
 
   async stream(sql: string, params?: SqlParams) {
-    const result = await this.raw.stream(sql, toValues(params));
+    const result = await this.observed(sql, () => this.raw.stream(sql, toValues(params)));
     const column_types = typeNames(result);
     async function* chunks(): AsyncIterable<unknown[][]> {
       for await (const rows of result.yieldRowsJson()) yield convertRows(column_types, rows as unknown[][]);
@@ -194,17 +275,28 @@ export class Connection implements DbConnection {
 
   async transaction<T>(fn: (c: DbConnection) => Promise<T>): Promise<T> {
     await this.raw.run('BEGIN TRANSACTION');
+    this.inTransaction = true;
     try {
       const out = await fn(this);
       await this.raw.run('COMMIT');
+      this.endTransaction(true);
       return out;
     } catch (e) {
+      this.endTransaction(false);
       try {
         await this.raw.run('ROLLBACK');
       } catch {
         /* the transaction may already be aborted */
       }
       throw e;
+    }
+  }
+
+  async bulkLoad(target: BulkTarget, fn: (writer: BulkWriter) => Promise<void>): Promise<BulkLoadResult> {
+    try {
+      return await bulkLoadOn(this.raw, target, fn);
+    } finally {
+      this.noteStatement(target.mode && target.mode !== 'append' ? 'CREATE' : 'INSERT', 'write');
     }
   }
 
@@ -236,33 +328,77 @@ const PARSE_CACHE_MAX = 1000;
 /** DuckDB's parser, prepared once per pooled connection like any repeated statement. */
 const SERIALIZE_SQL = 'SELECT json_serialize_sql($1::VARCHAR)';
 
-/** The kernel's DuckDB adapter: one instance per process, pooled connections. */
+export interface DatabaseOptions {
+  /** The write lock behind `exclusive` (the app shares one across the files it opens). */
+  lock?: WriteLock;
+  /** Told after each statement that is not a read (the app emits `catalog.changed`). */
+  onWrite?: WriteObserver;
+}
+
+export interface DrainReport {
+  /** Connections (and the streams on them) that were out when the drain began. */
+  lent: number;
+  /** Interrupted because they were still out at the deadline. */
+  interrupted: number;
+  /** Closed under their holder because they did not come back even after the interrupt. */
+  forced: number;
+}
+
+/** How long an interrupted connection gets to come back before it is closed under its holder. */
+const INTERRUPT_GRACE_MS = 1000;
+
+/**
+ * The kernel's DuckDB adapter: one instance per process, pooled connections. It knows every
+ * connection it has lent (pooled ones while `withConnection` runs, own ones from `connect` until
+ * closed, and with them the streams and appenders on them), so maintenance can drain them.
+ */
 export class DuckDatabase implements DatabasePort {
   private instance: DuckDBInstance | null = null;
   private idle: Connection[] = [];
+  private readonly lent = new Set<Connection>();
+  /** Set while draining or closed for maintenance: new work gets this error (503). */
+  private refusal: DpError | null = null;
   private parseCache = new Map<string, ParsedSql>();
   private opening: Promise<DuckDBInstance> | null = null;
-  /** Runs once right after the file opens (migrations). */
+  private readonly lock: WriteLock;
+  private readonly observer: WriteObserver | null;
+  /** Runs once right after the file opens (migrations, then the plugins' start phase). */
   onOpen: ((db: DuckDatabase) => Promise<void>) | null = null;
 
-  constructor(readonly path: string) {}
+  constructor(
+    readonly path: string,
+    options: DatabaseOptions = {},
+  ) {
+    this.lock = options.lock ?? new WriteLock();
+    this.observer = options.onWrite ?? null;
+  }
 
   get isOpen(): boolean {
     return this.instance !== null;
   }
 
+  /** Connections out on loan right now. */
+  get lentCount(): number {
+    return this.lent.size;
+  }
+
   /** Opens lazily, so CLI commands that never touch the database never lock it. */
   private async open(): Promise<DuckDBInstance> {
+    if (this.refusal) throw this.refusal;
     if (this.instance) return this.instance;
     if (!this.opening) {
       this.opening = (async () => {
+        let inst: DuckDBInstance | null = null;
         try {
-          const inst = await DuckDBInstance.create(this.path);
+          inst = await DuckDBInstance.create(this.path);
           this.instance = inst;
           if (this.onOpen) await this.onOpen(this);
           return inst;
         } catch (e) {
+          // A failed migration or plugin start must not leave the file locked by a half-open instance.
+          if (this.instance) this.close();
           this.instance = null;
+          if (e instanceof DpError) throw e;
           const msg = errorMessage(e);
           if (/lock/i.test(msg)) {
             const pid = /PID (\d+)/.exec(msg)?.[1];
@@ -282,16 +418,30 @@ export class DuckDatabase implements DatabasePort {
     return this.opening;
   }
 
-  private async acquire(): Promise<Connection> {
-    const pooled = this.idle.pop();
-    if (pooled) return pooled;
+  private async newConnection(): Promise<Connection> {
     const inst = await this.open();
-    return new Connection(await inst.connect());
+    const c = new Connection(await inst.connect());
+    c.observer = this.observer;
+    return c;
+  }
+
+  private async acquire(): Promise<Connection> {
+    if (this.refusal) throw this.refusal;
+    const c = this.idle.pop() ?? (await this.newConnection());
+    this.lent.add(c);
+    return c;
   }
 
   private release(c: Connection): void {
-    if (this.instance && this.idle.length < 16) this.idle.push(c);
+    // Already closed by a drain or close while its holder still had it.
+    if (!this.lent.delete(c)) return;
+    if (this.instance && !this.refusal && this.idle.length < 16) this.idle.push(c);
     else c.close();
+  }
+
+  private retire(c: Connection): void {
+    if (!this.lent.delete(c)) return;
+    c.close();
   }
 
   async withConnection<T>(fn: (c: DbConnection) => Promise<T>): Promise<T> {
@@ -305,13 +455,70 @@ export class DuckDatabase implements DatabasePort {
       throw translateDbError(e);
     } finally {
       if (healthy) this.release(c);
-      else c.close();
+      else this.retire(c);
     }
   }
 
   async connect(): Promise<DbConnection & { close(): void }> {
-    const inst = await this.open();
-    return new Connection(await inst.connect());
+    if (this.refusal) throw this.refusal;
+    const c = await this.newConnection();
+    this.lent.add(c);
+    // Closing hands it back: close it at most once, whoever comes first (the holder or a drain).
+    const closeRaw = c.close.bind(c);
+    let closed = false;
+    c.close = () => {
+      this.lent.delete(c);
+      if (closed) return;
+      closed = true;
+      closeRaw();
+    };
+    return c;
+  }
+
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    return this.lock.exclusive(fn);
+  }
+
+  bulkLoad(target: BulkTarget & { transaction?: boolean }, fn: (writer: BulkWriter) => Promise<void>): Promise<BulkLoadResult> {
+    return this.withConnection((c) => (target.transaction ? c.transaction((t) => t.bulkLoad(target, fn)) : c.bulkLoad(target, fn)));
+  }
+
+  /**
+   * Waits up to `graceMs` for every lent connection (and the query, stream or appender on it)
+   * to come back, interrupts those still out, and after a short grace closes any that still did
+   * not return. New work is still accepted (plugins' onStop may write): `refuse` stops that.
+   */
+  async drain(graceMs: number): Promise<DrainReport> {
+    const report: DrainReport = { lent: this.lent.size, interrupted: 0, forced: 0 };
+    const waitUntil = async (deadline: number) => {
+      while (this.lent.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    };
+    await waitUntil(Date.now() + graceMs);
+    if (this.lent.size > 0) {
+      report.interrupted = this.lent.size;
+      // An interrupt that lands before DuckDB began a statement is lost: repeat it through the grace.
+      const graceEnd = Date.now() + INTERRUPT_GRACE_MS;
+      while (this.lent.size > 0 && Date.now() < graceEnd) {
+        for (const c of this.lent) c.interrupt();
+        await waitUntil(Math.min(graceEnd, Date.now() + 100));
+      }
+    }
+    for (const c of [...this.lent]) {
+      report.forced++;
+      this.retire(c);
+    }
+    return report;
+  }
+
+  /** From now on every use fails with `error` (maintenance, shutdown): the file is never reopened behind the caller's back. */
+  refuse(error: DpError): void {
+    this.refusal = error;
+  }
+
+  /** Interrupts whatever runs on the lent connections (shutdown at its deadline). */
+  interruptAll(): number {
+    for (const c of this.lent) c.interrupt();
+    return this.lent.size;
   }
 
   all<T = Row>(sql: string, params?: SqlParams): Promise<T[]> {
@@ -377,28 +584,10 @@ export class DuckDatabase implements DatabasePort {
   close(): void {
     for (const c of this.idle) c.close();
     this.idle = [];
+    for (const c of [...this.lent]) this.retire(c);
     if (this.instance) {
       this.instance.closeSync();
       this.instance = null;
-    }
-  }
-}
-
-/** Migrations table and runner; each owner's steps run once, in order. */
-export async function runMigrations(db: DatabasePort, sets: Array<{ owner: string; steps: string[] }>): Promise<void> {
-  await db.run(`CREATE SCHEMA IF NOT EXISTS _service;
-    CREATE TABLE IF NOT EXISTS _service.migrations (owner VARCHAR, step INTEGER, applied_at TIMESTAMP DEFAULT current_timestamp, PRIMARY KEY (owner, step))`);
-  const done = await db.all<{ owner: string; step: number }>('SELECT owner, step FROM _service.migrations');
-  const applied = new Set(done.map((r) => `${r.owner}#${r.step}`));
-  for (const set of sets) {
-    for (let i = 0; i < set.steps.length; i++) {
-      if (applied.has(`${set.owner}#${i}`)) continue;
-      await db.withConnection((c) =>
-        c.transaction(async () => {
-          await c.run(set.steps[i]);
-          await c.run('INSERT INTO _service.migrations (owner, step) VALUES ($1, $2)', [set.owner, i]);
-        }),
-      );
     }
   }
 }

@@ -53,14 +53,29 @@ function fromFastifyError(err: any): DpError | null {
   return null;
 }
 
-export async function createServer(app: App): Promise<FastifyInstance> {
+export interface ServerOptions {
+  /**
+   * `true` (default): close() cuts every open connection at once. `'idle'`: close() lets
+   * in-flight requests finish (`dp serve`'s graceful shutdown cuts them at its deadline).
+   */
+  forceCloseConnections?: boolean | 'idle';
+}
+
+export async function createServer(app: App, options: ServerOptions = {}): Promise<FastifyInstance> {
   const server = Fastify({
     logger: false,
-    forceCloseConnections: true,
+    forceCloseConnections: options.forceCloseConnections ?? true,
+    // The kernel answers requests during shutdown and maintenance itself (503 in the dp error shape).
+    return503OnClosing: false,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false, allowUnionTypes: true } },
   });
 
   server.decorateRequest('caller', null as unknown as Caller);
+  // Maintenance and shutdown refuse new work before anything else runs (503 with Retry-After).
+  server.addHook('onRequest', async () => {
+    const refusal = app.unavailable;
+    if (refusal) throw refusal;
+  });
 
   await server.register(swagger, {
     openapi: {

@@ -7,13 +7,18 @@ export interface ServeOptions {
   port: number;
   host: string;
   auth: boolean;
+  /** Seconds in-flight requests get to finish on SIGTERM/SIGINT before they are cut (default 10). */
+  shutdownGraceSeconds?: number;
 }
+
+/** Beyond the grace, what the plugins' stop phases may take before the process exits regardless. */
+const STOP_BUDGET_MS = 15_000;
 
 /** `dp serve`: boots the app, opens the database, listens, and shuts down cleanly on SIGINT/SIGTERM. */
 export async function serve(options: ServeOptions): Promise<void> {
   const app = await App.boot({ projectRoot: options.projectRoot, env: options.env, serving: true, auth: options.auth });
   await app.start();
-  const server = await createServer(app);
+  const server = await createServer(app, { forceCloseConnections: 'idle' });
   await server.listen({ port: options.port, host: options.host });
   const address = server.server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
@@ -25,14 +30,29 @@ export async function serve(options: ServeOptions): Promise<void> {
   });
   // A line tests and scripts can wait for.
   process.stdout.write(`dp listening on http://${options.host}:${port}\n`);
+  const graceMs = Math.max(0, (options.shutdownGraceSeconds ?? 10) * 1000);
   let stopping = false;
-  const shutdown = async () => {
-    if (stopping) return;
+  const shutdown = async (signal: string) => {
+    if (stopping) {
+      // A second signal: the operator does not want to wait.
+      process.exit(1);
+    }
     stopping = true;
-    await server.close();
-    await app.close();
-    process.exit(0);
+    app.log.info(`${signal}: shutting down (in-flight requests get ${graceMs / 1000} s)`);
+    // The process always exits, even when a plugin's stop hangs past its own deadline.
+    setTimeout(() => process.exit(1), graceMs + STOP_BUDGET_MS).unref();
+    // At the deadline, requests still running are cut (their queries were interrupted by the drain).
+    const cut = setTimeout(() => server.server.closeAllConnections(), graceMs);
+    cut.unref();
+    try {
+      await app.close({ drainMs: graceMs, alsoWait: server.close() });
+      clearTimeout(cut);
+      process.exit(0);
+    } catch (e) {
+      app.log.error('shutdown failed', { error: (e as Error).message });
+      process.exit(1);
+    }
   };
-  process.on('SIGINT', shutdown);
-  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
 }

@@ -6,6 +6,14 @@
 import crypto from 'node:crypto';
 
 export type SqlParams = Record<string, unknown> | unknown[];
+
+/**
+ * The bus event (`ctx.events`) the kernel emits after a statement that is not a read ran
+ * through the database port (inside a transaction: at COMMIT; a rollback emits nothing), with
+ * payload `{statement}`: its leading keyword (`CREATE`, `INSERT`...). Caches of the catalog
+ * (masking) refresh on it. Reads, including every user query, never emit it.
+ */
+export const CATALOG_CHANGED = 'catalog.changed';
 export type Row = Record<string, unknown>;
 
 export interface TabularResult {
@@ -33,6 +41,50 @@ export interface DbConnection {
   interrupt(): void;
   /** Number of top-level statements in sql (DuckDB's own splitter). */
   countStatements(sql: string): Promise<number>;
+  /**
+   * Bulk-loads rows into a table through DuckDB's appender, in column chunks: never one INSERT
+   * per row. Runs on this connection, so inside `transaction()` the rows commit with the rest.
+   */
+  bulkLoad(target: BulkTarget, fn: (writer: BulkWriter) => Promise<void>): Promise<BulkLoadResult>;
+}
+
+/** A column of a table that `bulkLoad` creates: name and DuckDB type (`BIGINT`, `DECIMAL(18,4)`, `TIMESTAMP`, `VARCHAR`...). */
+export interface BulkColumn {
+  name: string;
+  type: string;
+}
+
+export interface BulkTarget {
+  schema?: string;
+  table: string;
+  /**
+   * `append` (default) adds to an existing table; `create` creates it from `columns` when absent;
+   * `replace` drops and recreates it from `columns`.
+   */
+  mode?: 'append' | 'create' | 'replace';
+  /** Needed for `create` and `replace`. */
+  columns?: BulkColumn[];
+}
+
+/**
+ * Rows go in as JS values for the table's column types: numbers, bigints, strings, booleans;
+ * `Date`, an ISO-8601 string or epoch milliseconds for DATE/TIMESTAMP/TIMESTAMPTZ; a decimal
+ * string (exact), number or bigint for DECIMAL; objects for JSON; `null`/`undefined` for NULL.
+ * Batches are flushed in chunks of DuckDB's vector size; memory stays bounded by one batch.
+ */
+export interface BulkWriter {
+  /** Column names of the target table, in order (the order `appendRows` expects). */
+  readonly columns: readonly string[];
+  /** Row-major batch: one array per row, in column order. */
+  appendRows(rows: ReadonlyArray<ReadonlyArray<unknown>>): Promise<void>;
+  /** Column-major batch: one array per column, all the same length. */
+  appendColumns(columns: ReadonlyArray<ReadonlyArray<unknown>>): Promise<void>;
+  /** Rows appended so far. */
+  readonly rows: number;
+}
+
+export interface BulkLoadResult {
+  rows: number;
 }
 
 /**
@@ -54,11 +106,20 @@ export interface SerializedSql {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type SqlNode = Record<string, any>;
 
+/**
+ * One migration step. The id identifies it for good (`models-001`): an applied step is never
+ * edited (its SQL hash is checked at boot) nor its id reused; a change is a new step.
+ */
+export interface MigrationStep {
+  id: string;
+  sql: string;
+}
+
 export interface MigrationSet {
   /** Owner of the migrations (the plugin name); ids are tracked per owner. */
   owner: string;
-  /** Ordered, idempotent SQL steps; step N runs once, tracked in _service.migrations. */
-  steps: string[];
+  /** Ordered, idempotent SQL steps; each id runs once per database, tracked in _service.migrations. */
+  steps: MigrationStep[];
 }
 
 export interface DatabasePort {
@@ -68,6 +129,13 @@ export interface DatabasePort {
   withConnection<T>(fn: (c: DbConnection) => Promise<T>): Promise<T>;
   /** A connection of its own (for long work that must be interruptible); close it when done. */
   connect(): Promise<DbConnection & { close(): void }>;
+  /**
+   * Runs fn under the kernel's write lock: transform, seed, ingest, sync and restore run one at
+   * a time (first come, first served); reads go on meanwhile. Re-entrant within fn.
+   */
+  exclusive<T>(fn: () => Promise<T>): Promise<T>;
+  /** `DbConnection.bulkLoad` on a pooled connection; `transaction: true` commits all batches or none. */
+  bulkLoad(target: BulkTarget & { transaction?: boolean }, fn: (writer: BulkWriter) => Promise<void>): Promise<BulkLoadResult>;
   all<T = Row>(sql: string, params?: SqlParams): Promise<T[]>;
   query(sql: string, params?: SqlParams): Promise<TabularResult>;
   run(sql: string, params?: SqlParams): Promise<void>;

@@ -99,12 +99,19 @@ export interface ModelBuildContext {
   /** Extra per-model output plugins attach (assertion results, anomalies...). */
   extras: Record<string, unknown>;
   readonly db: DatabasePort;
+  /** The run's signal (see TransformRunContext.signal). */
+  readonly signal?: AbortSignal;
 }
 
 export interface TransformRunContext {
   readonly runId: string;
   readonly trigger: string;
   readonly targets: string[] | null;
+  /**
+   * Aborted when the run must end early: shutdown, maintenance or an environment switch
+   * (`ctx.signal` of the plugin that runs it). Set by every runner; only hand-made contexts lack it.
+   */
+  readonly signal?: AbortSignal;
   results: Array<{ model: string; status: ModelBuildStatus; duration_ms: number; error?: string }>;
   status: 'running' | 'success' | 'error';
 }
@@ -113,6 +120,8 @@ export interface SyncContext {
   readonly connector: string;
   readonly table: string;
   readonly cdcMode: string;
+  /** Aborted on shutdown, maintenance or an environment switch (the connector's `ctx.signal`). */
+  readonly signal?: AbortSignal;
   status: 'success' | 'skipped' | 'error';
   rowsSynced: number;
   error?: string;
@@ -124,6 +133,8 @@ export interface PipelineContext {
   readonly trigger: string;
   status: 'running' | 'success' | 'error' | 'cancelled';
   readonly startedAt: Date;
+  /** Aborted on shutdown, maintenance or an environment switch (the stream's `ctx.signal`). */
+  readonly signal?: AbortSignal;
   step?: { index: number; action: string; targets: string[] };
   error?: string;
   durationMs?: number;

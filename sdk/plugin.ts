@@ -284,10 +284,27 @@ export interface PluginContext {
    * must be listed under `requires` or `optional` (an absent optional owner makes this a no-op).
    */
   extend<T>(ref: ExtensionPointRef<T>, contribution: T): void;
-  /** Called once the database is open and migrated, before the server listens. */
+  /**
+   * Called once the database is open and migrated: `dp serve` before it listens (and again after
+   * maintenance or an environment switch reopens the file), a CLI command when it first touches
+   * the database. Bounded by a per-plugin deadline (30 s); a failure or timeout fails the boot.
+   */
   onStart(fn: () => Promise<void> | void): void;
-  /** Called on shutdown (and before the database is reopened on an environment switch). */
+  /**
+   * First step of stopping (shutdown, maintenance, environment switch), before in-flight work is
+   * drained: stop schedulers, close sockets, take no new work. Only after onStart ran; 10 s deadline.
+   */
+  onBeforeStop(fn: () => Promise<void> | void): void;
+  /**
+   * Last step of stopping, after in-flight work drained and before the database closes: flush
+   * and release. Runs exactly when onStart ran (CLI and server alike); 10 s deadline, logged.
+   */
   onStop(fn: () => Promise<void> | void): void;
+  /**
+   * Aborted when running work must end: shutdown, maintenance, an environment switch. Read it
+   * when a run begins (it is replaced by a fresh one at each start) and hand it to the run's context.
+   */
+  readonly signal: AbortSignal;
 }
 
 export interface PluginDefinition {

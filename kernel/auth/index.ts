@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { Caller } from '../../sdk/auth.js';
+import type { MigrationStep } from '../../sdk/db.js';
 import { badRequest, DpError } from '../../sdk/errors.js';
 import type { RouteDefinition, WebhookGuard } from '../../sdk/plugin.js';
 import type { App } from '../app.js';
@@ -11,7 +12,7 @@ import { verifyWebhookSecret, WEBHOOK_SECRET_HEADER } from './webhooks.js';
 /** Authentication as the HTTP server sees it. */
 export interface AuthProvider {
   /** _service tables (users, tokens), run as the kernel's migrations. */
-  migrations: string[];
+  migrations: MigrationStep[];
   /** Who sent this request; throws 401 when auth is on and the token is missing or bad. */
   resolveCaller(req: FastifyRequest): Promise<Caller>;
   /** Kernel routes: /api/auth/*, /api/users*, /api/secrets*. */

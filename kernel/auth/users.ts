@@ -1,11 +1,13 @@
 import { isRole, ROLES, type Role } from '../../sdk/auth.js';
-import type { DatabasePort } from '../../sdk/db.js';
+import type { DatabasePort, MigrationStep } from '../../sdk/db.js';
 import { badRequest, conflict, notFound } from '../../sdk/errors.js';
 import { constantTimeEqual, DECOY_PASSWORD_HASH, hashPassword, hashToken, newToken, TOKEN_PATTERN, verifyPassword } from './crypto.js';
 
 /** `_service.users` and `_service.tokens`, run once each by the kernel's migration runner. */
-export const AUTH_MIGRATIONS: string[] = [
-  `CREATE TABLE IF NOT EXISTS _service.users (
+export const AUTH_MIGRATIONS: MigrationStep[] = [
+  {
+    id: 'auth-001',
+    sql: `CREATE TABLE IF NOT EXISTS _service.users (
      username VARCHAR PRIMARY KEY,
      password_hash VARCHAR NOT NULL,
      salt VARCHAR NOT NULL,
@@ -14,12 +16,16 @@ export const AUTH_MIGRATIONS: string[] = [
      created_at TIMESTAMP NOT NULL,
      last_login TIMESTAMP
    )`,
-  `CREATE TABLE IF NOT EXISTS _service.tokens (
+  },
+  {
+    id: 'auth-002',
+    sql: `CREATE TABLE IF NOT EXISTS _service.tokens (
      token_hash VARCHAR PRIMARY KEY,
      username VARCHAR NOT NULL,
      created_at TIMESTAMP NOT NULL,
      expires_at TIMESTAMP NOT NULL
    )`,
+  },
 ];
 
 export const USERNAME_PATTERN = /^[A-Za-z0-9_.-]+$/;

@@ -25,7 +25,9 @@ export type PolicyInput = Partial<Omit<MaskingPolicy, 'id' | 'created_at'>>;
 export const DEFAULT_EXEMPT_ROLES = ['admin'];
 
 export const MIGRATIONS = [
-  `CREATE TABLE IF NOT EXISTS _service.masking_policies (
+  {
+    id: 'masking-001',
+    sql: `CREATE TABLE IF NOT EXISTS _service.masking_policies (
      id VARCHAR PRIMARY KEY,
      schema_name VARCHAR NOT NULL,
      table_name VARCHAR NOT NULL,
@@ -37,6 +39,7 @@ export const MIGRATIONS = [
      exempted_roles JSON,
      created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
    )`,
+  },
 ];
 
 /** JSON schema of a policy body (POST); PUT uses the same properties, none required. */

@@ -23,9 +23,6 @@ export class ModelsEngine implements ModelsService {
   /** What other plugins contributed through models.checks and models.view. */
   readonly extensions = new ModelExtensions();
   private cached: { signature: string; graph: ModelGraph } | null = null;
-  /** Runs that write the warehouse go one at a time (a second caller waits its turn). */
-  private queue: Promise<unknown> = Promise.resolve();
-
   constructor(private readonly ctx: PluginContext) {
     this.discovery = new Discovery(ctx);
   }
@@ -86,9 +83,8 @@ export class ModelsEngine implements ModelsService {
     return recentRuns(this.ctx, limit);
   }
 
+  /** Runs that write the warehouse take the kernel's write lock: they wait for each other and for ingest, sync and restore. */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.queue.then(fn, fn);
-    this.queue = next.catch(() => undefined);
-    return next;
+    return this.ctx.db.exclusive(fn);
   }
 }

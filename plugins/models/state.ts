@@ -6,7 +6,9 @@
 import type { DbConnection, PluginContext } from '../../sdk/index.js';
 
 export const MIGRATIONS = [
-  `CREATE TABLE IF NOT EXISTS _service.model_state (
+  {
+    id: 'models-001',
+    sql: `CREATE TABLE IF NOT EXISTS _service.model_state (
      name VARCHAR PRIMARY KEY,
      kind VARCHAR NOT NULL,
      content_hash VARCHAR NOT NULL,
@@ -15,7 +17,10 @@ export const MIGRATIONS = [
      rows BIGINT,
      updated_at TIMESTAMP NOT NULL DEFAULT current_timestamp
    )`,
-  `CREATE TABLE IF NOT EXISTS _service.transform_runs (
+  },
+  {
+    id: 'models-002',
+    sql: `CREATE TABLE IF NOT EXISTS _service.transform_runs (
      run_id VARCHAR PRIMARY KEY,
      trigger VARCHAR NOT NULL,
      targets JSON,
@@ -28,7 +33,10 @@ export const MIGRATIONS = [
      skipped INTEGER NOT NULL,
      failed INTEGER NOT NULL
    )`,
-  `CREATE TABLE IF NOT EXISTS _service.model_runs (
+  },
+  {
+    id: 'models-003',
+    sql: `CREATE TABLE IF NOT EXISTS _service.model_runs (
      run_id VARCHAR NOT NULL,
      model VARCHAR NOT NULL,
      status VARCHAR NOT NULL,
@@ -36,6 +44,7 @@ export const MIGRATIONS = [
      error VARCHAR,
      finished_at TIMESTAMP NOT NULL
    )`,
+  },
 ];
 
 export interface StateRow {

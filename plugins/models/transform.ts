@@ -62,6 +62,8 @@ function firstLine(message: string): string {
 }
 
 export async function runTransform(ctx: PluginContext, graph: ModelGraph, options: TransformOptions): Promise<TransformSummary> {
+  // Shutdown, maintenance or an environment switch: models not yet started are cancelled, running ones interrupted.
+  const signal = ctx.signal;
   const selected = selectModels(graph, options.targets ?? null);
   const queue = graph.models.filter((m) => selected.has(keyOf(m.info.full_name)));
   const force = Boolean(options.force);
@@ -74,6 +76,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     targets: options.targets && options.targets.length ? options.targets : null,
     results: [],
     status: 'running',
+    signal,
   };
   await ctx.hook('beforeTransform').promise(runCtx);
   ctx.events.emit('transform_start', { run_id: runId, trigger: runCtx.trigger, targets: runCtx.targets, models: queue.length });
@@ -98,6 +101,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     const model = m.info.full_name;
     const blocker = failedUpstream.get(key);
     if (blocker) return { model, status: 'upstream_failed', duration_ms: 0, error: `Upstream model ${blocker} failed` };
+    if (signal.aborted) return { model, status: 'error', duration_ms: 0, error: `Cancelled: ${errorMessage(signal.reason)}` };
     const token = sha256([m.file.content_hash, m.info.materialized, ...m.upstream.map((u) => `${keyOf(u)}=${upstreamToken(u)}`).sort()].join('\n'));
     const existing = catalog.get(key);
     if (!force && states.get(key)?.state_hash === token && existing?.kind === m.info.materialized) {
@@ -141,6 +145,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
       error,
       extras: {},
       db: ctx.db,
+      signal,
     };
     try {
       await ctx.hook('afterModelBuild').promise(buildCtx);
@@ -159,6 +164,13 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
 
   const concurrency = Math.max(1, Math.min(options.concurrency ?? defaultConcurrency(), queue.length || 1));
   const connections: Array<DbConnection & { close(): void }> = [];
+  // An interrupt that lands before DuckDB began the statement is lost: repeat it while models still run.
+  const interruptAll = () => {
+    connections.forEach((c) => c.interrupt());
+    if (!settled) setTimeout(interruptAll, 100).unref();
+  };
+  let settled = false;
+  signal.addEventListener('abort', interruptAll);
   try {
     const ready = queue.filter((m) => pending.get(keyOf(m.info.full_name)) === 0);
     const idle: Array<DbConnection & { close(): void }> = [];
@@ -213,6 +225,8 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
       void pump();
     });
   } finally {
+    settled = true;
+    signal.removeEventListener('abort', interruptAll);
     for (const c of connections) c.close();
   }
 

@@ -142,7 +142,10 @@ describe('plugin host', () => {
     const files = {
       ...GREETER,
       'plugins/greeter/index.mjs': `export default { setup(ctx) {
-        ctx.migrate(['CREATE TABLE IF NOT EXISTS _service.greetings (n INTEGER)', 'INSERT INTO _service.greetings VALUES (1)']);
+        ctx.migrate([
+          { id: 'greeter-001', sql: 'CREATE TABLE IF NOT EXISTS _service.greetings (n INTEGER)' },
+          { id: 'greeter-002', sql: 'INSERT INTO _service.greetings VALUES (1)' },
+        ]);
         ctx.services.provide('greeter', {});
         ctx.tap('afterQuery', async () => {});
         ctx.route({ method: 'GET', url: '/api/greeter/:name', permission: 'read', handler: () => ({}) });
