@@ -4,9 +4,9 @@ import { CATALOG_CHANGED, type BulkLoadResult, type BulkTarget, type BulkWriter,
 import { DpError } from '../sdk/errors.js';
 import type { KernelHooks } from '../sdk/hooks.js';
 import type { CommandHandler, PluginContext, PluginDefinition, PluginManifest, RouteDefinition, ServiceRef } from '../sdk/plugin.js';
-import { AUTH_MIGRATION_OWNER, createAuth, type AuthProvider } from './auth/index.js';
+import { createAuth, type AuthProvider } from './auth/index.js';
 import { databaseFile, loadProject, writeActiveEnv, type LoadedProject } from './config.js';
-import { DuckDatabase, type DrainReport } from './database.js';
+import { configuredMemoryLimit, DuckDatabase, type DrainReport } from './database.js';
 import { KernelEventBus } from './events.js';
 import { checkHookDeclarations, createHooks, HookRegistry } from './hooks.js';
 import { DEFAULT_PHASE_TIMEOUTS_MS, PluginLifecycle, type PhaseTimeouts } from './lifecycle.js';
@@ -73,6 +73,9 @@ class DatabaseHandle implements DatabasePort {
   }
   deparse(tree: SerializedSql) {
     return this.current().deparse(tree);
+  }
+  assertProjectFileReads(sql: string) {
+    return this.current().assertProjectFileReads(sql);
   }
   checkpoint() {
     return this.current().checkpoint();
@@ -248,7 +251,6 @@ export class App {
     app.secrets = new EnvSecretsStore(app.project.root, (vars) => app.reloadEnv(vars));
     app.openDatabase();
     app.auth = createAuth(app);
-    app.migrations.push({ owner: AUTH_MIGRATION_OWNER, steps: app.auth.migrations });
     const { enabled, disabled } = discoverPlugins({
       projectRoot: app.project.root,
       paths: app.project.config.plugins.paths,
@@ -280,6 +282,8 @@ export class App {
   /** The file opens lazily; when it does, migrations run and then the plugins' start phase. */
   private openDatabase(): void {
     this.database = new DuckDatabase(databaseFile(this.project), {
+      // The engine may touch the project folder only (plus its own file, WAL and temp folder).
+      sandbox: { allowedDirectories: [this.project.root], memoryLimit: configuredMemoryLimit() },
       lock: this.writeLock,
       onWrite: (statement) => this.events.emit(CATALOG_CHANGED, { statement }),
     });
@@ -531,5 +535,6 @@ export class App {
     await this.queries.stopAll(refusal);
     this.database.refuse(refusal);
     this.database.close();
+    this.auth?.close();
   }
 }

@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import {
   DuckDBConnection,
   DuckDBInstance,
@@ -22,6 +25,7 @@ import {
 } from '../sdk/db.js';
 import { DpError, errorMessage } from '../sdk/errors.js';
 import { quoteIdent, quoteLiteral } from '../sdk/sql.js';
+import { assertProjectFileReads } from './file-reads.js';
 import { bulkLoadOn } from './bulk.js';
 import { leadingKeyword, NEUTRAL_STATEMENT_TYPES, READ_STATEMENT_TYPES, statementKind, type StatementKind } from './statement-kind.js';
 import { WriteLock } from './write-lock.js';
@@ -81,6 +85,10 @@ export function translateDbError(e: unknown): unknown {
   if (e instanceof DpError) return e;
   const msg = errorMessage(e);
   if (/INTERRUPT/i.test(msg) || /Interrupted/i.test(msg)) return new DpError(408, 'query_interrupted', 'The query was interrupted');
+  // The engine's sandbox or a missing/unreadable file: the caller's SQL asked for it. The message
+  // names the path the SQL itself wrote, nothing the caller did not send.
+  if (/^Permission Error:/i.test(msg)) return new DpError(400, 'file_access_denied', 'The query tries to read or write a file outside what the engine allows', { kind: 'permission' });
+  if (/^IO Error:.*(No files found|Cannot open file|Could not open file|No such file|does not exist|Is a directory|Permission denied)/i.test(msg)) return new DpError(400, 'file_access_denied', 'The query tries to read or write a file the engine cannot open', { kind: 'io' });
   const m = /^(Parser|Binder|Catalog|Conversion|Invalid Input|Constraint|Out of Range|Not implemented|Invalid)\s*Error:\s*([\s\S]*)$/i.exec(msg);
   if (m) return new DpError(400, 'sql_error', msg.split('\n')[0], { kind: m[1].toLowerCase().replace(/\s+/g, '_') });
   return e;
@@ -324,11 +332,99 @@ function readParseTree(json: string): any {
   }
 }
 
+/**
+ * What the engine itself may touch besides its own database file, WAL and temp folder (DuckDB
+ * allows those by itself). Applied right after the file opens, then locked: no SQL, whoever sends
+ * it and whatever a validator misses, can widen it again.
+ */
+export interface EngineSandbox {
+  /** Absolute folders DuckDB may read and write; the first is the project folder (seeds, exports, snapshots). */
+  allowedDirectories: string[];
+  /** DuckDB's memory_limit, e.g. `4GB` (default: half of the machine's RAM). */
+  memoryLimit?: string;
+}
+
+/** Half the machine's memory: DuckDB spills to disk beyond it, and Node keeps room for itself. */
+export function defaultMemoryLimit(): string {
+  return `${Math.max(256, Math.floor(os.totalmem() / 2 / 1024 / 1024))}MB`;
+}
+
+/** `DP_MEMORY_LIMIT` (DuckDB syntax: `4GB`, `512MB`) from the process environment, else half the RAM. */
+export function configuredMemoryLimit(env: NodeJS.ProcessEnv = process.env): string {
+  const v = env.DP_MEMORY_LIMIT?.trim();
+  if (!v) return defaultMemoryLimit();
+  if (!/^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i.test(v)) {
+    throw new DpError(400, 'invalid_memory_limit', `DP_MEMORY_LIMIT must be a size such as 4GB or 512MB (got '${v}')`, { value: v });
+  }
+  return v;
+}
+
+/**
+ * Order matters: allowed_directories can only be set while external access is still on, and
+ * lock_configuration comes last. Extension autoloading and installs stay off (the built-in
+ * extensions are linked in).
+ */
+async function applySandbox(inst: DuckDBInstance, sandbox: EngineSandbox | null): Promise<void> {
+  if (!sandbox) return;
+  const conn = await inst.connect();
+  try {
+    const dirs = sandbox.allowedDirectories.map((d) => quoteLiteral(d.endsWith(path.sep) ? d : d + path.sep));
+    await conn.run(`SET allowed_directories = [${dirs.join(', ')}]`);
+    await conn.run(`SET memory_limit = ${quoteLiteral(sandbox.memoryLimit ?? defaultMemoryLimit())}`);
+    await conn.run('SET autoinstall_known_extensions = false');
+    await conn.run('SET autoload_known_extensions = false');
+    await conn.run('SET allow_community_extensions = false');
+    await conn.run('SET enable_external_access = false');
+    await conn.run('SET lock_configuration = true');
+  } finally {
+    conn.closeSync();
+  }
+}
+
+/**
+ * What a process is, from its command line: `dp transform`, `dp serve`, or the program's name.
+ * Options are left out (a `--password` must not end up in a message), and so is every path.
+ */
+export function describeHolder(pid: number | null): string | null {
+  if (pid === null) return null;
+  let argv: string[];
+  try {
+    argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  } catch {
+    return null;
+  }
+  if (!argv.length) return null;
+  // node /path/to/bin/dp.js transform --env x  →  dp transform
+  const dpAt = argv.findIndex((a) => /(^|[\\/])dp(\.js)?$/.test(a));
+  if (dpAt < 0) return path.basename(argv[0]);
+  const words = ['dp'];
+  for (const a of argv.slice(dpAt + 1)) {
+    if (a.startsWith('-') || path.isAbsolute(a) || words.length >= 3) break;
+    words.push(a);
+  }
+  return words.join(' ');
+}
+
+function lockedError(file: string, msg: string): DpError {
+  const m = /PID (\d+)/.exec(msg);
+  const pid = m ? Number(m[1]) : null;
+  const holder = describeHolder(pid);
+  const who = holder ? ` ('${holder}', PID ${pid})` : pid !== null ? ` (PID ${pid})` : '';
+  return new DpError(
+    409,
+    'database_locked',
+    `The database file ${path.basename(file)} is in use by another process${who}. Wait for it to finish or stop it${holder?.startsWith('dp serve') ? ', or send the work through its API' : ''}.`,
+    { file: path.basename(file), pid, holder },
+  );
+}
+
 const PARSE_CACHE_MAX = 1000;
 /** DuckDB's parser, prepared once per pooled connection like any repeated statement. */
 const SERIALIZE_SQL = 'SELECT json_serialize_sql($1::VARCHAR)';
 
 export interface DatabaseOptions {
+  /** The engine's own file sandbox, applied and locked at open; null only for scratch databases in tests. */
+  sandbox?: EngineSandbox | null;
   /** The write lock behind `exclusive` (the app shares one across the files it opens). */
   lock?: WriteLock;
   /** Told after each statement that is not a read (the app emits `catalog.changed`). */
@@ -362,6 +458,10 @@ export class DuckDatabase implements DatabasePort {
   private opening: Promise<DuckDBInstance> | null = null;
   private readonly lock: WriteLock;
   private readonly observer: WriteObserver | null;
+  /** The engine's own file sandbox (see EngineSandbox). */
+  private readonly sandbox: EngineSandbox | null;
+  /** Runs before the file opens (e.g. creates its folder). */
+  beforeOpen: (() => void) | null = null;
   /** Runs once right after the file opens (migrations, then the plugins' start phase). */
   onOpen: ((db: DuckDatabase) => Promise<void>) | null = null;
 
@@ -371,6 +471,7 @@ export class DuckDatabase implements DatabasePort {
   ) {
     this.lock = options.lock ?? new WriteLock();
     this.observer = options.onWrite ?? null;
+    this.sandbox = options.sandbox ?? null;
   }
 
   get isOpen(): boolean {
@@ -390,26 +491,21 @@ export class DuckDatabase implements DatabasePort {
       this.opening = (async () => {
         let inst: DuckDBInstance | null = null;
         try {
+          this.beforeOpen?.();
           inst = await DuckDBInstance.create(this.path);
+          await applySandbox(inst, this.sandbox);
           this.instance = inst;
           if (this.onOpen) await this.onOpen(this);
           return inst;
         } catch (e) {
           // A failed migration or plugin start must not leave the file locked by a half-open instance.
           if (this.instance) this.close();
+          else inst?.closeSync();
           this.instance = null;
           if (e instanceof DpError) throw e;
           const msg = errorMessage(e);
-          if (/lock/i.test(msg)) {
-            const pid = /PID (\d+)/.exec(msg)?.[1];
-            throw new DpError(
-              409,
-              'database_locked',
-              `The database file ${this.path} is in use by another process${pid ? ` (PID ${pid})` : ''}, most likely a running 'dp serve'. Stop it, or send the work through its API.`,
-              { path: this.path, pid: pid ? Number(pid) : null },
-            );
-          }
-          throw new DpError(500, 'database_open_failed', `Could not open database ${this.path}: ${msg.split('\n')[0]}`, { path: this.path });
+          if (/lock/i.test(msg)) throw lockedError(this.path, msg);
+          throw new DpError(500, 'database_open_failed', `Could not open database ${path.basename(this.path)}: ${msg.split('\n')[0]}`, { file: path.basename(this.path) });
         } finally {
           this.opening = null;
         }
@@ -566,6 +662,12 @@ export class DuckDatabase implements DatabasePort {
   async deparse(tree: SerializedSql): Promise<string> {
     const sql = await this.value<string>('SELECT json_deserialize_sql($1::JSON)', [writeTreeJson(tree)]);
     return sql ?? '';
+  }
+
+  async assertProjectFileReads(sql: string): Promise<void> {
+    const root = this.sandbox?.allowedDirectories[0];
+    if (!root) throw new DpError(500, 'no_project', 'This database has no project folder to check file reads against');
+    await assertProjectFileReads(this, sql, { root });
   }
 
   async checkpoint(): Promise<void> {

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -5,6 +6,7 @@ import { hasPermission, minimumRole, type Caller } from '../sdk/auth.js';
 import { DpError, errorMessage, forbidden, isDpError } from '../sdk/errors.js';
 import type { RouteDefinition } from '../sdk/plugin.js';
 import type { App } from './app.js';
+import { clientErrorHandler, frameworkErrorHandler, fromFastifyError, MAX_PARAM_LENGTH, routeValidatorCompiler, withoutAbsolutePaths } from './http-errors.js';
 import { kernelRoutes } from './routes.js';
 
 declare module 'fastify' {
@@ -29,30 +31,6 @@ function errorReply(reply: FastifyReply, err: DpError): FastifyReply {
   return reply.status(err.status).type('application/json').send(err.toBody());
 }
 
-/** Fastify's own errors (validation, body size, bad JSON) as DpErrors. */
-function fromFastifyError(err: any): DpError | null {
-  if (err.validation) {
-    const first = err.validation[0] ?? {};
-    const missing = first.params?.missingProperty;
-    const where = String(first.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
-    const field = missing ? (where ? `${where}.${missing}` : missing) : where || null;
-    return new DpError(400, 'invalid_request', `${err.validationContext ?? 'request'}${field ? ` field '${field}'` : ''}: ${first.message ?? err.message}`, {
-      field,
-      location: err.validationContext ?? null,
-    });
-  }
-  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new DpError(413, 'payload_too_large', 'The request body is larger than this endpoint accepts');
-  if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new DpError(415, 'unsupported_media_type', 'Send the body as application/json');
-  if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return new DpError(400, 'invalid_json', 'The body is empty but the content type is JSON');
-  if (err instanceof SyntaxError || err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || /JSON/.test(err.message ?? '') && err.statusCode === 400) {
-    return new DpError(400, 'invalid_json', 'The request body is not valid JSON');
-  }
-  if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
-    return new DpError(err.statusCode, 'bad_request', err.message);
-  }
-  return null;
-}
-
 export interface ServerOptions {
   /**
    * `true` (default): close() cuts every open connection at once. `'idle'`: close() lets
@@ -67,8 +45,14 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
     forceCloseConnections: options.forceCloseConnections ?? true,
     // The kernel answers requests during shutdown and maintenance itself (503 in the dp error shape).
     return503OnClosing: false,
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false, allowUnionTypes: true } },
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // Every refusal in dp's error shape, from the router (bad %-encoding, long parameters) and
+    // from Node's HTTP parser (oversized headers) alike.
+    frameworkErrors: frameworkErrorHandler(errorReply),
+    clientErrorHandler,
   });
+  // Bodies are validated without type coercion; querystrings and parameters with it (http-errors.ts).
+  server.setValidatorCompiler(routeValidatorCompiler());
 
   server.decorateRequest('caller', null as unknown as Caller);
   // Maintenance and shutdown refuse new work before anything else runs (503 with Retry-After).
@@ -100,9 +84,11 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
     },
   });
 
+  // No absolute path in a message: engine and file-system errors may quote one.
+  const projectFolders = [app.project.root, fs.realpathSync(app.project.root)];
   server.setErrorHandler((err, req, reply) => {
     const dp = isDpError(err) ? err : fromFastifyError(err);
-    if (dp) return errorReply(reply, dp);
+    if (dp) return errorReply(reply, withoutAbsolutePaths(dp, projectFolders));
     app.log.error('unhandled error', { method: req.method, url: req.url.split('?')[0], error: errorMessage(err) });
     return errorReply(reply, new DpError(500, 'internal_error', 'An unexpected error occurred; the server log has details'));
   });

@@ -2,13 +2,14 @@ import type { DatabasePort, SerializedSql, SqlNode } from '../sdk/db.js';
 import type { MacroBody } from '../sdk/hooks.js';
 import { badRequest, forbidden } from '../sdk/errors.js';
 import { walkSqlTree } from '../sdk/sql.js';
+import type { Connection } from './database.js';
 
 /**
  * Table functions a read-only query may call. Everything else (read_csv*, read_parquet,
  * read_json*, read_text, read_blob, glob, query, query_table, parquet_*, duckdb_secrets,
  * and whatever an extension adds later) is refused: an allowlist fails closed.
  */
-const ALLOWED_TABLE_FUNCTIONS = new Set([
+export const ALLOWED_TABLE_FUNCTIONS: ReadonlySet<string> = new Set([
   'range',
   'generate_series',
   'unnest',
@@ -36,9 +37,6 @@ const ALLOWED_TABLE_FUNCTIONS = new Set([
 
 /** Scalar functions that change state or reach outside the database. */
 const DENIED_SCALAR_FUNCTIONS = new Set(['nextval', 'setseed', 'getenv', 'read_text', 'read_blob']);
-
-/** A FROM 'data.csv' / FROM 's3://...' is a replacement scan that reads a file. */
-const FILE_LIKE = /[/\\:]|\.(csv|tsv|txt|parquet|json|jsonl|ndjson|gz|zst|xlsx?|arrow|avro|db|duckdb|sqlite)$/i;
 
 export function readOnlyError(reason: string, details: Record<string, unknown> = {}) {
   return badRequest('read_only_violation', `Only read-only SELECT queries are allowed here: ${reason}`, details);
@@ -71,7 +69,148 @@ export async function assertReadOnly(db: DatabasePort, sql: string, options: { a
   const called = checkTree(statements[0].node, options);
   const macros: MacroBody[] = [];
   await checkMacros(db, called, options, new Set(), macros);
+  await assertTablesResolve(db, [statements[0].node, ...macros.map((m) => m.tree.statements[0].node)]);
   return { tree: parsed.tree, macros };
+}
+
+/** A table reference as written: empty strings where the SQL gave no catalog or schema. */
+export interface TableRef {
+  catalog: string;
+  schema: string;
+  table: string;
+}
+
+/**
+ * The BASE_TABLE references of a parse tree that DuckDB will look up in the catalog, that is
+ * every one that is not a CTE in scope. CTE scope as DuckDB binds it: a CTE's body sees the CTEs
+ * before it (and itself when recursive), the rest of the query sees them all; names match
+ * without regard to case.
+ */
+export function catalogTableRefs(root: unknown): TableRef[] {
+  const refs: TableRef[] = [];
+  const walk = (value: unknown, scope: ReadonlySet<string>): void => {
+    if (Array.isArray(value)) {
+      for (const v of value) walk(v, scope);
+      return;
+    }
+    if (!value || typeof value !== 'object') return;
+    const node = value as SqlNode;
+    let inner = scope;
+    if (node.type === 'RECURSIVE_CTE_NODE' && typeof node.cte_name === 'string') inner = new Set([...inner, node.cte_name.toLowerCase()]);
+    const ctes: Array<{ key: string; value: unknown }> = Array.isArray(node.cte_map?.map) ? node.cte_map.map : [];
+    if (ctes.length) {
+      const visible = new Set(inner);
+      for (const cte of ctes) {
+        walk(cte.value, visible);
+        visible.add(String(cte.key).toLowerCase());
+      }
+      inner = visible;
+    }
+    if (node.type === 'BASE_TABLE' && typeof node.table_name === 'string') {
+      const ref = { catalog: String(node.catalog_name ?? ''), schema: String(node.schema_name ?? ''), table: node.table_name };
+      if (ref.catalog || ref.schema || !inner.has(ref.table.toLowerCase())) refs.push(ref);
+    }
+    for (const [key, child] of Object.entries(node)) if (key !== 'cte_map' && child && typeof child === 'object') walk(child, inner);
+  };
+  walk(root, new Set());
+  return refs;
+}
+
+/** A reference as DuckDB prints it in a replacement scan: the parts joined by dots. */
+export function refName(ref: TableRef): string {
+  return [ref.catalog, ref.schema, ref.table].filter(Boolean).join('.');
+}
+
+/** DuckDB's own catalog lookup of one name (search path included), which never falls back to a file. */
+const TABLE_LOOKUP = 'SELECT count(*) FROM pragma_table_info($1::VARCHAR)';
+
+/** A reference as one qualified name with every part quoted, as DuckDB's name parser reads it. */
+function quotedName(ref: TableRef): string {
+  return [ref.catalog, ref.schema, ref.table]
+    .filter(Boolean)
+    .map((part) => `"${part.replace(/"/g, '""')}"`)
+    .join('.');
+}
+
+/**
+ * The references among refs that DuckDB would not find in its catalog. DuckDB binds a name it
+ * cannot find as a replacement scan: `FROM '.en[.csv?v]'` or `FROM main."data.csv"` read files,
+ * with globs. So what decides is the catalog, asked through DuckDB's own lookup
+ * (`pragma_table_info`: the same search path, catalog and schema rules as the binder, tables
+ * and views, and no replacement scan), one kept prepared statement per pooled connection.
+ */
+export async function unresolvedTableRefs(db: DatabasePort, refs: TableRef[]): Promise<TableRef[]> {
+  const missing: TableRef[] = [];
+  const seen = new Map<string, boolean>();
+  // DuckDB's name parser has no escape for a double quote inside a quoted part: those few
+  // names are looked up in the catalog listing instead.
+  const withQuote = (r: TableRef) => [r.catalog, r.schema, r.table].some((p) => p.includes('"'));
+  for (const ref of refs.filter((r) => !withQuote(r))) {
+    const name = quotedName(ref);
+    let found = seen.get(name);
+    if (found === undefined) {
+      try {
+        await db.withConnection((c) => (c as Connection).preparedValue(TABLE_LOOKUP, name));
+        found = true;
+      } catch {
+        found = false;
+      }
+      seen.set(name, found);
+    }
+    if (!found) missing.push(ref);
+  }
+  const quoted = refs.filter(withQuote);
+  if (quoted.length) missing.push(...(await unresolvedInListing(db, quoted)));
+  return missing;
+}
+
+const CATALOG_LISTING = `SELECT to_json({
+    db: current_database(), sch: current_schema(), search_path: current_setting('search_path'),
+    found: (SELECT coalesce(list([lower(database_name), lower(schema_name), lower(name)]), []) FROM (
+      SELECT database_name, schema_name, table_name AS name FROM duckdb_tables()
+      UNION ALL SELECT database_name, schema_name, view_name FROM duckdb_views())
+      WHERE list_contains(string_split($1::VARCHAR, chr(0)), lower(name)))
+  })::VARCHAR`;
+
+/**
+ * The binder's lookup rebuilt on the catalog listing: the full name when qualified by catalog;
+ * a schema in the searched catalogs or a catalog's default schema when qualified by one name;
+ * else temp, the current schema, search_path and the system schemas. Slower than
+ * pragma_table_info, so only for names it cannot parse.
+ */
+async function unresolvedInListing(db: DatabasePort, refs: TableRef[]): Promise<TableRef[]> {
+  // NUL cannot occur in an identifier DuckDB parsed, so it separates the names.
+  const names = [...new Set(refs.map((r) => r.table.toLowerCase()))].join('\0');
+  const text = await db.withConnection((c) => (c as Connection).preparedValue(CATALOG_LISTING, names));
+  const row = JSON.parse(String(text)) as { db: string; sch: string; search_path: string; found: string[][] };
+  const found = new Set(row.found.map(([d, s, t]) => `${d}\0${s}\0${t}`));
+  const has = (d: string, s: string, t: string) => found.has(`${d.toLowerCase()}\0${s.toLowerCase()}\0${t.toLowerCase()}`);
+  const searched: Array<[string, string]> = [
+    ['temp', 'main'],
+    [row.db, row.sch],
+    ...row.search_path
+      .split(',')
+      .map((e) => e.trim().replace(/"/g, ''))
+      .filter(Boolean)
+      .map((e): [string, string] => (e.includes('.') ? [e.slice(0, e.indexOf('.')), e.slice(e.indexOf('.') + 1)] : [row.db, e])),
+    ['system', 'main'],
+    ['system', 'pg_catalog'],
+  ];
+  const catalogs = [...new Set(searched.map(([d]) => d))];
+  return refs.filter(({ catalog: c, schema: s, table: t }) => {
+    if (c) return !has(c, s || 'main', t);
+    if (s) return !(catalogs.some((d) => has(d, s, t)) || has(s, 'main', t));
+    return !searched.some(([d, sc]) => has(d, sc, t));
+  });
+}
+
+/** Refuses a query that names anything DuckDB would bind as a file (a replacement scan). */
+async function assertTablesResolve(db: DatabasePort, roots: SqlNode[]): Promise<void> {
+  const missing = await unresolvedTableRefs(db, roots.flatMap((r) => catalogTableRefs(r)));
+  if (missing.length) {
+    const name = refName(missing[0]);
+    throw readOnlyError(`'${name}' is not a table or view in the database (a query reads tables and views, never files)`, { kind: 'catalog', table: name });
+  }
 }
 
 /** Walks one statement's tree; returns the scalar functions it calls (lower case, `schema.name` when qualified). */
@@ -86,7 +225,6 @@ function checkTree(root: SqlNode, options: { allowServiceSchema?: boolean }): Se
       if (DENIED_SCALAR_FUNCTIONS.has(name)) throw readOnlyError(`function '${name}' is not allowed`, { function: name });
       called.add(n.schema ? `${String(n.schema).toLowerCase()}.${name}` : name);
     } else if (n.type === 'BASE_TABLE' && typeof n.table_name === 'string') {
-      if (FILE_LIKE.test(n.table_name)) throw readOnlyError(`reading files ('${n.table_name}') is not allowed`, { table: n.table_name });
       if (String(n.schema_name ?? '').toLowerCase() === '_service') {
         const table = n.table_name.toLowerCase();
         if (CREDENTIAL_TABLES.has(table) || !options.allowServiceSchema) {

@@ -29,8 +29,9 @@ export function kernelRoutes(app: App): RouteDefinition[] {
     {
       method: 'PUT',
       url: '/api/environment/:env_name',
-      permission: 'write',
-      summary: 'Switch the active environment (reopens the database) and remember it in .service-env',
+      // Admin only: a switch changes the database every caller works on.
+      permission: 'manage_environment',
+      summary: 'Switch the active environment (reopens the database) and remember it in .service-env (admin)',
       schema: { params: { type: 'object', properties: { env_name: { type: 'string', minLength: 1 } }, required: ['env_name'] } },
       handler: async (req) => {
         await app.switchEnvironment((req.params as { env_name: string }).env_name);

@@ -1,18 +1,18 @@
 import { forbidden } from './errors.js';
 
 export type Role = 'viewer' | 'editor' | 'admin';
-export type Permission = 'read' | 'write' | 'execute' | 'manage_users' | 'manage_secrets';
+export type Permission = 'read' | 'write' | 'execute' | 'manage_users' | 'manage_secrets' | 'manage_environment';
 /** `public` routes need no token even with --auth (login, status, setup, webhooks). */
 export type RoutePermission = Permission | 'public';
 
 export const ROLES: readonly Role[] = ['viewer', 'editor', 'admin'];
-export const PERMISSIONS: readonly Permission[] = ['read', 'write', 'execute', 'manage_users', 'manage_secrets'];
+export const PERMISSIONS: readonly Permission[] = ['read', 'write', 'execute', 'manage_users', 'manage_secrets', 'manage_environment'];
 
 /** Roles are cumulative (SPEC.md Authentication 7). */
 export const ROLE_PERMISSIONS: Readonly<Record<Role, readonly Permission[]>> = {
   viewer: ['read'],
   editor: ['read', 'write', 'execute'],
-  admin: ['read', 'write', 'execute', 'manage_users', 'manage_secrets'],
+  admin: ['read', 'write', 'execute', 'manage_users', 'manage_secrets', 'manage_environment'],
 };
 
 /** The minimum role that holds a permission. */

@@ -144,6 +144,12 @@ export interface DatabasePort {
   parse(sql: string): Promise<ParsedSql>;
   /** json_deserialize_sql: a (modified) tree back to SQL text. */
   deparse(tree: SerializedSql): Promise<string>;
+  /**
+   * Throws 400 `file_read_refused` unless every file a SELECT reads (file functions and
+   * replacement scans) is inside the project, in no hidden folder and no database file. For SQL
+   * that editors write and the server runs as is: models, contracts, metrics, notebook cells.
+   */
+  assertProjectFileReads(sql: string): Promise<void>;
   /** Flushes the write-ahead log into the database file. */
   checkpoint(): Promise<void>;
   /** Quotes an identifier for SQL. */

@@ -25,20 +25,19 @@ async function readPasswordFromStdin(): Promise<string> {
  */
 async function withUsers(argv: Record<string, any>, fn: (users: UserStore) => Promise<number | void>): Promise<void> {
   // Loaded here, not at the top: `dp --help` must not pay for DuckDB's native module.
-  const [{ DuckDatabase, runMigrations }, { AUTH_MIGRATION_OWNER, tokenTtlDays }, { AUTH_MIGRATIONS, UserStore }] = await Promise.all([
-    import('../database.js'),
-    import('./index.js'),
-    import('./users.js'),
-  ]);
+  const [{ DuckDatabase }, { openUserStore, tokenTtlDays }] = await Promise.all([import('../database.js'), import('./index.js')]);
   const project = loadProject(argv.project as string, (argv.env as string) ?? null);
   const ttlMs = tokenTtlDays(project.config.raw) * 24 * 60 * 60 * 1000;
-  const db = new DuckDatabase(databaseFile(project));
-  db.onOpen = (opened) => runMigrations(opened, [{ owner: AUTH_MIGRATION_OWNER, steps: AUTH_MIGRATIONS }]);
+  // The environment database is opened only for the one-time import of users kept there by
+  // earlier versions (and only when the store has never imported).
+  let legacy: InstanceType<typeof DuckDatabase> | null = null;
+  const store = openUserStore(project.root, () => (legacy = new DuckDatabase(databaseFile(project), { sandbox: { allowedDirectories: [project.root] } })), () => ttlMs);
   try {
-    const code = await fn(new UserStore(db, () => ttlMs));
+    const code = await fn(store.users);
     process.exitCode = typeof code === 'number' ? code : 0;
   } finally {
-    db.close();
+    store.db.close();
+    (legacy as InstanceType<typeof DuckDatabase> | null)?.close();
   }
 }
 

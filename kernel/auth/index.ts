@@ -1,24 +1,27 @@
 import type { FastifyRequest } from 'fastify';
 import type { Caller } from '../../sdk/auth.js';
-import type { MigrationStep } from '../../sdk/db.js';
 import { badRequest, DpError } from '../../sdk/errors.js';
 import type { RouteDefinition, WebhookGuard } from '../../sdk/plugin.js';
 import type { App } from '../app.js';
 import { LoginRateLimiter } from './rate-limit.js';
 import { authRoutes, TOKEN_COOKIE } from './routes.js';
-import { AUTH_MIGRATIONS, UserStore } from './users.js';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { DatabasePort } from '../../sdk/db.js';
+import { DuckDatabase, runMigrations } from '../database.js';
+import { AUTH_MIGRATIONS, importLegacyUsers, UserStore, usersDatabaseFile } from './users.js';
 import { verifyWebhookSecret, WEBHOOK_SECRET_HEADER } from './webhooks.js';
 
 /** Authentication as the HTTP server sees it. */
 export interface AuthProvider {
-  /** _service tables (users, tokens), run as the kernel's migrations. */
-  migrations: MigrationStep[];
   /** Who sent this request; throws 401 when auth is on and the token is missing or bad. */
   resolveCaller(req: FastifyRequest): Promise<Caller>;
   /** Kernel routes: /api/auth/*, /api/users*, /api/secrets*. */
   routes(): RouteDefinition[];
-  /** Users and tokens in the open database (also used by `dp users`). */
+  /** Users and tokens in the project's user store (also used by `dp users`). */
   users: UserStore;
+  /** Closes the user store (shutdown). */
+  close(): void;
   /** The webhook shared-secret check handed to plugins as ctx.webhooks. */
   webhooks: WebhookGuard;
 }
@@ -73,10 +76,27 @@ function presented(headers: Record<string, string | string[] | undefined>): Pres
   return cookie ? { kind: 'token', token: cookie } : { kind: 'none' };
 }
 
+/**
+ * The project's user store: its own small DuckDB file and instance, opened on first use. On its
+ * first open it imports the users an earlier version kept in the environment database `legacy`
+ * returns. The engine sandbox applies to it as to the main database.
+ */
+export function openUserStore(projectRoot: string, legacy: () => DatabasePort | null, tokenLifetimeMs: () => number): { users: UserStore; db: DuckDatabase } {
+  const file = usersDatabaseFile(projectRoot);
+  const db = new DuckDatabase(file, { sandbox: { allowedDirectories: [path.dirname(file)], memoryLimit: '128MB' } });
+  db.beforeOpen = () => fs.mkdirSync(path.dirname(file), { recursive: true });
+  db.onOpen = async (opened) => {
+    await runMigrations(opened, [{ owner: AUTH_MIGRATION_OWNER, steps: AUTH_MIGRATIONS }]);
+    await importLegacyUsers(opened, legacy());
+  };
+  return { users: new UserStore(db, tokenLifetimeMs), db };
+}
+
 export function createAuth(app: App): AuthProvider {
   const tokenLifetimeMs = () => tokenTtlDays(app.project.config.raw) * DAY_MS;
   tokenLifetimeMs();
-  const users = new UserStore(app.db, tokenLifetimeMs);
+  const store = openUserStore(app.project.root, () => app.db, tokenLifetimeMs);
+  const users = store.users;
   const limiter = new LoginRateLimiter();
   const webhooks: WebhookGuard = {
     header: WEBHOOK_SECRET_HEADER,
@@ -86,8 +106,8 @@ export function createAuth(app: App): AuthProvider {
   };
 
   return {
-    migrations: AUTH_MIGRATIONS,
     users,
+    close: () => store.db.close(),
     webhooks,
     async resolveCaller(req) {
       if (!app.authEnabled) return OPEN_CALLER;

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { isRole, ROLES, type Role } from '../../sdk/auth.js';
 import type { DatabasePort, MigrationStep } from '../../sdk/db.js';
 import { badRequest, conflict, notFound } from '../../sdk/errors.js';
@@ -27,6 +28,61 @@ export const AUTH_MIGRATIONS: MigrationStep[] = [
    )`,
   },
 ];
+
+/**
+ * Users and tokens live in one DuckDB file per project, not in the environment's database: a
+ * switch of environment (or a fresh environment file) never leaves the server without users,
+ * so it never reopens first-user setup. The folder is hidden, so neither the files API nor a
+ * model's file read reaches it, and user SQL runs on another DuckDB instance that has no
+ * catalog entry for it.
+ */
+export function usersDatabaseFile(projectRoot: string): string {
+  return path.join(projectRoot, '.dp', 'users.duckdb');
+}
+
+/** Owner of the one-time import of users from the environment database (before per-project users). */
+const LEGACY_IMPORT = 'kernel.auth.legacy-import';
+
+/**
+ * Moves users and tokens from an environment database's `_service.users`/`_service.tokens`
+ * (where earlier versions kept them) into the project store, once: only while the store has no
+ * user and has never imported. The tables are then dropped from that database. Returns how many
+ * users came over.
+ */
+export async function importLegacyUsers(store: DatabasePort, legacy: DatabasePort | null): Promise<number> {
+  const done = Number((await store.value<number>('SELECT count(*) FROM _service.migrations WHERE owner = $1', [LEGACY_IMPORT])) ?? 0);
+  if (done > 0) return 0;
+  let users: Array<Record<string, unknown>> = [];
+  let tokens: Array<Record<string, unknown>> = [];
+  const storeEmpty = Number((await store.value<number>('SELECT count(*) FROM _service.users')) ?? 0) === 0;
+  if (legacy && storeEmpty) {
+    const tables = await legacy.all<{ t: string }>("SELECT table_name AS t FROM duckdb_tables() WHERE schema_name = '_service' AND table_name IN ('users', 'tokens')");
+    const has = new Set(tables.map((r) => r.t));
+    if (has.has('users')) {
+      users = await legacy.all("SELECT username, password_hash, salt, role, display_name, strftime(created_at, '%Y-%m-%d %H:%M:%S') AS created_at, strftime(last_login, '%Y-%m-%d %H:%M:%S') AS last_login FROM _service.users");
+    }
+    if (has.has('tokens') && users.length) {
+      tokens = await legacy.all("SELECT token_hash, username, strftime(created_at, '%Y-%m-%d %H:%M:%S') AS created_at, strftime(expires_at, '%Y-%m-%d %H:%M:%S') AS expires_at FROM _service.tokens");
+    }
+  }
+  await store.withConnection((c) =>
+    c.transaction(async (t) => {
+      for (const u of users) {
+        await t.run(
+          'INSERT INTO _service.users (username, password_hash, salt, role, display_name, created_at, last_login) VALUES ($1, $2, $3, $4, $5, $6::TIMESTAMP, $7::TIMESTAMP)',
+          [u.username, u.password_hash, u.salt, u.role, u.display_name, u.created_at, u.last_login],
+        );
+      }
+      for (const k of tokens) {
+        await t.run('INSERT INTO _service.tokens (token_hash, username, created_at, expires_at) VALUES ($1, $2, $3::TIMESTAMP, $4::TIMESTAMP)', [k.token_hash, k.username, k.created_at, k.expires_at]);
+      }
+      await t.run("INSERT INTO _service.migrations (owner, id) VALUES ($1, 'import')", [LEGACY_IMPORT]);
+    }),
+  );
+  // The copy is the only one now: no stale password hashes stay behind in the environment.
+  if (legacy && users.length) await legacy.run('DROP TABLE IF EXISTS _service.tokens; DROP TABLE IF EXISTS _service.users');
+  return users.length;
+}
 
 export const USERNAME_PATTERN = /^[A-Za-z0-9_.-]+$/;
 export const USERNAME_MAX = 64;
@@ -117,7 +173,8 @@ export class UserStore {
   private readonly tokenCache = new Map<string, { user: UserRecord; expiresAt: number }>();
 
   constructor(
-    private readonly db: DatabasePort,
+    /** The project's user store (see usersDatabaseFile). */
+    readonly database: DatabasePort,
     /** Token lifetime in milliseconds, read per issue so a project.yml change applies on restart. */
     private readonly tokenLifetimeMs: () => number,
     private readonly now: () => number = Date.now,
@@ -130,8 +187,7 @@ export class UserStore {
   }
 
   private cacheKey(tokenHash: string): string {
-    // Each environment has its own database file and therefore its own users.
-    return `${this.db.path}\0${tokenHash}`;
+    return tokenHash;
   }
 
   private invalidateTokens(): void {
@@ -139,15 +195,15 @@ export class UserStore {
   }
 
   async count(): Promise<number> {
-    return Number((await this.db.value<number>('SELECT count(*) FROM _service.users')) ?? 0);
+    return Number((await this.database.value<number>('SELECT count(*) FROM _service.users')) ?? 0);
   }
 
   async list(): Promise<UserRecord[]> {
-    return this.db.all<UserRecord & Record<string, unknown>>(`SELECT ${USER_COLUMNS} FROM _service.users ORDER BY username`);
+    return this.database.all<UserRecord & Record<string, unknown>>(`SELECT ${USER_COLUMNS} FROM _service.users ORDER BY username`);
   }
 
   async get(username: string): Promise<UserRecord | null> {
-    const rows = await this.db.all<UserRecord & Record<string, unknown>>(`SELECT ${USER_COLUMNS} FROM _service.users WHERE username = $1`, [username]);
+    const rows = await this.database.all<UserRecord & Record<string, unknown>>(`SELECT ${USER_COLUMNS} FROM _service.users WHERE username = $1`, [username]);
     return rows[0] ?? null;
   }
 
@@ -169,7 +225,7 @@ export class UserStore {
         throw conflict('setup_done', 'Setup is already done: a user exists. Log in as an admin to create more users', {});
       }
       if (await this.get(username)) throw conflict('user_exists', `User '${username}' already exists`, { field: 'username', username });
-      await this.db.run(
+      await this.database.run(
         'INSERT INTO _service.users (username, password_hash, salt, role, display_name, created_at) VALUES ($1, $2, $3, $4, $5, $6::TIMESTAMP)',
         [username, hash, salt, role, displayName, utcStamp(this.now())],
       );
@@ -189,7 +245,7 @@ export class UserStore {
     return this.exclusive(async () => {
       const current = await this.require(username);
       if (role !== undefined && role !== 'admin' && current.role === 'admin') await this.assertAnotherAdmin(username);
-      await this.db.withConnection((c) =>
+      await this.database.withConnection((c) =>
         c.transaction(async (t) => {
           if (role !== undefined) await t.run('UPDATE _service.users SET role = $1 WHERE username = $2', [role, username]);
           if (hashed) await t.run('UPDATE _service.users SET password_hash = $1, salt = $2 WHERE username = $3', [hashed.hash, hashed.salt, username]);
@@ -207,7 +263,7 @@ export class UserStore {
     await this.exclusive(async () => {
       const current = await this.require(username);
       if (current.role === 'admin') await this.assertAnotherAdmin(username);
-      await this.db.withConnection((c) =>
+      await this.database.withConnection((c) =>
         c.transaction(async (t) => {
           await t.run('DELETE FROM _service.tokens WHERE username = $1', [username]);
           await t.run('DELETE FROM _service.users WHERE username = $1', [username]);
@@ -219,7 +275,7 @@ export class UserStore {
 
   /** Keeps at least one admin, or nobody could manage users or secrets any more. */
   private async assertAnotherAdmin(username: string): Promise<void> {
-    const others = Number((await this.db.value<number>("SELECT count(*) FROM _service.users WHERE role = 'admin' AND username <> $1", [username])) ?? 0);
+    const others = Number((await this.database.value<number>("SELECT count(*) FROM _service.users WHERE role = 'admin' AND username <> $1", [username])) ?? 0);
     if (others === 0) {
       throw conflict('last_admin', `'${username}' is the only admin; make another user admin first`, { username });
     }
@@ -233,12 +289,12 @@ export class UserStore {
     const name = typeof username === 'string' ? username : '';
     const pass = typeof password === 'string' ? password : '';
     const rows = name
-      ? await this.db.all<{ password_hash: string; salt: string }>('SELECT password_hash, salt FROM _service.users WHERE username = $1', [name])
+      ? await this.database.all<{ password_hash: string; salt: string }>('SELECT password_hash, salt FROM _service.users WHERE username = $1', [name])
       : [];
     const stored = rows[0] ? { hash: rows[0].password_hash, salt: rows[0].salt } : DECOY_PASSWORD_HASH;
     const ok = await verifyPassword(pass, stored);
     if (!ok || !rows[0]) return null;
-    await this.db.run('UPDATE _service.users SET last_login = $1::TIMESTAMP WHERE username = $2', [utcStamp(this.now()), name]);
+    await this.database.run('UPDATE _service.users SET last_login = $1::TIMESTAMP WHERE username = $2', [utcStamp(this.now()), name]);
     return this.get(name);
   }
 
@@ -246,7 +302,7 @@ export class UserStore {
     const token = newToken();
     const now = this.now();
     const expires = now + this.tokenLifetimeMs();
-    await this.db.run('INSERT INTO _service.tokens (token_hash, username, created_at, expires_at) VALUES ($1, $2, $3::TIMESTAMP, $4::TIMESTAMP)', [
+    await this.database.run('INSERT INTO _service.tokens (token_hash, username, created_at, expires_at) VALUES ($1, $2, $3::TIMESTAMP, $4::TIMESTAMP)', [
       hashToken(token),
       username,
       utcStamp(now),
@@ -265,7 +321,7 @@ export class UserStore {
       if (cached.expiresAt > this.now()) return { status: 'valid', user: cached.user };
       this.tokenCache.delete(key);
     }
-    const rows = await this.db.all<{ token_hash: string; expires_ms: number } & UserRecord>(
+    const rows = await this.database.all<{ token_hash: string; expires_ms: number } & UserRecord>(
       `SELECT t.token_hash, epoch_ms(t.expires_at) AS expires_ms, u.username, u.role, u.display_name,
               strftime(u.created_at, '%Y-%m-%d %H:%M:%S') AS created_at, strftime(u.last_login, '%Y-%m-%d %H:%M:%S') AS last_login
          FROM _service.tokens t JOIN _service.users u ON u.username = t.username
@@ -278,7 +334,7 @@ export class UserStore {
     if (!row || !constantTimeEqual(row.token_hash, digest)) return { status: 'invalid' };
     const expiresAt = Number(row.expires_ms);
     if (expiresAt <= this.now()) {
-      await this.db.run('DELETE FROM _service.tokens WHERE token_hash = $1', [digest]);
+      await this.database.run('DELETE FROM _service.tokens WHERE token_hash = $1', [digest]);
       return { status: 'expired' };
     }
     const user: UserRecord = { username: row.username, role: row.role, display_name: row.display_name, created_at: row.created_at, last_login: row.last_login };
@@ -290,7 +346,7 @@ export class UserStore {
   /** Revokes one token (logout). */
   async revokeToken(token: string): Promise<void> {
     await this.exclusive(async () => {
-      await this.db.run('DELETE FROM _service.tokens WHERE token_hash = $1', [hashToken(token)]);
+      await this.database.run('DELETE FROM _service.tokens WHERE token_hash = $1', [hashToken(token)]);
       this.invalidateTokens();
     });
   }

@@ -5,7 +5,8 @@
  */
 import { Ajv, type ValidateFunction } from 'ajv';
 import { badRequest, DpError, type MaskingColumnInfo, type MaskingMethod } from '../../sdk/index.js';
-import { BUILTIN_METHODS } from './methods.js';
+import { MaskKeys } from './keys.js';
+import { builtinMethods } from './methods.js';
 
 const METHOD_NAME = /^[a-z][a-z0-9_]*$/;
 
@@ -20,8 +21,9 @@ export class MethodCatalog {
   private readonly ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true });
   private readonly entries = new Map<string, Entry>();
 
-  constructor() {
-    for (const m of BUILTIN_METHODS) this.register(m, 'masking');
+  /** `keys`: the project's masking keys (a random, unsaved key when omitted). */
+  constructor(readonly keys: MaskKeys = new MaskKeys()) {
+    for (const m of builtinMethods(keys)) this.register(m, 'masking');
   }
 
   /** Adds a method; refuses malformed contributions and duplicate names with an error naming the plugin. */

@@ -28,9 +28,11 @@ import {
   readTreeJson,
   type SerializedSql,
   type SqlNode,
+  walkSqlTree,
 } from '../../sdk/index.js';
 import type { MethodCatalog } from './catalog.js';
 import { postExecutionMask } from './fallback.js';
+import { KEY_SCHEMA } from './keys.js';
 import type { MaskingPolicy, PolicyStore } from './policies.js';
 import { type CatalogSnapshot, type Relation, RelationCatalog } from './relations.js';
 import {
@@ -42,6 +44,8 @@ import {
   planScans,
   replaceListSql,
   rewriteTree,
+  type StarUse,
+  starSelection,
   wrapperReplaceList,
   wrapperSql,
 } from './rewrite.js';
@@ -52,16 +56,46 @@ const CACHE_MAX = 1000;
 /** Methods whose output keeps the column's type (so a conditional mask needs no cast). */
 const TYPE_PRESERVING = new Set(['null', 'noise', 'date_shift']);
 const TEXT_TYPE = /^(VARCHAR|TEXT|STRING|CHAR|BPCHAR)/i;
+/**
+ * Functions whose result describes their input's statistics (min/max DuckDB propagates through
+ * expressions) rather than the values: on a masked column they could show raw bounds.
+ */
+const STATISTICS_FUNCTIONS = new Set(['stats']);
+
+/** Whether a parse names a relation of the key schema (any role is refused such a statement). */
+function readsKeySchema(root: unknown): boolean {
+  let found = false;
+  walkSqlTree(root, (n) => {
+    if (found || n.type !== 'BASE_TABLE') return;
+    const parts = [n.catalog_name, n.schema_name, n.table_name].map((p) => String(p ?? '').toLowerCase());
+    found = parts.includes(KEY_SCHEMA);
+  });
+  return found;
+}
+
+/** The first statistics function a parse calls, or null. */
+function statisticsCall(root: unknown): string | null {
+  let found: string | null = null;
+  walkSqlTree(root, (n) => {
+    if (found || n.class !== 'FUNCTION' || typeof n.function_name !== 'string') return;
+    if (STATISTICS_FUNCTIONS.has(n.function_name.toLowerCase())) found = n.function_name.toLowerCase();
+  });
+  return found;
+}
 
 interface CachedRewrite {
   sql: string;
   /** Set when the query is refused (cached too: the same query is refused the same way). */
   refusal?: { column: string; clause: string };
+  /** A statistics function in a query that reads masked columns. */
+  statistics?: string;
   hidden?: string;
   /** A called user macro whose body reads a table with masked columns. */
   macro?: { macro: string; table: string };
   /** For a rewrite: checks DuckDB's parse of `sql` (a ctx.finalChecks entry). */
   verify?: (tree: SerializedSql) => void;
+  /** Policies of a table the catalog snapshot shows without the policy's column (never cached). */
+  stale?: MaskingPolicy[];
 }
 
 /** A wrapper, parsed and checked once per distinct mask set. */
@@ -87,6 +121,8 @@ export class MaskingEnforcer {
   readonly stats = { late: 0, spliced: 0, deparsed: 0, fallbacks: 0 };
   /** Parsed late masks by template SQL: `qualifier\0column` (lower case) → the mask's parse. */
   private readonly lateTemplates = new Map<string, Promise<Map<string, SqlNode>>>();
+  /** Parses already checked for the key schema (the kernel caches one tree per SQL text). */
+  private readonly keyChecked = new WeakSet<object>();
 
   constructor(
     private readonly ctx: Pick<PluginContext, 'db'>,
@@ -119,6 +155,11 @@ export class MaskingEnforcer {
 
   /** Columns of schema.table this caller sees masked (the `masking` service). */
   async maskedColumns(caller: Caller, schema: string, table: string): Promise<string[]> {
+    if (schema.toLowerCase() === KEY_SCHEMA) {
+      // Nothing may describe the key table's values: every column counts as masked, for everyone.
+      const snap = await this.relations.snapshot();
+      return RelationCatalog.resolve(snap, { catalog: '', schema, table })?.columns.map((c) => c.name) ?? [];
+    }
     await this.store.ensureLoaded();
     const policies = this.bindingPolicies(caller, { schema, table });
     if (!policies.length) return [];
@@ -126,6 +167,17 @@ export class MaskingEnforcer {
     const rel = RelationCatalog.resolve(snap, { catalog: '', schema, table });
     if (!rel) return policies.map((p) => p.column_name);
     return this.masksFor(rel, policies, true).map((m) => m.column);
+  }
+
+  /**
+   * Whether the snapshot's view of a relation lacks a column one of its own policies names: the
+   * column may have been added since the snapshot was read (a seed reloaded with it), so the
+   * plan cannot be trusted until the catalog is read again.
+   */
+  static missingPolicyColumns(rel: Relation, policies: MaskingPolicy[]): MaskingPolicy[] {
+    const s = rel.schema.toLowerCase();
+    const t = rel.name.toLowerCase();
+    return policies.filter((p) => p.schema_name.toLowerCase() === s && p.table_name.toLowerCase() === t && !rel.byName.has(p.column_name.toLowerCase()));
   }
 
   /** Lower-case names of the columns any policy masks for this caller (the `masking` service). */
@@ -137,6 +189,9 @@ export class MaskingEnforcer {
   /** The mask of each masked column of a relation; column references are qualified by `qualifier` when given. */
   private masksFor(rel: Relation, policies: MaskingPolicy[], exactTable: boolean, qualifier?: string): ColumnMask[] {
     const out: ColumnMask[] = [];
+    // The key table is never masked (nor planned): no user statement reaches it, only the masks do.
+    if (rel.schema.toLowerCase() === KEY_SCHEMA) return out;
+    const chosen = new Map<string, MaskingPolicy>();
     for (const col of rel.columns) {
       const name = col.name.toLowerCase();
       const candidates = policies.filter((p) => p.column_name.toLowerCase() === name);
@@ -144,19 +199,25 @@ export class MaskingEnforcer {
       const sameTable = (p: MaskingPolicy) => p.schema_name.toLowerCase() === rel.schema.toLowerCase() && p.table_name.toLowerCase() === rel.name.toLowerCase();
       // Ad-hoc queries match by column name alone (rule 4); a policy on this very table wins over one on a namesake column elsewhere.
       const policy = exactTable ? candidates.find(sameTable) : (candidates.find(sameTable) ?? candidates[0]);
+      if (policy) chosen.set(name, policy);
+    }
+    for (const col of rel.columns) {
+      const policy = chosen.get(col.name.toLowerCase());
       if (!policy) continue;
-      out.push({ column: col.name, expression: this.maskExpression(policy, rel, col.name, col.type, qualifier) });
+      // A condition on a column that is itself masked here would reveal it by which rows are masked: mask every row.
+      const conditionMasked = Boolean(policy.condition_column && chosen.has(policy.condition_column.toLowerCase()));
+      out.push({ column: col.name, expression: this.maskExpression(policy, rel, col.name, col.type, qualifier, conditionMasked) });
     }
     return out;
   }
 
-  private maskExpression(policy: MaskingPolicy, rel: Relation, column: string, type: string, qualifier?: string): string {
+  private maskExpression(policy: MaskingPolicy, rel: Relation, column: string, type: string, qualifier: string | undefined, unconditional: boolean): string {
     const ref = (name: string) => (qualifier === undefined ? quoteIdent(name) : `${quoteIdent(qualifier)}.${quoteIdent(name)}`);
     const raw = ref(column);
     const masked = this.catalog.expression(policy.method, raw, policy.method_config, { type });
     const condition = policy.condition_column ? rel.byName.get(policy.condition_column.toLowerCase()) : undefined;
     // A condition column the relation lacks cannot be checked: mask every row rather than none.
-    if (!policy.condition_column || !condition) return masked;
+    if (!policy.condition_column || !condition || unconditional) return masked;
     const when = `CAST(${ref(condition.name)} AS VARCHAR) = ${quoteLiteral(policy.condition_value ?? '')}`;
     if (TYPE_PRESERVING.has(policy.method) && !TEXT_TYPE.test(type)) return `CASE WHEN ${when} THEN ${masked} ELSE ${raw} END`;
     return `CASE WHEN ${when} THEN CAST(${masked} AS VARCHAR) ELSE CAST(${raw} AS VARCHAR) END`;
@@ -189,8 +250,25 @@ export class MaskingEnforcer {
     this.cache.clear();
   }
 
+  /**
+   * Refuses any statement naming the key schema (or a macro reaching it), whatever the caller's
+   * role: the padded keys must never reach a result, an error or a profile.
+   */
+  private async refuseKeySchema(q: QueryContext): Promise<void> {
+    const parsed = await this.ctx.db.parse(q.originalSql);
+    const trees: object[] = [...(parsed.ok ? [parsed.tree] : []), ...(q.macros ?? []).map((m) => m.tree)];
+    for (const tree of trees) {
+      if (this.keyChecked.has(tree)) continue;
+      if (readsKeySchema((tree as SerializedSql).statements)) {
+        throw forbidden('internal_table', `${KEY_SCHEMA} is internal to dp and cannot be queried`, { table: KEY_SCHEMA });
+      }
+      this.keyChecked.add(tree);
+    }
+  }
+
   /** The beforeQuery tap. */
   async beforeQuery(q: QueryContext): Promise<void> {
+    await this.refuseKeySchema(q);
     if (this.callerClass(q.caller) === 'exempt-all') return;
     await this.store.ensureLoaded();
     const policies = this.bindingPolicies(q.caller, q.table);
@@ -241,6 +319,12 @@ export class MaskingEnforcer {
         role: q.caller.role,
       });
     }
+    if (hit.statistics) {
+      throw forbidden('masked_column_statistics', `Function '${hit.statistics}' describes its input's statistics and cannot be used in a query that reads columns masked for role '${q.caller.role}'`, {
+        function: hit.statistics,
+        role: q.caller.role,
+      });
+    }
     if (hit.refusal) {
       const { column, clause } = hit.refusal;
       throw forbidden('masked_column_in_predicate', `Column '${column}' is masked for role '${q.caller.role}' and cannot be used in ${clause}`, {
@@ -249,10 +333,56 @@ export class MaskingEnforcer {
         role: q.caller.role,
       });
     }
+    if (hit.stale) {
+      // The catalog, even read again, shows a policy's table without its column. The statement
+      // itself reads the table as it is when it runs: should the column be there by then (a
+      // reload racing this query), result columns of its name are masked after execution, and
+      // a statement that could return it under another name is refused.
+      q.rowTransforms.push(postExecutionMask(this.catalog, hit.stale, q.originalSql, q.caller.role));
+    }
     if (hit.verify) {
+      // The keys the masks read must be in their table before the statement runs.
+      if (this.catalog.keys.dirty) {
+        try {
+          await this.catalog.keys.flush(this.ctx.db);
+        } catch (e) {
+          // Fail closed, and say nothing of the keys: the masks would read no key and the query is not run.
+          this.log.error(`masking: could not write the masking keys (${errorMessage(e)})`);
+          throw new DpError(500, 'masking_keys_unavailable', 'Masking could not prepare its keys, so the query was not run');
+        }
+      }
       q.sql = hit.sql;
       (q.finalChecks ??= []).push(hit.verify);
     }
+  }
+
+  /**
+   * The first star expression of a predicate clause that expands to a masked column. DuckDB
+   * expands `*`, `COLUMNS(...)` and `ORDER BY ALL` before binding, so each is resolved against
+   * the masked columns the query reads; a regular expression is matched by DuckDB itself (RE2,
+   * as COLUMNS does), a lambda or anything else counts as matching every masked column.
+   */
+  private async starRefusal(stars: StarUse[], maskedColumns: string[]): Promise<{ column: string; clause: string } | null> {
+    if (!stars.length || !maskedColumns.length) return null;
+    const names = [...new Set(maskedColumns)];
+    for (const { clause, star } of stars) {
+      const sel = starSelection(star);
+      let hit: string | undefined;
+      if (sel.kind === 'all') hit = names.find((n) => !sel.exclude.has(n.toLowerCase()));
+      else if (sel.kind === 'names') hit = names.find((n) => sel.names.some((x) => x.toLowerCase() === n.toLowerCase()));
+      else if (sel.kind === 'regex') {
+        try {
+          const list = `[${names.map((n) => quoteLiteral(n)).join(', ')}]::VARCHAR[]`;
+          const pattern = quoteLiteral(sel.pattern);
+          const rows = await this.ctx.db.all<{ n: string }>(`SELECT unnest(list_filter(${list}, n -> regexp_matches(n, ${pattern}) OR regexp_matches(lower(n), ${pattern}))) AS n`);
+          hit = rows[0]?.n;
+        } catch {
+          hit = names[0];
+        }
+      } else hit = names[0];
+      if (hit) return { column: hit.toLowerCase(), clause };
+    }
+    return null;
   }
 
   /** The masks of every scan, as planned from one catalog snapshot. */
@@ -315,16 +445,23 @@ export class MaskingEnforcer {
 
   private async build(q: QueryContext, parsed: Extract<ParsedSql, { ok: true }>, policies: MaskingPolicy[], snap: CatalogSnapshot, canWrite: boolean) {
     let hidden: string | undefined;
+    const stale = new Set<MaskingPolicy>();
     const planFor = this.planner(snap, policies, q.table, (rel) => {
       if (!canWrite && rel.schema.toLowerCase() === '_service' && rel.name.toLowerCase() === 'masking_policies') hidden ??= '_service.masking_policies';
+      for (const p of MaskingEnforcer.missingPolicyColumns(rel, policies)) stale.add(p);
     });
     // The kernel's tree is shared: it is read here, never changed.
     const statements = parsed.tree.statements;
     const plan = planScans(statements, planFor);
-    const unresolved = plan.unresolved.length > 0;
-    const result = (r: CachedRewrite) => ({ result: r, unresolved });
+    const unresolved = plan.unresolved.length > 0 || stale.size > 0;
+    const result = (r: CachedRewrite) => ({ result: stale.size ? { ...r, stale: [...stale] } : r, unresolved });
     if (hidden) return result({ sql: q.sql, hidden });
-    const refusal = findMaskedPredicate(statements, plan.masked);
+    if (plan.wraps.length) {
+      const statistics = statisticsCall(statements) ?? (q.macros ?? []).map((m) => statisticsCall(m.tree.statements)).find(Boolean) ?? null;
+      if (statistics) return result({ sql: q.sql, statistics });
+    }
+    const stars: StarUse[] = [];
+    const refusal = findMaskedPredicate(statements, plan.masked, stars) ?? (await this.starRefusal(stars, plan.wraps.flatMap((w) => w.masks.map((m) => m.column))));
     if (refusal) return result({ sql: q.sql, refusal });
     const macro = this.macroReadingMasks(q.macros ?? [], planFor);
     if (macro) return result({ sql: q.sql, macro });

@@ -9,6 +9,7 @@ import { MethodCatalog } from './catalog.js';
 import { registerCommands } from './commands.js';
 import { MASKING_CONFIG } from './config.js';
 import { MaskingEnforcer } from './enforce.js';
+import { MaskKeys } from './keys.js';
 import { MIGRATIONS, PolicyStore } from './policies.js';
 import { registerRoutes } from './routes.js';
 import { interceptMaskingCommand } from './sql-commands.js';
@@ -16,7 +17,9 @@ import { interceptMaskingCommand } from './sql-commands.js';
 export default definePlugin({
   config: [MASKING_CONFIG],
   setup(ctx) {
-    const catalog = new MethodCatalog();
+    const keys = new MaskKeys();
+    keys.attach(ctx.secrets, (m) => ctx.log.warn(m));
+    const catalog = new MethodCatalog(keys);
     ctx.provideExtensionPoint(MASKING_METHODS, (contribution, fromPlugin) => {
       for (const method of Array.isArray(contribution) ? contribution : [contribution]) catalog.register(method, fromPlugin);
     });
@@ -27,11 +30,20 @@ export default definePlugin({
     const enforcer = new MaskingEnforcer(ctx, catalog, store, settings, ctx.log);
 
     ctx.onStart(async () => {
+      // The project key (in .env) and the key table come first: every keyed mask reads them.
+      try {
+        await keys.load(ctx.db);
+      } catch (e) {
+        // A database that cannot be written (read-only open) keeps working; keyed masks then fail closed.
+        ctx.log.warn(`masking: could not create the key table (${(e as Error).message})`);
+      }
       enforcer.relations.invalidate();
       enforcer.invalidate();
       await store.load();
     });
-    // Model builds, seed loads and syncs change tables: re-read the catalog on the next query.
+    // The kernel announces every statement that may change the catalog: re-read it on the next query.
+    ctx.events.on('catalog.changed', () => enforcer.relations.invalidate());
+    // Model builds, seed loads and syncs change tables too.
     ctx.events.on('*', () => {
       enforcer.relations.invalidate();
     });

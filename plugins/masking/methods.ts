@@ -10,6 +10,7 @@
 import crypto from 'node:crypto';
 import type { MaskingColumnInfo, MaskingMethod } from '../../sdk/index.js';
 import { quoteLiteral } from '../../sdk/index.js';
+import type { MaskKeys } from './keys.js';
 
 type Config = Record<string, any>;
 
@@ -41,21 +42,30 @@ function toNumber(value: unknown): number | null {
   return null;
 }
 
-/** Unit interval [0, 1] from the first 8 hex digits of SHA-256(seed:value): deterministic per value and seed. */
-function unitSql(column: string, seedKey: string): string {
-  return `(CAST(('0x' || left(sha256(${quoteLiteral(seedKey + ':')} || ${text(column)}), 8)) AS UBIGINT) / 4294967295.0)`;
+/** The first 8 hex digits of the keyed HMAC of a value, as a BIGINT in [0, 2^32). */
+function keyedWordSql(keys: MaskKeys, method: string, column: string, seedKey: string): string {
+  // BIGINT, not UBIGINT: the shift below subtracts, and UBIGINT arithmetic overflows under 0.
+  return `CAST(('0x' || left(${keys.hmacSql(method, seedKey, text(column))}, 8)) AS BIGINT)`;
 }
-function unitJs(value: string, seedKey: string): number {
-  return parseInt(sha256Hex(`${seedKey}:${value}`).slice(0, 8), 16) / 4294967295;
+function keyedWordJs(keys: MaskKeys, method: string, value: string, seedKey: string): number {
+  return parseInt(keys.hmacHex(method, seedKey, value).slice(0, 8), 16);
+}
+
+/** Unit interval [0, 1], deterministic per value, key and seed_key. */
+function unitSql(keys: MaskKeys, column: string, seedKey: string): string {
+  return `(${keyedWordSql(keys, 'noise', column, seedKey)} / 4294967295.0)`;
+}
+function unitJs(keys: MaskKeys, value: string, seedKey: string): number {
+  return keyedWordJs(keys, 'noise', value, seedKey) / 4294967295;
 }
 
 /** Whole-day shift in [-max, -1] ∪ [1, max]: never 0, so a shifted date never equals its source. */
-function shiftSql(column: string, maxDays: number, seedKey: string): string {
-  const k = `CAST(('0x' || left(sha256(${quoteLiteral(seedKey + ':')} || ${text(column)}), 8)) AS UBIGINT) % ${2 * maxDays}`;
+function shiftSql(keys: MaskKeys, column: string, maxDays: number, seedKey: string): string {
+  const k = `(${keyedWordSql(keys, 'date_shift', column, seedKey)} % ${2 * maxDays})`;
   return `CAST(CASE WHEN ${k} < ${maxDays} THEN ${k} - ${maxDays} ELSE ${k} - ${maxDays - 1} END AS INTEGER)`;
 }
-function shiftJs(value: string, maxDays: number, seedKey: string): number {
-  const k = parseInt(sha256Hex(`${seedKey}:${value}`).slice(0, 8), 16) % (2 * maxDays);
+function shiftJs(keys: MaskKeys, value: string, maxDays: number, seedKey: string): number {
+  const k = keyedWordJs(keys, 'date_shift', value, seedKey) % (2 * maxDays);
   return k < maxDays ? k - maxDays : k - maxDays + 1;
 }
 
@@ -63,12 +73,17 @@ function shiftJs(value: string, maxDays: number, seedKey: string): number {
  * SQL keeping the last n digits of a string and replacing every other digit with `*`
  * (separators stay). NULL gives NULL. The tail is written twice but computed once (DuckDB
  * eliminates the common subexpression); translate() is several times faster than a global
- * regexp_replace.
+ * regexp_replace. Anything that is neither a digit nor a separator (a letter, a word: text
+ * that is not a number at all) becomes `*` too, so no input comes back unchanged.
  */
+const SEPARATORS = ' +().\\-/';
 function lastDigitsSql(column: string, n: number): string {
   const v = text(column);
   const tail = `regexp_extract(${v}, '([0-9][^0-9]*){${n}}$')`;
-  return `(translate(left(${v}, length(${v}) - length(${tail})), '0123456789', '**********') || ${tail})`;
+  const digitsMasked = `(translate(left(${v}, length(${v}) - length(${tail})), '0123456789', '**********') || ${tail})`;
+  // translate() deleting digits and separators leaves '' for a plain number: the usual case
+  // skips the regular expression (several times slower per row).
+  return `CASE WHEN translate(${v}, '0123456789 +().-/', '') = '' THEN ${digitsMasked} ELSE regexp_replace(${digitsMasked}, '[^0-9*${SEPARATORS}]', '*', 'g') END`;
 }
 function lastDigitsJs(value: string, n: number): string {
   const chars = [...value];
@@ -79,8 +94,8 @@ function lastDigitsJs(value: string, n: number): string {
     else chars[i] = '*';
   }
   // Fewer digits than n: the SQL form finds no tail and masks every digit; mirror that.
-  if (keep > 0) return value.replace(/[0-9]/g, '*');
-  return chars.join('');
+  const digitsMasked = keep > 0 ? value.replace(/[0-9]/g, '*') : chars.join('');
+  return digitsMasked.replace(/[^0-9* +().\-/]/gu, '*');
 }
 
 function formatBucket(x: number, integral: boolean): string {
@@ -105,10 +120,16 @@ function lastDigitsMethod(name: string, description: string): MaskingMethod {
 
 const noConfig = { type: 'object', additionalProperties: false, properties: {} };
 
-export const BUILTIN_METHODS: MaskingMethod[] = [
+/**
+ * The built-in methods. `keys` holds the project's masking key: `consistent_hash`, `noise` and
+ * `date_shift` are HMAC-SHA256 under keys derived from it (keys.ts), so a caller who can hash
+ * candidate values cannot reproduce them.
+ */
+export function builtinMethods(keys: MaskKeys): MaskingMethod[] {
+  return [
   {
     name: 'hash',
-    description: 'First 8 hex characters of the SHA-256 hash of the value; deterministic, not meant for joins.',
+    description: 'First 8 hex characters of the SHA-256 hash of the value (unkeyed: reversible by guessing for values from a small set); deterministic, not meant for joins.',
     configSchema: noConfig,
     expression: (c) => `left(sha256(${text(c)}), 8)`,
     apply: (v, _cfg, info) => (v == null ? null : sha256Hex(asDuckText(v, info.type)).slice(0, 8)),
@@ -236,7 +257,8 @@ export const BUILTIN_METHODS: MaskingMethod[] = [
       const b = Number(cfg.bucket_size);
       const n = `TRY_CAST(${c} AS DOUBLE)`;
       const low = `(floor(${n} / ${b}) * ${b})`;
-      const fmt = (x: string) => (Number.isInteger(b) ? `CAST(CAST(${x} AS BIGINT) AS VARCHAR)` : `CAST(${x} AS VARCHAR)`);
+      // TRY_CAST: a value beyond BIGINT gives NULL, never an error that would quote it.
+      const fmt = (x: string) => (Number.isInteger(b) ? `CAST(TRY_CAST(${x} AS BIGINT) AS VARCHAR)` : `CAST(${x} AS VARCHAR)`);
       return `CASE WHEN ${n} IS NULL OR isinf(${n}) OR isnan(${n}) THEN NULL ELSE ${fmt(low)} || '-' || ${fmt(`(${low} + ${b})`)} END`;
     },
     apply: (v, cfg) => {
@@ -245,69 +267,83 @@ export const BUILTIN_METHODS: MaskingMethod[] = [
       const b = Number(cfg.bucket_size);
       const low = Math.floor(n / b) * b;
       const integral = Number.isInteger(b);
+      const fits = (x: number) => !integral || (x >= -9223372036854775808 && x < 9223372036854775808);
+      if (!fits(low) || !fits(low + b)) return null;
       return `${formatBucket(low, integral)}-${formatBucket(low + b, integral)}`;
     },
   },
   {
     name: 'noise',
-    description: 'Adds deterministic noise within ± percentage, stable per value and seed_key; integer columns stay integers.',
+    description: 'Adds deterministic noise within ± percentage, keyed by the project key (and seed_key), stable per value; integer columns stay integers; 0 stays 0.',
     configSchema: {
       type: 'object',
       additionalProperties: false,
       properties: {
         percentage: { type: 'number', exclusiveMinimum: 0, maximum: 1000, default: 10.0, description: 'Maximum change, in percent of the value' },
-        seed_key: { type: 'string', default: '', writeOnly: true, description: 'Secret mixed into the noise; the same value and seed_key always give the same output' },
+        seed_key: { type: 'string', default: '', writeOnly: true, description: 'Optional extra secret mixed into the key (the project key is always used); the same value and seed_key always give the same output' },
       },
     },
     expression: (c, cfg, info) => {
       const n = `TRY_CAST(${c} AS DOUBLE)`;
-      const noisy = `(${n} * (1 + ${Number(cfg.percentage) / 100} * (2 * ${unitSql(c, String(cfg.seed_key))} - 1)))`;
+      const noisy = `(${n} * (1 + ${Number(cfg.percentage) / 100} * (2 * ${unitSql(keys, c, String(cfg.seed_key))} - 1)))`;
+      // Infinite or NaN (input or overflow) gives NULL: never an error, never the raw infinity.
+      const finite = `CASE WHEN isfinite(${noisy}) THEN ${noisy} END`;
       const type = info.type ?? '';
-      if (INTEGER_TYPES.test(type)) return `TRY_CAST(round(${noisy}) AS ${type})`;
-      if (DECIMAL_TYPE.test(type) || FLOAT_TYPES.test(type)) return `TRY_CAST(${noisy} AS ${type})`;
-      return noisy;
+      if (INTEGER_TYPES.test(type)) return `TRY_CAST(round(${finite}) AS ${type})`;
+      if (DECIMAL_TYPE.test(type) || FLOAT_TYPES.test(type)) return `TRY_CAST(${finite} AS ${type})`;
+      return finite;
     },
     apply: (v, cfg, info) => {
       const n = toNumber(v);
       if (n === null) return null;
-      const noisy = n * (1 + (Number(cfg.percentage) / 100) * (2 * unitJs(asDuckText(v, info.type), String(cfg.seed_key)) - 1));
+      const noisy = n * (1 + (Number(cfg.percentage) / 100) * (2 * unitJs(keys, asDuckText(v, info.type), String(cfg.seed_key)) - 1));
+      if (!Number.isFinite(noisy)) return null;
       return INTEGER_TYPES.test(info.type ?? '') ? Math.round(noisy) : noisy;
     },
   },
   {
     name: 'date_shift',
-    description: 'Moves a date or timestamp by a deterministic number of whole days within ± max_days (never 0), stable per value and seed_key.',
+    description: 'Moves a date or timestamp by a whole number of days within ± max_days (never 0), keyed by the project key (and seed_key), stable per value; a result out of range (or an infinite date) becomes NULL.',
     configSchema: {
       type: 'object',
       additionalProperties: false,
       properties: {
         max_days: { type: 'integer', minimum: 1, maximum: 36500, default: 30, description: 'Largest shift in days' },
-        seed_key: { type: 'string', default: '', writeOnly: true, description: 'Secret mixed into the shift' },
+        seed_key: { type: 'string', default: '', writeOnly: true, description: 'Optional extra secret mixed into the key (the project key is always used)' },
       },
     },
     expression: (c, cfg, info) => {
-      const shift = shiftSql(c, Number(cfg.max_days), String(cfg.seed_key));
+      const shift = shiftSql(keys, c, Number(cfg.max_days), String(cfg.seed_key));
       const type = (info.type ?? '').toUpperCase();
-      if (type === 'DATE') return `(${c} + ${shift})`;
-      if (TIMESTAMP_TYPES.test(type)) return `(${c} + to_days(${shift}))`;
+      // A date within max_days of the end of DuckDB's range (years -5877641..5881580 for DATE,
+      // -290308..294247 for TIMESTAMP) gives NULL instead of an overflow error, whose text would
+      // show the date and the shift; year() of an infinite date is NULL, so it gives NULL too.
+      // (try() would do, but DuckDB refuses it around the key's scalar subquery.)
+      const inDateRange = (d: string) => `year(${d}) BETWEEN -5877500 AND 5881400`;
+      const inTimestampRange = (t: string) => `year(${t}) BETWEEN -290200 AND 294100`;
+      if (type === 'DATE') return `CASE WHEN ${inDateRange(c)} THEN ${c} + ${shift} END`;
+      if (TIMESTAMP_TYPES.test(type)) return `CASE WHEN ${inTimestampRange(c)} THEN ${c} + to_days(${shift}) END`;
       // Text (or unknown type): a date-looking string stays a date string, a timestamp-looking one a timestamp string.
       const v = text(c);
-      return `CASE WHEN regexp_full_match(${v}, '[0-9]{4}-[0-9]{2}-[0-9]{2}') THEN CAST(TRY_CAST(${v} AS DATE) + ${shift} AS VARCHAR) ELSE CAST(TRY_CAST(${v} AS TIMESTAMP) + to_days(${shift}) AS VARCHAR) END`;
+      const asDate = `TRY_CAST(${v} AS DATE)`;
+      const asTimestamp = `TRY_CAST(${v} AS TIMESTAMP)`;
+      return `CASE WHEN regexp_full_match(${v}, '[0-9]{4}-[0-9]{2}-[0-9]{2}') THEN CASE WHEN ${inDateRange(asDate)} THEN CAST(${asDate} + ${shift} AS VARCHAR) END WHEN ${inTimestampRange(asTimestamp)} THEN CAST(${asTimestamp} + to_days(${shift}) AS VARCHAR) END`;
     },
     apply: (v, cfg, info) => {
       if (v == null) return null;
       const s = asDuckText(v, info.type);
       const m = /^(\d{4})-(\d{2})-(\d{2})([ T](\d{2}):(\d{2}):(\d{2}(\.\d+)?))?$/.exec(s);
       if (!m || typeof v === 'number') return null;
-      const shift = shiftJs(s, Number(cfg.max_days), String(cfg.seed_key));
+      const shift = shiftJs(keys, s, Number(cfg.max_days), String(cfg.seed_key));
       const d = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]) + shift));
+      if (Number.isNaN(d.getTime())) return null;
       const day = d.toISOString().slice(0, 10);
       return m[4] ? `${day} ${m[5]}:${m[6]}:${m[7]}` : day;
     },
   },
   {
     name: 'consistent_hash',
-    description: 'Join-safe pseudonym: prefix followed by the first `length` hex characters of SHA-256; the same input always gives the same output.',
+    description: 'Join-safe pseudonym: prefix followed by the first `length` hex characters of HMAC-SHA256 under the project key; the same input always gives the same output, in every table.',
     configSchema: {
       type: 'object',
       additionalProperties: false,
@@ -316,9 +352,10 @@ export const BUILTIN_METHODS: MaskingMethod[] = [
         length: { type: 'integer', minimum: 4, maximum: 64, default: 8, description: 'Hex characters of the hash kept' },
       },
     },
-    expression: (c, cfg) => `${quoteLiteral(String(cfg.prefix))} || left(sha256(${text(c)}), ${Number(cfg.length)})`,
-    apply: (v, cfg, info) => (v == null ? null : String(cfg.prefix) + sha256Hex(asDuckText(v, info.type)).slice(0, Number(cfg.length))),
+    expression: (c, cfg) => `${quoteLiteral(String(cfg.prefix))} || left(${keys.hmacSql('consistent_hash', '', text(c))}, ${Number(cfg.length)})`,
+    apply: (v, cfg, info) => (v == null ? null : String(cfg.prefix) + keys.hmacHex('consistent_hash', '', asDuckText(v, info.type)).slice(0, Number(cfg.length))),
   },
-];
+  ];
+}
 
 export type { MaskingColumnInfo };

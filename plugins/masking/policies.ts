@@ -182,9 +182,29 @@ export class PolicyStore {
     }
   }
 
+  /**
+   * A conditional policy shows which rows have condition_value: its condition column must not be
+   * masked itself (by this policy or another on the table), or the row pattern would reveal it.
+   */
+  private assertConditionVisible(p: Omit<MaskingPolicy, 'id' | 'created_at'>, ignoreId?: string): void {
+    const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+    const others = this.policies.filter((x) => x.id !== ignoreId && same(x.schema_name, p.schema_name) && same(x.table_name, p.table_name));
+    const refuse = (message: string, column: string) => {
+      throw badRequest('masked_condition_column', message, { field: 'condition_column', column });
+    };
+    if (p.condition_column) {
+      if (same(p.condition_column, p.column_name)) refuse(`The condition column '${p.condition_column}' is the masked column itself: which rows are masked would reveal its values`, p.condition_column);
+      const masking = others.find((x) => same(x.column_name, p.condition_column as string));
+      if (masking) refuse(`The condition column '${p.condition_column}' is masked by policy '${masking.id}': which rows are masked would reveal its values`, p.condition_column);
+    }
+    const conditioned = others.find((x) => x.condition_column && same(x.condition_column, p.column_name));
+    if (conditioned) refuse(`Column '${p.column_name}' is the condition column of policy '${conditioned.id}': masking it would be revealed by which rows that policy masks`, p.column_name);
+  }
+
   async create(input: PolicyInput): Promise<MaskingPolicy> {
     const p = this.validate(input);
     this.assertUnique(p);
+    this.assertConditionVisible(p);
     const id = crypto.randomUUID();
     await this.db().run(
       `INSERT INTO _service.masking_policies (id, schema_name, table_name, column_name, method, method_config, condition_column, condition_value, exempted_roles)
@@ -202,6 +222,7 @@ export class PolicyStore {
     if (changes.method && changes.method !== current.method && changes.method_config === undefined) merged.method_config = {};
     const p = this.validate(merged);
     this.assertUnique(p, id);
+    this.assertConditionVisible(p, id);
     await this.db().run(
       `UPDATE _service.masking_policies SET schema_name = $2, table_name = $3, column_name = $4, method = $5, method_config = $6::JSON,
               condition_column = $7, condition_value = $8, exempted_roles = $9::JSON WHERE id = $1`,

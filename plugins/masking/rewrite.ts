@@ -264,15 +264,35 @@ function requalify(root: unknown, renamed: Map<string, string>): void {
 }
 
 
-/** Last part of every column reference inside a subtree, lower case. */
-function columnRefs(value: unknown): string[] {
-  const out: string[] = [];
-  walkSqlTree(value, (n) => {
-    if (n.class === 'COLUMN_REF' && Array.isArray(n.column_names) && n.column_names.length) {
-      out.push(String(n.column_names[n.column_names.length - 1]).toLowerCase());
+/**
+ * What a predicate clause reads: the last part of every column reference (lower case) and every
+ * star expression (`*`, `t.*`, `COLUMNS(...)`, `ORDER BY ALL`) that DuckDB expands into column
+ * references before binding. A star that is an item of a nested SELECT's select list is a
+ * projection (`EXISTS (SELECT * ...)`), not a use, and is skipped.
+ */
+function clauseReads(value: unknown): { names: string[]; stars: SqlNode[] } {
+  const names: string[] = [];
+  const stars: SqlNode[] = [];
+  const visit = (v: unknown, projection: boolean): void => {
+    if (Array.isArray(v)) {
+      for (const child of v) visit(child, projection);
+      return;
     }
-  });
-  return out;
+    if (!isObject(v)) return;
+    if (v.class === 'COLUMN_REF' && Array.isArray(v.column_names) && v.column_names.length) {
+      names.push(String(v.column_names[v.column_names.length - 1]).toLowerCase());
+    }
+    // `#2` names a column by position: like a star, it is resolved against the masked columns.
+    if ((v.class === 'STAR' || v.class === 'POSITIONAL_REFERENCE') && !projection) stars.push(v);
+    for (const [k, child] of Object.entries(v)) {
+      if (!isObject(child)) continue;
+      if (v.type === 'SELECT_NODE' && k === 'select_list' && Array.isArray(child)) {
+        for (const item of child) visit(item, true);
+      } else visit(child, false);
+    }
+  };
+  visit(value, false);
+  return { names, stars };
 }
 
 export interface PredicateUse {
@@ -280,18 +300,51 @@ export interface PredicateUse {
   clause: string;
 }
 
-/** The first masked column used in a clause that filters, orders, groups or joins; null when there is none. */
-export function findMaskedPredicate(root: unknown, masked: ReadonlySet<string>): PredicateUse | null {
+/** A star expression in a predicate clause: which masked columns it expands to is decided by the caller (a regex needs DuckDB). */
+export interface StarUse {
+  clause: string;
+  star: SqlNode;
+}
+
+/** Aggregates GROUP BY ALL does not group by (an aggregate over masked values is allowed). */
+const AGGREGATES = new Set(['count', 'count_star', 'sum', 'avg', 'mean', 'min', 'max', 'any_value', 'first', 'last', 'list', 'array_agg', 'string_agg', 'approx_count_distinct', 'median', 'mode', 'quantile', 'quantile_cont', 'quantile_disc', 'stddev', 'stddev_samp', 'stddev_pop', 'variance', 'var_samp', 'var_pop', 'bool_and', 'bool_or', 'histogram', 'arg_min', 'arg_max']);
+
+/**
+ * The first masked column used in a clause that filters, orders, groups or joins; null when
+ * there is none. Star expressions in those clauses are pushed to `stars` for the caller to
+ * resolve. Positional references (`ORDER BY 1`, `GROUP BY 2`) and `GROUP BY ALL` are resolved
+ * to the select items they name.
+ */
+export function findMaskedPredicate(root: unknown, masked: ReadonlySet<string>, stars: StarUse[] = []): PredicateUse | null {
   if (masked.size === 0) return null;
   let found: PredicateUse | null = null;
   const check = (clause: string, value: unknown) => {
     if (found || value == null) return;
-    for (const name of columnRefs(value)) {
+    const reads = clauseReads(value);
+    for (const name of reads.names) {
       if (masked.has(name)) {
         found = { column: name, clause };
         return;
       }
     }
+    for (const star of reads.stars) stars.push({ clause, star });
+  };
+  /** The select item a positional reference names, checked as the clause it is used in. */
+  const positional = (clause: string, select: SqlNode, expr: unknown) => {
+    if (!isObject(expr) || expr.class !== 'CONSTANT' || !Array.isArray(select.select_list)) return;
+    const position = Number(expr.value?.value);
+    if (!Number.isInteger(position) || position < 1) return;
+    const item = (select.select_list as SqlNode[])[position - 1];
+    if (isObject(item) && item.class === 'STAR') stars.push({ clause, star: item });
+    else check(clause, item);
+  };
+  const notAggregate = (item: unknown): unknown => {
+    if (!isObject(item)) return item;
+    if ((item.class === 'AGGREGATE' || item.class === 'FUNCTION') && AGGREGATES.has(String(item.function_name).toLowerCase())) return null;
+    if (item.class === 'STAR') return item;
+    const copy: SqlNode = Array.isArray(item) ? [] : {};
+    for (const [k, v] of Object.entries(item)) copy[k] = isObject(v) ? notAggregate(v) : v;
+    return copy;
   };
   walkSqlTree(root, (n) => {
     if (found) return;
@@ -300,10 +353,20 @@ export function findMaskedPredicate(root: unknown, masked: ReadonlySet<string>):
       check('HAVING', n.having);
       check('QUALIFY', n.qualify);
       check('GROUP BY', n.group_expressions);
+      for (const g of (n.group_expressions as unknown[] | undefined) ?? []) positional('GROUP BY', n, g);
+      if (n.aggregate_handling === 'FORCE_AGGREGATES') {
+        for (const item of (n.select_list as unknown[] | undefined) ?? []) {
+          if (isObject(item) && item.class === 'STAR') stars.push({ clause: 'GROUP BY ALL', star: item });
+          else check('GROUP BY ALL', notAggregate(item));
+        }
+      }
     }
     if (Array.isArray(n.modifiers)) {
       for (const m of n.modifiers as SqlNode[]) {
-        if (m?.type === 'ORDER_MODIFIER') check('ORDER BY', m.orders);
+        if (m?.type === 'ORDER_MODIFIER') {
+          check('ORDER BY', m.orders);
+          if (n.type === 'SELECT_NODE') for (const o of (m.orders as SqlNode[] | undefined) ?? []) positional('ORDER BY', n, o?.expression);
+        }
         if (m?.type === 'DISTINCT_MODIFIER') check('DISTINCT ON', m.distinct_on_targets);
       }
     }
@@ -325,4 +388,33 @@ export function findMaskedPredicate(root: unknown, masked: ReadonlySet<string>):
     }
   });
   return found;
+}
+
+/**
+ * How a star expression selects columns: `all` (`*`, `t.*`, `COLUMNS(*)`, `ORDER BY ALL`) minus
+ * `exclude`, a list of names, a regular expression (RE2, DuckDB decides), or `unknown` (a
+ * lambda or anything else: treated as all).
+ */
+export type StarSelection = { kind: 'all'; exclude: Set<string> } | { kind: 'names'; names: string[] } | { kind: 'regex'; pattern: string } | { kind: 'unknown' };
+
+export function starSelection(star: SqlNode): StarSelection {
+  if (star.class !== 'STAR') return { kind: 'unknown' };
+  const expr = star.expr;
+  if (expr == null) {
+    const exclude = new Set<string>();
+    for (const e of (star.exclude_list as unknown[] | undefined) ?? []) exclude.add(String(Array.isArray(e) ? e[e.length - 1] : e).toLowerCase());
+    for (const e of (star.qualified_exclude_list as unknown[] | undefined) ?? []) {
+      const parts = isObject(e) && Array.isArray(e.column_names) ? e.column_names : [];
+      if (parts.length) exclude.add(String(parts[parts.length - 1]).toLowerCase());
+    }
+    return { kind: 'all', exclude };
+  }
+  const constant = (e: unknown) => (isObject(e) && e.class === 'CONSTANT' && e.value?.type?.id === 'VARCHAR' && !e.value.is_null ? String(e.value.value) : null);
+  const pattern = constant(expr);
+  if (pattern !== null) return { kind: 'regex', pattern };
+  if (isObject(expr) && expr.class === 'FUNCTION' && expr.function_name === 'list_value' && Array.isArray(expr.children)) {
+    const names = expr.children.map(constant);
+    if (names.every((x: string | null) => x !== null)) return { kind: 'names', names: names as string[] };
+  }
+  return { kind: 'unknown' };
 }

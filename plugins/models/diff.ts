@@ -47,7 +47,7 @@ export function changedModelPaths(projectRoot: string, branch: string): Set<stri
   try {
     git(['rev-parse', '--is-inside-work-tree']);
   } catch {
-    throw badRequest('not_a_git_repository', `--against needs a git repository, and ${projectRoot} is not inside one`, { path: projectRoot });
+    throw badRequest('not_a_git_repository', '--against needs a git repository, and the project folder is not inside one', { field: 'against' });
   }
   try {
     git(['rev-parse', '--verify', '--quiet', `${branch}^{commit}`]);

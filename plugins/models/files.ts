@@ -4,7 +4,16 @@ import { badRequest, conflict, SAFE_NAME, type PluginContext } from '../../sdk/i
 import { configLine, isDirectiveLine } from './directives.js';
 import { TRANSFORM_DIR } from './discovery.js';
 
+/**
+ * Longest model or schema name. A name is a file (or folder) name too, and the atomic write's
+ * temp file adds 22 characters to it under the file system's 255-byte limit; 128 leaves room.
+ */
+export const MAX_NAME_LENGTH = 128;
+
 export function checkName(value: string, field: string, what: string): void {
+  if (value.length > MAX_NAME_LENGTH) {
+    throw badRequest(`invalid_${field}`, `${what} is ${value.length} characters long; the limit is ${MAX_NAME_LENGTH}`, { field, max_length: MAX_NAME_LENGTH });
+  }
   if (!SAFE_NAME.test(value)) {
     throw badRequest(`invalid_${field}`, `${what} '${value}' must start with a letter or underscore and hold only letters, digits and underscores`, { field });
   }

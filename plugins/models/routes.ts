@@ -11,11 +11,12 @@ import { runCheck } from './check.js';
 import { findModel, keyOf, downstreamOf } from './dag.js';
 import { runDiff } from './diff.js';
 import { runLint } from './lint.js';
+import { MAX_NAME_LENGTH } from './files.js';
 import { writeModel } from './promote.js';
 import type { ModelsEngine } from './service.js';
 import { readCatalog } from './state.js';
 
-const NAME = { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$' };
+const NAME = { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: MAX_NAME_LENGTH };
 const TARGETS = { type: ['array', 'null'], items: { type: 'string', minLength: 1 }, description: 'Model selectors: name, schema.name, +name, name+; null or empty for all' };
 const EMPTY_BODY: JsonSchema = { type: ['object', 'null'], additionalProperties: false, properties: {} };
 

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import { badRequest, errorMessage, qualified, quoteIdent, quoteLiteral, SAFE_NAME, type PluginContext, type SeedLoadResult } from '../../sdk/index.js';
 import { keyOf } from './dag.js';
 import type { Discovery, SeedFile } from './discovery.js';
-import { readCatalog, readStates, writeStates } from './state.js';
+import { readCatalog, readStates, writeState } from './state.js';
 
 export interface SeedOptions {
   force?: boolean;
@@ -48,11 +48,10 @@ export async function loadSeeds(ctx: PluginContext, discovery: Discovery, option
       result = { seed: seed.full_name, status: 'skipped', rows: stored.rows ?? undefined };
     } else {
       try {
-        const rows = await loadOne(ctx, seed, catalog.get(key)?.kind);
-        await writeStates(ctx.db, [{ name: key, kind: 'seed', content_hash: seed.content_hash, state_hash: seed.content_hash, materialized: 'table', rows }]);
+        const rows = await loadOne(ctx, seed, key, catalog.get(key)?.kind);
         result = { seed: seed.full_name, status: 'built', rows };
       } catch (e) {
-        result = { seed: seed.full_name, status: 'error', error: `${seed.path}: ${errorMessage(e).split('\n')[0]}` };
+        result = { seed: seed.full_name, status: 'error', error: `${seed.path}: ${errorMessage(e).split('\n')[0].split(seed.absPath).join(seed.path)}` };
       }
     }
     results.push(result);
@@ -61,17 +60,20 @@ export async function loadSeeds(ctx: PluginContext, discovery: Discovery, option
   return results;
 }
 
-async function loadOne(ctx: PluginContext, seed: SeedFile, existingKind: 'table' | 'view' | undefined): Promise<number> {
+async function loadOne(ctx: PluginContext, seed: SeedFile, key: string, existingKind: 'table' | 'view' | undefined): Promise<number> {
   const target = qualified(seed.schema, seed.name);
   const empty = fs.readFileSync(seed.absPath, 'utf8').trim() === '';
   const create = empty
     ? `CREATE OR REPLACE TABLE ${target} (empty_file BOOLEAN)`
     : `CREATE OR REPLACE TABLE ${target} AS SELECT * FROM read_csv(${quoteLiteral(seed.absPath)}, header = true, auto_detect = true)`;
+  // Table and state commit together, so a killed load never leaves a table its stored hash does not describe.
   return ctx.db.withConnection((c) =>
     c.transaction(async () => {
       if (existingKind === 'view') await c.run(`DROP VIEW ${target}`);
       await c.run(create);
-      return Number((await c.value(`SELECT count(*) FROM ${target}`)) ?? 0);
+      const rows = Number((await c.value(`SELECT count(*) FROM ${target}`)) ?? 0);
+      await writeState(c, { name: key, kind: 'seed', content_hash: seed.content_hash, state_hash: seed.content_hash, materialized: 'table', rows });
+      return rows;
     }),
   );
 }

@@ -62,14 +62,12 @@ export async function readStates(c: Pick<DbConnection, 'all'>): Promise<Map<stri
   return new Map(rows.map((r) => [r.name, r]));
 }
 
-/** Upserts many state rows in one statement (one round trip, one commit). */
-export async function writeStates(c: Pick<DbConnection, 'run'>, rows: StateRow[]): Promise<void> {
-  if (rows.length === 0) return;
+/** Upserts one state row: the form a build runs inside its own transaction (plain parameters, no JSON decoding). */
+export async function writeState(c: Pick<DbConnection, 'run'>, row: StateRow): Promise<void> {
   await c.run(
     `INSERT OR REPLACE INTO _service.model_state (name, kind, content_hash, state_hash, materialized, rows, updated_at)
-     SELECT r.name, r.kind, r.content_hash, r.state_hash, r.materialized, r.rows, current_timestamp
-       FROM (SELECT unnest(from_json($1::VARCHAR, '[{"name":"VARCHAR","kind":"VARCHAR","content_hash":"VARCHAR","state_hash":"VARCHAR","materialized":"VARCHAR","rows":"BIGINT"}]'), recursive := true)) AS r`,
-    [JSON.stringify(rows)],
+     VALUES ($1, $2, $3, $4, $5, $6, current_timestamp)`,
+    [row.name, row.kind, row.content_hash, row.state_hash, row.materialized, row.rows],
   );
 }
 

@@ -7,7 +7,8 @@
  * DuckDB builds the new table completely under a fresh catalog entry and swaps it in at commit,
  * so a failing model keeps its previous data. (An explicit temp-name + DROP + RENAME does the
  * same swap with three statements and measured 1.6-2.9x slower on small models.) When a model
- * changes between table and view, the old relation is dropped in the same transaction.
+ * changes between table and view, the old relation is dropped in the same transaction, and the
+ * model's row in `_service.model_state` is upserted in it too (state survives a killed run).
  */
 import crypto from 'node:crypto';
 import os from 'node:os';
@@ -25,7 +26,7 @@ import {
 } from '../../sdk/index.js';
 import { keyOf, selectModels, type GraphModel, type ModelGraph } from './dag.js';
 import { sha256 } from './discovery.js';
-import { readCatalog, readStates, recordRun, writeStates, type Relation, type StateRow } from './state.js';
+import { readCatalog, readStates, recordRun, writeState, type Relation, type StateRow } from './state.js';
 
 export interface TransformOptions {
   targets?: string[] | null;
@@ -46,15 +47,15 @@ function defaultConcurrency(): number {
   return Math.max(2, Math.min(4, os.cpus().length));
 }
 
-/** The statement(s) that materialize a model. */
-export function buildStatements(m: GraphModel, existing: Relation | undefined): { sql: string; replacesKind: boolean } {
+/** The statement(s) that materialize a model (run in one transaction with its state upsert). */
+export function buildStatements(m: GraphModel, existing: Relation | undefined): string {
   const target = qualified(m.info.schema, m.info.name);
   const kind = m.info.materialized === 'table' ? 'TABLE' : 'VIEW';
   const create = `CREATE OR REPLACE ${kind} ${target} AS\n${m.file.body}\n`;
   if (existing && existing.kind !== m.info.materialized) {
-    return { sql: `DROP ${existing.kind === 'table' ? 'TABLE' : 'VIEW'} ${target};\n${create}`, replacesKind: true };
+    return `DROP ${existing.kind === 'table' ? 'TABLE' : 'VIEW'} ${target};\n${create}`;
   }
-  return { sql: create, replacesKind: false };
+  return create;
 }
 
 function firstLine(message: string): string {
@@ -86,7 +87,6 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
   if (schemas.length) await ctx.db.run(schemas.map((s) => `CREATE SCHEMA IF NOT EXISTS ${quoteIdent(s)};`).join('\n'));
 
   const results = new Map<string, ModelBuildResult>();
-  const stateWrites: StateRow[] = [];
   const failedUpstream = new Map<string, string>();
   const pending = new Map<string, number>();
   for (const m of queue) pending.set(keyOf(m.info.full_name), m.upstreamModels.filter((u) => selected.has(u)).length);
@@ -111,14 +111,22 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     const started = performance.now();
     let status: ModelBuildStatus = 'built';
     let error: string | undefined;
+    const row: StateRow = { name: key, kind: 'model', content_hash: m.file.content_hash, state_hash: token, materialized: m.info.materialized, rows: null };
     if (m.file.parseError) {
       status = 'error';
       error = `${m.file.path}${m.file.parseErrorLine ? `:${m.file.parseErrorLine}` : ''}: ${m.file.parseError}`;
     } else {
-      const { sql, replacesKind } = buildStatements(m, existing);
+      const sql = buildStatements(m, existing);
       try {
-        if (replacesKind) await conn.transaction((c) => c.run(sql));
-        else await conn.run(sql);
+        // Model SQL may read project files (seeds), never the host, hidden files or the database.
+        await ctx.db.assertProjectFileReads(m.file.body);
+        // The relation and its state commit together: a run killed at any point leaves every
+        // model either as before with its old state or rebuilt with its new state, so the next
+        // run neither skips a table no file describes nor rebuilds what was already built.
+        await conn.transaction(async (c) => {
+          await c.run(sql);
+          await writeState(c, row);
+        });
       } catch (e) {
         status = 'error';
         error = `${m.file.path}: ${firstLine(errorMessage(e))}`;
@@ -127,9 +135,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     const durationMs = Math.round((performance.now() - started) * 100) / 100;
     if (status === 'built') {
       catalog.set(key, { kind: m.info.materialized, signature: '' });
-      const row: StateRow = { name: key, kind: 'model', content_hash: m.file.content_hash, state_hash: token, materialized: m.info.materialized, rows: null };
       states.set(key, row);
-      stateWrites.push(row);
     }
     const buildCtx: ModelBuildContext = {
       model,
@@ -231,7 +237,6 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
   }
 
   const ordered = queue.map((m) => results.get(keyOf(m.info.full_name))!);
-  await writeStates(ctx.db, stateWrites);
   const failed = ordered.filter((r) => r.status === 'error' || r.status === 'upstream_failed').length;
   const status: 'success' | 'error' = failed > 0 ? 'error' : 'success';
   const durationMs = Math.round(performance.now() - t0);

@@ -7,7 +7,7 @@ import { startKernelServer as startServer } from './auth-server.js';
 
 /** Makes a token look issued long ago: only its digest is in the database. */
 async function expire(s: TestServer, token: string): Promise<void> {
-  await s.app.db.run("UPDATE _service.tokens SET expires_at = TIMESTAMP '2000-01-01 00:00:00' WHERE token_hash = $1", [hashToken(token)]);
+  await s.app.auth.users.database.run("UPDATE _service.tokens SET expires_at = TIMESTAMP '2000-01-01 00:00:00' WHERE token_hash = $1", [hashToken(token)]);
 }
 
 describe('auth on: setup, login, users and token lifecycle', () => {
@@ -55,10 +55,10 @@ describe('auth on: setup, login, users and token lifecycle', () => {
   });
 
   it('stores only PBKDF2 hash and salt, and only token digests', async () => {
-    const [row] = await s.app.db.all<{ password_hash: string; salt: string }>("SELECT * FROM _service.users WHERE username = 'root'");
+    const [row] = await s.app.auth.users.database.all<{ password_hash: string; salt: string }>("SELECT * FROM _service.users WHERE username = 'root'");
     assert.equal(row.salt.length, 64);
     assert.ok(!JSON.stringify(row).includes('secret1'));
-    const tokens = await s.app.db.all<{ token_hash: string }>('SELECT token_hash FROM _service.tokens');
+    const tokens = await s.app.auth.users.database.all<{ token_hash: string }>('SELECT token_hash FROM _service.tokens');
     assert.ok(tokens.some((t) => t.token_hash === hashToken(admin)));
     assert.ok(!JSON.stringify(tokens).includes(admin));
   });
@@ -152,11 +152,11 @@ describe('auth on: setup, login, users and token lifecycle', () => {
     assert.equal((await s.request('POST', '/api/auth/login', { username: 'ann', password: 'pw-ann' })).status, 401);
 
     t = await login('pw-new');
-    const tokensBefore = await s.app.db.value<number>("SELECT count(*) FROM _service.tokens WHERE username = 'ann'");
+    const tokensBefore = await s.app.auth.users.database.value<number>("SELECT count(*) FROM _service.tokens WHERE username = 'ann'");
     assert.ok(Number(tokensBefore) >= 1);
     assert.equal((await s.request('DELETE', '/api/users/ann', undefined, { token: admin })).status, 200);
     assert.equal(await me(t), 401, 'deletion revokes');
-    assert.equal(Number(await s.app.db.value("SELECT count(*) FROM _service.tokens WHERE username = 'ann'")), 0);
+    assert.equal(Number(await s.app.auth.users.database.value("SELECT count(*) FROM _service.tokens WHERE username = 'ann'")), 0);
   });
 
   it('the last admin can be neither demoted nor deleted', async () => {

@@ -108,6 +108,15 @@ describe('security: data outside the query path', () => {
       assert.equal((await as('admin', 'POST', '/api/users', { username: role, password: `pw-${role}`, role })).status, 201);
       tokens[role] = (await s.request('POST', '/api/auth/login', { username: role, password: `pw-${role}` })).body.token;
     }
+    // Users live in the project's user store; a database from an earlier version still carries
+    // its credential tables (sec-engine moves them out only from the environment active at the
+    // import), so every route must keep those hidden too.
+    const legacyUsers = await s.app.auth.users.database.all<{ username: string; password_hash: string; salt: string; role: string }>(
+      'SELECT username, password_hash, salt, role FROM _service.users',
+    );
+    await s.app.db.run('CREATE TABLE _service.users (username VARCHAR, password_hash VARCHAR, salt VARCHAR, role VARCHAR); CREATE TABLE _service.tokens (token_hash VARCHAR, username VARCHAR)');
+    for (const u of legacyUsers) await s.app.db.run('INSERT INTO _service.users VALUES ($1, $2, $3, $4)', [u.username, u.password_hash, u.salt, u.role]);
+    await s.app.db.run("INSERT INTO _service.tokens SELECT sha256(username), username FROM _service.users");
     assert.equal((await as('admin', 'POST', '/api/seeds', {})).status, 200);
     const policy = await as('admin', 'POST', '/api/masking/policies', { schema_name: 'seeds', table_name: 'people', column_name: 'ssn', method: 'redact' });
     assert.equal(policy.status, 201, policy.text);
@@ -126,7 +135,7 @@ describe('security: data outside the query path', () => {
        VALUES ('legacy-2', NULL, 'seeds.people', 'min(ssn)', 'expression', false, $1::JSON, TIMESTAMP '2020-01-01 00:00:00')`,
       [JSON.stringify({ form: 'expression', value: SSNS[2], error: `Could not convert string '${SSNS[0]}' to INT32` })],
     );
-    hashes = (await s.app.db.all<{ h: string; s: string }>('SELECT password_hash AS h, salt AS s FROM _service.users')).flatMap((r) => [r.h, r.s]);
+    hashes = (await s.app.auth.users.database.all<{ h: string; s: string }>('SELECT password_hash AS h, salt AS s FROM _service.users')).flatMap((r) => [r.h, r.s]);
     assert.ok(hashes.length >= 6);
   });
   after(async () => s.close());

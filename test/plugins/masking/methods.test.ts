@@ -24,6 +24,8 @@ describe('masking methods', () => {
   async function mask(method: string, literal: string, type: string, config: Record<string, unknown> = {}) {
     const cfg = catalog.normalizeConfig(method, config);
     const expr = catalog.expression(method, '"c"', cfg, { type });
+    // Keyed masks read their padded key from _masking.keys: write this catalog's keys there.
+    await catalog.keys.flush(app.db);
     const r = await app.db.query(`SELECT ${expr} AS m, c FROM (SELECT CAST(${literal} AS ${type}) AS c)`);
     const sqlValue = r.rows[0][0];
     const jsValue = catalog.apply(method, r.rows[0][1], cfg, { type });
@@ -165,11 +167,16 @@ describe('masking methods', () => {
     await expectBoth('date_shift', '42', 'INTEGER', null);
   });
 
-  it('consistent_hash: join-safe prefix + hash', async () => {
-    await expectBoth('consistent_hash', "'ada'", 'VARCHAR', sha('ada').slice(0, 8));
-    await expectBoth('consistent_hash', "'ada'", 'VARCHAR', 'cust_' + sha('ada').slice(0, 12), { prefix: 'cust_', length: 12 });
+  it('consistent_hash: join-safe prefix + keyed hash (HMAC-SHA256 under the project key, not a plain SHA-256)', async () => {
+    const hmac = (v: string) => catalog.keys.hmacHex('consistent_hash', '', v);
+    await expectBoth('consistent_hash', "'ada'", 'VARCHAR', hmac('ada').slice(0, 8));
+    await expectBoth('consistent_hash', "'ada'", 'VARCHAR', 'cust_' + hmac('ada').slice(0, 12), { prefix: 'cust_', length: 12 });
     await expectBoth('consistent_hash', 'NULL', 'VARCHAR', null, { prefix: 'p' });
-    await expectBoth('consistent_hash', '7', 'INTEGER', sha('7').slice(0, 8));
+    await expectBoth('consistent_hash', '7', 'INTEGER', hmac('7').slice(0, 8));
+    assert.notEqual(hmac('ada').slice(0, 8), sha('ada').slice(0, 8));
+    // The HMAC in SQL is RFC 2104 HMAC-SHA256 (node's crypto.createHmac is the reference).
+    const other = new MethodCatalog();
+    assert.notEqual(other.keys.hmacHex('consistent_hash', '', 'ada'), hmac('ada'), 'another project key gives other pseudonyms');
   });
 
   it('validates method_config and names the field', () => {

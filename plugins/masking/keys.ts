@@ -1,0 +1,160 @@
+/**
+ * Keys of the keyed masking methods (`consistent_hash`, `noise`, `date_shift`).
+ *
+ * One random 256-bit key per project lives in `.env` (DP_MASKING_KEY, through the kernel's
+ * secrets store); the server generates it the first time a keyed mask is used, and saves it
+ * before that mask runs. Each keyed use derives a
+ * key of its own from it: HMAC-SHA256(project key, "dp-masking\0<method>\0<seed_key>"), so the
+ * methods' outputs are unrelated to each other and a policy's optional `seed_key` separates it
+ * from the other policies of the same method.
+ *
+ * The masks are HMAC-SHA256 (RFC 2104) computed by DuckDB. No key material is ever written into
+ * SQL text (which a caller can read back through explain, current_query() or an error): the
+ * padded keys are rows of `_masking.keys`, and a mask reads them with a scalar subquery naming
+ * the row by an opaque id. The enforcer refuses every user statement that names the `_masking`
+ * schema, whatever the role, so only the masks themselves read that table.
+ */
+import crypto from 'node:crypto';
+import { type DatabasePort, quoteLiteral } from '../../sdk/index.js';
+
+/** The `.env` entry holding the project's masking key (64 hex digits). */
+export const MASKING_KEY_ENV = 'DP_MASKING_KEY';
+/** The schema holding the padded keys; no user statement may name it. */
+export const KEY_SCHEMA = '_masking';
+export const KEY_TABLE = 'keys';
+
+const BLOCK = 64;
+const KEY_COLUMNS = 'id VARCHAR PRIMARY KEY, inner_pad BLOB NOT NULL, outer_pad BLOB NOT NULL';
+
+interface DerivedKey {
+  id: string;
+  key: Buffer;
+  inner: Buffer;
+  outer: Buffer;
+}
+
+type Secrets = { get(key: string): string | undefined; set(key: string, value: string): Promise<void> };
+
+export class MaskKeys {
+  private projectKey: Buffer | null;
+  /** Set when the key was generated here and must still be saved to `.env`. */
+  private unsaved = false;
+  private secrets: Secrets | null = null;
+  private warn: (message: string) => void = () => {};
+  private readonly derived = new Map<string, DerivedKey>();
+  /** Ids written to the table since it was (re)created. */
+  private readonly stored = new Set<string>();
+  private readonly pending = new Map<string, DerivedKey>();
+  /** The key table exists (made by load(), or by the first flush of a process that never ran load()). */
+  private tableReady = false;
+
+  /** Without `projectKey` and secrets (tests), a random key is made on first use and never saved. */
+  constructor(projectKey?: Buffer) {
+    this.projectKey = projectKey ?? null;
+  }
+
+  /** Where the project key is read from and saved to (`.env` through ctx.secrets). */
+  attach(secrets: Secrets, warn: (message: string) => void): void {
+    this.secrets = secrets;
+    this.warn = warn;
+  }
+
+  /**
+   * Forgets the derived keys (the project key is read from `.env` again on first use) and
+   * recreates the key table, so a key changed in `.env` takes effect on restart and no pad of
+   * an old key stays in the database.
+   */
+  async load(db: DatabasePort): Promise<void> {
+    if (this.secrets) this.projectKey = null;
+    this.unsaved = false;
+    this.derived.clear();
+    this.stored.clear();
+    this.pending.clear();
+    await db.run(`CREATE SCHEMA IF NOT EXISTS ${KEY_SCHEMA}`);
+    await db.run(`CREATE OR REPLACE TABLE ${KEY_SCHEMA}.${KEY_TABLE} (${KEY_COLUMNS})`);
+    this.tableReady = true;
+  }
+
+  private key(): Buffer {
+    if (!this.projectKey) {
+      const saved = this.secrets?.get(MASKING_KEY_ENV);
+      if (saved && /^[0-9a-fA-F]{64}$/.test(saved)) {
+        this.projectKey = Buffer.from(saved, 'hex');
+      } else {
+        if (saved) this.warn(`masking: ${MASKING_KEY_ENV} in .env is not 64 hex digits; a new key was generated`);
+        this.projectKey = crypto.randomBytes(32);
+        this.unsaved = this.secrets !== null;
+      }
+    }
+    return this.projectKey;
+  }
+
+  private derive(method: string, seedKey: string): DerivedKey {
+    const purpose = `dp-masking\u0000${method}\u0000${seedKey}`;
+    let hit = this.derived.get(purpose);
+    if (!hit) {
+      const projectKey = this.key();
+      const key = crypto.createHmac('sha256', projectKey).update(purpose, 'utf8').digest();
+      // The id names the row in SQL text: it must not reveal the seed_key, so it is keyed too.
+      const id = 'k' + crypto.createHmac('sha256', projectKey).update(`id\u0000${purpose}`, 'utf8').digest('hex').slice(0, 24);
+      const padded = Buffer.alloc(BLOCK);
+      key.copy(padded);
+      const inner = Buffer.from(padded.map((b) => b ^ 0x36));
+      const outer = Buffer.from(padded.map((b) => b ^ 0x5c));
+      hit = { id, key, inner, outer };
+      this.derived.set(purpose, hit);
+    }
+    if (!this.stored.has(hit.id)) this.pending.set(hit.id, hit);
+    return hit;
+  }
+
+  /**
+   * SQL for the hex HMAC-SHA256 of `messageSql` (a VARCHAR expression) under the key of
+   * (method, seedKey). The text holds only the row's id; NULL in gives NULL out.
+   */
+  hmacSql(method: string, seedKey: string, messageSql: string): string {
+    const { id } = this.derive(method, seedKey);
+    const pad = (column: string) => `(SELECT ${column} FROM ${KEY_SCHEMA}.${KEY_TABLE} WHERE id = ${quoteLiteral(id)})`;
+    return `sha256(${pad('outer_pad')} || unhex(sha256(${pad('inner_pad')} || encode(${messageSql}))))`;
+  }
+
+  /** The JavaScript twin of hmacSql. */
+  hmacHex(method: string, seedKey: string, message: string): string {
+    return crypto.createHmac('sha256', this.derive(method, seedKey).key).update(message, 'utf8').digest('hex');
+  }
+
+  /** Whether keys used by masks since the last flush still have to be written. */
+  get dirty(): boolean {
+    return this.pending.size > 0 || this.unsaved;
+  }
+
+  /** Writes the padded keys masks have asked for since the last flush (before the masked SQL runs). */
+  async flush(db: DatabasePort): Promise<void> {
+    if (this.unsaved && this.secrets && this.projectKey) {
+      this.unsaved = false;
+      try {
+        await this.secrets.set(MASKING_KEY_ENV, this.projectKey.toString('hex'));
+      } catch (e) {
+        this.warn(`masking: could not save ${MASKING_KEY_ENV} to .env (${(e as Error).message}); keyed masks will change at the next start`);
+      }
+    }
+    if (!this.pending.size) return;
+    if (!this.tableReady) {
+      await db.run(`CREATE SCHEMA IF NOT EXISTS ${KEY_SCHEMA}`);
+      await db.run(`CREATE TABLE IF NOT EXISTS ${KEY_SCHEMA}.${KEY_TABLE} (${KEY_COLUMNS})`);
+      this.tableReady = true;
+    }
+    const rows = [...this.pending.values()];
+    this.pending.clear();
+    try {
+      // Parameters, never literals: the statement text may be logged or listed, the values are not.
+      for (const r of rows) {
+        await db.run(`INSERT OR IGNORE INTO ${KEY_SCHEMA}.${KEY_TABLE} VALUES ($1, from_hex($2), from_hex($3))`, [r.id, r.inner.toString('hex'), r.outer.toString('hex')]);
+      }
+    } catch (e) {
+      for (const r of rows) this.pending.set(r.id, r);
+      throw e;
+    }
+    for (const r of rows) this.stored.add(r.id);
+  }
+}

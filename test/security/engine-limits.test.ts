@@ -1,0 +1,78 @@
+/**
+ * The engine's memory limit (issue 10 point 11) and the database_locked message (issue 11
+ * point 5): it names what holds the file, never an absolute path.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { describeHolder } from '../../kernel/database.js';
+import { makeProject, REPO_ROOT, runCli, startServer } from '../helpers.js';
+
+describe('DuckDB memory limit', () => {
+  it('defaults to half the machine, below DuckDB\'s own 80%', async () => {
+    const s = await startServer(makeProject());
+    try {
+      const bytes = Number(await s.app.db.value("SELECT value::BIGINT FROM (SELECT current_setting('memory_limit') AS v, regexp_extract(v, '([0-9.]+)', 1)::DOUBLE * CASE WHEN v LIKE '%GiB' THEN 1073741824 WHEN v LIKE '%MiB' THEN 1048576 ELSE 1 END AS value)"));
+      assert.ok(bytes <= os.totalmem() * 0.55 && bytes >= os.totalmem() * 0.45, `${bytes} of ${os.totalmem()}`);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('takes DP_MEMORY_LIMIT, and refuses a malformed one', async () => {
+    process.env.DP_MEMORY_LIMIT = '1GB';
+    try {
+      const s = await startServer(makeProject());
+      try {
+        assert.equal(await s.app.db.value("SELECT current_setting('memory_limit')"), '953.6 MiB');
+      } finally {
+        await s.close();
+      }
+      process.env.DP_MEMORY_LIMIT = 'lots';
+      await assert.rejects(startServer(makeProject()), /DP_MEMORY_LIMIT/);
+    } finally {
+      delete process.env.DP_MEMORY_LIMIT;
+    }
+  });
+});
+
+describe('database_locked names the holder', () => {
+  it('describes a process by its dp command, without options or paths', () => {
+    assert.equal(describeHolder(process.pid)?.includes('/'), false);
+    assert.equal(describeHolder(999_999_999), null);
+  });
+
+  it("says which 'dp' command holds the file", async () => {
+    const root = makeProject();
+    // A stand-in with the command line of `node …/bin/dp.js transform --env x`: it holds the file like a running transform.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-holder-'));
+    const holder = path.join(dir, 'dp.js');
+    fs.writeFileSync(
+      holder,
+      `import { DuckDBInstance } from ${JSON.stringify(path.join(REPO_ROOT, 'node_modules/@duckdb/node-api/lib/index.js'))};
+       const inst = await DuckDBInstance.create(${JSON.stringify(path.join(root, 'test.duckdb'))});
+       process.stdout.write('ready\\n');
+       setTimeout(() => inst.closeSync(), 60_000);`,
+    );
+    fs.writeFileSync(path.join(dir, 'package.json'), '{"type":"module"}');
+    const child = spawn(process.execPath, [holder, 'transform', '--env', 'secret-looking-option'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.stdout!.on('data', (d) => String(d).includes('ready') && resolve());
+        child.on('exit', () => reject(new Error('holder exited')));
+      });
+      const r = runCli(['--project', root, '--json', 'transform']);
+      assert.notEqual(r.code, 0);
+      assert.match(r.stdout + r.stderr, /in use by another process \('dp transform', PID \d+\)/);
+      assert.doesNotMatch(r.stdout + r.stderr, /most likely a running 'dp serve'/);
+      assert.ok(!(r.stdout + r.stderr).includes(root), 'no absolute path');
+      assert.ok(!(r.stdout + r.stderr).includes('secret-looking-option'), 'no options');
+    } finally {
+      child.kill();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
