@@ -9,6 +9,7 @@ import path from 'node:path';
 import { App } from '../kernel/app.js';
 import { createServer, type ServerOptions } from '../kernel/http.js';
 import { REPO_ROOT } from '../kernel/plugins.js';
+import { httpRequester } from '../sdk/testing.js';
 
 process.env.DP_LOG_SILENT ??= '1';
 
@@ -66,24 +67,7 @@ export async function startServer(
   return {
     app,
     url,
-    async request(method, urlPath, body, opts = {}) {
-      const headers: Record<string, string> = { ...(opts.headers ?? {}) };
-      if (body !== undefined) headers['content-type'] ??= 'application/json';
-      if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-      const res = await fetch(url + urlPath, {
-        method,
-        headers,
-        body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-      });
-      const text = await res.text();
-      let parsed: unknown = text;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        /* not JSON */
-      }
-      return { status: res.status, body: parsed, text, headers: res.headers };
-    },
+    request: httpRequester(url),
     async close() {
       await server.close();
       await app.close();
