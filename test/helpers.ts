@@ -19,9 +19,16 @@ export const SHOP_EXAMPLE = path.join(REPO_ROOT, 'examples', 'shop');
 /** Test-only plugins (load one with `plugins: {paths: [...]}`); never shipped. */
 export const FIXTURE_PLUGINS = path.join(REPO_ROOT, 'test', 'fixtures', 'plugins');
 
+/** Project folders this test file made; removed when its process exits (each holds a DuckDB file). */
+const madeProjects: string[] = [];
+process.on('exit', () => {
+  for (const root of madeProjects) fs.rmSync(root, { recursive: true, force: true });
+});
+
 /** Creates a project folder from a map of relative path → content. Returns its absolute path. */
 export function makeProject(files: Record<string, string> = {}, options: { base?: string } = {}): string {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-test-'));
+  madeProjects.push(root);
   if (options.base) fs.cpSync(options.base, root, { recursive: true, filter: (src) => !/\.duckdb(\.wal)?$|\.service-env$/.test(src) });
   const all: Record<string, string> = { ...(options.base ? {} : { 'project.yml': 'name: test\ndatabase:\n  path: test.duckdb\n' }), ...files };
   for (const [rel, content] of Object.entries(all)) {
