@@ -147,6 +147,28 @@ describe('security: masking', () => {
     });
   }
 
+  const KEY_TABLE_LISTINGS: Array<[string, number]> = [
+    ['/api/tables', 200],
+    ['/api/tables?schema=_masking', 200],
+    ['/api/autocomplete', 200],
+    ['/api/tables/_masking/keys', 404],
+    ['/api/tables/_MASKING/keys', 404],
+    ['/api/dag/full', 200],
+    ['/api/lineage', 200],
+  ];
+  for (const role of ROLES) {
+    it(`point 3, ${role}: the key table is in no listing, autocomplete or describe (like _service)`, async () => {
+      const listed = await srv.s.request('POST', '/api/query', { sql: 'SELECT count(*) AS n FROM duckdb_tables() WHERE schema_name = \'_masking\'' }, { token: srv.tokens[role] });
+      assert.equal(listed.status, 200, listed.text);
+      assert.equal(Number(listed.body.rows[0][0]), 1, 'the key table exists, so the listings below could show it');
+      for (const [route, status] of KEY_TABLE_LISTINGS) {
+        const r = await srv.s.request('GET', route, undefined, { token: srv.tokens[role] });
+        assert.equal(r.status, status, `${route}: ${r.text.slice(0, 300)}`);
+        if (status === 200) assert.doesNotMatch(r.text, /_masking|inner_pad|outer_pad/i, `${route}: ${r.text.slice(0, 300)}`);
+      }
+    });
+  }
+
   it('point 3: the mask SQL spliced into a query names the key row, never a key', async () => {
     const viewer: Caller = { username: 'viewer', role: 'viewer', authenticated: true };
     for (const sql of ['SELECT * FROM sec.people', 'SELECT p.email, p.salary, p.born FROM sec.people p']) {
