@@ -84,3 +84,22 @@ export async function assertReadableData(ctx: PluginContext, caller: Caller, fil
   const found = namesIn(isDataFile(realRel) ? realRel : rel, content, names);
   if (found.length) throw refuse(found, seed ? `${seed.schema}.${seed.name}` : undefined);
 }
+
+/**
+ * Shows every `.env` value (4 characters or more, like `/api/dag/full`) in a served file as its
+ * `${NAME}` reference. `.env` itself is protected, but its values also live on in copies: a
+ * backup, a note, or a hard link made before dp last rewrote `.env` (the rewrite is a rename,
+ * so the link keeps the old inode and is no longer recognised as `.env`). Read from the
+ * secrets store on each call, so a value set since the server started is covered too; longer
+ * values first, so a value that contains another is replaced whole.
+ */
+export function withSecretReferences(ctx: PluginContext, text: string): string {
+  const secrets = ctx.secrets
+    .list()
+    .map(({ key }) => ({ key, value: ctx.secrets.get(key) ?? '' }))
+    .filter((s) => s.value.length >= 4)
+    .sort((a, b) => b.value.length - a.value.length);
+  let out = text;
+  for (const { key, value } of secrets) if (out.includes(value)) out = out.split(value).join(`\${${key}}`);
+  return out;
+}

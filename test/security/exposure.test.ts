@@ -88,6 +88,9 @@ describe('security: data outside the query path', () => {
       '%zz': 'percent file',
       '..dots.sql': 'SELECT 2',
       'data/warehouse.db.tmp/spill.bin': 'spilled rows',
+      // A copy of .env (or a hard link left behind when dp rewrote .env: the link keeps the old inode).
+      'env-backup.txt': `BI_TOKEN=${BI_TOKEN}\nAPI_SECRET=${ENV_SECRET}\n`,
+      'notes/setup.md': `Call the API with the key ${ENV_SECRET} (ask ops).\n`,
     });
     const link = (name: string, target: string) => fs.symlinkSync(target, path.join(root, name));
     link('notes.txt', '.env');
@@ -179,6 +182,23 @@ describe('security: data outside the query path', () => {
     for (const p of ['hard.txt', 'notes.txt', 'script.sql', 'wal.txt', 'db.txt', 'later.txt', 'chain.txt', 'docs/env.md', 'data/warehouse.db']) assert.ok(!flat.includes(p), `${p} listed`);
     assert.ok(flat.includes('colors-link.csv') && flat.includes('data/colors.csv'), flat.join(','));
   });
+
+  // ------------------------------------------------------------------ files: .env values in other files (point 6)
+
+  const secretCopies: Array<{ file: string; shows: string }> = [
+    { file: 'env-backup.txt', shows: 'API_SECRET=${API_SECRET}' },
+    { file: 'notes/setup.md', shows: 'the key ${API_SECRET} (ask ops)' },
+  ];
+  for (const { file, shows } of secretCopies) {
+    for (const role of ROLES) {
+      it(`${role}: GET /api/files/${file} shows a .env value as its \${NAME} reference`, async () => {
+        const r = await as(role, 'GET', `/api/files/${file}`);
+        assert.equal(r.status, 200, r.text);
+        noSecrets(r.text, file);
+        assert.ok(r.body.content.includes(shows), r.body.content);
+      });
+    }
+  }
 
   // ------------------------------------------------------------------ files: raw copies of masked columns (point 6)
 
