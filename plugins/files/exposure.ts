@@ -4,7 +4,7 @@
  * a data file is served only when no masked column of the caller is in it:
  *
  * - a file that defines a table (a seed) is refused when that table has a policy binding the
- *   caller (exact schema and table, as the table endpoints match);
+ *   caller (its own or a namesake's, as every route matches policies);
  * - any data file is refused when it names a column masked for the caller on any table (ad-hoc
  *   queries mask by column name alone, docs/decisions.md "Masking policy" rule 4): the header of a CSV/TSV, the
  *   text of any other data file (JSON keys, Parquet schema strings).
