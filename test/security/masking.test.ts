@@ -153,14 +153,21 @@ describe('security: masking', () => {
     ['/api/autocomplete', 200],
     ['/api/tables/_masking/keys', 404],
     ['/api/tables/_MASKING/keys', 404],
+    ['/api/dag', 200],
     ['/api/dag/full', 200],
     ['/api/lineage', 200],
+    ['/api/lineage/marts.key_reader', 200],
+    ['/api/lineage/_masking.keys', 404],
+    ['/api/impact/_masking.keys', 404],
   ];
   for (const role of ROLES) {
     it(`point 3, ${role}: the key table is in no listing, autocomplete or describe (like _service)`, async () => {
       const listed = await srv.s.request('POST', '/api/query', { sql: 'SELECT count(*) AS n FROM duckdb_tables() WHERE schema_name = \'_masking\'' }, { token: srv.tokens[role] });
       assert.equal(listed.status, 200, listed.text);
       assert.equal(Number(listed.body.rows[0][0]), 1, 'the key table exists, so the listings below could show it');
+      // An editor's model that reads the key table (writers are trusted with raw data) puts it in the DAG and lineage.
+      fs.mkdirSync(path.join(srv.root, 'transform', 'marts'), { recursive: true });
+      fs.writeFileSync(path.join(srv.root, 'transform', 'marts', 'key_reader.sql'), 'SELECT k.id, 1 AS one FROM _masking.keys AS k\n');
       for (const [route, status] of KEY_TABLE_LISTINGS) {
         const r = await srv.s.request('GET', route, undefined, { token: srv.tokens[role] });
         assert.equal(r.status, status, `${route}: ${r.text.slice(0, 300)}`);
