@@ -103,6 +103,10 @@ describe('security: data outside the query path', () => {
     fs.symlinkSync('../.env', path.join(root, 'docs', 'env.md'));
     link('people-link.csv', 'seeds/people.csv');
     link('colors-link.csv', 'data/colors.csv');
+    // dp's own state folder (the user store lives there), reached by name or through a link to it.
+    fs.mkdirSync(path.join(root, '.dp'), { recursive: true });
+    fs.writeFileSync(path.join(root, '.dp', 'state.sql'), 'SELECT 1');
+    link('dp-link', '.dp');
     fs.linkSync(path.join(root, '.env'), path.join(root, 'hard.txt'));
 
     s = await startServer(root, { auth: true });
@@ -145,7 +149,7 @@ describe('security: data outside the query path', () => {
 
   // ------------------------------------------------------------------ files: symlinks and hidden targets (point 13)
 
-  const protectedLinks = ['data/warehouse.db.tmp/spill.bin', 'hard.txt', 'notes.txt', 'wal.txt', 'db.txt', 'later.txt', 'chain.txt', 'docs/env.md', 'data/warehouse.db', 'data/warehouse.db.wal'];
+  const protectedLinks = ['.dp/state.sql', 'dp-link/state.sql', 'data/warehouse.db.tmp/spill.bin', 'hard.txt', 'notes.txt', 'wal.txt', 'db.txt', 'later.txt', 'chain.txt', 'docs/env.md', 'data/warehouse.db', 'data/warehouse.db.wal'];
   for (const role of ROLES) {
     for (const file of protectedLinks) {
       it(`${role}: GET /api/files/${file} is refused (hidden or database target)`, async () => {
@@ -171,6 +175,22 @@ describe('security: data outside the query path', () => {
       assert.equal(r.body.error.code, 'protected_path');
       assert.equal(fs.readFileSync(path.join(root, '.env'), 'utf8'), before);
       assert.ok(fs.lstatSync(path.join(root, url.slice('/api/files/'.length))).isSymbolicLink(), 'the link itself is still there');
+    });
+  }
+
+  const stateWrites: Array<[string, string]> = [
+    ['PUT', '.dp/new.sql'],
+    ['PUT', 'dp-link/new.sql'],
+    ['PUT', 'dp-link/state.sql'],
+    ['DELETE', 'dp-link/state.sql'],
+  ];
+  for (const [method, file] of stateWrites) {
+    it(`editor: ${method} /api/files/${file} (dp's state folder) is refused and changes nothing`, async () => {
+      const r = await as('editor', method, `/api/files/${file}`, method === 'PUT' ? { content: 'SELECT 2' } : undefined);
+      assert.equal(r.status, 400, r.text);
+      assert.equal(r.body.error.code, 'protected_path');
+      assert.deepEqual(fs.readdirSync(path.join(root, '.dp')).filter((f) => f.endsWith('.sql')), ['state.sql']);
+      assert.equal(fs.readFileSync(path.join(root, '.dp', 'state.sql'), 'utf8'), 'SELECT 1');
     });
   }
 
