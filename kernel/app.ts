@@ -534,7 +534,17 @@ export class App {
     const refusal = new DpError(503, 'shutting_down', 'The server is shutting down', {}, { 'Retry-After': '10' });
     this.refusal ??= refusal;
     if (!this.database) return;
-    await this.stopAndDrain(refusal, options.drainMs ?? DEFAULT_DRAIN_MS, options.alsoWait);
+    const drainMs = options.drainMs ?? DEFAULT_DRAIN_MS;
+    // User queries get the same grace as other in-flight work, then are stopped; and before the
+    // file closes every one has let go (a DuckDB call left running on a libuv worker keeps the
+    // process from exiting).
+    const cut = setTimeout(() => void this.queries.stopAll(refusal), drainMs);
+    try {
+      await this.stopAndDrain(refusal, drainMs, options.alsoWait);
+    } finally {
+      clearTimeout(cut);
+    }
+    await this.queries.stopAll(refusal);
     this.database.refuse(refusal);
     this.database.close();
     this.auth?.close();

@@ -8,6 +8,7 @@ import {
   type DuckDBResult,
   type DuckDBResultReader,
   type DuckDBValue,
+  JsonDuckDBValueConverter,
 } from '@duckdb/node-api';
 import {
   type BulkLoadResult,
@@ -237,6 +238,35 @@ export class Connection implements DbConnection {
     return { columns: r.columnNames(), column_types, rows: convertRows(column_types, r.getRowsJson() as unknown[][]) };
   }
 
+  /**
+   * Rows `skip` to `skip + take` of a query that has no page of its own in SQL: chunks wholly
+   * before the window are dropped as they arrive, so memory holds at most `take` rows and one
+   * chunk, however large `skip` is.
+   */
+  async readWindow(sql: string, skip: number, take: number, params?: SqlParams): Promise<TabularResult> {
+    if (skip === 0) return this.readUntil(sql, take, params);
+    const stmt = await this.prepared(sql);
+    stmt.clearBindings();
+    const values = toValues(params);
+    if (values) stmt.bind(values);
+    const result = await stmt.stream();
+    const column_types = typeNames(result);
+    const rows: unknown[][] = [];
+    let toSkip = skip;
+    while (rows.length < take) {
+      const chunk = await result.fetchChunk();
+      if (!chunk || chunk.rowCount === 0) break;
+      if (toSkip >= chunk.rowCount) {
+        toSkip -= chunk.rowCount;
+        continue;
+      }
+      const json = chunk.convertRows(JsonDuckDBValueConverter) as unknown[][];
+      rows.push(...json.slice(toSkip, toSkip + take - rows.length));
+      toSkip = 0;
+    }
+    return { columns: result.columnNames(), column_types, rows: convertRows(column_types, rows) };
+  }
+
   async value<T = unknown>(sql: string, params?: SqlParams): Promise<T | null> {
     const r = await this.query(sql, params);
     return (r.rows[0]?.[0] ?? null) as T | null;
@@ -285,6 +315,20 @@ export class Connection implements DbConnection {
   async countStatements(sql: string): Promise<number> {
     const extracted = await this.raw.extractStatements(sql);
     return extracted.count;
+  }
+}
+
+/**
+ * JSON.parse of DuckDB's parse tree. DuckDB writes a DOUBLE constant out of range (`1e999`) as
+ * a bare `Infinity` (`NaN`, `-Infinity`), which is not JSON: those values are read as null. A
+ * constant's value is nothing a check depends on; the text itself runs unchanged.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function readParseTree(json: string): any {
+  try {
+    return JSON.parse(json);
+  } catch {
+    return JSON.parse(json.replace(/"(?:[^"\\]|\\.)*"|-?Infinity|NaN/g, (m) => (m.startsWith('"') ? m : 'null')));
   }
 }
 
@@ -601,7 +645,7 @@ export class DuckDatabase implements DatabasePort {
       return hit;
     }
     const json = await this.serialize(sql);
-    const tree = JSON.parse(json);
+    const tree = readParseTree(json);
     let parsed: ParsedSql;
     if (tree.error) {
       const error = String(tree.error_message ?? 'unparseable SQL');

@@ -52,6 +52,8 @@ export const errors = defineErrors({
   internal_table: { status: 403, meaning: 'The query reads a _service table that holds credentials.' },
   query_timeout: { status: 408, meaning: "The query ran past its role's timeout and was cancelled." },
   query_interrupted: { status: 408, meaning: 'The query was interrupted (shutdown or a client that went away).' },
+  query_queue_full: { status: 503, meaning: "Too many queries of the caller's role are waiting for a slot (query.max_queued); Retry-After says when to try again." },
+  client_closed_request: { status: 499, meaning: 'The client closed the connection and its query was cancelled (logged only: nobody reads the answer).' },
   maintenance: { status: 503, meaning: 'The server is in a maintenance operation (environment switch, restore); Retry-After says when to try again.' },
   shutting_down: { status: 503, meaning: 'The server is shutting down and takes no new work.' },
   invalid_bulk_target: { status: 400, meaning: 'A bulk load that creates or replaces its table gives no columns.' },

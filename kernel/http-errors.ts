@@ -8,6 +8,7 @@ import { Ajv, type ErrorObject, type Options as AjvOptions, type ValidateFunctio
 import formatsModule from 'ajv-formats';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DpError } from '../sdk/errors.js';
+import { ajvFieldError } from '../sdk/project-files.js';
 
 /**
  * Longest path parameter (as sent, %-encoded) the router matches. Fastify's default of 100 made
@@ -75,11 +76,8 @@ function numberError(instancePath: string, message: string): ErrorObject {
 export function fromFastifyError(err: any): DpError | null {
   if (err.validation) {
     const first = err.validation[0] ?? {};
-    const missing = first.params?.missingProperty;
     const extra = first.params?.additionalProperty;
-    const where = String(first.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
-    const join = (name: string) => (where ? `${where}.${name}` : name);
-    const field = missing ? join(missing) : extra ? join(extra) : where || null;
+    const field = ajvFieldError({ instancePath: '', params: {}, ...first }).field || null;
     const context = err.validationContext ?? 'request';
     const message = extra ? `unknown field '${field}'` : `${field ? `field '${field}' ` : ''}${first.message ?? err.message}`;
     return new DpError(400, 'invalid_request', `${context}: ${message}`, { field, location: context });

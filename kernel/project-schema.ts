@@ -67,6 +67,12 @@ export const projectSchema = {
         },
         default_limit: { type: 'integer', minimum: 1 },
         max_limit: { type: 'integer', minimum: 1 },
+        max_concurrent: {
+          type: 'object',
+          properties: { admin: { type: 'integer', minimum: 1 }, editor: { type: 'integer', minimum: 1 }, viewer: { type: 'integer', minimum: 1 } },
+          additionalProperties: false,
+        },
+        max_queued: { type: 'integer', minimum: 0 },
       },
       additionalProperties: false,
     },

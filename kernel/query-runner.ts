@@ -1,24 +1,66 @@
 import type { ProjectConfig } from '../sdk/config.js';
-import type { DatabasePort } from '../sdk/db.js';
-import { badRequest, DpError, errorMessage } from '../sdk/errors.js';
+import type { DatabasePort, DbConnection, SerializedSql, SqlNode } from '../sdk/db.js';
+import { badRequest, type DpError, errorMessage, isDpError } from '../sdk/errors.js';
 import type { KernelHooks, QueryContext, QueryResult } from '../sdk/hooks.js';
 import type { Logger, QueryRunner, UserQueryRequest } from '../sdk/plugin.js';
 import { type Connection, translateDbError } from './database.js';
+import { Deadline, QueryControl, QuerySlots, queryWorkers, threadPoolSize } from './query-control.js';
+import { appendWindow, WINDOW_LIMIT_PARAM, WINDOW_OFFSET_PARAM } from './query-window.js';
 import { assertReadOnly } from './readonly.js';
 
-/** A prepared context that an interceptQuery tap already answered. */
-type Prepared = { ctx: QueryContext; answered?: QueryResult };
+/** A prepared context that an interceptQuery tap already answered; `windowed` when the page is asked in SQL. */
+type Prepared = { ctx: QueryContext; answered?: QueryResult; windowed?: boolean };
+
+interface Window {
+  limit: number;
+  offset: number;
+}
+
+const noop = () => {};
+
+/** True when the statement's own top level ends in the runner's `LIMIT $dp_window_limit OFFSET $dp_window_offset`. */
+function pagesTopLevel(tree: SerializedSql): boolean {
+  if (tree.statements.length !== 1) return false;
+  const node = tree.statements[0].node;
+  // DESCRIBE/SUMMARIZE <query> LIMIT … parses, but the LIMIT then applies to the query described.
+  if ((node.from_table as SqlNode | undefined)?.type === 'SHOW_REF') return false;
+  const param = (n: unknown, name: string) => (n as SqlNode | null)?.class === 'PARAMETER' && (n as SqlNode).identifier === name;
+  return ((node.modifiers ?? []) as SqlNode[]).some(
+    (m) => m.type === 'LIMIT_MODIFIER' && param(m.limit, WINDOW_LIMIT_PARAM) && param(m.offset, WINDOW_OFFSET_PARAM),
+  );
+}
 
 export class GuardedQueryRunner implements QueryRunner {
+  private readonly slots: QuerySlots;
+  /** Queries accepted and not yet over. */
+  private readonly active = new Set<QueryControl>();
+
   constructor(
     private readonly db: DatabasePort,
     private readonly hooks: KernelHooks,
     private readonly config: () => ProjectConfig,
     private readonly log: Logger,
-  ) {}
+    /** User queries that may run at once over all roles; by default the libuv pool minus the workers kept for short work. */
+    workers = queryWorkers(threadPoolSize()),
+  ) {
+    this.slots = new QuerySlots(() => {
+      const q = this.config().query;
+      return { perRole: q.max_concurrent, total: workers, maxQueued: q.max_queued };
+    });
+  }
+
+  /** Running and waiting user queries per role. */
+  stats() {
+    return this.slots.stats();
+  }
 
   private newContext(req: UserQueryRequest): QueryContext {
     if (typeof req.sql !== 'string' || req.sql.trim() === '') throw badRequest('invalid_sql', "'sql' must be a non-empty string", { field: 'sql' });
+    for (const name of [WINDOW_LIMIT_PARAM, WINDOW_OFFSET_PARAM]) {
+      if (req.params && Object.prototype.hasOwnProperty.call(req.params, name)) {
+        throw badRequest('invalid_param_name', `Parameter name '${name}' is reserved for the result page`, { field: `params.${name}` });
+      }
+    }
     return {
       sql: req.sql,
       originalSql: req.sql,
@@ -32,7 +74,11 @@ export class GuardedQueryRunner implements QueryRunner {
     };
   }
 
-  private async prepareInternal(req: UserQueryRequest): Promise<Prepared> {
+  /**
+   * interceptQuery, validation of the SQL as sent, beforeQuery, then (for a page) the page asked
+   * in SQL, then validation and final checks of the text that will run.
+   */
+  private async prepareInternal(req: UserQueryRequest, window?: Window): Promise<Prepared> {
     const ctx = this.newContext(req);
     const answered = await this.hooks.interceptQuery.promise(ctx);
     if (answered) return { ctx, answered };
@@ -42,11 +88,22 @@ export class GuardedQueryRunner implements QueryRunner {
     const sent = await assertReadOnly(this.db, ctx.originalSql, options);
     ctx.macros = sent.macros;
     await this.hooks.beforeQuery.promise(ctx);
+    let windowed = false;
+    if (window) {
+      // The page goes into the SQL before the final validation, so the checks below see the text that runs.
+      const paged = appendWindow(ctx.sql);
+      const parsed = await this.db.parse(paged);
+      if (parsed.ok && pagesTopLevel(parsed.tree)) {
+        ctx.sql = paged;
+        ctx.params = { ...(ctx.params ?? {}), [WINDOW_LIMIT_PARAM]: window.limit + 1, [WINDOW_OFFSET_PARAM]: window.offset };
+        windowed = true;
+      }
+    }
     // Whatever text finally runs is parsed by DuckDB and validated again, then checked by the taps.
     const final = ctx.sql === ctx.originalSql ? sent : await assertReadOnly(this.db, ctx.sql, options);
     for (const check of ctx.finalChecks ?? []) await check(final.tree);
     for (const note of ctx.notes) this.log.info(`query: ${note}`, { purpose: ctx.purpose });
-    return { ctx };
+    return { ctx, windowed };
   }
 
   async prepare(req: UserQueryRequest): Promise<QueryContext> {
@@ -59,11 +116,26 @@ export class GuardedQueryRunner implements QueryRunner {
     await assertReadOnly(this.db, sql);
   }
 
-  private timeoutSeconds(ctx: QueryContext): number {
-    return this.config().query.timeout_seconds[ctx.caller.role];
+  /** The query's stop switch: its role's deadline starts now (time spent waiting for a slot counts). */
+  private control(req: Pick<UserQueryRequest, 'caller' | 'signal'>): QueryControl {
+    const role = req.caller.role;
+    const control = new QueryControl(new Deadline(this.config().query.timeout_seconds[role], role), req.signal, () => this.active.delete(control));
+    this.active.add(control);
+    return control;
   }
 
-  private window(req: UserQueryRequest): { limit: number; offset: number } {
+  /**
+   * Stops every user query, running or waiting, with `reason`, and settles once DuckDB let go
+   * of all of them (shutdown: a call still running on a libuv worker would keep the process
+   * from exiting).
+   */
+  async stopAll(reason: DpError): Promise<void> {
+    const all = [...this.active];
+    for (const control of all) control.stop(reason);
+    await Promise.all(all.map((control) => control.idle()));
+  }
+
+  private window(req: UserQueryRequest): Window {
     const { default_limit, max_limit } = this.config().query;
     const limit = req.limit ?? default_limit;
     const offset = req.offset ?? 0;
@@ -74,69 +146,128 @@ export class GuardedQueryRunner implements QueryRunner {
     return { limit, offset };
   }
 
+  /**
+   * Runs `work` on a pooled connection once the caller's role has a slot. At the deadline (or
+   * when the client leaves) the caller gets the error at once, the connection is interrupted
+   * until DuckDB lets go, and only then is the slot given back.
+   */
+  private async execute<T>(control: QueryControl, work: (c: DbConnection) => Promise<T>): Promise<T> {
+    const release = await this.slots.acquire(control.deadline.role, control.signal);
+    try {
+      return await control.guard(
+        this.db.withConnection(async (c) => {
+          control.use(c);
+          // A query stopped while its connection was being lent is never started.
+          control.throwIfStopped();
+          return work(c);
+        }),
+      );
+    } finally {
+      void control.idle().then(release);
+    }
+  }
+
+  async withDeadline<T>(req: Pick<UserQueryRequest, 'caller' | 'purpose' | 'signal'>, fn: (c: DbConnection) => Promise<T>): Promise<T> {
+    const control = this.control(req);
+    try {
+      return await this.execute(control, fn);
+    } catch (e) {
+      throw translateDbError(e);
+    } finally {
+      control.finish();
+    }
+  }
+
   async run(req: UserQueryRequest): Promise<QueryResult> {
     const { limit, offset } = this.window(req);
-    const { ctx, answered } = await this.prepareInternal(req);
-    if (answered) return answered;
-    const seconds = this.timeoutSeconds(ctx);
-    const result = await this.db.withConnection(async (c) => {
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        c.interrupt();
-      }, seconds * 1000);
-      try {
-        const read = await (c as Connection).readUntil(ctx.sql, offset + limit + 1, ctx.params);
-        const truncated = read.rows.length > offset + limit;
-        const rows = read.rows.slice(offset, offset + limit);
-        const out: QueryResult = { columns: read.columns, column_types: read.column_types, rows, truncated, offset, limit };
-        return out;
-      } catch (e) {
-        if (timedOut) {
-          throw new DpError(408, 'query_timeout', `The query ran longer than the ${seconds} s allowed for role '${ctx.caller.role}' and was cancelled`, {
-            timeout_seconds: seconds,
-            role: ctx.caller.role,
-          });
-        }
-        throw translateDbError(e);
-      } finally {
-        clearTimeout(timer);
-      }
-    });
+    const control = this.control(req);
+    let result: QueryResult;
+    let ctx: QueryContext;
+    try {
+      const prepared = await control.guard(this.prepareInternal(req, { limit, offset }));
+      if (prepared.answered) return prepared.answered;
+      ctx = prepared.ctx;
+      const sql = ctx.sql;
+      const params = ctx.params;
+      // Paged in SQL, DuckDB skips the offset; otherwise skipped rows are dropped chunk by chunk.
+      const skip = prepared.windowed ? 0 : offset;
+      const read = await this.execute(control, (c) => (c as Connection).readWindow(sql, skip, limit + 1, params));
+      const truncated = read.rows.length > limit;
+      result = { columns: read.columns, column_types: read.column_types, rows: read.rows.slice(0, limit), truncated, offset, limit };
+    } catch (e) {
+      throw translateDbError(e);
+    } finally {
+      control.finish();
+    }
     for (const t of ctx.rowTransforms) result.rows = t(result.columns, result.rows);
     if (ctx.notes.length) result.notes = [...ctx.notes];
     await this.hooks.afterQuery.promise(ctx, result);
     return result;
   }
 
+  /**
+   * The whole result, chunk by chunk, on a connection of its own that holds a query slot until
+   * the stream ends. The deadline covers the whole stream: once stopped (deadline, client gone)
+   * the query is interrupted, the next chunk throws, and the connection and slot are given back
+   * when DuckDB let go, also when nobody reads the stream any more.
+   */
   async stream(req: UserQueryRequest) {
-    const { ctx, answered } = await this.prepareInternal(req);
-    if (answered) throw badRequest('not_a_query', 'This statement is a command, not a query: send it to /api/query');
-    const conn = await this.db.connect();
-    let result;
+    const control = this.control(req);
+    const log = this.log;
+    let release: () => void = noop;
+    let conn: (DbConnection & { close(): void }) | null = null;
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      control.finish();
+      void control.idle().then(() => {
+        conn?.close();
+        release();
+      });
+    };
+    let prepared: Prepared;
+    let result: Awaited<ReturnType<DbConnection['stream']>>;
     try {
-      result = await conn.stream(ctx.sql, ctx.params);
+      prepared = await control.guard(this.prepareInternal(req));
+      if (prepared.answered) throw badRequest('not_a_query', 'This statement is a command, not a query: send it to /api/query');
+      release = await this.slots.acquire(control.deadline.role, control.signal);
+      const connecting = this.db.connect();
+      // Stopped while connecting: the connection still arrives, and is closed then.
+      connecting.then((c) => (ended ? c.close() : undefined), noop);
+      conn = await control.guard(connecting);
+      control.use(conn);
+      control.throwIfStopped();
+      result = await control.guard(conn.stream(prepared.ctx.sql, prepared.ctx.params));
     } catch (e) {
-      conn.close();
+      end();
       throw translateDbError(e);
     }
+    const ctx = prepared.ctx;
     const { columns, column_types } = result;
-    const source = result.chunks;
-    const log = this.log;
+    const source = result.chunks[Symbol.asyncIterator]();
+    let reading = false;
+    // Stopped while nobody waits on a chunk (a slow or vanished reader): let go now.
+    control.signal.addEventListener('abort', () => (reading ? undefined : end()), { once: true });
     async function* chunks(): AsyncIterable<unknown[][]> {
       try {
-        for await (let rows of source) {
+        for (;;) {
+          control.throwIfStopped();
+          reading = true;
+          const next = await control.guard(source.next());
+          reading = false;
+          if (next.done) return;
+          let rows = next.value;
           for (const t of ctx.rowTransforms) rows = t(columns, rows);
           yield rows;
         }
       } catch (e) {
-        log.error('query stream failed', { error: errorMessage(e) });
+        if (!isDpError(e)) log.error('query stream failed', { error: errorMessage(e) });
         throw translateDbError(e);
       } finally {
-        conn.close();
+        end();
       }
     }
     return { columns, column_types, chunks: chunks(), context: ctx };
   }
 }
-

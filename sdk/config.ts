@@ -51,7 +51,15 @@ export interface ProjectConfig {
   database: { path: string };
   environments: Record<string, { database?: { path?: string } }>;
   plugins: { disable: string[]; paths: string[] };
-  query: { timeout_seconds: { admin: number; editor: number; viewer: number }; default_limit: number; max_limit: number };
+  query: {
+    timeout_seconds: { admin: number; editor: number; viewer: number };
+    default_limit: number;
+    max_limit: number;
+    /** User queries of each role that run at once; the rest wait, their timeout running. */
+    max_concurrent: { admin: number; editor: number; viewer: number };
+    /** Queries of one role that may wait for a slot; more are answered 503 `query_queue_full`. */
+    max_queued: number;
+  };
   /** Reserved until the connectors plugin lands. */
   connections: Record<string, Record<string, unknown>>;
   /** Reserved until the streams plugin lands. */

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller, RoutePermission } from './auth.js';
 import type { ConfigRef, ProjectInfo, Static, TSchema } from './config.js';
-import type { DatabasePort, MigrationSet } from './db.js';
+import type { DatabasePort, DbConnection, MigrationSet } from './db.js';
 import type { FireableHook, HookKind, HookTarget, QueryContext, QueryPurpose, QueryResult, TapFn } from './hooks.js';
 import type { RouteKind, SseRouteDefinition, StaticRouteDefinition, WebSocketRouteDefinition } from './routes.js';
 
@@ -221,6 +221,8 @@ export interface UserQueryRequest {
   caller: Caller;
   purpose: QueryPurpose;
   table?: { schema: string; table: string };
+  /** Aborts the query (the client went away): it is interrupted and never started if still waiting. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -235,6 +237,12 @@ export interface QueryRunner {
   prepare(req: UserQueryRequest): Promise<QueryContext>;
   /** Read-only validation alone; throws DpError 400 `read_only_violation`. */
   assertReadOnly(sql: string): Promise<void>;
+  /**
+   * Runs `fn` under the caller's role deadline and a query slot, like `run` (for SQL built on
+   * `prepare`'s result, such as EXPLAIN): `fn`'s connection is interrupted at the deadline or
+   * when `req.signal` aborts, and the call throws 408 `query_timeout` at the deadline.
+   */
+  withDeadline<T>(req: Pick<UserQueryRequest, 'caller' | 'purpose' | 'signal'>, fn: (c: DbConnection) => Promise<T>): Promise<T>;
 }
 
 export interface PluginContext {

@@ -70,6 +70,24 @@ export interface PluginTestServer {
   close(): Promise<void>;
 }
 
+/** A JSON-over-HTTP client for one server: bearer token, JSON bodies, the body parsed when it is JSON. */
+export function httpRequester(url: string): TestRequest {
+  return async (method, urlPath, body, opts = {}) => {
+    const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+    if (body !== undefined) headers['content-type'] ??= 'application/json';
+    if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+    const res = await fetch(url + urlPath, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      /* not JSON */
+    }
+    return { status: res.status, body: parsed, text, headers: res.headers };
+  };
+}
+
 export async function startTestServer(options: TestServerOptions): Promise<PluginTestServer> {
   const projectRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-plugin-test-'));
   const keep = new Set(options.builtIn ?? []);
@@ -98,20 +116,7 @@ export async function startTestServer(options: TestServerOptions): Promise<Plugi
   const address = server.server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
 
-  const request: TestRequest = async (method, urlPath, body, opts = {}) => {
-    const headers: Record<string, string> = { ...(opts.headers ?? {}) };
-    if (body !== undefined) headers['content-type'] ??= 'application/json';
-    if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-    const res = await fetch(url + urlPath, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
-    const text = await res.text();
-    let parsed: unknown = text;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      /* not JSON */
-    }
-    return { status: res.status, body: parsed, text, headers: res.headers };
-  };
+  const request = httpRequester(url);
 
   const callers = new Map<Role, TestCaller>();
   const asCaller = (username: string, role: Role, token: string): TestCaller => ({

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { App } from '../kernel/app.js';
 import { createServer, type ServerOptions } from '../kernel/http.js';
 import { REPO_ROOT } from '../kernel/plugins.js';
+import { httpRequester } from '../sdk/testing.js';
 
 process.env.DP_LOG_SILENT ??= '1';
 
@@ -18,9 +19,16 @@ export const SHOP_EXAMPLE = path.join(REPO_ROOT, 'examples', 'shop');
 /** Test-only plugins (load one with `plugins: {paths: [...]}`); never shipped. */
 export const FIXTURE_PLUGINS = path.join(REPO_ROOT, 'test', 'fixtures', 'plugins');
 
+/** Project folders this test file made; removed when its process exits (each holds a DuckDB file). */
+const madeProjects: string[] = [];
+process.on('exit', () => {
+  for (const root of madeProjects) fs.rmSync(root, { recursive: true, force: true });
+});
+
 /** Creates a project folder from a map of relative path → content. Returns its absolute path. */
 export function makeProject(files: Record<string, string> = {}, options: { base?: string } = {}): string {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-test-'));
+  madeProjects.push(root);
   if (options.base) fs.cpSync(options.base, root, { recursive: true, filter: (src) => !/\.duckdb(\.wal)?$|\.service-env$/.test(src) });
   const all: Record<string, string> = { ...(options.base ? {} : { 'project.yml': 'name: test\ndatabase:\n  path: test.duckdb\n' }), ...files };
   for (const [rel, content] of Object.entries(all)) {
@@ -66,24 +74,7 @@ export async function startServer(
   return {
     app,
     url,
-    async request(method, urlPath, body, opts = {}) {
-      const headers: Record<string, string> = { ...(opts.headers ?? {}) };
-      if (body !== undefined) headers['content-type'] ??= 'application/json';
-      if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-      const res = await fetch(url + urlPath, {
-        method,
-        headers,
-        body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-      });
-      const text = await res.text();
-      let parsed: unknown = text;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        /* not JSON */
-      }
-      return { status: res.status, body: parsed, text, headers: res.headers };
-    },
+    request: httpRequester(url),
     async close() {
       await server.close();
       await app.close();

@@ -41,9 +41,10 @@ export interface AuthRouteDeps {
 export function authRoutes({ app, users, limiter, tokenLifetimeMs, presentedToken }: AuthRouteDeps): RouteDefinition[] {
   // The cookie lets the browser UI and /docs authenticate page loads; HttpOnly keeps it away
   // from scripts and SameSite=Strict keeps other sites from riding on it.
+  const cookieOptions = { path: '/', httpOnly: true, sameSite: 'strict' } as const;
   const setTokenCookie = (reply: FastifyReply, token: string) =>
-    reply.header('set-cookie', `${TOKEN_COOKIE}=${token}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${Math.floor(tokenLifetimeMs() / 1000)}`);
-  const clearTokenCookie = (reply: FastifyReply) => reply.header('set-cookie', `${TOKEN_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`);
+    reply.setCookie(TOKEN_COOKIE, token, { ...cookieOptions, maxAge: Math.floor(tokenLifetimeMs() / 1000) });
+  const clearTokenCookie = (reply: FastifyReply) => reply.clearCookie(TOKEN_COOKIE, cookieOptions);
   const publicUser = (u: UserRecord) => ({ username: u.username, role: u.role, display_name: u.display_name, created_at: u.created_at, last_login: u.last_login });
   const usernameParams = { type: 'object', properties: { username: { type: 'string', minLength: 1 } }, required: ['username'] };
 

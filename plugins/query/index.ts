@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
-import { badRequest, definePlugin, LOCAL_ADMIN, type JsonSchema, type PluginContext } from '../../sdk/index.js';
+import type { FastifyReply } from 'fastify';
+import { badRequest, type DbConnection, definePlugin, LOCAL_ADMIN, type JsonSchema } from '../../sdk/index.js';
 import { csvLines } from './csv.js';
 
 interface QueryBody {
@@ -48,11 +49,20 @@ function checkParams(params: Record<string, unknown> | undefined): void {
   }
 }
 
+/** Aborted when the client closes its connection before the response is complete: its query stops. */
+function clientLeaves(reply: FastifyReply): AbortSignal {
+  const left = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) left.abort();
+  });
+  return left.signal;
+}
+
 /** EXPLAIN of the guarded SQL: DuckDB's JSON plan (structured) and its text rendering (raw). */
-async function explain(ctx: PluginContext, sql: string, params?: Record<string, unknown>) {
-  const raw = await ctx.db.query(`EXPLAIN ${sql}`, params);
+async function explain(c: DbConnection, sql: string, params?: Record<string, unknown>) {
+  const raw = await c.query(`EXPLAIN ${sql}`, params);
   const text = raw.rows.map((r) => String(r[1] ?? '')).join('\n');
-  const json = await ctx.db.query(`EXPLAIN (FORMAT JSON) ${sql}`, params);
+  const json = await c.query(`EXPLAIN (FORMAT JSON) ${sql}`, params);
   let structured: unknown = null;
   try {
     structured = JSON.parse(String(json.rows[0]?.[1] ?? 'null'));
@@ -70,9 +80,9 @@ export default definePlugin({
       permission: 'read',
       summary: 'Run a read-only query (masking commands are intercepted)',
       schema: { body: querySchema, response: { 200: resultSchema } },
-      handler: async (req) => {
+      handler: async (req, reply) => {
         checkParams(req.body.params);
-        return ctx.queries.run({ ...req.body, caller: req.caller, purpose: 'query' });
+        return ctx.queries.run({ ...req.body, caller: req.caller, purpose: 'query', signal: clientLeaves(reply) });
       },
     });
 
@@ -82,10 +92,14 @@ export default definePlugin({
       permission: 'read',
       summary: 'Explain a read-only query: structured plan and raw text',
       schema: { body: querySchema },
-      handler: async (req) => {
+      handler: async (req, reply) => {
         checkParams(req.body.params);
-        const prepared = await ctx.queries.prepare({ sql: req.body.sql, params: req.body.params, caller: req.caller, purpose: 'explain' });
-        return explain(ctx, prepared.sql, prepared.params);
+        const request = { sql: req.body.sql, params: req.body.params, caller: req.caller, purpose: 'explain' as const, signal: clientLeaves(reply) };
+        // Planning runs on a DuckDB worker too: the same deadline and slot as any query.
+        return ctx.queries.withDeadline(request, async (c) => {
+          const prepared = await ctx.queries.prepare(request);
+          return explain(c, prepared.sql, prepared.params);
+        });
       },
     });
 
@@ -97,7 +111,9 @@ export default definePlugin({
       schema: { body: querySchema },
       handler: async (req, reply) => {
         checkParams(req.body.params);
-        const { columns, chunks } = await ctx.queries.stream({ sql: req.body.sql, params: req.body.params, caller: req.caller, purpose: 'export' });
+        // A client that leaves (before or after the first chunk) stops the query; so does the role's deadline.
+        const signal = clientLeaves(reply);
+        const { columns, chunks } = await ctx.queries.stream({ sql: req.body.sql, params: req.body.params, caller: req.caller, purpose: 'export', signal });
         reply.header('content-type', 'text/csv; charset=utf-8');
         reply.header('content-disposition', 'attachment; filename="export.csv"');
         return reply.send(Readable.from(csvLines(columns, chunks)));

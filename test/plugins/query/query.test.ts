@@ -7,7 +7,7 @@ import { makeProject, runCli, startServer, type TestServer } from '../../helpers
 describe('/api/query', () => {
   let s: TestServer;
   before(async () => {
-    s = await startServer(makeProject({ 'project.yml': 'name: q\ndatabase:\n  path: q.duckdb\nquery:\n  timeout_seconds:\n    admin: 0.5\n' }));
+    s = await startServer(makeProject({ 'project.yml': 'name: q\ndatabase:\n  path: q.duckdb\nquery:\n  timeout_seconds:\n    admin: 2\n' }));
     await s.app.db.run("CREATE TABLE orders AS SELECT i AS id, DATE '2024-01-01' + INTERVAL (i) DAY AS day, i % 3 = 0 AS flag FROM range(2500) t(i)");
   });
   after(async () => s.close());
@@ -79,7 +79,7 @@ describe('/api/query', () => {
     const r = await s.request('POST', '/api/query', { sql: 'SELECT sum(a.range * b.range) FROM range(200000) a, range(200000) b' });
     assert.equal(r.status, 408, r.text);
     assert.equal(r.body.error.code, 'query_timeout');
-    assert.equal(r.body.error.details.timeout_seconds, 0.5);
+    assert.equal(r.body.error.details.timeout_seconds, 2);
     const next = await s.request('POST', '/api/query', { sql: 'SELECT 7' });
     assert.deepEqual(next.body.rows, [[7]]);
   });

@@ -1,0 +1,258 @@
+/**
+ * What keeps user queries from wedging the server (issue 11): every query carries its role's
+ * deadline from the moment it is accepted, waits for one of a bounded number of query slots,
+ * and is interrupted wherever it is when the deadline passes or its client leaves.
+ *
+ * Why slots: `@duckdb/node-api` runs every DuckDB call on a libuv worker. A long query holds its
+ * worker until it ends; with every worker held, nothing else (health, login, auth lookups, file
+ * reads) runs at all. User queries therefore run at most `total` at a time, fewer than the
+ * workers, so short work always finds one; the rest wait in a queue with their deadline running.
+ *
+ * Why interrupts repeat: DuckDB forgets an interrupt that arrives before the query started on a
+ * worker (it resets the flag at the start of each query), so a stopped query is interrupted
+ * again and again until its call settles, and no new call is started for it.
+ */
+import type { Role } from '../sdk/auth.js';
+import { DpError } from '../sdk/errors.js';
+
+/** How often a stopped query's connection is interrupted until DuckDB lets go of it. */
+const INTERRUPT_REPEAT_MS = 25;
+
+/** libuv's thread pool size as it was set for this process (UV_THREADPOOL_SIZE, default 4, at most 1024). */
+export function threadPoolSize(env: NodeJS.ProcessEnv = process.env): number {
+  const n = Number.parseInt(env.UV_THREADPOOL_SIZE ?? '', 10);
+  return Number.isFinite(n) && n > 0 ? Math.min(n, 1024) : 4;
+}
+
+/** User queries that may run at once: the pool minus the workers kept for short work (a quarter, at least 2). */
+export function queryWorkers(poolSize: number): number {
+  return Math.max(1, poolSize - Math.max(2, Math.ceil(poolSize / 4)));
+}
+
+/** The moment a query must be done by, counted from when it was accepted. */
+export class Deadline {
+  readonly at: number;
+
+  constructor(
+    readonly seconds: number,
+    readonly role: Role,
+  ) {
+    this.at = Date.now() + seconds * 1000;
+  }
+
+  remainingMs(): number {
+    return Math.max(0, this.at - Date.now());
+  }
+
+  error(): DpError {
+    return new DpError(408, 'query_timeout', `The query ran longer than the ${this.seconds} s allowed for role '${this.role}' and was cancelled`, {
+      timeout_seconds: this.seconds,
+      role: this.role,
+    });
+  }
+}
+
+/** The stop reason when the client closed its connection (nobody reads it; logged at most). */
+export function clientGone(): DpError {
+  return new DpError(499, 'client_closed_request', 'The client closed the connection; the query was cancelled');
+}
+
+interface Interruptible {
+  interrupt(): void;
+}
+
+const noop = () => {};
+
+/**
+ * One user query's stop switch: stops at the deadline or when `external` aborts (client gone),
+ * and after a stop interrupts the connection in use until every guarded DuckDB call settled.
+ */
+export class QueryControl {
+  private readonly stopper = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  private readonly pending = new Set<Promise<unknown>>();
+  private connection: Interruptible | null = null;
+  private repeat: NodeJS.Timeout | null = null;
+  private readonly unlisten: () => void;
+
+  constructor(
+    readonly deadline: Deadline,
+    external?: AbortSignal,
+    /** Told once the query is over and DuckDB let go of it. */
+    private readonly onOver: () => void = noop,
+  ) {
+    this.timer = setTimeout(() => this.stop(deadline.error()), deadline.remainingMs());
+    const onAbort = () => this.stop(clientGone());
+    if (external?.aborted) queueMicrotask(onAbort);
+    else external?.addEventListener('abort', onAbort, { once: true });
+    this.unlisten = () => external?.removeEventListener('abort', onAbort);
+  }
+
+  /** Aborted (with the DpError to answer) when the query is stopped. */
+  get signal(): AbortSignal {
+    return this.stopper.signal;
+  }
+
+  /** Throws the stop reason when the query was stopped: call before starting new work for it. */
+  throwIfStopped(): void {
+    if (this.signal.aborted) throw this.signal.reason;
+  }
+
+  stop(reason: DpError): void {
+    if (this.signal.aborted) return;
+    this.stopper.abort(reason);
+    this.interruptWhileBusy();
+  }
+
+  /** The connection the query's calls run on (what a stop interrupts). */
+  use(connection: Interruptible): void {
+    this.connection = connection;
+    if (this.signal.aborted) this.interruptWhileBusy();
+  }
+
+  private interruptWhileBusy(): void {
+    if (this.repeat || this.pending.size === 0) return;
+    const tick = () => this.connection?.interrupt();
+    tick();
+    this.repeat = setInterval(tick, INTERRUPT_REPEAT_MS);
+  }
+
+  /**
+   * Waits for `work` (DuckDB calls for this query), or rejects with the stop reason as soon as
+   * the query is stopped: the caller never waits on DuckDB past the deadline, while the
+   * interrupts go on until `work` settled (see `idle`).
+   */
+  guard<T>(work: Promise<T>): Promise<T> {
+    this.pending.add(work);
+    work.then(noop, noop).finally(() => {
+      this.pending.delete(work);
+      if (this.pending.size === 0 && this.repeat) {
+        clearInterval(this.repeat);
+        this.repeat = null;
+      }
+    });
+    if (this.signal.aborted) {
+      this.interruptWhileBusy();
+      return Promise.reject(this.signal.reason);
+    }
+    // Not Promise.race with one long-lived promise: each race would leave a reaction on it that
+    // keeps its result (a chunk of rows) alive until the query ends.
+    return new Promise<T>((resolve, reject) => {
+      const onStop = () => reject(this.signal.reason);
+      this.signal.addEventListener('abort', onStop, { once: true });
+      work.then(
+        (value) => {
+          this.signal.removeEventListener('abort', onStop);
+          resolve(value);
+        },
+        (error) => {
+          this.signal.removeEventListener('abort', onStop);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  /** Settles once every guarded call settled: a stopped query has let go of its worker and connection. */
+  async idle(): Promise<void> {
+    while (this.pending.size) await Promise.all([...this.pending].map((p) => p.then(noop, noop)));
+  }
+
+  /** The query is over: no more stops. Interrupts already under way go on until their calls settle. */
+  finish(): void {
+    clearTimeout(this.timer);
+    this.unlisten();
+    void this.idle().then(this.onOver);
+  }
+}
+
+export interface SlotLimits {
+  /** Queries of each role that may run at once. */
+  perRole: Record<Role, number>;
+  /** Queries of all roles that may run at once (below the worker pool). */
+  total: number;
+  /** Queries of one role that may wait for a slot; more are refused with 503. */
+  maxQueued: number;
+}
+
+interface Waiter {
+  role: Role;
+  admit(): void;
+}
+
+/** Counting slots for running user queries, per role and in total; waiters are admitted in arrival order. */
+export class QuerySlots {
+  private readonly running: Record<Role, number> = { admin: 0, editor: 0, viewer: 0 };
+  private total = 0;
+  private readonly queue: Waiter[] = [];
+
+  constructor(private readonly limits: () => SlotLimits) {}
+
+  /** Running and waiting queries, per role. */
+  stats(): { running: Record<Role, number>; queued: Record<Role, number> } {
+    const queued: Record<Role, number> = { admin: 0, editor: 0, viewer: 0 };
+    for (const w of this.queue) queued[w.role]++;
+    return { running: { ...this.running }, queued };
+  }
+
+  private fits(role: Role): boolean {
+    const l = this.limits();
+    return this.running[role] < Math.max(1, l.perRole[role]) && this.total < Math.max(1, l.total);
+  }
+
+  private take(role: Role): () => void {
+    this.running[role]++;
+    this.total++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.running[role]--;
+      this.total--;
+      this.admitWaiting();
+    };
+  }
+
+  private admitWaiting(): void {
+    for (let i = 0; i < this.queue.length && this.total < this.limits().total; ) {
+      const w = this.queue[i];
+      if (this.fits(w.role)) {
+        this.queue.splice(i, 1);
+        w.admit();
+      } else i++;
+    }
+  }
+
+  /**
+   * A slot for a query of `role`: at once when one is free and nobody of that role waits,
+   * else after the queries ahead. Rejects with the signal's reason when it aborts while waiting
+   * (deadline, client gone): such a query never runs. Resolves to the slot's release.
+   */
+  acquire(role: Role, signal: AbortSignal): Promise<() => void> {
+    if (signal.aborted) return Promise.reject(signal.reason);
+    if (this.fits(role) && !this.queue.some((w) => w.role === role)) return Promise.resolve(this.take(role));
+    const waiting = this.queue.filter((w) => w.role === role).length;
+    const { maxQueued } = this.limits();
+    if (waiting >= maxQueued) {
+      return Promise.reject(
+        new DpError(503, 'query_queue_full', `Too many queries of role '${role}' are waiting to run (${waiting}); retry shortly`, { role, queued: waiting }, { 'Retry-After': '1' }),
+      );
+    }
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        const at = this.queue.indexOf(waiter);
+        if (at >= 0) this.queue.splice(at, 1);
+        reject(signal.reason);
+      };
+      const waiter: Waiter = {
+        role,
+        admit: () => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(this.take(role));
+        },
+      };
+      this.queue.push(waiter);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+}

@@ -1,0 +1,177 @@
+/**
+ * Issue 11 point 1: more long queries at once than the server has DuckDB workers. Each one
+ * must end with 408 near its role's deadline (time spent waiting counts), short requests
+ * (health, login) must still be answered meanwhile, and SIGTERM must still stop the server.
+ * Runs the real `dp serve` binary, so the thread pool it sizes is the one under test.
+ */
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { DP_BIN, makeProject, startServer, type TestServer } from '../helpers.js';
+
+const LONG_SQL = 'SELECT sum(i) FROM range(10000000000000) t(i)';
+
+interface Served {
+  child: ChildProcess;
+  url: string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+async function serve(root: string, env: Record<string, string> = {}): Promise<Served> {
+  const child = spawn(process.execPath, [DP_BIN, 'serve', '--project', root, '--port', '0', '--auth'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, DP_LOG_SILENT: '1', ...env },
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.on('exit', (code) => reject(new Error(`dp serve exited with ${code} before listening`)));
+  });
+  return { child, url, exited };
+}
+
+async function call(url: string, method: string, path: string, body?: unknown, token?: string, timeoutMs = 20_000) {
+  const res = await fetch(url + path, {
+    method,
+    headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  const text = await res.text();
+  let parsed: any = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    /* not JSON */
+  }
+  return { status: res.status, body: parsed };
+}
+
+describe('long queries beyond the worker pool (dp serve)', () => {
+  let root: string;
+  let server: Served;
+  let viewer: string;
+  const TIMEOUT_S = 2;
+
+  before(async () => {
+    root = makeProject({ 'project.yml': `name: deadlines\ndatabase:\n  path: d.duckdb\nquery:\n  timeout_seconds:\n    viewer: ${TIMEOUT_S}\n` });
+    // The pool as a default dp serve has it unless the environment says otherwise.
+    const env = { ...process.env };
+    delete env.UV_THREADPOOL_SIZE;
+    server = await serve(root, env as Record<string, string>);
+    const admin = (await call(server.url, 'POST', '/api/auth/setup', { username: 'root', password: 'secret1' })).body.token as string;
+    assert.ok(admin);
+    assert.equal((await call(server.url, 'POST', '/api/users', { username: 'vera', password: 'secret1', role: 'viewer' }, admin)).status, 201);
+    viewer = (await call(server.url, 'POST', '/api/auth/login', { username: 'vera', password: 'secret1' })).body.token;
+    assert.ok(viewer);
+  });
+
+  after(async () => {
+    server.child.kill('SIGKILL');
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  it('ends every long query with 408 near its deadline while health and login are still answered', async () => {
+    // More than the 16 workers dp serve starts with, so some wait for a worker before running.
+    const COUNT = 24;
+    const started = Date.now();
+    const long = Array.from({ length: COUNT }, () =>
+      call(server.url, 'POST', '/api/query', { sql: LONG_SQL }, viewer, 60_000).then(
+        (r) => ({ ...r, seconds: (Date.now() - started) / 1000 }),
+        (e: Error) => ({ status: 0, body: e.name, seconds: (Date.now() - started) / 1000 }),
+      ),
+    );
+    let pending = COUNT;
+    for (const p of long) void p.then(() => pending--);
+    await new Promise((r) => setTimeout(r, 300));
+    // Short work is answered while the long queries still run (a wedged pool would hang these).
+    const health = await call(server.url, 'GET', '/api/health', undefined, undefined, 15_000);
+    assert.equal(health.status, 200);
+    const login = await call(server.url, 'POST', '/api/auth/login', { username: 'vera', password: 'secret1' }, undefined, 15_000);
+    assert.equal(login.status, 200);
+    assert.ok(pending > 0, 'health and login were answered before the long queries ended');
+    const results = await Promise.all(long);
+    for (const r of results) {
+      assert.equal(r.status, 408, JSON.stringify(r.body));
+      assert.equal(r.body.error.code, 'query_timeout');
+      assert.equal(r.body.error.details.timeout_seconds, TIMEOUT_S);
+      // Queued time counts: nobody waits for the queries ahead of it and then a full timeout of its own.
+      assert.ok(r.seconds >= TIMEOUT_S - 0.1, `ended after ${r.seconds} s, before its deadline`);
+      assert.ok(r.seconds < TIMEOUT_S + 10, `ended after ${r.seconds} s`);
+    }
+    // Nothing is left running: a short query gets a worker at once.
+    const short = await call(server.url, 'POST', '/api/query', { sql: 'SELECT 42 AS answer' }, viewer, 15_000);
+    assert.equal(short.status, 200);
+    assert.deepEqual(short.body.rows, [[42]]);
+  });
+
+  it('stops on SIGTERM while long queries run', async () => {
+    const long = Array.from({ length: 20 }, () => call(server.url, 'POST', '/api/query', { sql: LONG_SQL }, viewer, 60_000).catch(() => null));
+    await new Promise((r) => setTimeout(r, 300));
+    server.child.kill('SIGTERM');
+    const exit = await Promise.race([server.exited, new Promise<null>((r) => setTimeout(() => r(null), 30_000))]);
+    assert.ok(exit, 'the server was still running 30 s after SIGTERM');
+    await Promise.all(long);
+  });
+});
+
+describe('query slots (in process)', () => {
+  let s: TestServer;
+  before(async () => {
+    s = await startServer(
+      makeProject({ 'project.yml': 'name: slots\ndatabase:\n  path: s.duckdb\nquery:\n  timeout_seconds:\n    admin: 2\n  max_concurrent:\n    admin: 1\n' }),
+    );
+  });
+  after(async () => s.close());
+
+  it('runs one query of the role at a time, and a query queued past its deadline answers 408 without ever running', async () => {
+    const started = Date.now();
+    let maxRunning = 0;
+    let maxQueued = 0;
+    const sample = setInterval(() => {
+      const st = s.app.queries.stats();
+      maxRunning = Math.max(maxRunning, st.running.admin);
+      maxQueued = Math.max(maxQueued, st.queued.admin);
+    }, 5);
+    const results = await Promise.all(
+      Array.from({ length: 4 }, () => s.request('POST', '/api/query', { sql: LONG_SQL }).then((r) => ({ ...r, seconds: (Date.now() - started) / 1000 }))),
+    );
+    clearInterval(sample);
+    assert.equal(maxRunning, 1);
+    assert.ok(maxQueued >= 2, `at most ${maxQueued} waited`);
+    for (const r of results) {
+      assert.equal(r.status, 408, r.text);
+      assert.equal(r.body.error.code, 'query_timeout');
+    }
+    // One after the other, each with a deadline of its own, the last would end after 8 s.
+    const last = Math.max(...results.map((r) => r.seconds));
+    assert.ok(last < 6, `the last query ended after ${last} s: queued time did not count`);
+    // The slot comes back once DuckDB let go of the interrupted query.
+    for (let i = 0; i < 200 && s.app.queries.stats().running.admin > 0; i++) await new Promise((r) => setTimeout(r, 25));
+    assert.deepEqual(s.app.queries.stats(), { running: { admin: 0, editor: 0, viewer: 0 }, queued: { admin: 0, editor: 0, viewer: 0 } });
+    const next = await s.request('POST', '/api/query', { sql: 'SELECT 7' });
+    assert.deepEqual(next.body.rows, [[7]]);
+  });
+
+  it('refuses a query when too many of its role wait (503 query_queue_full)', async () => {
+    const root = makeProject({
+      'project.yml': 'name: full\ndatabase:\n  path: f.duckdb\nquery:\n  timeout_seconds:\n    admin: 1\n  max_concurrent:\n    admin: 1\n  max_queued: 1\n',
+    });
+    const t = await startServer(root);
+    try {
+      const results = await Promise.all(Array.from({ length: 3 }, () => t.request('POST', '/api/query', { sql: LONG_SQL })));
+      const codes = results.map((r) => r.body.error?.code).sort();
+      assert.deepEqual(codes, ['query_queue_full', 'query_timeout', 'query_timeout']);
+      const full = results.find((r) => r.status === 503)!;
+      assert.equal(full.headers.get('retry-after'), '1');
+    } finally {
+      await t.close();
+    }
+  });
+});
