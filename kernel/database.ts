@@ -94,6 +94,45 @@ export function translateDbError(e: unknown): unknown {
   return e;
 }
 
+/** DuckDB's own catalog lookup of one quoted name (search path included); it never falls back to a file. */
+const TABLE_LOOKUP = 'SELECT count(*) FROM pragma_table_info($1::VARCHAR)';
+/** Kept lookups at most; past that the oldest goes. */
+const LOOKUPS_MAX = 4096;
+
+/**
+ * Which names the catalog holds, as DuckDB answered, shared by one database's connections and
+ * dropped whenever a statement that is not a read runs (the same signal as `catalog.changed`).
+ * Read-only validation asks this for every table a user query names, so a repeated query pays
+ * no catalog round trip (measured: 0.6 ms of server CPU per /api/query before the cache).
+ */
+export class CatalogLookups {
+  private version = 0;
+  private readonly known = new Map<string, boolean>();
+
+  invalidate(): void {
+    this.version++;
+    this.known.clear();
+  }
+
+  async tableExists(c: Connection, quotedName: string): Promise<boolean> {
+    const hit = this.known.get(quotedName);
+    if (hit !== undefined) return hit;
+    const asked = this.version;
+    let found = true;
+    try {
+      await c.preparedValue(TABLE_LOOKUP, quotedName);
+    } catch {
+      found = false;
+    }
+    // A write that ran while DuckDB answered may have changed the answer: keep it only if none did.
+    if (asked === this.version) {
+      if (this.known.size >= LOOKUPS_MAX) this.known.delete(this.known.keys().next().value as string);
+      this.known.set(quotedName, found);
+    }
+    return found;
+  }
+}
+
 /** Prepared statements kept per pooled connection for readUntil (the guarded runner's queries). */
 const STATEMENTS_PER_CONNECTION = 32;
 
@@ -103,6 +142,8 @@ export class Connection implements DbConnection {
 
   /** Set by the database that lends this connection: hears of every statement that is not a read. */
   observer: WriteObserver | null = null;
+  /** The lending database's catalog lookups (fresh ones for a connection made on its own). */
+  lookups = new CatalogLookups();
   /** Inside BEGIN…COMMIT a write is reported at COMMIT, when other connections can see it. */
   private inTransaction = false;
   private pendingWrite: string | null = null;
@@ -184,6 +225,11 @@ export class Connection implements DbConnection {
     }
     this.statements.set(sql, stmt);
     return stmt;
+  }
+
+  /** Whether DuckDB's catalog holds `quotedName` (a table or view), answered from the kept lookups when it can. */
+  tableExists(quotedName: string): Promise<boolean> {
+    return this.lookups.tableExists(this, quotedName);
   }
 
   /** The first cell of a statement with one VARCHAR parameter, run through its kept prepared statement. */
@@ -457,7 +503,9 @@ export class DuckDatabase implements DatabasePort {
   private parseCache = new Map<string, ParsedSql>();
   private opening: Promise<DuckDBInstance> | null = null;
   private readonly lock: WriteLock;
-  private readonly observer: WriteObserver | null;
+  private readonly observer: WriteObserver;
+  /** Catalog lookups shared by this database's connections, dropped on every write and reopen. */
+  private readonly lookups = new CatalogLookups();
   /** The engine's own file sandbox (see EngineSandbox). */
   private readonly sandbox: EngineSandbox | null;
   /** Runs before the file opens (e.g. creates its folder). */
@@ -470,7 +518,11 @@ export class DuckDatabase implements DatabasePort {
     options: DatabaseOptions = {},
   ) {
     this.lock = options.lock ?? new WriteLock();
-    this.observer = options.onWrite ?? null;
+    const onWrite = options.onWrite;
+    this.observer = (statement) => {
+      this.lookups.invalidate();
+      onWrite?.(statement);
+    };
     this.sandbox = options.sandbox ?? null;
   }
 
@@ -495,6 +547,7 @@ export class DuckDatabase implements DatabasePort {
           inst = await DuckDBInstance.create(this.path);
           await applySandbox(inst, this.sandbox);
           this.instance = inst;
+          this.lookups.invalidate();
           if (this.onOpen) await this.onOpen(this);
           return inst;
         } catch (e) {
@@ -518,6 +571,7 @@ export class DuckDatabase implements DatabasePort {
     const inst = await this.open();
     const c = new Connection(await inst.connect());
     c.observer = this.observer;
+    c.lookups = this.lookups;
     return c;
   }
 

@@ -121,8 +121,6 @@ export function refName(ref: TableRef): string {
   return [ref.catalog, ref.schema, ref.table].filter(Boolean).join('.');
 }
 
-/** DuckDB's own catalog lookup of one name (search path included), which never falls back to a file. */
-const TABLE_LOOKUP = 'SELECT count(*) FROM pragma_table_info($1::VARCHAR)';
 
 /** A reference as one qualified name with every part quoted, as DuckDB's name parser reads it. */
 function quotedName(ref: TableRef): string {
@@ -137,7 +135,7 @@ function quotedName(ref: TableRef): string {
  * cannot find as a replacement scan: `FROM '.en[.csv?v]'` or `FROM main."data.csv"` read files,
  * with globs. So what decides is the catalog, asked through DuckDB's own lookup
  * (`pragma_table_info`: the same search path, catalog and schema rules as the binder, tables
- * and views, and no replacement scan), one kept prepared statement per pooled connection.
+ * and views, and no replacement scan), kept per database until the next write (CatalogLookups).
  */
 export async function unresolvedTableRefs(db: DatabasePort, refs: TableRef[]): Promise<TableRef[]> {
   const missing: TableRef[] = [];
@@ -149,12 +147,7 @@ export async function unresolvedTableRefs(db: DatabasePort, refs: TableRef[]): P
     const name = quotedName(ref);
     let found = seen.get(name);
     if (found === undefined) {
-      try {
-        await db.withConnection((c) => (c as Connection).preparedValue(TABLE_LOOKUP, name));
-        found = true;
-      } catch {
-        found = false;
-      }
+      found = await db.withConnection((c) => (c as Connection).tableExists(name));
       seen.set(name, found);
     }
     if (!found) missing.push(ref);

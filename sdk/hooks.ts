@@ -5,8 +5,8 @@ import type { DatabasePort, SerializedSql, TabularResult } from './db.js';
 /**
  * Why a user query runs: an open string, so a new plugin (semantic layer, notebooks) names its
  * own purpose without changing the sdk. The purposes dp's plugins use are the constants below;
- * table endpoints (`sample`, `profile`) also set `QueryContext.table`, so masking policies
- * match that exact table.
+ * table endpoints (`sample`, `profile`) also set `QueryContext.table` (masking still matches
+ * policies by column name there, as for any query: an endpoint is no way around a mask).
  */
 export type QueryPurpose = string;
 
@@ -40,7 +40,7 @@ export interface QueryContext {
   params?: Record<string, unknown>;
   readonly caller: Caller;
   readonly purpose: QueryPurpose;
-  /** Set for table endpoints (sample, profile): policies match this exact table. */
+  /** Set for table endpoints (sample, profile): the relation the endpoint reads. */
   readonly table?: { schema: string; table: string };
   /** Applied to every batch of result rows (buffered or streamed) before it leaves the server. */
   rowTransforms: Array<(columns: string[], rows: unknown[][]) => unknown[][]>;

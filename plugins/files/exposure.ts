@@ -4,7 +4,7 @@
  * a data file is served only when no masked column of the caller is in it:
  *
  * - a file that defines a table (a seed) is refused when that table has a policy binding the
- *   caller (exact schema and table, as the table endpoints match);
+ *   caller (its own or a namesake's, as every route matches policies);
  * - any data file is refused when it names a column masked for the caller on any table (ad-hoc
  *   queries mask by column name alone, docs/decisions.md "Masking policy" rule 4): the header of a CSV/TSV, the
  *   text of any other data file (JSON keys, Parquet schema strings).
@@ -83,4 +83,23 @@ export async function assertReadableData(ctx: PluginContext, caller: Caller, fil
   if (!names.length) return;
   const found = namesIn(isDataFile(realRel) ? realRel : rel, content, names);
   if (found.length) throw refuse(found, seed ? `${seed.schema}.${seed.name}` : undefined);
+}
+
+/**
+ * Shows every `.env` value (4 characters or more, like `/api/dag/full`) in a served file as its
+ * `${NAME}` reference. `.env` itself is protected, but its values also live on in copies: a
+ * backup, a note, or a hard link made before dp last rewrote `.env` (the rewrite is a rename,
+ * so the link keeps the old inode and is no longer recognised as `.env`). Read from the
+ * secrets store on each call, so a value set since the server started is covered too; longer
+ * values first, so a value that contains another is replaced whole.
+ */
+export function withSecretReferences(ctx: PluginContext, text: string): string {
+  const secrets = ctx.secrets
+    .list()
+    .map(({ key }) => ({ key, value: ctx.secrets.get(key) ?? '' }))
+    .filter((s) => s.value.length >= 4)
+    .sort((a, b) => b.value.length - a.value.length);
+  let out = text;
+  for (const { key, value } of secrets) if (out.includes(value)) out = out.split(value).join(`\${${key}}`);
+  return out;
 }

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { badRequest, definePlugin, MODELS_SERVICE, notFound, qualified, readNotebook, readYaml, type PluginContext } from '../../sdk/index.js';
-import { assertReadableData } from './exposure.js';
+import { assertReadableData, withSecretReferences } from './exposure.js';
 import { guardFs, projectPath, protectedFileTest, servableLink } from './paths.js';
 import { isHidden, languageOf, SAVEABLE_EXTENSIONS } from './rules.js';
 
@@ -88,7 +88,7 @@ export default definePlugin({
         if (stat.size > MAX_READ_BYTES) throw badRequest('file_too_large', `'${rel}' is larger than 5 MiB`, { path: rel });
         const content = guardFs(() => fs.readFileSync(abs), rel);
         await assertReadableData(ctx, req.caller, { rel, realRel }, content);
-        return { path: rel, content: content.toString('utf8'), language: languageOf(rel) };
+        return { path: rel, content: withSecretReferences(ctx, content.toString('utf8')), language: languageOf(rel) };
       },
     });
 

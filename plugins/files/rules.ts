@@ -3,8 +3,12 @@ import path from 'node:path';
 /** The save list of docs/decisions.md "Files": the specification's plus the TypeScript/JavaScript script extensions. */
 export const SAVEABLE_EXTENSIONS = ['.sql', '.py', '.yml', '.yaml', '.dpnb', '.sqlfluff', '.ts', '.js', '.mjs'];
 
-/** Never listed, read or written through the API: secrets, the database, VCS internals, dependencies. */
-const HIDDEN_NAMES = new Set(['.git', 'node_modules', '.env', '.service-env']);
+/**
+ * Never listed, read or written through the API: secrets, the database, VCS internals,
+ * dependencies, and `.dp/`, dp's own state folder (the project's user store and whatever dp
+ * keeps there later).
+ */
+const HIDDEN_NAMES = new Set(['.git', 'node_modules', '.env', '.service-env', '.dp']);
 const HIDDEN_PATTERNS = [/^\.env(\..+)?$/, /\.duckdb(\.wal)?$/, /\.tmp$/];
 
 export function isHidden(name: string): boolean {

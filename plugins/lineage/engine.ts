@@ -66,7 +66,7 @@ export class LineageEngine {
   private async liveColumns(): Promise<Map<string, string[]>> {
     const rows = await this.db.all<{ schema_name: string; table_name: string; column_name: string }>(
       `SELECT schema_name, table_name, column_name FROM duckdb_columns()
-       WHERE database_name = current_database() AND schema_name <> '_service'
+       WHERE database_name = current_database() AND lower(schema_name) NOT IN ('_service', '_masking')
        ORDER BY schema_name, table_name, column_index`,
     );
     const out = new Map<string, string[]>();

@@ -157,11 +157,19 @@ export function withVarReferences(dag: { nodes: DagNode[]; edges: DagEdge[] }, p
   return { nodes, edges: dag.edges };
 }
 
-/** Whether a DAG node id names a relation in dp's internal schema. */
-const isInternal = (id: string) => id.toLowerCase().startsWith('_service.');
+/**
+ * Whether a relation name (`schema.table`) is hidden from a role: `_masking` (the masking keys'
+ * pads, which no user statement may read) from everyone, dp's bookkeeping schema `_service`
+ * from everyone but admins. Names are case-insensitive, as in DuckDB.
+ */
+export function hiddenRelation(name: string, role: string): boolean {
+  const lower = name.toLowerCase();
+  return lower.startsWith('_masking.') || (role !== 'admin' && lower.startsWith('_service.'));
+}
 
-/** The DAG without `_service` relations (for callers who are not admins). */
-export function withoutInternal(dag: { nodes: DagNode[]; edges: DagEdge[] }): { nodes: DagNode[]; edges: DagEdge[] } {
+/** The DAG without the relations hidden from the caller's role. */
+export function withoutInternal(dag: { nodes: DagNode[]; edges: DagEdge[] }, role: string): { nodes: DagNode[]; edges: DagEdge[] } {
+  const isInternal = (id: string) => hiddenRelation(id, role);
   return {
     nodes: dag.nodes.filter((n) => !isInternal(String(n.id))).map((n) => (Array.isArray(n.targets) ? { ...n, targets: (n.targets as string[]).filter((t) => !isInternal(t)) } : n)),
     edges: dag.edges.filter((e) => !isInternal(e.source) && !isInternal(e.target)),

@@ -15,7 +15,7 @@ import {
 import { STAR } from './columns.js';
 import { EXPOSURES_CONFIG } from './config.js';
 import { LineageEngine } from './engine.js';
-import { buildFullDag, IMPORT_SCHEMA, readIngestScripts, withoutInternal, withVarReferences } from './full-dag.js';
+import { buildFullDag, hiddenRelation, IMPORT_SCHEMA, readIngestScripts, withoutInternal, withVarReferences } from './full-dag.js';
 import { impactOf, type ImpactRecord } from './impact.js';
 
 const sourceSchema: JsonSchema = {
@@ -114,12 +114,10 @@ async function fullDag(ctx: PluginContext, models: ModelsService) {
   });
 }
 
-const isInternalName = (name: string) => name.toLowerCase().startsWith('_service.');
-
-/** A model's lineage without `_service` relations, for callers who are not admins (they may not know them). */
-function withoutInternalSources(l: ModelLineage): ModelLineage {
-  const columns = Object.fromEntries(Object.entries(l.columns).map(([c, sources]) => [c, sources.filter((x) => !isInternalName(x.source_table))]));
-  return { ...l, columns, depends_on: l.depends_on.filter((d) => !isInternalName(d)) };
+/** A model's lineage without the relations hidden from the role (`_masking` always, `_service` unless admin). */
+function withoutInternalSources(l: ModelLineage, role: string): ModelLineage {
+  const columns = Object.fromEntries(Object.entries(l.columns).map(([c, sources]) => [c, sources.filter((x) => !hiddenRelation(x.source_table, role))]));
+  return { ...l, columns, depends_on: l.depends_on.filter((d) => !hiddenRelation(d, role)) };
 }
 
 function formatSources(sources: ModelLineage['columns'][string]): string {
@@ -144,7 +142,7 @@ export default definePlugin({
       schema: { response: { 200: { type: 'array', items: lineageSchema } } },
       handler: async (req) => {
         const all = await engine.all();
-        return req.caller.role === 'admin' ? all : all.filter((l) => !isInternalName(l.model)).map(withoutInternalSources);
+        return all.filter((l) => !hiddenRelation(l.model, req.caller.role)).map((l) => withoutInternalSources(l, req.caller.role));
       },
     });
 
@@ -156,11 +154,11 @@ export default definePlugin({
       tags: ['lineage'],
       schema: { params: modelParams, response: { 200: lineageSchema } },
       handler: async (req) => {
-        if (req.caller.role !== 'admin' && isInternalName(req.params.model_name)) {
+        if (hiddenRelation(req.params.model_name, req.caller.role)) {
           throw notFound('model_not_found', `No model named '${req.params.model_name}'`, { model: req.params.model_name });
         }
         const one = await engine.one(req.params.model_name);
-        return req.caller.role === 'admin' ? one : withoutInternalSources(one);
+        return withoutInternalSources(one, req.caller.role);
       },
     });
 
@@ -177,7 +175,7 @@ export default definePlugin({
       },
       handler: (req) => {
         // dp's internal schema is invisible to non-admins, here as on every route.
-        if (req.caller.role !== 'admin' && isInternalName(req.params.model_name)) {
+        if (hiddenRelation(req.params.model_name, req.caller.role)) {
           throw notFound('model_not_found', `No model named '${req.params.model_name}' (nor a seed or source that models read)`, { model: req.params.model_name });
         }
         return impact(ctx, engine, req.params.model_name, req.query.column);
@@ -194,7 +192,7 @@ export default definePlugin({
       handler: async (req) => {
         const yml = path.join(ctx.project.root, 'project.yml');
         const dag = withVarReferences(await fullDag(ctx, models()), fs.existsSync(yml) ? fs.readFileSync(yml, 'utf8') : '', ctx.env);
-        return req.caller.role === 'admin' ? dag : withoutInternal(dag);
+        return withoutInternal(dag, req.caller.role);
       },
     });
 

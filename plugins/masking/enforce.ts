@@ -140,17 +140,16 @@ export class MaskingEnforcer {
     return caller.role;
   }
 
-  /** Policies that mask for this caller (rule 1), narrowed to the exact table for table endpoints (rule 4). */
-  bindingPolicies(caller: Caller, table?: { schema: string; table: string }): MaskingPolicy[] {
+  /**
+   * Policies that mask for this caller (rule 1). Table endpoints are not narrowed to their exact
+   * table: a sample or profile of a view (or a copy) of a masked table must mask at least what
+   * `/api/query` masks for `SELECT *` of it, or the endpoint would be a way around the query's
+   * masks. A policy on the very table still wins over a namesake (masksFor).
+   */
+  bindingPolicies(caller: Caller): MaskingPolicy[] {
     const cls = this.callerClass(caller);
     if (cls === 'exempt-all') return [];
-    let policies = this.store.all().filter((p) => cls === 'bound-all' || !p.exempted_roles.includes(cls));
-    if (table) {
-      const s = table.schema.toLowerCase();
-      const t = table.table.toLowerCase();
-      policies = policies.filter((p) => p.schema_name.toLowerCase() === s && p.table_name.toLowerCase() === t);
-    }
-    return policies;
+    return this.store.all().filter((p) => cls === 'bound-all' || !p.exempted_roles.includes(cls));
   }
 
   /** Columns of schema.table this caller sees masked (the `masking` service). */
@@ -161,12 +160,15 @@ export class MaskingEnforcer {
       return RelationCatalog.resolve(snap, { catalog: '', schema, table })?.columns.map((c) => c.name) ?? [];
     }
     await this.store.ensureLoaded();
-    const policies = this.bindingPolicies(caller, { schema, table });
+    const policies = this.bindingPolicies(caller);
     if (!policies.length) return [];
     const snap = await this.relations.snapshot();
     const rel = RelationCatalog.resolve(snap, { catalog: '', schema, table });
-    if (!rel) return policies.map((p) => p.column_name);
-    return this.masksFor(rel, policies, true).map((m) => m.column);
+    if (!rel) {
+      const own = (p: MaskingPolicy) => p.schema_name.toLowerCase() === schema.toLowerCase() && p.table_name.toLowerCase() === table.toLowerCase();
+      return policies.filter(own).map((p) => p.column_name);
+    }
+    return this.masksFor(rel, policies).map((m) => m.column);
   }
 
   /**
@@ -187,7 +189,7 @@ export class MaskingEnforcer {
   }
 
   /** The mask of each masked column of a relation; column references are qualified by `qualifier` when given. */
-  private masksFor(rel: Relation, policies: MaskingPolicy[], exactTable: boolean, qualifier?: string): ColumnMask[] {
+  private masksFor(rel: Relation, policies: MaskingPolicy[], qualifier?: string): ColumnMask[] {
     const out: ColumnMask[] = [];
     // The key table is never masked (nor planned): no user statement reaches it, only the masks do.
     if (rel.schema.toLowerCase() === KEY_SCHEMA) return out;
@@ -197,9 +199,8 @@ export class MaskingEnforcer {
       const candidates = policies.filter((p) => p.column_name.toLowerCase() === name);
       if (!candidates.length) continue;
       const sameTable = (p: MaskingPolicy) => p.schema_name.toLowerCase() === rel.schema.toLowerCase() && p.table_name.toLowerCase() === rel.name.toLowerCase();
-      // Ad-hoc queries match by column name alone (rule 4); a policy on this very table wins over one on a namesake column elsewhere.
-      const policy = exactTable ? candidates.find(sameTable) : (candidates.find(sameTable) ?? candidates[0]);
-      if (policy) chosen.set(name, policy);
+      // Policies match by column name (rule 4, every route alike); a policy on this very table wins over one on a namesake column elsewhere.
+      chosen.set(name, candidates.find(sameTable) ?? candidates[0]);
     }
     for (const col of rel.columns) {
       const policy = chosen.get(col.name.toLowerCase());
@@ -271,12 +272,12 @@ export class MaskingEnforcer {
     await this.refuseKeySchema(q);
     if (this.callerClass(q.caller) === 'exempt-all') return;
     await this.store.ensureLoaded();
-    const policies = this.bindingPolicies(q.caller, q.table);
+    const policies = this.bindingPolicies(q.caller);
     if (!policies.length) return;
     let snap = await this.relations.snapshot();
     const cls = this.callerClass(q.caller);
     const canWrite = hasPermission(q.caller, 'write') && cls !== 'bound-all';
-    const keyOf = (epoch: number) => `${cls}|${canWrite}|${q.table ? `${q.table.schema}.${q.table.table}` : ''}|${this.store.version}|${epoch}|${q.sql}`;
+    const keyOf = (epoch: number) => `${cls}|${canWrite}|${this.store.version}|${epoch}|${q.sql}`;
     let hit = this.cache.get(keyOf(snap.epoch));
     if (!hit) {
       try {
@@ -386,13 +387,12 @@ export class MaskingEnforcer {
   }
 
   /** The masks of every scan, as planned from one catalog snapshot. */
-  private planner(snap: CatalogSnapshot, policies: MaskingPolicy[], exact: QueryContext['table'], seen?: (rel: Relation) => void): PlanFor {
+  private planner(snap: CatalogSnapshot, policies: MaskingPolicy[], seen?: (rel: Relation) => void): PlanFor {
     return (ref) => {
       const rel = RelationCatalog.resolve(snap, ref);
       if (!rel) return undefined;
       seen?.(rel);
-      if (exact && (rel.schema.toLowerCase() !== exact.schema.toLowerCase() || rel.name.toLowerCase() !== exact.table.toLowerCase())) return [];
-      return this.masksFor(rel, policies, Boolean(exact));
+      return this.masksFor(rel, policies);
     };
   }
 
@@ -411,12 +411,11 @@ export class MaskingEnforcer {
   }
 
   /** Late masking's view of the same plan: each relation's columns and its masks under a given qualifier. */
-  private sources(snap: CatalogSnapshot, policies: MaskingPolicy[], exact: QueryContext['table']): ResolveSource {
+  private sources(snap: CatalogSnapshot, policies: MaskingPolicy[]): ResolveSource {
     return (ref) => {
       const rel = RelationCatalog.resolve(snap, ref);
       if (!rel) return undefined;
-      const other = exact && (rel.schema.toLowerCase() !== exact.schema.toLowerCase() || rel.name.toLowerCase() !== exact.table.toLowerCase());
-      return { columns: new Set(rel.byName.keys()), masks: (qualifier) => (other ? [] : this.masksFor(rel, policies, Boolean(exact), qualifier)) };
+      return { columns: new Set(rel.byName.keys()), masks: (qualifier) => this.masksFor(rel, policies, qualifier) };
     };
   }
 
@@ -446,7 +445,7 @@ export class MaskingEnforcer {
   private async build(q: QueryContext, parsed: Extract<ParsedSql, { ok: true }>, policies: MaskingPolicy[], snap: CatalogSnapshot, canWrite: boolean) {
     let hidden: string | undefined;
     const stale = new Set<MaskingPolicy>();
-    const planFor = this.planner(snap, policies, q.table, (rel) => {
+    const planFor = this.planner(snap, policies, (rel) => {
       if (!canWrite && rel.schema.toLowerCase() === '_service' && rel.name.toLowerCase() === 'masking_policies') hidden ??= '_service.masking_policies';
       for (const p of MaskingEnforcer.missingPolicyColumns(rel, policies)) stale.add(p);
     });
@@ -468,7 +467,7 @@ export class MaskingEnforcer {
     if (plan.wraps.length === 0) return result({ sql: q.sql });
 
     // A plain SELECT over tables with every column qualified: mask where the columns are used.
-    const resolve = this.sources(snap, policies, q.table);
+    const resolve = this.sources(snap, policies);
     const late = planLate(statements, resolve);
     // Masks that do not parse as single expressions (a bad third-party method) are left to the wrappers' own check.
     const expressions = late ? await this.lateTemplate(late).catch(() => null) : null;

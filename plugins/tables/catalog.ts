@@ -12,8 +12,14 @@ export interface ColumnEntry {
   nullable: boolean;
 }
 
-/** The kernel's own bookkeeping schema is not user data: listings leave it out. */
-const HIDDEN_SCHEMAS = ['_service', 'information_schema', 'pg_catalog'];
+/**
+ * Schemas that are not user data: listings, describe and autocomplete leave them out for every
+ * role. `_service` is the kernel's bookkeeping; `_masking` holds the masking plugin's keyed pads,
+ * which no user statement may read (naming it only invites a refused query). DuckDB names are
+ * case-insensitive, so the comparison is too.
+ */
+const HIDDEN_SCHEMAS = new Set(['_service', '_masking', 'information_schema', 'pg_catalog']);
+const isHiddenSchema = (schema: string) => HIDDEN_SCHEMAS.has(schema.toLowerCase());
 
 export async function listTables(db: DatabasePort, schema?: string): Promise<TableEntry[]> {
   const rows = await db.all<TableEntry>(
@@ -24,7 +30,7 @@ export async function listTables(db: DatabasePort, schema?: string): Promise<Tab
        WHERE database_name = current_database() AND NOT internal AND NOT temporary
      ORDER BY 1, 2`,
   );
-  return rows.filter((r) => !HIDDEN_SCHEMAS.includes(r.schema) && (schema === undefined || r.schema === schema));
+  return rows.filter((r) => !isHiddenSchema(r.schema) && (schema === undefined || r.schema === schema));
 }
 
 export async function describeTable(db: DatabasePort, schema: string, table: string): Promise<{ schema: string; name: string; type: string; columns: ColumnEntry[] }> {

@@ -88,6 +88,9 @@ describe('security: data outside the query path', () => {
       '%zz': 'percent file',
       '..dots.sql': 'SELECT 2',
       'data/warehouse.db.tmp/spill.bin': 'spilled rows',
+      // A copy of .env (or a hard link left behind when dp rewrote .env: the link keeps the old inode).
+      'env-backup.txt': `BI_TOKEN=${BI_TOKEN}\nAPI_SECRET=${ENV_SECRET}\n`,
+      'notes/setup.md': `Call the API with the key ${ENV_SECRET} (ask ops).\n`,
     });
     const link = (name: string, target: string) => fs.symlinkSync(target, path.join(root, name));
     link('notes.txt', '.env');
@@ -100,6 +103,10 @@ describe('security: data outside the query path', () => {
     fs.symlinkSync('../.env', path.join(root, 'docs', 'env.md'));
     link('people-link.csv', 'seeds/people.csv');
     link('colors-link.csv', 'data/colors.csv');
+    // dp's own state folder (the user store lives there), reached by name or through a link to it.
+    fs.mkdirSync(path.join(root, '.dp'), { recursive: true });
+    fs.writeFileSync(path.join(root, '.dp', 'state.sql'), 'SELECT 1');
+    link('dp-link', '.dp');
     fs.linkSync(path.join(root, '.env'), path.join(root, 'hard.txt'));
 
     s = await startServer(root, { auth: true });
@@ -142,7 +149,7 @@ describe('security: data outside the query path', () => {
 
   // ------------------------------------------------------------------ files: symlinks and hidden targets (point 13)
 
-  const protectedLinks = ['data/warehouse.db.tmp/spill.bin', 'hard.txt', 'notes.txt', 'wal.txt', 'db.txt', 'later.txt', 'chain.txt', 'docs/env.md', 'data/warehouse.db', 'data/warehouse.db.wal'];
+  const protectedLinks = ['.dp/state.sql', 'dp-link/state.sql', 'data/warehouse.db.tmp/spill.bin', 'hard.txt', 'notes.txt', 'wal.txt', 'db.txt', 'later.txt', 'chain.txt', 'docs/env.md', 'data/warehouse.db', 'data/warehouse.db.wal'];
   for (const role of ROLES) {
     for (const file of protectedLinks) {
       it(`${role}: GET /api/files/${file} is refused (hidden or database target)`, async () => {
@@ -171,6 +178,22 @@ describe('security: data outside the query path', () => {
     });
   }
 
+  const stateWrites: Array<[string, string]> = [
+    ['PUT', '.dp/new.sql'],
+    ['PUT', 'dp-link/new.sql'],
+    ['PUT', 'dp-link/state.sql'],
+    ['DELETE', 'dp-link/state.sql'],
+  ];
+  for (const [method, file] of stateWrites) {
+    it(`editor: ${method} /api/files/${file} (dp's state folder) is refused and changes nothing`, async () => {
+      const r = await as('editor', method, `/api/files/${file}`, method === 'PUT' ? { content: 'SELECT 2' } : undefined);
+      assert.equal(r.status, 400, r.text);
+      assert.equal(r.body.error.code, 'protected_path');
+      assert.deepEqual(fs.readdirSync(path.join(root, '.dp')).filter((f) => f.endsWith('.sql')), ['state.sql']);
+      assert.equal(fs.readFileSync(path.join(root, '.dp', 'state.sql'), 'utf8'), 'SELECT 1');
+    });
+  }
+
   it('the tree lists links only when the file they reach could be read', async () => {
     const r = await as('viewer', 'GET', '/api/files');
     const flat: string[] = [];
@@ -179,6 +202,23 @@ describe('security: data outside the query path', () => {
     for (const p of ['hard.txt', 'notes.txt', 'script.sql', 'wal.txt', 'db.txt', 'later.txt', 'chain.txt', 'docs/env.md', 'data/warehouse.db']) assert.ok(!flat.includes(p), `${p} listed`);
     assert.ok(flat.includes('colors-link.csv') && flat.includes('data/colors.csv'), flat.join(','));
   });
+
+  // ------------------------------------------------------------------ files: .env values in other files (point 6)
+
+  const secretCopies: Array<{ file: string; shows: string }> = [
+    { file: 'env-backup.txt', shows: 'API_SECRET=${API_SECRET}' },
+    { file: 'notes/setup.md', shows: 'the key ${API_SECRET} (ask ops)' },
+  ];
+  for (const { file, shows } of secretCopies) {
+    for (const role of ROLES) {
+      it(`${role}: GET /api/files/${file} shows a .env value as its \${NAME} reference`, async () => {
+        const r = await as(role, 'GET', `/api/files/${file}`);
+        assert.equal(r.status, 200, r.text);
+        noSecrets(r.text, file);
+        assert.ok(r.body.content.includes(shows), r.body.content);
+      });
+    }
+  }
 
   // ------------------------------------------------------------------ files: raw copies of masked columns (point 6)
 

@@ -147,6 +147,57 @@ describe('security: masking', () => {
     });
   }
 
+  const KEY_TABLE_LISTINGS: Array<[string, number]> = [
+    ['/api/tables', 200],
+    ['/api/tables?schema=_masking', 200],
+    ['/api/autocomplete', 200],
+    ['/api/tables/_masking/keys', 404],
+    ['/api/tables/_MASKING/keys', 404],
+    ['/api/dag', 200],
+    ['/api/dag/full', 200],
+    ['/api/lineage', 200],
+    ['/api/lineage/marts.key_reader', 200],
+    ['/api/lineage/_masking.keys', 404],
+    ['/api/impact/_masking.keys', 404],
+  ];
+  for (const role of ROLES) {
+    it(`point 3, ${role}: the key table is in no listing, autocomplete or describe (like _service)`, async () => {
+      const listed = await srv.s.request('POST', '/api/query', { sql: 'SELECT count(*) AS n FROM duckdb_tables() WHERE schema_name = \'_masking\'' }, { token: srv.tokens[role] });
+      assert.equal(listed.status, 200, listed.text);
+      assert.equal(Number(listed.body.rows[0][0]), 1, 'the key table exists, so the listings below could show it');
+      // An editor's model that reads the key table (writers are trusted with raw data) puts it in the DAG and lineage.
+      fs.mkdirSync(path.join(srv.root, 'transform', 'marts'), { recursive: true });
+      fs.writeFileSync(path.join(srv.root, 'transform', 'marts', 'key_reader.sql'), 'SELECT k.id, 1 AS one FROM _masking.keys AS k\n');
+      for (const [route, status] of KEY_TABLE_LISTINGS) {
+        const r = await srv.s.request('GET', route, undefined, { token: srv.tokens[role] });
+        assert.equal(r.status, status, `${route}: ${r.text.slice(0, 300)}`);
+        if (status === 200) assert.doesNotMatch(r.text, /_masking|inner_pad|outer_pad/i, `${route}: ${r.text.slice(0, 300)}`);
+      }
+    });
+  }
+
+  // A table endpoint masks at least what /api/query masks for a SELECT * of the same relation:
+  // a pass-through view (or a copy) of a masked table has no policy of its own, but its columns
+  // carry the masked columns' names, and the ad-hoc query of the view masks them by name.
+  const RAW_VALUES = ['ada@example.com', 'grace@navy.mil', '123-45-6789', '987-65-4321', '52347'];
+  const VIEW_ROUTES = ['/api/tables/sec/people_view/sample', '/api/tables/sec/people_view/profile', '/api/tables/sec/people_copy/sample', '/api/tables/sec/people_copy/profile'];
+  for (const role of ROLES) {
+    it(`point 6, ${role}: samples and profiles of a view or copy of a masked table mask like /api/query does`, async () => {
+      await srv.s.app.db.run(`CREATE OR REPLACE VIEW sec.people_view AS SELECT id, email, ssn, salary FROM sec.people;
+        CREATE OR REPLACE TABLE sec.people_copy AS SELECT id, email, ssn, salary FROM sec.people`);
+      const query = await srv.s.request('POST', '/api/query', { sql: 'SELECT * FROM sec.people_view' }, { token: srv.tokens[role] });
+      assert.equal(query.status, 200, query.text);
+      for (const route of VIEW_ROUTES) {
+        const r = await srv.s.request('GET', route, undefined, { token: srv.tokens[role] });
+        assert.equal(r.status, 200, `${route}: ${r.text.slice(0, 300)}`);
+        const raw = RAW_VALUES.filter((v) => r.text.includes(v));
+        if (BOUND.includes(role)) assert.deepEqual(raw, [], `${route}: ${r.text.slice(0, 400)}`);
+        else assert.ok(raw.length > 0, `admin sees raw values on ${route}`);
+        assert.equal(leakedKey(r.text), undefined, route);
+      }
+    });
+  }
+
   it('point 3: the mask SQL spliced into a query names the key row, never a key', async () => {
     const viewer: Caller = { username: 'viewer', role: 'viewer', authenticated: true };
     for (const sql of ['SELECT * FROM sec.people', 'SELECT p.email, p.salary, p.born FROM sec.people p']) {
