@@ -112,6 +112,18 @@ describe('transform engine', () => {
     assert.equal(await app.db.value('SELECT answer FROM marts.standalone'), 44);
   });
 
+  it('records the state of a model whose SQL ends in a line comment or holds quotes (state goes in the same text as the build)', async () => {
+    write('transform/marts/commented.sql', "-- @config materialized=table, schema=marts\nSELECT 'it''s' AS said, ';' AS sep -- trailing comment, no newline");
+    const first = await models.transform({ targets: ['marts.commented'] });
+    assert.equal(first.status, 'success', JSON.stringify(first.results));
+    assert.deepEqual(await app.db.all('SELECT said, sep FROM marts.commented'), [{ said: "it's", sep: ';' }]);
+    const state = await app.db.all<{ kind: string; materialized: string }>("SELECT kind, materialized FROM _service.model_state WHERE name = 'marts.commented'");
+    assert.deepEqual(state, [{ kind: 'model', materialized: 'table' }]);
+    assert.deepEqual(statuses(await models.transform({ targets: ['marts.commented'] })), { 'marts.commented': 'skipped' });
+    fs.rmSync(path.join(root, 'transform/marts/commented.sql'));
+    await app.db.run('DROP TABLE marts.commented');
+  });
+
   it('runs the hooks: afterModelBuild may flag assertion_failed without failing the run', async () => {
     const seen: string[] = [];
     app.hooks.beforeTransform.tapPromise('test-before', async (run) => {
