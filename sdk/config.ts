@@ -87,3 +87,20 @@ export interface ProjectInfo {
    */
   writeFile(relativePath: string, content: string | Buffer): string;
 }
+
+/** `.env` values shorter than this are not replaced: they would match ordinary text. */
+export const MIN_SECRET_LENGTH = 4;
+
+/**
+ * `text` with every `.env` value (MIN_SECRET_LENGTH characters or more) shown as its `${NAME}`
+ * reference: the one rule for any route that shows project text a value may have reached (the
+ * full DAG, served files). Longer values first, so a value that contains another is replaced whole.
+ */
+export function withEnvReferences(text: string, env: Readonly<Record<string, string>>): string {
+  const secrets = Object.entries(env)
+    .filter(([, value]) => value.length >= MIN_SECRET_LENGTH)
+    .sort((a, b) => b[1].length - a[1].length);
+  let out = text;
+  for (const [name, value] of secrets) if (out.includes(value)) out = out.split(value).join(`\${${name}}`);
+  return out;
+}

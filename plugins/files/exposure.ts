@@ -12,7 +12,7 @@
  * Code and configuration (the saveable extensions, Markdown) are not data and are served as before.
  */
 import path from 'node:path';
-import { forbidden, MASKING_SERVICE, MODELS_SERVICE, type Caller, type PluginContext } from '../../sdk/index.js';
+import { forbidden, MASKING_SERVICE, MODELS_SERVICE, withEnvReferences, type Caller, type PluginContext } from '../../sdk/index.js';
 import { SAVEABLE_EXTENSIONS } from './rules.js';
 
 const NOT_DATA = new Set([...SAVEABLE_EXTENSIONS, '.md']);
@@ -86,20 +86,12 @@ export async function assertReadableData(ctx: PluginContext, caller: Caller, fil
 }
 
 /**
- * Shows every `.env` value (4 characters or more, like `/api/dag/full`) in a served file as its
- * `${NAME}` reference. `.env` itself is protected, but its values also live on in copies: a
+ * Shows every `.env` value in a served file as its `${NAME}` reference (withEnvReferences, as
+ * `/api/dag/full` does). `.env` itself is protected, but its values also live on in copies: a
  * backup, a note, or a hard link made before dp last rewrote `.env` (the rewrite is a rename,
  * so the link keeps the old inode and is no longer recognised as `.env`). Read from the
- * secrets store on each call, so a value set since the server started is covered too; longer
- * values first, so a value that contains another is replaced whole.
+ * secrets store on each call, so a value set since the server started is covered too.
  */
 export function withSecretReferences(ctx: PluginContext, text: string): string {
-  const secrets = ctx.secrets
-    .list()
-    .map(({ key }) => ({ key, value: ctx.secrets.get(key) ?? '' }))
-    .filter((s) => s.value.length >= 4)
-    .sort((a, b) => b.value.length - a.value.length);
-  let out = text;
-  for (const { key, value } of secrets) if (out.includes(value)) out = out.split(value).join(`\${${key}}`);
-  return out;
+  return withEnvReferences(text, Object.fromEntries(ctx.secrets.list().map(({ key }) => [key, ctx.secrets.get(key) ?? ''])));
 }

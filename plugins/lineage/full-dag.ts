@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { readNotebook, readYaml, walkProjectFiles, type DagEdge, type DagNode, type ExposureConfig, type ModelInfo, type ProjectInfo, type SeedInfo, type SourceConfig } from '../../sdk/index.js';
+import { MIN_SECRET_LENGTH, readNotebook, readYaml, walkProjectFiles, withEnvReferences, type DagEdge, type DagNode, type ExposureConfig, type ModelInfo, type ProjectInfo, type SeedInfo, type SourceConfig } from '../../sdk/index.js';
 
 /** The schema the import wizard writes to: every table in it is an `import` node. */
 export const IMPORT_SCHEMA = 'imports';
@@ -139,16 +139,9 @@ export function withVarReferences(dag: { nodes: DagNode[]; edges: DagEdge[] }, p
   } catch {
     /* project.yml was valid at load; if it no longer parses, the strings below are still checked */
   }
-  const secrets = Object.values(env).filter((v) => v.length >= 4);
-  const asWritten = (value: string): string => {
-    const hit = written.get(value);
-    if (hit !== undefined) return hit;
-    // A value that reached a node another way (a default, a concatenation) is still never shown.
-    let out = value;
-    for (const [name, secret] of Object.entries(env)) if (secret.length >= 4 && out.includes(secret)) out = out.split(secret).join(`\${${name}}`);
-    return out;
-  };
-  if (written.size === 0 && secrets.length === 0) return dag;
+  // A value that reached a node another way (a default, a concatenation) is still never shown.
+  const asWritten = (value: string): string => written.get(value) ?? withEnvReferences(value, env);
+  if (written.size === 0 && !Object.values(env).some((v) => v.length >= MIN_SECRET_LENGTH)) return dag;
   const nodes = dag.nodes.map((node) => {
     const out: DagNode = { ...node };
     for (const [key, value] of Object.entries(node)) if (typeof value === 'string' && !STRUCTURAL_FIELDS.has(key)) out[key] = asWritten(value);
