@@ -50,3 +50,13 @@ export function requirePermission(caller: Caller, permission: Permission): void 
 
 /** The caller the CLI acts as: it owns the database file, so it is an admin. */
 export const LOCAL_ADMIN: Caller = Object.freeze({ username: null, role: 'admin', authenticated: false });
+
+/**
+ * Whether relations in `schema` are hidden from `role` on every route that names or describes
+ * relations: `_service` (dp's bookkeeping) from everyone but admins, `_masking` (the masking
+ * keys' pads, which no statement may read) from everyone. DuckDB names are case-insensitive.
+ */
+export function schemaHiddenFrom(schema: string | null | undefined, role: Role): boolean {
+  const lower = (schema ?? '').toLowerCase();
+  return lower === '_masking' || (lower === '_service' && role !== 'admin');
+}

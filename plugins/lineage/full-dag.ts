@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { MIN_SECRET_LENGTH, readNotebook, readYaml, walkProjectFiles, withEnvReferences, type DagEdge, type DagNode, type ExposureConfig, type ModelInfo, type ProjectInfo, type SeedInfo, type SourceConfig } from '../../sdk/index.js';
+import { MIN_SECRET_LENGTH, readNotebook, schemaHiddenFrom, readYaml, walkProjectFiles, withEnvReferences, type DagEdge, type DagNode, type ExposureConfig, type ModelInfo, type ProjectInfo, type Role, type SeedInfo, type SourceConfig } from '../../sdk/index.js';
 
 /** The schema the import wizard writes to: every table in it is an `import` node. */
 export const IMPORT_SCHEMA = 'imports';
@@ -150,18 +150,14 @@ export function withVarReferences(dag: { nodes: DagNode[]; edges: DagEdge[] }, p
   return { nodes, edges: dag.edges };
 }
 
-/**
- * Whether a relation name (`schema.table`) is hidden from a role: `_masking` (the masking keys'
- * pads, which no user statement may read) from everyone, dp's bookkeeping schema `_service`
- * from everyone but admins. Names are case-insensitive, as in DuckDB.
- */
-export function hiddenRelation(name: string, role: string): boolean {
-  const lower = name.toLowerCase();
-  return lower.startsWith('_masking.') || (role !== 'admin' && lower.startsWith('_service.'));
+/** Whether a relation name (`schema.table`) is hidden from a role (schemaHiddenFrom). */
+export function hiddenRelation(name: string, role: Role): boolean {
+  const dot = name.indexOf('.');
+  return dot > 0 && schemaHiddenFrom(name.slice(0, dot), role);
 }
 
 /** The DAG without the relations hidden from the caller's role. */
-export function withoutInternal(dag: { nodes: DagNode[]; edges: DagEdge[] }, role: string): { nodes: DagNode[]; edges: DagEdge[] } {
+export function withoutInternal(dag: { nodes: DagNode[]; edges: DagEdge[] }, role: Role): { nodes: DagNode[]; edges: DagEdge[] } {
   const isInternal = (id: string) => hiddenRelation(id, role);
   return {
     nodes: dag.nodes.filter((n) => !isInternal(String(n.id))).map((n) => (Array.isArray(n.targets) ? { ...n, targets: (n.targets as string[]).filter((t) => !isInternal(t)) } : n)),

@@ -11,6 +11,7 @@ import {
   type ModelLineage,
   type ModelsService,
   type PluginContext,
+  type Role,
 } from '../../sdk/index.js';
 import { STAR } from './columns.js';
 import { EXPOSURES_CONFIG } from './config.js';
@@ -115,7 +116,7 @@ async function fullDag(ctx: PluginContext, models: ModelsService) {
 }
 
 /** A model's lineage without the relations hidden from the role (`_masking` always, `_service` unless admin). */
-function withoutInternalSources(l: ModelLineage, role: string): ModelLineage {
+function withoutInternalSources(l: ModelLineage, role: Role): ModelLineage {
   const columns = Object.fromEntries(Object.entries(l.columns).map(([c, sources]) => [c, sources.filter((x) => !hiddenRelation(x.source_table, role))]));
   return { ...l, columns, depends_on: l.depends_on.filter((d) => !hiddenRelation(d, role)) };
 }

@@ -2,7 +2,7 @@
  * Shared helpers of the quality plugin: which relation a name means, whether it exists,
  * UTC timestamps for the service tables, and masking of data values shown in diagnostics.
  */
-import { badRequest, MASKING_SERVICE, MODELS_SERVICE, notFound, quoteLiteral, type Caller, type ModelsService, type PluginContext } from '../../sdk/index.js';
+import { badRequest, MASKING_SERVICE, MODELS_SERVICE, notFound, quoteLiteral, schemaHiddenFrom, type Caller, type ModelsService, type PluginContext } from '../../sdk/index.js';
 
 export interface Relation {
   schema: string;
@@ -158,26 +158,20 @@ export function isServiceSchema(schema: string | null | undefined): boolean {
   return typeof schema === 'string' && schema.toLowerCase() === SERVICE_SCHEMA;
 }
 
-/** True when `schema.table` (or a `schema.table` name) is in `_service`. */
-export function isServiceRelation(name: string): boolean {
-  return isServiceSchema(splitRelation(name).schema);
-}
-
 /**
- * `_service` is invisible to everyone but admins: a relation there answers 404 exactly like a
+ * A relation in a schema hidden from the caller (schemaHiddenFrom) answers 404 exactly like a
  * relation that does not exist, so its tables cannot even be probed.
  */
 export function assertVisible(caller: Caller, schema: string, table: string, code = 'table_not_found'): void {
-  if (isServiceSchema(schema) && caller.role !== 'admin') {
+  if (schemaHiddenFrom(schema, caller.role)) {
     const message = code === 'model_not_found' ? `No model named '${schema}.${table}'` : `No table or view ${schema}.${table}`;
     throw notFound(code, message, code === 'model_not_found' ? { model: `${schema}.${table}` } : { schema, table });
   }
 }
 
-/** Rows about relations the caller may see (`_service` ones only for admins). */
+/** Rows about relations the caller may see (schemaHiddenFrom: `_service` ones only for admins, `_masking` ones never). */
 export function visibleTo<T>(caller: Caller, rows: T[], nameOf: (row: T) => string | null | undefined): T[] {
-  if (caller.role === 'admin') return rows;
-  return rows.filter((r) => !isServiceRelation(nameOf(r) ?? ''));
+  return rows.filter((r) => !schemaHiddenFrom(splitRelation(nameOf(r) ?? '').schema, caller.role));
 }
 
 /**
