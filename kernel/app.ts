@@ -14,7 +14,7 @@ import { DEFAULT_PHASE_TIMEOUTS_MS, PluginLifecycle, type PhaseTimeouts } from '
 import { KernelLogger } from './log.js';
 import { runMigrations } from './migrations.js';
 import { checkTopLevelKeys, configurationOwners, pluginConfiguration } from './plugin-config.js';
-import { checkExtensionDeclarations, discoverPlugins, type DiscoveredPlugin } from './plugins.js';
+import { checkExtensionDeclarations, declaredDependencies, discoverPlugins, type DiscoveredPlugin } from './plugins.js';
 import { GuardedQueryRunner } from './query-runner.js';
 import { EnvSecretsStore } from './secrets.js';
 import { WriteLock } from './write-lock.js';
@@ -137,7 +137,7 @@ class Services {
   private checkDependency(caller: PluginManifest, name: string): void {
     const owner = this.owners.get(name);
     if (!owner || owner.plugin === caller.name) return;
-    if ((caller.requires ?? []).includes(owner.plugin) || (caller.optional ?? []).includes(owner.plugin)) return;
+    if (declaredDependencies(caller).has(owner.plugin)) return;
     throw new DpError(500, 'undeclared_dependency', `Plugin '${caller.name}' uses service '${name}' of plugin '${owner.plugin}' without listing '${owner.plugin}' under requires or optional`, {
       plugin: caller.name,
       service: name,

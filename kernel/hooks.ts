@@ -2,6 +2,7 @@ import tapable from 'tapable';
 import { DpError } from '../sdk/errors.js';
 import { HOOK_NAMES, KERNEL_HOOKS, type FireableHook, type HookKind, type HookName, type HookTarget, type KernelHooks } from '../sdk/hooks.js';
 import type { PluginManifest } from '../sdk/plugin.js';
+import { declaredDependencies } from './plugins.js';
 
 const { AsyncSeriesBailHook, AsyncSeriesHook } = tapable;
 
@@ -104,7 +105,7 @@ export function checkHookDeclarations(enabled: PluginManifest[], installed: Plug
     }
   }
   for (const m of enabled) {
-    const deps = new Set([...(m.requires ?? []), ...(m.optional ?? [])]);
+    const deps = declaredDependencies(m);
     const check = (name: string, field: 'hooks' | 'fires') => {
       if (isKernelHook(name)) {
         if (field === 'fires' && KERNEL_HOOKS[name].firedBy === 'kernel') {

@@ -132,6 +132,11 @@ export function discoverPlugins(options: { projectRoot: string; paths: string[];
   return { enabled: ordered, disabled };
 }
 
+/** The plugins a manifest may use services, hook points and extension points of: `requires` and `optional`. */
+export function declaredDependencies(m: PluginManifest): Set<string> {
+  return new Set([...(m.requires ?? []), ...(m.optional ?? [])]);
+}
+
 /**
  * Boot-time checks of `extends`: each names an extension point an installed plugin declares, and
  * that plugin is listed under `requires` or `optional` (so it sets up first when enabled).
@@ -147,7 +152,7 @@ export function checkExtensionDeclarations(enabled: PluginManifest[], installed:
     }
   }
   for (const m of enabled) {
-    const deps = new Set([...(m.requires ?? []), ...(m.optional ?? [])]);
+    const deps = declaredDependencies(m);
     for (const e of m.contributes?.extends ?? []) {
       const owner = owners.get(e);
       if (!owner) throw manifestError(file(m.name), `contributes.extends lists '${e}', which no installed plugin declares`, { field: 'contributes.extends' });
