@@ -9,3 +9,5 @@ export * from './project-files.js';
 export * from './routes.js';
 export * from './services.js';
 export * from './sql.js';
+export * from './scripts.js';
+export * from './connectors.js';
