@@ -231,3 +231,22 @@ export interface ModelViewSection {
   render(model: ModelInfo): Promise<unknown>;
 }
 export const MODEL_VIEW = createExtensionPoint<ModelViewSection>('models.view');
+
+/** One problem `dp validate` reports: file (project-relative), line when known, message. */
+export interface ProjectProblem {
+  file: string;
+  line?: number;
+  message: string;
+}
+
+/**
+ * What `dp validate` checks beyond models, without building anything: each plugin that owns
+ * project files or keys (streams, metrics, contracts) extends the models plugin with its own
+ * validator, so `dp validate` lists every problem of the project in one run.
+ */
+export interface ProjectValidator {
+  /** The plugin's name, shown in reports. */
+  name: string;
+  validate(): Promise<ProjectProblem[]>;
+}
+export const PROJECT_VALIDATORS = createExtensionPoint<ProjectValidator>('models.validators');
