@@ -56,12 +56,16 @@ export async function recordHistory(db: DatabasePort, r: HistoryRecord): Promise
   ]);
 }
 
-export async function readHistory(ctx: Pick<PluginContext, 'db'>, options: { limit: number; name?: string }): Promise<HistoryRecord[]> {
+export async function readHistory(ctx: Pick<PluginContext, 'db'>, options: { limit: number; name?: string; kind?: 'stream' | 'script' }): Promise<HistoryRecord[]> {
+  const where: string[] = [];
+  const params: unknown[] = [options.limit];
+  if (options.name) where.push(`name = $${params.push(options.name)}`);
+  if (options.kind) where.push(`kind = $${params.push(options.kind)}`);
   const rows = await ctx.db.all<Record<string, unknown>>(
     `SELECT run_id, kind, name, trigger, status, strftime(started_at, '%Y-%m-%dT%H:%M:%S.%gZ') AS started_at,
             strftime(finished_at, '%Y-%m-%dT%H:%M:%S.%gZ') AS finished_at, duration_ms, error, steps::VARCHAR AS steps
-       FROM _service.run_history ${options.name ? 'WHERE name = $2' : ''} ORDER BY started_at DESC, run_id DESC LIMIT $1`,
-    options.name ? [options.limit, options.name] : [options.limit],
+       FROM _service.run_history ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY started_at DESC, run_id DESC LIMIT $1`,
+    params,
   );
   return rows.map((r) => ({ ...(r as unknown as HistoryRecord), steps: r.steps === null ? null : JSON.parse(String(r.steps)) }));
 }

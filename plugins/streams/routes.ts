@@ -104,18 +104,18 @@ export function registerRoutes(ctx: PluginContext, parts: { scripts: ScriptRunne
     method: 'GET',
     url: '/api/history',
     permission: 'read',
-    summary: 'Run history of streams and scripts, newest first',
+    summary: 'Run history of streams and scripts, newest first (filter by name or kind)',
     schema: {
       querystring: {
         type: 'object',
         additionalProperties: false,
-        properties: { limit: { type: 'integer', default: 50 }, name: { type: 'string', minLength: 1 } },
+        properties: { limit: { type: 'integer', default: 50 }, name: { type: 'string', minLength: 1 }, kind: { type: 'string', enum: ['stream', 'script'] } },
       },
     },
     handler: async (req) => {
-      const q = req.query as { limit: number; name?: string };
+      const q = req.query as { limit: number; name?: string; kind?: 'stream' | 'script' };
       if (!(q.limit >= 1 && q.limit <= 1000)) throw badRequest('invalid_history_limit', 'limit must be an integer from 1 to 1000', { limit: q.limit });
-      return { runs: await readHistory(ctx, { limit: q.limit, name: q.name }) };
+      return { runs: await readHistory(ctx, { limit: q.limit, name: q.name, kind: q.kind }) };
     },
   });
 

@@ -219,6 +219,8 @@ export class ScriptRunner implements ScriptsService {
           const compiled = await compileScript(this.ctx.project.root, file.abs);
           await this.invoke(compiled, file.path, this.scriptContext(file.path, signal, log), push, signal);
         }
+        // A script that noticed the cancel and returned was still cancelled.
+        if (signal.aborted) return { status: 'cancelled' as const, error: errorMessage(cancelledError(signal)) };
         return { status: 'success' as const };
       } catch (e) {
         if (signal.aborted) return { status: 'cancelled' as const, error: errorMessage(cancelledError(signal)) };
