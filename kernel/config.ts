@@ -139,7 +139,6 @@ export function buildConfig(raw: Record<string, unknown>, env: string | null): K
     connections: r.connections ?? {},
     streams: normaliseStreams(r.streams),
     environments,
-    connectors: r.connectors ?? {},
     plugins: { disable: r.plugins?.disable ?? [], paths: r.plugins?.paths ?? [] },
     query: {
       timeout_seconds: { admin: timeouts.admin ?? 300, editor: timeouts.editor ?? 120, viewer: timeouts.viewer ?? 60 },

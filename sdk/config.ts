@@ -42,7 +42,7 @@ export interface StreamConfig {
 }
 
 /**
- * The kernel's keys. `connections`, `streams` and `connectors` are reserved: the specification names them (docs/decisions.md "Project configuration")
+ * The kernel's keys. `connections` and `streams` are reserved: the specification names them (docs/decisions.md "Project configuration")
  * but no plugin owns them yet, so the kernel validates and holds them until their plugin lands
  * (docs/configuration.md). Every other key belongs to the plugin that declares it.
  */
@@ -64,8 +64,6 @@ export interface ProjectConfig {
   connections: Record<string, Record<string, unknown>>;
   /** Reserved until the streams plugin lands. */
   streams: Record<string, StreamConfig>;
-  /** Reserved until the connectors plugin lands. */
-  connectors: Record<string, Record<string, unknown>>;
 }
 
 export interface ProjectInfo {
