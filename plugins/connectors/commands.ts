@@ -19,7 +19,12 @@ export function configFromArgs(args: Record<string, any>, cwd: string): Record<s
   let config: Record<string, unknown> = {};
   if (args.config) {
     const text = String(args.config).trim();
-    const source = text.startsWith('{') ? text : fs.readFileSync(path.resolve(cwd, text), 'utf8');
+    let source = text;
+    if (!/^[[{]/.test(text)) {
+      const file = path.resolve(cwd, text);
+      if (!fs.existsSync(file)) throw badRequest('invalid_connector_params', '--config is neither a JSON object nor an existing JSON file', { field: 'config' });
+      source = fs.readFileSync(file, 'utf8');
+    }
     try {
       config = JSON.parse(source);
     } catch (e) {

@@ -10,7 +10,6 @@ export const errors = defineErrors({
   connector_not_found: { status: 404, meaning: 'project.yml has no connector with this name.' },
   connector_table_not_found: { status: 400, meaning: 'A requested table is not among the tables the source has (discover lists them).' },
   invalid_cdc_config: { status: 400, meaning: "A connector's table options are inconsistent (high_watermark without cdc_column, a mode the type does not support)." },
-  source_read_failed: { status: 400, meaning: 'Reading from the source failed during a sync (the table result carries the cause).' },
   unresolved_variable: { status: 400, meaning: "A connection parameter references ${VAR} that .env does not define." },
   duplicate_connector_type: { status: 500, meaning: 'Two plugins contribute a connector type with the same identifier (start-up error).' },
   invalid_connector_type: { status: 500, meaning: 'A contributed connector type is malformed (start-up error).' },

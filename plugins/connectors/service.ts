@@ -284,7 +284,7 @@ export class ConnectorsService {
     const toDelete: string[] = [];
     this.projectFile.edit((doc) => {
       doc.deleteIn(['connectors', name]);
-      if (c.connection === name || !this.stillUsed(doc, c.connection)) doc.deleteIn(['connections', c.connection]);
+      if (!this.stillUsed(doc, c.connection)) doc.deleteIn(['connections', c.connection]);
       doc.deleteIn(['streams', streamNameOf(name)]);
       for (const key of ['connectors', 'connections', 'streams']) {
         const node = doc.get(key);

@@ -8,6 +8,7 @@
  * optimistically to the database file, not to memory.
  */
 import {
+  badRequest,
   errorMessage,
   quoteIdent,
   qualified,
@@ -71,7 +72,12 @@ export class SyncEngine {
   resolve(connector: ConnectorConfig): { type: ReturnType<TypeRegistry['get']>; config: Record<string, unknown> } {
     const type = this.registry.get(connector.type);
     const connection = this.projectFile.connection(connector.connection);
-    const written = connection?.written ?? {};
+    if (!connection) {
+      throw badRequest('invalid_project_yml', `project.yml: connector '${connector.name}' names connection '${connector.connection}', which 'connections' does not hold`, {
+        field: `connectors.${connector.name}.connection`,
+      });
+    }
+    const written = connection.written;
     return { type, config: this.registry.validate(connector.type, this.projectFile.expand(written)) };
   }
 

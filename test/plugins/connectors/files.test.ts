@@ -160,6 +160,13 @@ describe('csv connector, webhook inbox and import', () => {
       const recorded = (await s.request('POST', '/api/query', { sql: 'SELECT table_name, format, rows_imported FROM _service.imports ORDER BY table_name' })).body.rows;
       assert.deepEqual(recorded, [['budget_2024', 'xlsx', 2], ['events', 'json', 2], ['people', 'csv', 3], ['sales', 'parquet', 100]]);
 
+      // The full DAG shows each import, and the connector script linked to the tables it loads.
+      const dag = (await s.request('GET', '/api/dag/full')).body as { nodes: Array<{ id: string; type: string; targets?: string[] }>; edges: Array<{ source: string; target: string }> };
+      for (const t of ['people', 'sales', 'events', 'budget_2024']) assert.equal(dag.nodes.find((n) => n.id === `landing.${t}`)?.type, 'import', t);
+      const script = dag.nodes.find((n) => n.id === 'ingest/connector_exports.ts');
+      assert.deepEqual(script?.targets, ['raw.products', 'raw.stock']);
+      assert.ok(dag.edges.some((e) => e.source === 'ingest/connector_exports.ts' && e.target === 'raw.products'));
+
       const exists = await upload('people.csv', files[0]![1]);
       assert.equal(exists.status, 409);
       const appended = await upload('people.csv', files[0]![1], { mode: 'append' });
