@@ -34,6 +34,7 @@ export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void
     const summary = await engine.transform({
       targets: list(args.select),
       force: Boolean(args.force),
+      fullRefresh: Boolean(args['full-refresh']),
       trigger: 'cli',
       onModel: (r, done, total) => io.progress(`[${done}/${total}] ${r.status.padEnd(15)} ${r.model} (${r.duration_ms} ms)`),
     });

@@ -6,10 +6,12 @@
  */
 import { badRequest, conflict, type DagEdge, type DagNode, type ModelInfo, type SourceConfig } from '../../sdk/index.js';
 import type { ModelFile, SeedFile } from './discovery.js';
+import { relationKind } from './materializations.js';
 
 export interface GraphModel {
   file: ModelFile;
-  info: ModelInfo;
+  /** What the service answers (kind and query always filled). */
+  info: ModelInfo & Required<Pick<ModelInfo, 'kind' | 'query'>>;
   /** Keys (lower-case full names) of upstream models. */
   upstreamModels: string[];
   /** Every upstream relation, as written in depends_on. */
@@ -132,10 +134,12 @@ export async function buildGraph(input: GraphInputs): Promise<ModelGraph> {
         schema: file.schema,
         full_name: file.full_name,
         materialized: file.materialized,
+        kind: relationKind(file.materialized),
         depends_on: r.upstream,
         path: file.path,
         content_hash: file.content_hash,
         sql: file.sql,
+        query: file.query,
         assertions: file.assertions,
         config: file.config,
       },
@@ -262,7 +266,8 @@ export function selectModels(graph: ModelGraph, targets: string[] | null | undef
 export function dagOf(graph: ModelGraph): { nodes: DagNode[]; edges: DagEdge[] } {
   const nodes: DagNode[] = graph.models.map((m) => ({
     id: m.info.full_name,
-    type: m.info.materialized,
+    type: m.info.kind,
+    materialized: m.info.materialized,
     label: m.info.name,
     schema: m.info.schema,
     path: m.info.path,

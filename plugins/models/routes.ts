@@ -26,7 +26,8 @@ const modelItem: JsonSchema = {
     name: { type: 'string' },
     schema: { type: 'string' },
     full_name: { type: 'string' },
-    materialized: { type: 'string', enum: ['table', 'view'] },
+    materialized: { type: 'string', enum: ['table', 'view', 'incremental', 'scd2'] },
+    kind: { type: 'string', enum: ['table', 'view'] },
     depends_on: { type: 'array', items: { type: 'string' } },
     path: { type: 'string' },
     content_hash: { type: 'string' },
@@ -43,7 +44,7 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
     summary: 'List models with their dependencies',
     schema: { response: { 200: { type: 'array', items: modelItem } } },
     handler: async () =>
-      (await engine.list()).map(({ name, schema, full_name, materialized, depends_on, path, content_hash }) => ({ name, schema, full_name, materialized, depends_on, path, content_hash })),
+      (await engine.list()).map(({ name, schema, full_name, materialized, kind, depends_on, path, content_hash }) => ({ name, schema, full_name, materialized, kind, depends_on, path, content_hash })),
   });
 
   ctx.route({
@@ -54,7 +55,7 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
     handler: () => engine.dag(),
   });
 
-  ctx.route<{ targets?: string[] | null; force?: boolean }>({
+  ctx.route<{ targets?: string[] | null; force?: boolean; full_refresh?: boolean }>({
     method: 'POST',
     url: '/api/transform',
     permission: 'execute',
@@ -63,10 +64,15 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
       body: {
         type: ['object', 'null'],
         additionalProperties: false,
-        properties: { targets: TARGETS, force: { type: 'boolean', default: false } },
+        properties: {
+          targets: TARGETS,
+          force: { type: 'boolean', default: false },
+          full_refresh: { type: 'boolean', default: false, description: 'Rebuild incremental and scd2 models from scratch' },
+        },
       },
     },
-    handler: async (req) => engine.transform({ targets: req.body?.targets ?? null, force: req.body?.force ?? false, trigger: 'api' }),
+    handler: async (req) =>
+      engine.transform({ targets: req.body?.targets ?? null, force: req.body?.force ?? false, fullRefresh: req.body?.full_refresh ?? false, trigger: 'api' }),
   });
 
   ctx.route<unknown, { limit?: number }>({

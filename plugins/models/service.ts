@@ -1,14 +1,15 @@
 /** The `models` service: discovery + graph (cached by file contents) and the run entry points. */
-import type {
-  DagEdge,
-  DagNode,
-  ModelInfo,
-  ModelsService,
-  PluginContext,
-  SeedInfo,
-  SeedLoadResult,
-  SourceConfig,
-  TransformSummary,
+import {
+  badRequest,
+  type DagEdge,
+  type DagNode,
+  type ModelInfo,
+  type ModelsService,
+  type PluginContext,
+  type SeedInfo,
+  type SeedLoadResult,
+  type SourceConfig,
+  type TransformSummary,
 } from '../../sdk/index.js';
 import { SOURCES_CONFIG } from './config.js';
 import { ModelExtensions } from './extensions.js';
@@ -34,6 +35,10 @@ export class ModelsEngine implements ModelsService {
   /** The validated graph; throws DpError (naming files) on duplicates, unknown references and cycles. */
   async graph(): Promise<ModelGraph> {
     const files = await this.discovery.modelFiles();
+    const problems = files.flatMap((f) => f.configProblems.map((p) => ({ file: f.path, line: p.line ?? 1, code: p.code, message: p.message })));
+    if (problems.length) {
+      throw badRequest(problems[0].code, problems.map((p) => `${p.file}:${p.line}: ${p.message}`).join('; '), { problems });
+    }
     const seeds = this.discovery.seedFiles();
     const sources = this.sources();
     const signature = JSON.stringify([files.map((f) => [f.path, f.content_hash]), seeds.map((s) => s.full_name), sources]);
