@@ -68,7 +68,7 @@ export async function runCheck(ctx: PluginContext, engine: ModelsEngine): Promis
     }
     try {
       // Binding reads the files a model names (CSV sniffing): the same rule as the build first.
-      await ctx.db.assertProjectFileReads(file.body);
+      await ctx.db.assertProjectFileReads(file.query);
       await ctx.db.run(`EXPLAIN ${file.body}`);
       v.bound = true;
     } catch (e) {

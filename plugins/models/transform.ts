@@ -139,7 +139,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
         (m.info.materialized === 'incremental' || m.info.materialized === 'scd2');
       try {
         // Model SQL may read project files (seeds), never the host, hidden files or the database.
-        await ctx.db.assertProjectFileReads(m.file.body);
+        await ctx.db.assertProjectFileReads(m.file.query);
         // The relation and its state commit together: a run killed at any point leaves every
         // model either as before with its old state or rebuilt with its new state, so the next
         // run neither skips a table no file describes nor rebuilds what was already built.
@@ -158,7 +158,14 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
           // (a statement with parameters is three calls in the node client).
           if (accumulates) row.state_hash = sha256(`${token}\n${runId}`);
           const sql = buildStatements(m, existing, runStamp);
-          await conn.transaction((c) => c.run(`${sql};\n${stateUpsertSql(row)}`));
+          if (m.file.query !== m.file.body) {
+            // A simplified PIVOT (no IN list) reads its values first, which DuckDB refuses inside an
+            // explicit transaction on a locked configuration: the CREATE OR REPLACE commits on its
+            // own (still atomic) and the state follows; a kill in between costs one rebuild.
+            if (accumulates) throw new Error(`a ${m.info.materialized} model's PIVOT needs an IN (...) list: DuckDB reads the values of a PIVOT without one outside the run's transaction`);
+            await conn.run(sql);
+            await conn.run(stateUpsertSql(row));
+          } else await conn.transaction((c) => c.run(`${sql};\n${stateUpsertSql(row)}`));
         }
       } catch (e) {
         status = 'error';
