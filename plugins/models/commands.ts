@@ -5,6 +5,7 @@ import { runDiff } from './diff.js';
 import { runLint } from './lint.js';
 import { debugNotebook, promote } from './promote.js';
 import type { ModelsEngine } from './service.js';
+import { runUnitTests, type UnitTestReport } from './unit-tests.js';
 
 const list = (v: unknown): string[] | null => {
   const items = (Array.isArray(v) ? v : v === undefined ? [] : [v]).flatMap((x) => String(x).split(',')).map((s) => s.trim()).filter(Boolean);
@@ -26,7 +27,20 @@ function printCheck(report: CheckReport, io: CliIO): void {
     io.out(`contracts: ${c.passed} passed, ${c.failed} failed (${c.errors_failed} error, ${c.warnings_failed} warn)`);
     for (const r of c.results.filter((x) => !x.passed)) io.out(`  ${r.severity === 'error' ? 'FAIL' : 'WARN'} ${r.contract_name} (${r.model})${r.error ? `: ${r.error}` : ''}`);
   } else io.out(report.contracts.note);
+  io.out(`unit tests: ${report.unit_tests.passed} passed, ${report.unit_tests.failed} failed, ${report.unit_tests.errors} errors`);
+  printUnitFailures(report.unit_tests, io);
   io.out(`\ncheck ${report.status === 'pass' ? 'passed' : 'failed'}`);
+}
+
+/** Each failing unit test with its expected-but-missing and produced-but-unexpected rows. */
+function printUnitFailures(report: UnitTestReport, io: CliIO): void {
+  for (const e of report.file_errors) io.out(`  ERROR ${e.message}`);
+  for (const r of report.results) {
+    if (r.status === 'pass') continue;
+    io.out(`  ${r.status === 'fail' ? 'FAIL' : 'ERROR'} ${r.name} (${r.model}, ${r.file}${r.line ? ` line ${r.line}` : ''})${r.error ? `: ${r.error}` : ''}`);
+    for (const row of r.missing) io.out(`    - missing    ${JSON.stringify(row)}`);
+    for (const row of r.unexpected) io.out(`    + unexpected ${JSON.stringify(row)}`);
+  }
 }
 
 export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void {
@@ -70,6 +84,17 @@ export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void
     if (io.wantsJson) io.json(report);
     else printCheck(report, io);
     return report.exit_code;
+  });
+
+  ctx.command('test', async (args, io) => {
+    const report = await runUnitTests(ctx, engine, { model: args.model ? String(args.model) : null, names: list(args.name) });
+    if (io.wantsJson) io.json(report);
+    else {
+      for (const r of report.results) io.out(`${r.status === 'pass' ? 'PASS ' : r.status === 'fail' ? 'FAIL ' : 'ERROR'} ${r.name} (${r.model}) ${r.duration_ms} ms`);
+      printUnitFailures(report, io);
+      io.out(`${report.passed} passed, ${report.failed} failed, ${report.errors} errors${report.file_errors.length ? `, ${report.file_errors.length} unreadable files` : ''}`);
+    }
+    return report.failed + report.errors + report.file_errors.length > 0 ? 1 : 0;
   });
 
   ctx.command('diff', async (args, io) => {

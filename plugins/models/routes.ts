@@ -15,6 +15,7 @@ import { MAX_NAME_LENGTH } from './files.js';
 import { writeModel } from './promote.js';
 import type { ModelsEngine } from './service.js';
 import { readCatalog } from './state.js';
+import { discoverUnitTests, runUnitTests } from './unit-tests.js';
 
 const NAME = { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: MAX_NAME_LENGTH };
 const TARGETS = { type: ['array', 'null'], items: { type: 'string', minLength: 1 }, description: 'Model selectors: name, schema.name, +name, name+; null or empty for all' };
@@ -73,6 +74,35 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
     },
     handler: async (req) =>
       engine.transform({ targets: req.body?.targets ?? null, force: req.body?.force ?? false, fullRefresh: req.body?.full_refresh ?? false, trigger: 'api' }),
+  });
+
+  ctx.route({
+    method: 'GET',
+    url: '/api/unit-tests',
+    permission: 'read',
+    summary: 'Model unit tests (tests/unit/*.yml) and the files that could not be read',
+    handler: () => {
+      const { tests, errors } = discoverUnitTests(ctx);
+      return {
+        tests: tests.map((t) => ({ name: t.name, model: t.model, description: t.description ?? null, file: t.file, line: t.line, inputs: t.given.map((g) => g.input) })),
+        errors,
+      };
+    },
+  });
+
+  ctx.route<{ model?: string; names?: string[] } | null>({
+    method: 'POST',
+    url: '/api/unit-tests/run',
+    permission: 'execute',
+    summary: 'Run model unit tests on throwaway in-memory databases (all, one model, or by name)',
+    schema: {
+      body: {
+        type: ['object', 'null'],
+        additionalProperties: false,
+        properties: { model: { type: 'string', minLength: 1 }, names: { type: 'array', items: { type: 'string', minLength: 1 } } },
+      },
+    },
+    handler: (req) => runUnitTests(ctx, engine, { model: req.body?.model ?? null, names: req.body?.names ?? null }),
   });
 
   ctx.route<unknown, { limit?: number }>({
