@@ -12,6 +12,7 @@ export const errors = defineErrors({
   schema_changed: { status: 400, meaning: "An incremental model's columns changed under on_schema_change=fail, or an scd2 model's columns changed (run dp transform --full-refresh)." },
   invalid_unit_test: { status: 400, meaning: 'A tests/unit/*.yml file is not valid (the message names file and line).' },
   unknown_unit_test: { status: 400, meaning: 'No unit test with that name.' },
+  invalid_folder: { status: 400, meaning: 'dp init was given no folder.' },
   folder_not_empty: { status: 409, meaning: 'dp init was pointed at a folder that already holds files.' },
   invalid_directive: { status: 400, meaning: 'A -- @config line is not key=value pairs, or a value is not allowed.' },
   invalid_materialization: { status: 400, meaning: "A model file's materialized is not 'table', 'view', 'incremental' or 'scd2'." },

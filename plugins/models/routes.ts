@@ -16,6 +16,7 @@ import { writeModel } from './promote.js';
 import type { ModelsEngine } from './service.js';
 import { readCatalog } from './state.js';
 import { discoverUnitTests, runUnitTests } from './unit-tests.js';
+import { projectStatus, validateProject } from './edit-loop.js';
 
 const NAME = { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: MAX_NAME_LENGTH };
 const TARGETS = { type: ['array', 'null'], items: { type: 'string', minLength: 1 }, description: 'Model selectors: name, schema.name, +name, name+; null or empty for all' };
@@ -74,6 +75,22 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
     },
     handler: async (req) =>
       engine.transform({ targets: req.body?.targets ?? null, force: req.body?.force ?? false, fullRefresh: req.body?.full_refresh ?? false, trigger: 'api' }),
+  });
+
+  ctx.route({
+    method: 'GET',
+    url: '/api/validate',
+    permission: 'read',
+    summary: 'Every problem of the project (models, unit tests, contracts, metrics, streams) with file and line, without building anything',
+    handler: () => validateProject(engine, engine.extensions.validators),
+  });
+
+  ctx.route({
+    method: 'GET',
+    url: '/api/models/status',
+    permission: 'read',
+    summary: 'Models and seeds changed since their last build, and models stale downstream',
+    handler: () => projectStatus(ctx, engine),
   });
 
   ctx.route({

@@ -42,6 +42,7 @@ import {
   type UnitTestResult,
 } from '../../sdk/index.js';
 import { findModel, keyOf, type GraphModel, type ModelGraph } from './dag.js';
+import type { ModelFile } from './discovery.js';
 import type { ModelsEngine } from './service.js';
 import { tableReferences } from './sqltree.js';
 
@@ -152,8 +153,14 @@ function where(t: UnitTestSpec): string {
   return `${t.file}${t.line ? ` line ${t.line}` : ''}`;
 }
 
+/** A model file by `schema.name` or bare name, for checks that run while the graph does not resolve. */
+function fileAsModel(files: ModelFile[], name: string): Pick<GraphModel, 'file' | 'info'> | undefined {
+  const f = files.find((x) => keyOf(x.full_name) === keyOf(name)) ?? (name.includes('.') ? undefined : files.find((x) => keyOf(x.name) === keyOf(name)));
+  return f ? ({ file: f, info: { full_name: f.full_name } } as Pick<GraphModel, 'file' | 'info'>) : undefined;
+}
+
 /** The relations a model reads, as `schema.name` in its own spelling of the reference. */
-function modelReads(m: GraphModel): string[] {
+function modelReads(m: Pick<GraphModel, 'file'>): string[] {
   const refs = m.file.tree ? tableReferences(m.file.tree) : [];
   return [...new Set(refs.map((r) => `${r.schema || 'main'}.${r.table}`))];
 }
@@ -162,8 +169,8 @@ function modelReads(m: GraphModel): string[] {
  * Checks a test against the project without running it: its model exists and parses, and its
  * mocks match the relations the model reads. Returns the problems (empty when fine).
  */
-export function staticProblems(t: UnitTestSpec, graph: ModelGraph): string[] {
-  const m = findModel(graph, t.model);
+export function staticProblems(t: UnitTestSpec, graph: ModelGraph | ModelFile[]): string[] {
+  const m = Array.isArray(graph) ? fileAsModel(graph, t.model) : findModel(graph, t.model);
   if (!m) return [`${where(t)}: unit test '${t.name}' names model '${t.model}', which does not exist`];
   if (m.file.parseError || !m.file.tree) return [`${where(t)}: model ${m.info.full_name} does not parse: ${m.file.parseError}`];
   const problems: string[] = [];
