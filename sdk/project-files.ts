@@ -35,6 +35,9 @@ export interface ProjectEntry {
   type: 'file' | 'directory';
   /** Bytes (files only). */
   size?: number;
+  /** Modification time and inode (files only): callers that cache per file need no second stat. */
+  mtimeMs?: number;
+  ino?: number;
 }
 
 /** A node of the files tree (no absolute path: it goes into API responses). */
@@ -86,7 +89,7 @@ function walkDir(project: ProjectPaths, dir: string, options: WalkOptions, visit
       }
       if (stat.isDirectory()) typed.push({ entry: { name: e.name, path: rel, abs: full, type: 'directory' }, stat });
       else if (stat.isFile() && (!exts || exts.some((x) => e.name.toLowerCase().endsWith(x)))) {
-        typed.push({ entry: { name: e.name, path: rel, abs: full, type: 'file', size: stat.size }, stat });
+        typed.push({ entry: { name: e.name, path: rel, abs: full, type: 'file', size: stat.size, mtimeMs: stat.mtimeMs, ino: stat.ino }, stat });
       }
     }
     typed.sort((a, b) => Number(b.entry.type === 'directory') - Number(a.entry.type === 'directory') || a.entry.name.localeCompare(b.entry.name));

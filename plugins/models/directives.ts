@@ -73,6 +73,8 @@ export function parseDirectives(sql: string, file: string): Directives {
   const lines: number[] = [];
   const all = sql.split('\n');
   all.forEach((text, index) => {
+    // Directives are comments: a line without `--` needs no regular expression.
+    if (!text.includes('--')) return;
     const m = MODERN.exec(text) ?? LEGACY.exec(text);
     if (!m) return;
     lines.push(index + 1);

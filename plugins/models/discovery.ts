@@ -70,14 +70,14 @@ interface Stamp {
   ino: number;
 }
 
-const sameStamp = (a: Stamp, b: fs.Stats) => a.mtimeMs === b.mtimeMs && a.size === b.size && a.ino === b.ino;
+const sameStamp = (a: Stamp, b: Stamp) => a.mtimeMs === b.mtimeMs && a.size === b.size && a.ino === b.ino;
 
 export function sha256(data: string | Buffer): string {
   return crypto.createHash('sha256').update(data).digest('hex');
 }
 
-function listFiles(project: PluginContext['project'], dir: string, ext: string, recursive: boolean): string[] {
-  return walkProjectFiles(project, dir, { extensions: [ext], recursive }).map((f) => f.abs);
+function listFiles(project: PluginContext['project'], dir: string, ext: string, recursive: boolean): Array<{ abs: string; rel: string; stamp: Stamp }> {
+  return walkProjectFiles(project, dir, { extensions: [ext], recursive }).map((f) => ({ abs: f.abs, rel: f.path, stamp: { mtimeMs: f.mtimeMs ?? 0, size: f.size ?? 0, ino: f.ino ?? 0 } }));
 }
 
 interface ParseOutcome {
@@ -103,16 +103,16 @@ export class Discovery {
     const seen = new Set<string>();
     const fresh: ModelFile[] = [];
     const stamps = new Map<ModelFile, Stamp>();
-    for (const abs of files) {
+    // The walk's own stat gives each file's stamp: one stat per file per call.
+    for (const { abs, rel, stamp } of files) {
       seen.add(abs);
-      const stat = fs.statSync(abs);
       const hit = this.models.get(abs);
-      if (hit && sameStamp(hit.stamp, stat)) {
+      if (hit && sameStamp(hit.stamp, stamp)) {
         out.push(hit.file);
         continue;
       }
-      const file = this.readModel(abs, root);
-      stamps.set(file, { mtimeMs: stat.mtimeMs, size: stat.size, ino: stat.ino });
+      const file = this.readModel(abs, rel, root);
+      stamps.set(file, stamp);
       fresh.push(file);
       out.push(file);
     }
@@ -133,8 +133,7 @@ export class Discovery {
     return out;
   }
 
-  private readModel(abs: string, root: string): ModelFile {
-    const rel = this.ctx.project.relative(abs);
+  private readModel(abs: string, rel: string, root: string): ModelFile {
     const buf = fs.readFileSync(abs);
     const sql = buf.toString('utf8');
     const parts = path.relative(root, abs).split(path.sep);
@@ -241,11 +240,10 @@ export class Discovery {
     const dir = this.ctx.project.resolve(SEEDS_DIR);
     const schema = schemaOverride ?? DEFAULT_SEED_SCHEMA;
     const out: SeedFile[] = [];
-    for (const abs of listFiles(this.ctx.project, SEEDS_DIR, '.csv', false)) {
-      const stat = fs.statSync(abs);
+    for (const { abs, stamp } of listFiles(this.ctx.project, SEEDS_DIR, '.csv', false)) {
       const hit = this.seedCache.get(abs);
       let base: SeedFile;
-      if (hit && sameStamp(hit.stamp, stat)) base = hit.file;
+      if (hit && sameStamp(hit.stamp, stamp)) base = hit.file;
       else {
         const rel = this.ctx.project.relative(abs);
         const name = path.basename(abs).replace(/\.csv$/i, '');
@@ -253,7 +251,7 @@ export class Discovery {
           throw badRequest('invalid_seed_name', `${rel}: seed name '${name}' must be letters, digits and underscores, not starting with a digit`, { file: rel });
         }
         base = { name, schema: DEFAULT_SEED_SCHEMA, full_name: `${DEFAULT_SEED_SCHEMA}.${name}`, path: rel, absPath: abs, content_hash: sha256(fs.readFileSync(abs)) };
-        this.seedCache.set(abs, { stamp: { mtimeMs: stat.mtimeMs, size: stat.size, ino: stat.ino }, file: base });
+        this.seedCache.set(abs, { stamp, file: base });
       }
       out.push({ ...base, schema, full_name: `${schema}.${base.name}` });
     }

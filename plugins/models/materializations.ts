@@ -57,12 +57,13 @@ export interface ConfigProblem {
   message: string;
 }
 
-const COMMON_KEYS = ['materialized', 'schema'];
+/** `unique_key` on a table or view tells `dp diff` how to match rows. */
+const COMMON_KEYS = ['materialized', 'schema', 'unique_key'];
 const KEYS: Record<Materialization, string[]> = {
   table: COMMON_KEYS,
   view: COMMON_KEYS,
-  incremental: [...COMMON_KEYS, 'unique_key', 'incremental_strategy', 'incremental_filter', 'on_schema_change'],
-  scd2: [...COMMON_KEYS, 'unique_key', 'strategy', 'updated_at', 'check_cols', 'hard_deletes'],
+  incremental: [...COMMON_KEYS, 'incremental_strategy', 'incremental_filter', 'on_schema_change'],
+  scd2: [...COMMON_KEYS, 'strategy', 'updated_at', 'check_cols', 'hard_deletes'],
 };
 
 /** The materialization that knows a key, for the hint in an error. */

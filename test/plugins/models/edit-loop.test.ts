@@ -60,9 +60,13 @@ describe('dp validate', () => {
       'transform/marts/broken.sql:4: syntax error at end of input',
       "transform/marts/incr.sql:1: incremental_strategy=merge needs unique_key (the columns that identify a row)",
       "transform/marts/unknown_ref.sql:4: unknown reference 'staging.nope': not a model, seed, declared source or existing table",
-      "transform/staging/typo.sql:2: unknown @config key 'materialised' (known for materialized=view: materialized, schema)",
+      "transform/staging/typo.sql:2: unknown @config key 'materialised' (known for materialized=view: materialized, schema, unique_key)",
       '6 problems',
     ]);
+    // dp check refuses the same @config problems (merge without unique_key among them).
+    const check = runCli(['check', '--project', root]);
+    assert.equal(check.code, 1);
+    assert.match(check.stdout, /incr\.sql:1: incremental_strategy=merge needs unique_key/);
     const built = runCli(['query', "SELECT count(*) AS n FROM duckdb_tables() WHERE schema_name IN ('staging', 'marts')", '--project', root, '--json']);
     assert.match(built.stdout, /"n":\s*0|\[\s*\[\s*0\s*\]\s*\]/, built.stdout + built.stderr);
   });

@@ -172,8 +172,8 @@ SELECT id, updated_at FROM raw.events
     await assert.rejects(models.list(), /bad_incr\.sql:1: incremental_strategy must be one of 'append', 'merge', 'delete\+insert', got 'upsert'/);
     write('transform/marts/bad_incr.sql', `-- @config materialized=snapshot, schema=marts\nSELECT 1 AS id\n`);
     await assert.rejects(models.list(), (e: any) => e.code === 'invalid_materialization' && /materialized=scd2/.test(e.message));
-    write('transform/marts/bad_incr.sql', `-- @config materialized=table, schema=marts, unique_key=id\nSELECT 1 AS id\n`);
-    await assert.rejects(models.list(), /bad_incr\.sql:1: @config unique_key applies to materialized=incremental only/);
+    write('transform/marts/bad_incr.sql', `-- @config materialized=table, schema=marts, unique_key=id, updated_at=ts\nSELECT 1 AS id\n`);
+    await assert.rejects(models.list(), /bad_incr\.sql:1: @config updated_at applies to materialized=scd2 only \(this model is table\)/);
     fs.rmSync(path.join(root, 'transform/marts/bad_incr.sql'));
     assert.ok((await models.list()).length > 0);
   });

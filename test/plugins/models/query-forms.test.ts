@@ -170,6 +170,17 @@ describe('query forms as models', () => {
     }
   });
 
+  it('dp check binds every form', async () => {
+    let report: any;
+    const io = { out() {}, err() {}, progress() {}, table() {}, json(v: unknown) { report = v; }, wantsJson: true };
+    await app.commands.get('check')!.handler({ _: [] } as never, io as never);
+    const byModel = Object.fromEntries(report.validation.models.map((m: any) => [m.model, m]));
+    for (const name of Object.keys(FORMS)) {
+      assert.equal(byModel[`lin.${name}`].valid, true, JSON.stringify(byModel[`lin.${name}`]));
+      assert.equal(byModel[`lin.${name}`].bound, true, JSON.stringify(byModel[`lin.${name}`]));
+    }
+  });
+
   it('DESCRIBE is refused as a model with a hint, naming the file', async () => {
     fs.writeFileSync(path.join(root, 'transform/lin/described.sql'), '-- @config materialized=table, schema=lin\nDESCRIBE bronze.orders\n');
     const s = await models.transform({ targets: ['described'] });
