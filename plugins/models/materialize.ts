@@ -85,34 +85,40 @@ export async function applyIncremental(c: DbConnection, m: GraphModel): Promise<
   const cfg: IncrementalConfig = m.file.modelConfig.incremental!;
   const target = qualified(m.info.schema, m.info.name);
   const where = cfg.filter ? `\nWHERE (${cfg.filter.replace(THIS_PLACEHOLDER, target)})` : '';
-  await c.run(`CREATE OR REPLACE TEMP TABLE ${BATCH} AS\nSELECT * FROM (\n${m.file.body}\n) AS __dp_new${where}`);
+  // The new rows are read straight into the INSERT or MERGE (no temporary copy of the batch);
+  // delete+insert reads them twice, so it keeps them in a temporary table first.
+  let source = `(SELECT * FROM (\n${m.file.body}\n) AS __dp_new${where})`;
+  const staged = cfg.strategy === 'delete+insert';
+  if (staged) {
+    await c.run(`CREATE OR REPLACE TEMP TABLE ${BATCH} AS\nSELECT * FROM ${source} AS __dp_b`);
+    source = `temp.main.${BATCH}`;
+  }
   try {
-    const batch = await columnsOf(c, 'temp', 'main', BATCH);
+    const batch = (await c.all<{ column_name: string; column_type: string }>(`DESCRIBE SELECT * FROM ${source} AS __dp_b`)).map((r) => ({ name: r.column_name, type: r.column_type }));
     const existing = await columnsOf(c, null, m.info.schema, m.info.name);
     requireColumns(batch, cfg.uniqueKey, 'unique_key');
     const schemaChanges = await reconcileColumns(c, m, cfg, target, batch, existing);
-    const rows = Number((await c.value<bigint | number>(`SELECT count(*) FROM ${BATCH}`)) ?? 0);
     const cols = batch.map((b) => quoteIdent(b.name));
-    const insert = `INSERT INTO ${target} (${cols.join(', ')}) SELECT ${cols.join(', ')} FROM ${BATCH}`;
-    if (rows > 0) {
-      if (cfg.strategy === 'append') await c.run(insert);
-      else if (cfg.strategy === 'delete+insert') {
-        const keys = cfg.uniqueKey.map(quoteIdent).join(', ');
-        await c.run(`DELETE FROM ${target} WHERE (${keys}) IN (SELECT (${keys}) FROM ${BATCH})`);
-        await c.run(insert);
-      } else {
-        const keySet = new Set(cfg.uniqueKey.map(lc));
-        const updates = batch.filter((b) => !keySet.has(lc(b.name))).map((b) => `${quoteIdent(b.name)} = __dp_n.${quoteIdent(b.name)}`);
-        await c.run(
-          `MERGE INTO ${target} AS __dp_t USING ${BATCH} AS __dp_n ON (${keyMatch('__dp_t', '__dp_n', cfg.uniqueKey)})
-           ${updates.length ? `WHEN MATCHED THEN UPDATE SET ${updates.join(', ')}` : ''}
-           WHEN NOT MATCHED THEN INSERT (${cols.join(', ')}) VALUES (${batch.map((b) => `__dp_n.${quoteIdent(b.name)}`).join(', ')})`,
-        );
-      }
+    const insert = `INSERT INTO ${target} (${cols.join(', ')}) SELECT ${cols.join(', ')} FROM ${source} AS __dp_b`;
+    const count = async (sql: string) => Number((await c.value<bigint | number>(sql)) ?? 0);
+    let rows: number;
+    if (cfg.strategy === 'append') rows = await count(insert);
+    else if (cfg.strategy === 'delete+insert') {
+      const keys = cfg.uniqueKey.map(quoteIdent).join(', ');
+      await c.run(`DELETE FROM ${target} WHERE (${keys}) IN (SELECT (${keys}) FROM ${source})`);
+      rows = await count(insert);
+    } else {
+      const keySet = new Set(cfg.uniqueKey.map(lc));
+      const updates = batch.filter((b) => !keySet.has(lc(b.name))).map((b) => `${quoteIdent(b.name)} = __dp_n.${quoteIdent(b.name)}`);
+      rows = await count(
+        `MERGE INTO ${target} AS __dp_t USING ${source} AS __dp_n ON (${keyMatch('__dp_t', '__dp_n', cfg.uniqueKey)})
+         ${updates.length ? `WHEN MATCHED THEN UPDATE SET ${updates.join(', ')}` : ''}
+         WHEN NOT MATCHED THEN INSERT (${cols.join(', ')}) VALUES (${batch.map((b) => `__dp_n.${quoteIdent(b.name)}`).join(', ')})`,
+      );
     }
     return { rows_applied: rows, ...(schemaChanges.length ? { schema_changes: schemaChanges } : {}) };
   } finally {
-    await c.run(`DROP TABLE IF EXISTS temp.main.${BATCH}`);
+    if (staged) await c.run(`DROP TABLE IF EXISTS temp.main.${BATCH}`);
   }
 }
 

@@ -72,6 +72,20 @@ describe('dp validate', () => {
   });
 });
 
+describe('dp validate with contracts', () => {
+  it('reports contracts naming a missing model, and invalid contract entries, from the quality plugin', () => {
+    const root = makeProject({
+      'transform/staging/ok.sql': '-- @config materialized=view, schema=staging\nSELECT 1 AS id\n',
+      'contracts/c.yml': 'contracts:\n  - name: fine\n    model: staging.ok\n    assertions: [row_count >= 1]\n  - name: missing\n    model: marts.nope\n    assertions: [row_count >= 1]\n  - name: broken\n    model: staging.ok\n    severity: fatal\n    assertions: []\n',
+    });
+    const r = runCli(['validate', '--project', root, '--json']);
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    const problems = JSON.parse(r.stdout).problems.map((p: any) => `${p.source} ${p.file}:${p.line}`);
+    assert.deepEqual(problems.sort(), ['contracts contracts/c.yml:5', 'contracts contracts/c.yml:8']);
+    assert.match(r.stdout, /contract 'missing' names model 'marts\.nope', which does not exist/);
+  });
+});
+
 describe('dp status', () => {
   it('shows changed models and seeds and the models stale downstream', () => {
     const root = makeProject({
