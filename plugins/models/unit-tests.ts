@@ -71,7 +71,8 @@ export interface UnitTestSpec {
 const ROWS_PROPS = {
   columns: {
     oneOf: [
-      { type: 'object', additionalProperties: { type: 'string', minLength: 1 } },
+      // A DuckDB type name: INTEGER, DECIMAL(10, 2), VARCHAR[], TIMESTAMP WITH TIME ZONE (no SQL beyond a type).
+      { type: 'object', additionalProperties: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_ ]*(\\(\\s*\\d+\\s*(,\\s*\\d+\\s*)?\\))?(\\[\\d*\\])*$' } },
       { type: 'array', items: { type: 'string', minLength: 1 } },
     ],
   },
