@@ -12,3 +12,4 @@ export * from './sql.js';
 export * from './scripts.js';
 export * from './connectors.js';
 export * from './models.js';
+export * from './ui.js';
