@@ -10,6 +10,7 @@ import { pipeline } from 'node:stream/promises';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { quoteIdent, quoteLiteral, type ConnectorBatch, type ConnectorColumn } from '../../sdk/index.js';
 import { invalidResponse } from './net.js';
+import { isAfter } from './values.js';
 
 export type FileFormat = 'csv' | 'parquet' | 'json';
 
@@ -82,27 +83,59 @@ async function openMemoryDb(): Promise<{ conn: DuckDBConnection; close(): void }
   };
 }
 
+const FILE_COLUMN = '__dp_file';
+const PROVENANCE: ConnectorColumn[] = [
+  { name: '_source_file', type: 'VARCHAR' },
+  { name: '_source_modified', type: 'TIMESTAMPTZ' },
+];
+
+function isProvenance(name: string): boolean {
+  return PROVENANCE.some((p) => p.name === name);
+}
+
+/**
+ * The reader's SQL: the data columns plus the file each row came from. Provenance values are
+ * filled in from that file name afterwards (a join would lose the files' row order).
+ */
 function selectSql(files: LocalFile[], options: Pick<FileReadOptions, 'format' | 'provenance' | 'columns' | 'cursor'>, limit?: number): string {
   const source = readerSql(files.map((f) => f.local), options.format);
-  const provenance = options.provenance === true;
-  const from = provenance
-    ? `${source} AS _r JOIN (VALUES ${files
-        .map((f) => `(${quoteLiteral(f.local)}, ${quoteLiteral(f.source ?? path.basename(f.local))}, ${f.modified ? `TIMESTAMPTZ ${quoteLiteral(f.modified.toISOString())}` : 'NULL::TIMESTAMPTZ'})`)
-        .join(', ')}) AS _f(local, source, modified) ON _r.filename = _f.local`
-    : `${source} AS _r`;
-  const extra: Record<string, string> = provenance ? { _source_file: '_f.source AS _source_file', _source_modified: '_f.modified AS _source_modified' } : {};
-  const projection = options.columns?.length
-    ? options.columns.map((c) => extra[c] ?? `_r.${quoteIdent(c)}`).join(', ')
-    : ['_r.* EXCLUDE (filename)', ...Object.values(extra)].join(', ');
+  const wanted = options.columns?.filter((c) => !(options.provenance && isProvenance(c)));
+  const projection = options.columns?.length ? wanted!.map((c) => `_r.${quoteIdent(c)}`) : ['_r.* EXCLUDE (filename)'];
   let tail = '';
-  if (options.cursor) {
-    const provenanceColumn: Record<string, string> = provenance ? { _source_file: '_f.source', _source_modified: '_f.modified' } : {};
-    const col = provenanceColumn[options.cursor.column] ?? `_r.${quoteIdent(options.cursor.column)}`;
-    const after = options.cursor.after;
-    if (after !== null && after !== undefined) tail += ` WHERE ${col} > ${quoteLiteral(after instanceof Date ? after.toISOString() : String(after))}`;
+  const cursor = options.cursor && !(options.provenance && isProvenance(options.cursor.column)) ? options.cursor : undefined;
+  if (cursor) {
+    const col = `_r.${quoteIdent(cursor.column)}`;
+    if (cursor.after !== null && cursor.after !== undefined) tail += ` WHERE ${col} > ${quoteLiteral(cursor.after instanceof Date ? cursor.after.toISOString() : String(cursor.after))}`;
     tail += ` ORDER BY ${col}`;
   }
-  return `SELECT ${projection} FROM ${from}${tail}${limit !== undefined ? ` LIMIT ${limit}` : ''}`;
+  return `SELECT ${[...projection, `_r.filename AS ${FILE_COLUMN}`].join(', ')} FROM ${source} AS _r${tail}${limit !== undefined ? ` LIMIT ${limit}` : ''}`;
+}
+
+interface Output {
+  columns: ConnectorColumn[];
+  /** Per output column: the result column index, or a provenance field. */
+  from: Array<number | '_source_file' | '_source_modified'>;
+  fileIndex: number;
+}
+
+function outputOf(names: string[], types: string[], options: Pick<FileReadOptions, 'provenance' | 'columns'>): Output {
+  const fileIndex = names.indexOf(FILE_COLUMN);
+  const data = names.map((name, i) => ({ name, type: loadableType(types[i]!), i })).filter((c) => c.i !== fileIndex);
+  const pick = (name: string): { column: ConnectorColumn; from: Output['from'][number] } => {
+    if (options.provenance && isProvenance(name)) return { column: PROVENANCE.find((p) => p.name === name)!, from: name as '_source_file' };
+    const d = data.find((c) => c.name === name)!;
+    return { column: { name: d.name, type: d.type }, from: d.i };
+  };
+  const order = options.columns?.length ? options.columns : [...data.map((c) => c.name), ...(options.provenance ? PROVENANCE.map((p) => p.name) : [])];
+  const picked = order.map(pick);
+  return { columns: picked.map((p) => p.column), from: picked.map((p) => p.from), fileIndex };
+}
+
+/** Only the files past a watermark on `_source_modified` / `_source_file` (file tracking). */
+function trackedFiles(files: LocalFile[], options: Pick<FileReadOptions, 'provenance' | 'cursor'>): LocalFile[] {
+  const c = options.cursor;
+  if (!c || !options.provenance || !isProvenance(c.column) || c.after === null || c.after === undefined) return files;
+  return files.filter((f) => isAfter(c.column === '_source_file' ? (f.source ?? f.local) : f.modified?.toISOString(), c.after));
 }
 
 /** Columns of the files (DuckDB's inference, mapped to loadable types). */
@@ -110,9 +143,7 @@ export async function describeFiles(files: LocalFile[], options: Omit<FileReadOp
   const db = await openMemoryDb();
   try {
     const result = await db.conn.run(selectSql(files, options, 0));
-    const names = result.columnNames();
-    const types = result.columnTypes();
-    return names.map((name, i) => ({ name, type: loadableType(types[i]!.toString()) }));
+    return outputOf(result.columnNames(), result.columnTypes().map((t) => t.toString()), options).columns;
   } catch (e) {
     throw invalidResponse(options.where, `cannot read the ${options.format} data: ${firstLine(e)}`);
   } finally {
@@ -127,8 +158,10 @@ function firstLine(e: unknown): string {
 }
 
 /** Rows of the files in batches of at most `batchRows`. */
-export async function* readFiles(files: LocalFile[], options: FileReadOptions): AsyncGenerator<ConnectorBatch> {
+export async function* readFiles(all: LocalFile[], options: FileReadOptions): AsyncGenerator<ConnectorBatch> {
+  const files = trackedFiles(all, options);
   if (!files.length) return;
+  const byLocal = new Map(files.map((f) => [f.local, f]));
   const db = await openMemoryDb();
   const onAbort = () => db.conn.interrupt();
   options.signal.addEventListener('abort', onAbort, { once: true });
@@ -139,17 +172,21 @@ export async function* readFiles(files: LocalFile[], options: FileReadOptions): 
     } catch (e) {
       throw invalidResponse(options.where, `cannot read the ${options.format} data: ${firstLine(e)}`);
     }
-    const columns = result.columnNames().map((name, i) => ({ name, type: loadableType(result.columnTypes()[i]!.toString()) }));
+    const out = outputOf(result.columnNames(), result.columnTypes().map((t) => t.toString()), options);
+    const shape = (row: unknown[]): unknown[] => {
+      const file = byLocal.get(String(row[out.fileIndex]));
+      return out.from.map((f) => (f === '_source_file' ? (file?.source ?? null) : f === '_source_modified' ? (file?.modified?.toISOString() ?? null) : row[f]));
+    };
     let pending: unknown[][] = [];
     for await (const rows of result.yieldRowsJson()) {
       options.signal.throwIfAborted();
-      for (const row of rows) pending.push(row as unknown[]);
+      for (const row of rows) pending.push(shape(row as unknown[]));
       while (pending.length >= options.batchRows) {
-        yield { columns, rows: pending.slice(0, options.batchRows) };
+        yield { columns: out.columns, rows: pending.slice(0, options.batchRows) };
         pending = pending.slice(options.batchRows);
       }
     }
-    if (pending.length) yield { columns, rows: pending };
+    if (pending.length) yield { columns: out.columns, rows: pending };
   } finally {
     options.signal.removeEventListener('abort', onAbort);
     db.close();

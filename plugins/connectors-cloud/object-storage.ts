@@ -176,7 +176,8 @@ async function* readObjects(config: Record<string, unknown>, request: ConnectorR
   const table = (await tablesOf(c, request.signal)).get(request.table);
   if (!table) throw new DpError(404, 'source_table_not_found', `The bucket has no table '${request.table}' under the prefix`, { table: request.table });
   let objects = [...table.objects].sort((a, b) => a.modified.getTime() - b.modified.getTime() || a.key.localeCompare(b.key));
-  // File tracking: files modified after the watermark only (their rows are all new).
+  // File tracking: files modified after the watermark only (their rows are all new); readFiles
+  // applies the same rule, this spares the downloads.
   if (request.cursor?.column === '_source_modified') objects = objects.filter((o) => isAfter(o.modified, request.cursor!.after));
   if (!objects.length) return;
   const tmp = tempFolder();

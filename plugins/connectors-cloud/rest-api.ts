@@ -249,7 +249,10 @@ export async function* readRest(config: Record<string, unknown>, request: Connec
         columns = request.columns?.length ? request.columns.map((n) => all.find((x) => x.name === n) ?? { name: n, type: 'VARCHAR' }) : all;
       }
       const cols = columns;
-      yield* chunked(cols, records.map((rec) => cols.map((col) => coerce(rec[col.name], col))), batchRows);
+      for (const batch of chunked(cols, records.map((rec) => cols.map((col) => coerce(rec[col.name], col))), batchRows)) {
+        request.signal.throwIfAborted();
+        yield batch;
+      }
     }
     url = page.next;
     if (c.max_pages && pages >= c.max_pages) break;
@@ -302,8 +305,10 @@ export function restConnectorType(spec: {
       }
       return testRest(cfg, signal);
     },
-    discover: (config, signal) => discoverRest(rest(config), signal),
-    read: (config, request) => readRest(rest(config), request),
+    discover: async (config, signal) => discoverRest(rest(config), signal),
+    async *read(config, request) {
+      yield* readRest(rest(config), request);
+    },
     generateScript: (connection, tables, targetSchema) => generateSyncScript(connection, tables, targetSchema, spec.params, spec.label),
   };
 }

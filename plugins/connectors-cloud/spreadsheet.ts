@@ -84,7 +84,12 @@ async function* sheetRows(file: string, headerRow: number, only?: string): Async
   const reader = new ExcelJS.stream.xlsx.WorkbookReader(file, { worksheets: 'emit', sharedStrings: 'cache', hyperlinks: 'ignore', styles: 'cache', entries: 'ignore' });
   for await (const sheet of reader) {
     const name = (sheet as unknown as { name: string }).name;
-    if (only !== undefined && name !== only) continue;
+    if (only !== undefined && name !== only) {
+      // Drain, not skip: exceljs may stream this sheet from a temp file it deletes once the
+      // sheet is consumed, and a skipped sheet's lazily opened file would fail afterwards.
+      for await (const _ of sheet as unknown as AsyncIterable<unknown>) void _;
+      continue;
+    }
     const iterator = (sheet as unknown as AsyncIterable<ExcelJS.Row>)[Symbol.asyncIterator]();
     let header: string[] | undefined;
     const buffered: ExcelJS.Row[] = [];
@@ -167,6 +172,7 @@ async function* readSpreadsheet(config: Record<string, unknown>, request: Connec
       if (pending.length >= batchRows) yield* flush();
     }
     yield* flush();
+    break;
   }
   if (!found) throw new DpError(404, 'source_table_not_found', `The workbook has no sheet '${request.table}'`, { table: request.table });
 }
@@ -207,7 +213,7 @@ export const spreadsheetType: ConnectorType = {
       if (c.url) {
         const res = await httpRequest(c.url, { method: 'GET', headers: c.token ? { authorization: `Bearer ${c.token}` } : {}, signal: bounded, timeoutMs: timeoutOf(config) });
         await expectOk(res, hostOf(c.url));
-        res.body.destroy();
+        await res.body.dump();
         return `CSV export at ${hostOf(c.url)} answers`;
       }
       const names: string[] = [];

@@ -108,12 +108,16 @@ async function* runStatement(flavor: WarehouseFlavor, config: Record<string, unk
   await expectOk(res, where);
   const contentType = String(res.headers['content-type'] ?? '');
   if (!contentType.startsWith(ARROW_STREAM)) {
-    res.body.destroy();
+    await res.body.dump();
     throw invalidResponse(where, `expected an Arrow stream, got '${contentType.split(';')[0]}'`);
   }
   let reader;
   try {
-    reader = await RecordBatchReader.from(res.body as AsyncIterable<Uint8Array>);
+    // An async generator, not the Node stream itself: arrow destroys a Node stream it finishes,
+    // which undici reports as an abort.
+    reader = await RecordBatchReader.from((async function* () {
+      for await (const chunk of res.body) yield chunk as Uint8Array;
+    })());
     await reader.open();
   } catch {
     throw invalidResponse(where, 'the answer is not a readable Arrow stream');
