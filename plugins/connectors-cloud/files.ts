@@ -160,7 +160,11 @@ function firstLine(e: unknown): string {
 /** Rows of the files in batches of at most `batchRows`. */
 export async function* readFiles(all: LocalFile[], options: FileReadOptions): AsyncGenerator<ConnectorBatch> {
   const files = trackedFiles(all, options);
-  if (!files.length) return;
+  if (!files.length) {
+    // Nothing past the watermark: still one (empty) batch, so the caller learns the columns.
+    if (all.length) yield { columns: await describeFiles(all, options), rows: [] };
+    return;
+  }
   const byLocal = new Map(files.map((f) => [f.local, f]));
   const db = await openMemoryDb();
   const onAbort = () => db.conn.interrupt();
@@ -178,15 +182,17 @@ export async function* readFiles(all: LocalFile[], options: FileReadOptions): As
       return out.from.map((f) => (f === '_source_file' ? (file?.source ?? null) : f === '_source_modified' ? (file?.modified?.toISOString() ?? null) : row[f]));
     };
     let pending: unknown[][] = [];
+    let yielded = false;
     for await (const rows of result.yieldRowsJson()) {
       options.signal.throwIfAborted();
       for (const row of rows) pending.push(shape(row as unknown[]));
       while (pending.length >= options.batchRows) {
         yield { columns: out.columns, rows: pending.slice(0, options.batchRows) };
+        yielded = true;
         pending = pending.slice(options.batchRows);
       }
     }
-    if (pending.length) yield { columns: out.columns, rows: pending };
+    if (pending.length || !yielded) yield { columns: out.columns, rows: pending };
   } finally {
     options.signal.removeEventListener('abort', onAbort);
     db.close();

@@ -17,7 +17,7 @@ export const OBJECT_STORAGE_PARAMS = {
   type: 'object',
   required: ['bucket'],
   properties: {
-    endpoint: { type: 'string', format: 'uri', default: 'https://s3.amazonaws.com', description: 'S3-compatible endpoint (`https://s3.eu-west-1.amazonaws.com`, `http://minio:9000`)' },
+    endpoint: { type: 'string', default: 'https://s3.amazonaws.com', description: 'S3-compatible endpoint (`https://s3.eu-west-1.amazonaws.com`, `http://minio:9000`)' },
     region: { type: 'string', default: 'us-east-1', description: 'Signing region' },
     bucket: { type: 'string', minLength: 1, description: 'Bucket name' },
     prefix: { type: 'string', default: '', description: 'Only objects under this prefix (`exports/`)' },
@@ -179,7 +179,8 @@ async function* readObjects(config: Record<string, unknown>, request: ConnectorR
   // File tracking: files modified after the watermark only (their rows are all new); readFiles
   // applies the same rule, this spares the downloads.
   if (request.cursor?.column === '_source_modified') objects = objects.filter((o) => isAfter(o.modified, request.cursor!.after));
-  if (!objects.length) return;
+  // None new: the newest file alone, for the columns of the one empty batch a read yields.
+  if (!objects.length) objects = [[...table.objects].sort((a, b) => b.modified.getTime() - a.modified.getTime())[0]!];
   const tmp = tempFolder();
   try {
     const files = await download(c, objects, tmp.dir, request.signal);

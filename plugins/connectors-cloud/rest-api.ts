@@ -6,6 +6,7 @@
  */
 import { DpError, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
 import { expectOk, hostOf, httpRequest, invalidResponse, paramInvalid, probe, readText, TIMEOUT_PARAM, timeoutOf } from './net.js';
+import { orderedByCursor } from './order.js';
 import { generateSyncScript } from './script.js';
 import { batchRowsOf, chunked, coerce, inferColumns, isAfter, watermarkText } from './values.js';
 
@@ -80,7 +81,7 @@ export const REST_API_PARAMS = {
   type: 'object',
   required: ['url', 'resources'],
   properties: {
-    url: { type: 'string', format: 'uri', description: 'Base URL of the API (`https://api.example.com`)' },
+    url: { type: 'string', description: 'Base URL of the API (`https://api.example.com`)' },
     auth: { type: 'string', enum: ['none', 'bearer', 'header'], default: 'bearer', description: 'bearer: `Authorization: Bearer <token>`; header: `<auth_header>: <token>`' },
     token: { type: 'string', 'x-secret': true, description: 'API token or key' },
     auth_header: { type: 'string', default: 'X-API-Key', description: 'Header that carries the token when auth is `header`' },
@@ -223,10 +224,8 @@ function columnsOf(r: RestResource, records: Record<string, unknown>[]): Connect
   return cols;
 }
 
-/** Records of one resource, page by page, as bounded batches. */
-export async function* readRest(config: Record<string, unknown>, request: ConnectorReadRequest): AsyncGenerator<ConnectorBatch> {
-  const c = checkConfig(config);
-  const r = resourceOf(c, request.table);
+/** Records of one resource, page by page, as bounded batches (in API order). */
+async function* readPages(c: RestApiConfig, r: RestResource, request: ConnectorReadRequest): AsyncGenerator<ConnectorBatch> {
   const after = request.cursor?.after;
   const extra: Record<string, string> = {};
   if (request.cursor && after !== null && after !== undefined && r.incremental_param) extra[r.incremental_param] = watermarkText(after);
@@ -234,6 +233,7 @@ export async function* readRest(config: Record<string, unknown>, request: Connec
   const batchRows = batchRowsOf(request.batchRows);
   let columns: ConnectorColumn[] | undefined;
   let pages = 0;
+  let yielded = false;
   const seen = new Set<string>();
   while (url) {
     request.signal.throwIfAborted();
@@ -252,11 +252,30 @@ export async function* readRest(config: Record<string, unknown>, request: Connec
       for (const batch of chunked(cols, records.map((rec) => cols.map((col) => coerce(rec[col.name], col))), batchRows)) {
         request.signal.throwIfAborted();
         yield batch;
+        yielded = true;
       }
     }
     url = page.next;
     if (c.max_pages && pages >= c.max_pages) break;
   }
+  if (!yielded) {
+    // No records: the columns the configuration names (so an incremental sync with nothing new
+    // still finds its cursor column), the connectors plugin needs at least one batch.
+    const known = columnsOf(r, []);
+    for (const name of [request.cursor?.column, r.cursor_field]) if (name && !known.some((k) => k.name === name)) known.push({ name, type: 'VARCHAR' });
+    yield { columns: request.columns?.length ? request.columns.map((n) => known.find((k) => k.name === n) ?? { name: n, type: 'VARCHAR' }) : known, rows: [] };
+  }
+}
+
+/**
+ * Records of one resource as bounded batches; an incremental read comes ordered by its cursor
+ * column (APIs list in their own order; the watermark is the last row's value).
+ */
+export async function* readRest(config: Record<string, unknown>, request: ConnectorReadRequest): AsyncGenerator<ConnectorBatch> {
+  const c = checkConfig(config);
+  const r = resourceOf(c, request.table);
+  if (!request.cursor) return yield* readPages(c, r, request);
+  yield* orderedByCursor(readPages(c, r, request), request.cursor.column, batchRowsOf(request.batchRows), request.signal);
 }
 
 export async function discoverRest(config: Record<string, unknown>, signal: AbortSignal): Promise<DiscoveredTable[]> {

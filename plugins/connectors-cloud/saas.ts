@@ -23,7 +23,7 @@ function presetParams(p: Preset): Record<string, unknown> {
     type: 'object',
     required: p.defaultUrl ? ['api_key'] : ['url', 'api_key'],
     properties: {
-      url: { type: 'string', format: 'uri', ...(p.defaultUrl ? { default: p.defaultUrl } : {}), description: p.urlHelp },
+      url: { type: 'string', ...(p.defaultUrl ? { default: p.defaultUrl } : {}), description: p.urlHelp },
       api_key: { type: 'string', 'x-secret': true, description: p.auth.style === 'bearer' ? 'API key (sent as a bearer token)' : `Access token (sent in ${p.auth.header})` },
       resources: {
         type: 'array',

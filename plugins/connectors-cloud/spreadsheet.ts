@@ -16,7 +16,7 @@ export const SPREADSHEET_PARAMS = {
   type: 'object',
   properties: {
     path: { type: 'string', description: 'An .xlsx file (project-relative or absolute); each sheet is a table' },
-    url: { type: 'string', format: 'uri', description: 'A CSV-export URL of a sheet (instead of path)' },
+    url: { type: 'string', description: 'A CSV-export URL of a sheet (instead of path)' },
     token: { type: 'string', 'x-secret': true, description: 'Bearer token for a private export URL' },
     table_name: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$', default: 'sheet', description: 'Table name of a CSV-export URL' },
     header_row: { type: 'integer', minimum: 1, default: 1, description: '.xlsx: the row that holds the column names; data starts below it' },
@@ -166,12 +166,16 @@ async function* readSpreadsheet(config: Record<string, unknown>, request: Connec
       yield { columns: cols, rows: pending.map((r) => pick.map((i, k) => coerce(r[i], cols[k]!))) };
       pending = [];
     };
+    let any = false;
     for await (const row of sheet.rows) {
       request.signal.throwIfAborted();
       pending.push(row);
+      any = true;
       if (pending.length >= batchRows) yield* flush();
     }
     yield* flush();
+    // A sheet with a header and no data: its columns, as text.
+    if (!any) yield { columns: pick.map((i) => ({ name: sheet.header[i]!, type: 'VARCHAR' })), rows: [] };
     break;
   }
   if (!found) throw new DpError(404, 'source_table_not_found', `The workbook has no sheet '${request.table}'`, { table: request.table });

@@ -124,6 +124,7 @@ async function* runStatement(flavor: WarehouseFlavor, config: Record<string, unk
   }
   let columns: ConnectorColumn[] | undefined;
   let convert: Array<(v: unknown) => unknown> = [];
+  let yieldedRows = false;
   for await (const batch of reader as AsyncIterable<RecordBatch>) {
     signal.throwIfAborted();
     if (!columns) {
@@ -136,8 +137,13 @@ async function* runStatement(flavor: WarehouseFlavor, config: Record<string, unk
       const rows: unknown[][] = [];
       for (let r = start; r < end; r++) rows.push(vectors.map((v, i) => convert[i]!(v.get(r))));
       yield { columns, rows };
+      yieldedRows = true;
     }
   }
+  // A result without rows may come as a schema alone: its columns, in one empty batch.
+  const schema = (reader as unknown as { schema?: { fields: Array<{ name: string; type: DataType }> } }).schema;
+  if (!columns && schema) yield { columns: schema.fields.map((f) => ({ name: f.name, type: arrowTypeToDuckDB(f.type) })), rows: [] };
+  else if (columns && !yieldedRows) yield { columns, rows: [] };
 }
 
 async function discoverWarehouse(flavor: WarehouseFlavor, config: Record<string, unknown>, signal: AbortSignal): Promise<DiscoveredTable[]> {
@@ -200,7 +206,7 @@ export const WAREHOUSE_A_PARAMS = {
   type: 'object',
   required: ['url', 'token', 'database'],
   properties: {
-    url: { type: 'string', format: 'uri', description: 'Account URL (`https://<account>.snowflakecomputing.com`)' },
+    url: { type: 'string', description: 'Account URL (`https://<account>.snowflakecomputing.com`)' },
     token: { type: 'string', 'x-secret': true, description: 'Access token (OAuth or programmatic access token), sent as a bearer token' },
     database: { type: 'string', description: 'Database' },
     schema: { type: 'string', default: 'PUBLIC', description: 'Schema whose tables discover lists' },
@@ -215,7 +221,7 @@ export const WAREHOUSE_B_PARAMS = {
   type: 'object',
   required: ['url', 'api_key', 'catalog'],
   properties: {
-    url: { type: 'string', format: 'uri', description: 'Workspace URL (`https://<workspace>.cloud.databricks.com`)' },
+    url: { type: 'string', description: 'Workspace URL (`https://<workspace>.cloud.databricks.com`)' },
     api_key: { type: 'string', 'x-secret': true, description: 'API key (sent in X-Api-Key)' },
     catalog: { type: 'string', description: 'Catalog' },
     schema: { type: 'string', default: 'default', description: 'Schema whose tables discover lists' },

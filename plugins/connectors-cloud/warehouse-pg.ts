@@ -150,10 +150,14 @@ async function* readPg(config: Record<string, unknown>, request: ConnectorReadRe
     const batchRows = batchRowsOf(request.batchRows);
     await client.query('BEGIN READ ONLY');
     await client.query(`DECLARE dp_read NO SCROLL CURSOR FOR ${sql}`, params);
-    for (;;) {
+    for (let first = true; ; first = false) {
       request.signal.throwIfAborted();
       const res = await client.query({ text: `FETCH ${batchRows} FROM dp_read`, rowMode: 'array' });
-      if (res.rows.length === 0) break;
+      if (res.rows.length === 0) {
+        // No rows at all: one empty batch still tells the columns.
+        if (first) yield { columns, rows: [] };
+        break;
+      }
       yield { columns, rows: (res.rows as unknown[][]).map((r) => r.map((v, i) => convert(v, columns[i]!))) };
       if (res.rows.length < batchRows) break;
     }

@@ -162,8 +162,13 @@ describe('payments, ecommerce, crm presets', () => {
     assert.equal(all.rows.length, 250);
     assert.equal(new Set(all.objects.map((o) => o.id)).size, 250);
     const inc = await readAll(paymentsType, config, { table: 'charges', cursor: { column: 'created', after: 1_700_000_245 } });
+    // The API lists newest first; an incremental read comes in cursor order (the watermark is the last row's).
     assert.deepEqual(inc.objects.map((o) => o.id), ['ch_0246', 'ch_0247', 'ch_0248', 'ch_0249']);
-    assert.equal(api.requests.at(-1)!.query['created[gt]'], '1700000245');
+    assert.equal(all.objects[0]!.id, 'ch_0249');
+    const none = await readAll(paymentsType, config, { table: 'charges', cursor: { column: 'created', after: 1_700_000_249 } });
+    assert.equal(none.rows.length, 0);
+    assert.ok(none.columns.some((c) => c.name === 'created'), 'an empty incremental read still names the cursor column');
+    assert.ok(api.requests.some((q) => q.query['created[gt]'] === '1700000245'));
     const denied = await paymentsType.testConnection({ ...config, api_key: 'sk_wrong' }, AbortSignal.timeout(10_000));
     assert.match(denied.message, /authentication failed \(Invalid API Key provided\)/);
   });

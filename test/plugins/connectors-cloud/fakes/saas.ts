@@ -85,7 +85,8 @@ export async function startFakeSaas(token = 'sk_test_cc_4242'): Promise<FakeSaas
     if ((m = /^\/v1\/(customers|charges|invoices|refunds)$/.exec(p))) {
       if (!bearer) return send(res, 401, { error: { message: 'Invalid API Key provided', type: 'invalid_request_error' } });
       const limit = Number(q.limit ?? 10);
-      let all = after(data.get(`payments.${m[1]}`) ?? [], 'created', q['created[gt]'], false);
+      // Newest first, as the real API lists.
+      let all = after(data.get(`payments.${m[1]}`) ?? [], 'created', q['created[gt]'], false).slice().reverse();
       if (q.starting_after) all = all.slice(all.findIndex((r) => r.id === q.starting_after) + 1);
       return send(res, 200, { object: 'list', data: all.slice(0, limit), has_more: all.length > limit, url: p });
     }

@@ -16,11 +16,13 @@ export async function readAll(type: ConnectorType, config: Record<string, unknow
   for await (const batch of type.read(config, { signal: AbortSignal.timeout(60_000), ...request })) {
     batches++;
     if (request.batchRows) assert.ok(batch.rows.length <= request.batchRows, `a batch of ${batch.rows.length} rows exceeds ${request.batchRows}`);
-    assert.ok(batch.rows.length > 0, 'no empty batches');
+    assert.ok(batch.rows.length > 0 || (batches === 1 && rows.length === 0), 'an empty batch only as the one batch of an empty read');
+    assert.ok(batch.columns.length > 0, 'every batch names its columns');
     for (const r of batch.rows) assert.equal(r.length, batch.columns.length);
     columns = batch.columns;
     rows.push(...batch.rows);
   }
+  assert.ok(batches >= 1, 'a read yields at least one batch (the columns), even when empty');
   const objects = rows.map((r) => Object.fromEntries(columns.map((c, i) => [c.name, r[i]])));
   return { columns, rows, batches, objects };
 }
