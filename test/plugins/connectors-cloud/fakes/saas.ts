@@ -13,6 +13,8 @@ export interface FakeSaas {
   token: string;
   data: Map<string, Rec[]>;
   requests: Array<{ path: string; query: Record<string, string>; headers: http.IncomingHttpHeaders }>;
+  /** When set, a request whose query has this parameter value answers 500 (a failure midway). */
+  failWhen: { param: string; value: string } | null;
   close(): Promise<void>;
 }
 
@@ -34,11 +36,13 @@ function after(records: Rec[], field: string, value: string | undefined, inclusi
 export async function startFakeSaas(token = 'sk_test_cc_4242'): Promise<FakeSaas> {
   const data = new Map<string, Rec[]>();
   const requests: FakeSaas['requests'] = [];
+  const fake = { url: '', token, data, requests, failWhen: null, close: async () => undefined } as FakeSaas;
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     const q = Object.fromEntries(url.searchParams);
     requests.push({ path: url.pathname, query: q, headers: req.headers });
     const p = url.pathname;
+    if (fake.failWhen && q[fake.failWhen.param] === fake.failWhen.value) return send(res, 500, { message: 'internal error' });
     if (p === '/api/hang') return; // never answers: the timeout test
     const bearer = req.headers.authorization === `Bearer ${token}`;
     const keyed = req.headers['x-api-key'] === token;
@@ -120,15 +124,13 @@ export async function startFakeSaas(token = 'sk_test_cc_4242'): Promise<FakeSaas
   server.keepAliveTimeout = 1000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
-  return {
+  Object.assign(fake, {
     url: `http://127.0.0.1:${port}`,
-    token,
-    data,
-    requests,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
       }),
-  };
+  });
+  return fake;
 }
