@@ -3,6 +3,7 @@ import path from 'node:path';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import cookie from '@fastify/cookie';
 import helmet from '@fastify/helmet';
+import multipart from '@fastify/multipart';
 import fastifyStatic from '@fastify/static';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -132,6 +133,9 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
     hsts: false,
   });
   await server.register(websocket, { options: { maxPayload: 16 * 1024 * 1024 } });
+  // multipart/form-data is parsed lazily: a route that takes an upload reads it itself
+  // (req.raw.parts(), with its own size limits); for any other route such a request has no body.
+  await server.register(multipart, { limits: { files: 1, fields: 20, fieldSize: 64 * 1024 } });
   // Event streams never finish on their own: a graceful close ends them (clients reconnect with
   // Last-Event-ID); @fastify/websocket closes its sockets the same way.
   const openStreams = new Set<import('node:http').ServerResponse>();
