@@ -234,5 +234,11 @@ export const objectStorageType: ConnectorType = {
     }),
   discover: discoverObjects,
   read: readObjects,
-  generateScript: (connection, tables, targetSchema) => generateSyncScript(connection, tables, targetSchema, OBJECT_STORAGE_PARAMS, 'Object storage'),
+  /** File tracking: the newest Last-Modified among the table's objects. */
+  async modifiedTime(config, table, signal) {
+    const t = (await tablesOf(checkConfig(config), signal)).get(table);
+    if (!t) throw new DpError(404, 'source_table_not_found', `The bucket has no table '${table}' under the prefix`, { table });
+    return Math.max(...t.objects.map((o) => o.modified.getTime())) / 1000;
+  },
+  generateScript: (connection, tables, targetSchema) => generateSyncScript(connection, tables, targetSchema),
 };

@@ -328,7 +328,7 @@ export function restConnectorType(spec: {
     async *read(config, request) {
       yield* readRest(rest(config), request);
     },
-    generateScript: (connection, tables, targetSchema) => generateSyncScript(connection, tables, targetSchema, spec.params, spec.label),
+    generateScript: (connection, tables, targetSchema) => generateSyncScript(connection, tables, targetSchema),
   };
 }
 

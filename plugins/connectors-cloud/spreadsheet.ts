@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import ExcelJS from 'exceljs';
-import { DpError, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
+import { DpError, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorRuntime, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
 import { describeFiles, readFiles, saveStream, tempFolder } from './files.js';
 import { expectOk, hostOf, httpRequest, paramInvalid, probe, TIMEOUT_PARAM, timeoutOf } from './net.js';
 import { generateSyncScript } from './script.js';
@@ -35,8 +35,6 @@ interface SpreadsheetConfig {
   header_row?: number;
   sample_rows?: number;
   timeout_ms?: number;
-  /** Set by the connectors plugin: relative paths resolve against it. */
-  project_root?: string;
 }
 
 function checkConfig(config: Record<string, unknown>): SpreadsheetConfig {
@@ -48,8 +46,9 @@ function checkConfig(config: Record<string, unknown>): SpreadsheetConfig {
   return c;
 }
 
-function workbookPath(c: SpreadsheetConfig): string {
-  const file = path.resolve(c.project_root ?? process.cwd(), c.path!);
+/** The workbook's absolute path: inside the project when the connectors plugin calls (it refuses `..` and links out). */
+function workbookPath(c: SpreadsheetConfig, runtime: ConnectorRuntime | undefined): string {
+  const file = runtime ? runtime.project.resolve(c.path!) : path.resolve(c.path!);
   if (!fs.existsSync(file)) throw paramInvalid('path', `no such file: ${c.path}`);
   return file;
 }
@@ -150,7 +149,7 @@ async function* readSpreadsheet(config: Record<string, unknown>, request: Connec
     }
     return;
   }
-  const file = workbookPath(c);
+  const file = workbookPath(c, request.runtime);
   let found = false;
   for await (const sheet of sheetRows(file, c.header_row ?? 1, request.table)) {
     found = true;
@@ -181,7 +180,7 @@ async function* readSpreadsheet(config: Record<string, unknown>, request: Connec
   if (!found) throw new DpError(404, 'source_table_not_found', `The workbook has no sheet '${request.table}'`, { table: request.table });
 }
 
-async function discoverSpreadsheet(config: Record<string, unknown>, signal: AbortSignal): Promise<DiscoveredTable[]> {
+async function discoverSpreadsheet(config: Record<string, unknown>, signal: AbortSignal, runtime?: ConnectorRuntime): Promise<DiscoveredTable[]> {
   const c = checkConfig(config);
   if (c.url) {
     const tmp = tempFolder();
@@ -194,7 +193,7 @@ async function discoverSpreadsheet(config: Record<string, unknown>, signal: Abor
   }
   const out: DiscoveredTable[] = [];
   const sample = c.sample_rows ?? 1000;
-  for await (const sheet of sheetRows(workbookPath(c), c.header_row ?? 1)) {
+  for await (const sheet of sheetRows(workbookPath(c, runtime), c.header_row ?? 1)) {
     const rows: unknown[][] = [];
     for await (const row of sheet.rows) {
       rows.push(row);
@@ -210,8 +209,8 @@ export const spreadsheetType: ConnectorType = {
   label: 'Spreadsheet',
   description: 'An .xlsx workbook (a table per sheet) or a CSV-export URL of a sheet',
   params: SPREADSHEET_PARAMS,
-  cdcModes: ['full_refresh'],
-  testConnection: (config, signal) =>
+  cdcModes: ['full_refresh', 'file_tracking'],
+  testConnection: (config, signal, runtime) =>
     probe(signal, timeoutOf(config), async (bounded) => {
       const c = checkConfig(config);
       if (c.url) {
@@ -221,11 +220,21 @@ export const spreadsheetType: ConnectorType = {
         return `CSV export at ${hostOf(c.url)} answers`;
       }
       const names: string[] = [];
-      for await (const sheet of sheetRows(workbookPath(c), c.header_row ?? 1)) names.push(sheet.sheet);
+      for await (const sheet of sheetRows(workbookPath(c, runtime), c.header_row ?? 1)) names.push(sheet.sheet);
       return `workbook with ${names.length} sheet${names.length === 1 ? '' : 's'}: ${names.join(', ')}`;
     }),
   discover: discoverSpreadsheet,
   read: readSpreadsheet,
-  generateScript: (connection, tables, targetSchema) => generateSyncScript(connection, tables, targetSchema, SPREADSHEET_PARAMS, 'Spreadsheet'),
+  /** File tracking: the workbook's mtime, or the export URL's Last-Modified (null when it sends none). */
+  async modifiedTime(config, _table, signal, runtime) {
+    const c = checkConfig(config);
+    if (c.path) return fs.statSync(workbookPath(c, runtime)).mtimeMs / 1000;
+    const res = await httpRequest(c.url!, { method: 'HEAD', headers: c.token ? { authorization: `Bearer ${c.token}` } : {}, signal, timeoutMs: timeoutOf(config) });
+    await res.body.dump();
+    const header = res.headers['last-modified'];
+    const t = typeof header === 'string' ? Date.parse(header) : NaN;
+    return res.statusCode < 300 && !Number.isNaN(t) ? t / 1000 : null;
+  },
+  generateScript: (connection, tables, targetSchema) => generateSyncScript(connection, tables, targetSchema),
 };
 

@@ -165,7 +165,9 @@ async function discoverWarehouse(flavor: WarehouseFlavor, config: Record<string,
 function selectSql(flavor: WarehouseFlavor, config: Record<string, unknown>, request: ConnectorReadRequest): string {
   const schema = request.schema ?? flavor.schemaOf(config);
   const projection = request.columns?.length ? request.columns.map(ansiIdent).join(', ') : '*';
-  let sql = `SELECT ${projection} FROM ${ansiIdent(schema)}.${ansiIdent(request.table)}`;
+  // A custom source query (project.yml `source_query`, in the warehouse's dialect) is read as a subquery.
+  const source = request.sourceQuery ? `(${request.sourceQuery.replace(/;\s*$/, '')}) AS dp_source` : `${ansiIdent(schema)}.${ansiIdent(request.table)}`;
+  let sql = `SELECT ${projection} FROM ${source}`;
   if (request.cursor) {
     if (!flavor.cdc) throw paramInvalid('cdc_mode', `${flavor.type} supports full_refresh only`);
     const col = ansiIdent(request.cursor.column);
@@ -189,11 +191,11 @@ function warehouseType(flavor: WarehouseFlavor): ConnectorType {
       }),
     discover: (config, signal) => discoverWarehouse(flavor, config, signal),
     async *read(config, request) {
-      const known = await discoverWarehouse(flavor, config, request.signal);
+      const known = request.sourceQuery ? [{ name: request.table }] : await discoverWarehouse(flavor, config, request.signal);
       if (!known.some((t) => t.name === request.table)) throw new DpError(404, 'source_table_not_found', `The warehouse schema '${request.schema ?? flavor.schemaOf(config)}' has no table '${request.table}'`, { table: request.table });
       yield* runStatement(flavor, config, selectSql(flavor, config, request), batchRowsOf(request.batchRows), request.signal);
     },
-    generateScript: (connection, tables, targetSchema) => generateSyncScript(connection, tables, targetSchema, flavor.params, flavor.label),
+    generateScript: (connection, tables, targetSchema) => generateSyncScript(connection, tables, targetSchema),
   };
 }
 

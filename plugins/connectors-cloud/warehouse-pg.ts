@@ -112,6 +112,16 @@ async function listTables(client: pg.Client, c: PgConfig): Promise<DiscoveredTab
   return [...tables.values()];
 }
 
+/** Columns of a custom source query: its result's fields, typed by the server's own type names. */
+async function queryColumns(client: pg.Client, source: string): Promise<ConnectorColumn[]> {
+  const probe = await client.query(`SELECT * FROM ${source} LIMIT 0`);
+  const named = await client.query('SELECT format_type(t.oid, t.mod) AS type FROM unnest($1::oid[], $2::int[]) WITH ORDINALITY AS t(oid, mod, n) ORDER BY n', [
+    probe.fields.map((f) => f.dataTypeID),
+    probe.fields.map((f) => f.dataTypeModifier),
+  ]);
+  return probe.fields.map((f, i) => ({ name: f.name, type: sqlTypeToDuckDB(String((named.rows[i] as { type: string }).type).replace(/\[\]$/, '[]')) }));
+}
+
 /** A pg value in the form the bulk loader takes for the column's DuckDB type. */
 function convert(value: unknown, column: ConnectorColumn): unknown {
   if (value === null || value === undefined) return null;
@@ -128,7 +138,8 @@ async function* readPg(config: Record<string, unknown>, request: ConnectorReadRe
   request.signal.addEventListener('abort', onAbort, { once: true });
   try {
     const schema = request.schema ?? c.schema ?? 'public';
-    const table = (await listTables(client, { ...c, schema })).find((t) => t.name === request.table);
+    const source = request.sourceQuery ? `(${request.sourceQuery.replace(/;\s*$/, '')}) AS dp_source` : `${ansiIdent(schema)}.${ansiIdent(request.table)}`;
+    const table = request.sourceQuery ? { name: request.table, columns: await queryColumns(client, source) } : (await listTables(client, { ...c, schema })).find((t) => t.name === request.table);
     if (!table) throw new DpError(404, 'source_table_not_found', `The warehouse schema '${schema}' has no table '${request.table}'`, { table: request.table });
     const columns = request.columns?.length
       ? request.columns.map((n) => {
@@ -137,7 +148,7 @@ async function* readPg(config: Record<string, unknown>, request: ConnectorReadRe
           return col;
         })
       : table.columns;
-    let sql = `SELECT ${columns.map((x) => ansiIdent(x.name)).join(', ')} FROM ${ansiIdent(schema)}.${ansiIdent(request.table)}`;
+    let sql = `SELECT ${columns.map((x) => ansiIdent(x.name)).join(', ')} FROM ${source}`;
     const params: unknown[] = [];
     if (request.cursor) {
       const col = ansiIdent(request.cursor.column);
@@ -202,5 +213,5 @@ export const warehouseCType: ConnectorType = {
     }
   },
   read: readPg,
-  generateScript: (connection, tables, targetSchema) => generateSyncScript(connection, tables, targetSchema, WAREHOUSE_C_PARAMS, 'Cloud warehouse C'),
+  generateScript: (connection, tables, targetSchema) => generateSyncScript(connection, tables, targetSchema),
 };

@@ -69,7 +69,8 @@ function columnsOf(sample) {
       }
       const t = typeOf(v);
       const prior = types.get(k);
-      types.set(k, !prior || prior === t ? t : prior === 'BIGINT' && t === 'DOUBLE' ? 'DOUBLE' : 'VARCHAR');
+      const numbers = new Set([prior, t]).size === 2 && [prior, t].every((x) => x === 'BIGINT' || x === 'DOUBLE');
+      types.set(k, !prior || prior === t ? t : numbers ? 'DOUBLE' : 'VARCHAR');
     }
   }
   return [...types].map(([name, type]) => ({ name, type: type ?? 'VARCHAR' }));

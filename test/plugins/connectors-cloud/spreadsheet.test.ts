@@ -38,7 +38,7 @@ describe('spreadsheet', () => {
     await wb.xlsx.writeFile(xlsx);
     server = http.createServer((req, res) => {
       if (req.headers.authorization !== 'Bearer sheet-token') return void (res.writeHead(403), res.end('forbidden'));
-      res.writeHead(200, { 'content-type': 'text/csv' });
+      res.writeHead(200, { 'content-type': 'text/csv', 'last-modified': 'Wed, 01 May 2024 08:00:00 GMT' });
       res.end('region,revenue,day\nnorth,1200.50,2024-05-01\nsouth,980.00,2024-05-02\n');
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -97,6 +97,17 @@ describe('spreadsheet', () => {
     assert.match(denied.message, /authentication failed/);
     const port = await freePort();
     assert.deepEqual(await spreadsheetType.testConnection({ url: `http://127.0.0.1:${port}/x.csv` }, AbortSignal.timeout(10_000)), { ok: false, message: `127.0.0.1:${port}: connection refused` });
+  });
+
+  it('file tracking: the workbook mtime, or the export URL\'s Last-Modified', async () => {
+    assert.equal(await spreadsheetType.modifiedTime!({ path: xlsx }, 'Orders', AbortSignal.timeout(10_000)), fs.statSync(xlsx).mtimeMs / 1000);
+    assert.equal(await spreadsheetType.modifiedTime!({ url, token: 'sheet-token' }, 'sheet', AbortSignal.timeout(10_000)), Date.UTC(2024, 4, 1, 8) / 1000);
+  });
+
+  it('a relative path resolves inside the project, and cannot leave it', async () => {
+    const runtime = { project: { resolve: (rel: string) => (rel.startsWith('..') ? (() => { throw Object.assign(new Error('outside'), { code: 'path_outside_project' }); })() : path.join(dir, rel)) } } as never;
+    assert.equal((await spreadsheetType.discover({ path: 'budget.xlsx' }, AbortSignal.timeout(10_000), runtime)).length, 2);
+    await assert.rejects(spreadsheetType.discover({ path: '../x/budget.xlsx' }, AbortSignal.timeout(10_000), runtime), (e: any) => e.code === 'path_outside_project');
   });
 
   it('refuses a config with neither or both sources', async () => {

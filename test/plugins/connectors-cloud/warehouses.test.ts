@@ -78,6 +78,11 @@ describe('cloud_warehouse_a and cloud_warehouse_b (Arrow over HTTP)', () => {
     assert.deepEqual(warehouseBType.cdcModes, ['full_refresh']);
   });
 
+  it('a custom source query (source_query) is read as a subquery, with the cursor applied to it', async () => {
+    const r = await readAll(warehouseAType, a, { table: 'recent', sourceQuery: 'SELECT id, amount FROM analytics.events WHERE id > 4990;', cursor: { column: 'id', after: 4995 } });
+    assert.deepEqual(r.rows, [[4996n, '6245.00'], [4997n, '6246.25'], [4998n, '6247.50'], [4999n, '6248.75'], [5000n, '6250.00']]);
+  });
+
   it('quotes identifiers and watermarks: an injection attempt stays a value', async () => {
     const r = await readAll(warehouseAType, a, { table: 'events', cursor: { column: 'user_name', after: "user_9' OR 1=1 --" } });
     assert.ok(r.objects.every((o) => String(o.user_name) > "user_9' OR 1=1 --"));
@@ -160,6 +165,12 @@ describe('cloud_warehouse_c (PostgreSQL wire, real server)', () => {
     assert.deepEqual(r.rows.map((x) => x[0]), ['12341', '12342', '12343', '12344', '12345']);
     const weird = await readAll(warehouseCType, c, { table: 'orders', columns: ['id'], cursor: { column: 'customer', after: "cust 9' OR '1'='1" } });
     assert.ok(weird.rows.length < 12345);
+  });
+
+  it('a custom source query: columns typed from the server, the cursor applied to it', async () => {
+    const r = await readAll(warehouseCType, c, { table: 'zero_qty', sourceQuery: 'SELECT id, total, placed_on FROM sales.orders WHERE qty = 0', cursor: { column: 'id', after: '12300' } });
+    assert.deepEqual(r.columns, [{ name: 'id', type: 'BIGINT' }, { name: 'total', type: 'DECIMAL(12,2)' }, { name: 'placed_on', type: 'DATE' }]);
+    assert.deepEqual(r.rows.map((x) => x[0]), ['12305', '12310', '12315', '12320', '12325', '12330', '12335', '12340', '12345']);
   });
 
   it('answers clear causes: authentication failed, connection refused, host not found, unknown table', async () => {
