@@ -108,8 +108,8 @@ describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
       await page.getByRole('cell', { name: 'lifetime_value' }).waitFor();
       await page.getByRole('tab', { name: 'Profile' }).click();
       await page.getByTestId('profile').waitFor();
-      await page.locator('[data-testid="bar-chart"] canvas').first().waitFor();
-      assert.ok((await page.locator('[data-testid="bar-chart"]').count()) >= 8, 'a chart per column');
+      // A chart per column (eight), each drawn on its canvas once its distribution query answered.
+      await page.waitForFunction(() => document.querySelectorAll('[data-testid="bar-chart"] canvas').length === 8);
       await screenshot(page, 'explorer-profile');
       assert.deepEqual(errors, []);
     } finally {
@@ -138,6 +138,23 @@ describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
       await page.getByRole('link', { name: 'Full DAG' }).or(page.getByRole('tab', { name: 'Full DAG' })).first().click();
       await page.locator('[data-testid="graph"] [data-node-id="seeds.customers"]').waitFor();
       await screenshot(page, 'models-full-dag');
+      assert.deepEqual(errors, []);
+    } finally {
+      await close();
+    }
+  });
+
+  it('runs check, lint and diff from the models page and shows their results', async () => {
+    const { page, errors, close } = await openPage(server, '/models');
+    try {
+      const panel = page.getByTestId('result-panel');
+      await page.getByRole('button', { name: 'Check', exact: true }).click();
+      await panel.getByText(/validation \d+ passed, 0 failed/).waitFor();
+      await page.getByRole('button', { name: 'Lint', exact: true }).click();
+      await panel.locator('strong', { hasText: 'Lint' }).waitFor();
+      await page.getByRole('button', { name: 'Diff', exact: true }).click();
+      await panel.getByRole('cell', { name: 'staging.stg_orders' }).waitFor();
+      assert.ok((await panel.getByText('unchanged').count()) >= 1);
       assert.deepEqual(errors, []);
     } finally {
       await close();
