@@ -49,6 +49,25 @@ describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
     }
   });
 
+  it('completes tables and columns from /api/autocomplete in the editor', async () => {
+    const { page, close } = await openPage(server, '/sql');
+    try {
+      const editor = page.locator('.dp-sql .cm-content');
+      await editor.click();
+      await page.keyboard.press('Control+A');
+      await page.keyboard.press('Delete');
+      await page.keyboard.type('SELECT * FROM marts.cust');
+      const option = page.locator('.cm-tooltip-autocomplete li', { hasText: 'customer_orders' });
+      await option.waitFor();
+      // CodeMirror ignores Enter in the first moments after the list opens (interactionDelay): wait past it.
+      await page.waitForTimeout(200);
+      await page.keyboard.press('Enter');
+      assert.match(await editor.innerText(), /FROM marts\.customer_orders/);
+    } finally {
+      await close();
+    }
+  });
+
   it('marks an engine error at its line and shows the API message', async () => {
     const { page, close } = await openPage(server, '/sql');
     try {
@@ -237,6 +256,22 @@ describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
       const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
       assert.equal(bg, 'rgb(20, 23, 28)');
       await screenshot(page, 'sql-dark');
+    } finally {
+      await close();
+    }
+  });
+
+  it('switches the environment from the header (admin), last because it changes the database for everyone', async () => {
+    const { page, errors, close } = await openPage(server, '/sql');
+    try {
+      await page.getByTestId('project-name').getByText('shop').waitFor();
+      await page.locator('select#dp-env').selectOption('prod');
+      await page.waitForFunction(() => (document.querySelector('#dp-env') as HTMLSelectElement | null)?.value === 'prod');
+      const env = await (await fetch(`${server.url}/api/environment`)).json();
+      assert.equal(env.active, 'prod');
+      await page.getByTestId('health').getByText('healthy').waitFor();
+      // Reads that met the switch's brief 503 were retried; the browser still logs the 503 itself.
+      assert.deepEqual(errors.filter((e) => !/status of 503/.test(e)), []);
     } finally {
       await close();
     }
