@@ -343,6 +343,9 @@ describe('streams', () => {
     assert.equal((await viewer.request('GET', '/api/stream/active')).body.stream_name, 'flaky', 'nothing ran');
     const denied = await viewer.request('POST', '/api/stream/etl/start');
     assert.equal(denied.status, 403);
+    const anonymous = await fetch(`${s.url}/api/stream/events`);
+    assert.equal(anonymous.status, 401);
+    await anonymous.body?.cancel();
     const history = await viewer.request('GET', '/api/history?limit=0');
     assert.equal(history.status, 400);
   });
