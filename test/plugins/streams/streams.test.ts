@@ -135,6 +135,7 @@ describe('streams', () => {
   }
 };\n`,
         'ingest/after.ts': "export default async (ctx: any) => { await ctx.db.run('CREATE TABLE after_ran AS SELECT 1 AS x'); };\n",
+        '.env': 'HOOK_TOKEN=tok-8f3a9c1d\n',
       },
       projectYml: [
         'streams:',
@@ -165,6 +166,10 @@ describe('streams', () => {
         '    steps:',
         '      - ingest: [endless.ts]',
         '      - ingest: [ingest/after.ts]',
+        '  secret_hook:',
+        '    webhook_url: http://127.0.0.1:9/hook?token=${HOOK_TOKEN}',
+        '    steps:',
+        '      - ingest: [load]',
         '  bad_target:',
         '    steps:',
         '      - ingest: [nope]',
@@ -358,6 +363,9 @@ describe('streams', () => {
     assert.equal(etl.retries, 0);
     assert.equal(etl.retry_delay, 5);
     assert.equal(etl.schedule, null);
+    const hooked = r.body.streams.find((x: { name: string }) => x.name === 'secret_hook');
+    assert.equal(hooked.webhook_url, 'http://127.0.0.1:9/hook?token=${HOOK_TOKEN}');
+    assert.ok(!r.text.includes('tok-8f3a9c1d'), 'a .env value never shows');
     const problems = await s.app.services.get<{ validate(): Promise<Array<{ file: string; line?: number; message: string }>> }>('streams').validate();
     assert.deepEqual(
       problems.map((p) => p.message),
