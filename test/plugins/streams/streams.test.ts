@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, mock } from 'node:test';
 import { App } from '../../../kernel/app.js';
 import { startTestServer, type PluginTestServer, type TestCaller } from '../../../sdk/testing.js';
 import { makeProject } from '../../helpers.js';
@@ -324,6 +324,27 @@ describe('streams', () => {
     assert.deepEqual(got.map((m) => m.event), ['start', 'step_start', 'step_end', 'error']);
     assert.equal(got.at(-1)!.data.status, 'cancelled');
     assert.equal(await s.db.value("SELECT count(*)::INT FROM information_schema.tables WHERE table_name = 'after_ran'"), 0);
+  });
+
+  it('clears a run older than 10 minutes when the snapshot is read, and cancels it', async () => {
+    const started = await editor.request('POST', '/api/stream/endless/start');
+    assert.equal(started.body.status, 'started');
+    assert.equal((await viewer.request('GET', '/api/stream/active')).body.running, true);
+    // Only Date moves (timers and the server run on): the run now looks 11 minutes old.
+    mock.timers.enable({ apis: ['Date'], now: Date.now() + 11 * 60_000 });
+    let active;
+    try {
+      active = await viewer.request('GET', '/api/stream/active');
+    } finally {
+      mock.timers.reset();
+    }
+    assert.equal(active.body.running, false);
+    assert.equal(active.body.stream_name, 'endless');
+    assert.equal(active.body.status, 'cancelled');
+    assert.match(active.body.operation_label, /cleared as stale/);
+    const history = await waitFor(() => viewer.request('GET', '/api/history?name=endless&limit=1'), (r) => r.body.runs[0]?.run_id === started.body.run_id);
+    assert.equal(history.body.runs[0].status, 'cancelled');
+    assert.match(history.body.runs[0].error, /stale/);
   });
 
   it('a forced start cancels the running stream and starts the new one after it', async () => {
