@@ -143,6 +143,8 @@ export interface ActivePipeline {
   duration_seconds: number | null;
   run_id?: string | null;
   step?: { index: number; action: string; targets: string[]; attempt: number } | null;
+  /** Clients listening to `GET /api/stream/events` right now. */
+  listeners?: number;
 }
 
 /** The streams plugin's service: what the UI, notebooks and connectors reach streams through. */

@@ -33,7 +33,10 @@ describe('pipeline events', () => {
     events.push('start', {});
     offA();
     events.push('complete', {});
+    assert.equal(events.listeners, 1);
     offB();
+    offB();
+    assert.equal(events.listeners, 0, 'a second unsubscribe changes nothing');
     events.push('start', {});
     assert.deepEqual(a, ['start']);
     assert.deepEqual(b, ['start', 'complete']);

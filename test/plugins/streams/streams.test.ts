@@ -228,8 +228,11 @@ describe('streams', () => {
     assert.ok(got.every((m, i) => i === 0 || Number(m.id) > Number(got[i - 1].id)));
     // Idle now: keepalive comments keep the connection open.
     await first.until((ms) => ms.slice(ms.indexOf(got.at(-1)!)).some((m) => m.comment === 'keepalive'), 5_000);
+    assert.equal((await viewer.request('GET', '/api/stream/active')).body.listeners, 2);
     first.close();
     second.close();
+    // A listener that disconnects is dropped: nothing stays subscribed.
+    await waitFor(() => viewer.request('GET', '/api/stream/active'), (r) => r.body.listeners === 0);
 
     assert.deepEqual(await s.db.all('SELECT n::INT AS n, revenue FROM marts.totals'), [{ n: 5, revenue: 6.5 }]);
     const active = await viewer.request('GET', '/api/stream/active');
