@@ -54,6 +54,10 @@ class DatabaseHandle implements DatabasePort {
   get path() {
     return this.current().path;
   }
+  /** The open file's catalog version (unique in the process): read-only validations are kept under it. */
+  get catalogVersion() {
+    return this.current().catalogVersion;
+  }
   withConnection<T>(fn: (c: DbConnection) => Promise<T>) {
     return this.current().withConnection(fn);
   }

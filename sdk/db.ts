@@ -39,6 +39,12 @@ export interface DbConnection {
   transaction<T>(fn: (c: DbConnection) => Promise<T>): Promise<T>;
   /** Cancels the statement running on this connection (it rejects with an interrupt error). */
   interrupt(): void;
+  /**
+   * Interrupts this connection, and again every `everyMs` (default 25) until `settled` settles:
+   * DuckDB forgets an interrupt that arrives before a statement began on its worker, so a single
+   * one can be lost. Resolves once `settled` settled. The one way to stop work that must stop.
+   */
+  interruptUntilSettled(settled: Promise<unknown>, options?: { everyMs?: number }): Promise<void>;
   /** Number of top-level statements in sql (DuckDB's own splitter). */
   countStatements(sql: string): Promise<number>;
   /**

@@ -169,12 +169,11 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
 
   const concurrency = Math.max(1, Math.min(options.concurrency ?? defaultConcurrency(), queue.length || 1));
   const connections: Array<DbConnection & { close(): void }> = [];
-  // An interrupt that lands before DuckDB began the statement is lost: repeat it while models still run.
-  const interruptAll = () => {
-    connections.forEach((c) => c.interrupt());
-    if (!settled) setTimeout(interruptAll, 100).unref();
-  };
-  let settled = false;
+  // Aborted: every connection is interrupted (repeatedly, see interruptUntilSettled) until the run is over.
+  let runOver!: () => void;
+  const over = new Promise<void>((resolve) => (runOver = resolve));
+  const interruptUntilOver = (c: DbConnection) => void c.interruptUntilSettled(over, { everyMs: 100 });
+  const interruptAll = () => connections.forEach(interruptUntilOver);
   signal.addEventListener('abort', interruptAll);
   try {
     const ready = queue.filter((m) => pending.get(keyOf(m.info.full_name)) === 0);
@@ -213,6 +212,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
               return reject(e);
             }
             connections.push(conn);
+            if (signal.aborted) interruptUntilOver(conn);
           }
           const c = conn;
           buildOne(m, c).then(
@@ -230,7 +230,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
       void pump();
     });
   } finally {
-    settled = true;
+    runOver();
     signal.removeEventListener('abort', interruptAll);
     for (const c of connections) c.close();
   }
