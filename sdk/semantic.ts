@@ -34,6 +34,8 @@ export interface MetricLoadError {
   metric: string | null;
   /** Position in the file's `metrics:` list, when the problem is one entry. */
   index?: number;
+  /** Line in the file (of the entry, or of a YAML syntax error), when known. */
+  line?: number;
   reason: string;
 }
 

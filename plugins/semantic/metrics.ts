@@ -25,6 +25,7 @@ import {
   type MetricLoadError,
   type ProjectInfo,
   type SqlNode,
+  type YamlReadResult,
 } from '../../sdk/index.js';
 
 export const METRICS_DIR = 'metrics';
@@ -156,11 +157,13 @@ export async function loadMetrics(project: ProjectInfo, db: DatabasePort): Promi
   for (const file of metricFiles(project)) {
     const rel = file.path;
     let data: { metrics?: unknown } | null;
+    let read: YamlReadResult;
     try {
-      data = readYaml(fs.readFileSync(file.abs, 'utf8'), rel).value as { metrics?: unknown } | null;
+      read = readYaml(fs.readFileSync(file.abs, 'utf8'), rel);
+      data = read.value as { metrics?: unknown } | null;
     } catch (e) {
       const line = isDpError(e) ? (e.details.line as number | null) : null;
-      errors.push({ file: rel, metric: null, reason: `YAML syntax error${line ? ` at line ${line}` : ''}: ${errorMessage(e).replace(/^[^:]*: /, '')}` });
+      errors.push({ file: rel, metric: null, ...(line ? { line } : {}), reason: `YAML syntax error${line ? ` at line ${line}` : ''}: ${errorMessage(e).replace(/^[^:]*: /, '')}` });
       continue;
     }
     if (!data || typeof data !== 'object' || !Array.isArray(data.metrics)) {
@@ -169,7 +172,8 @@ export async function loadMetrics(project: ProjectInfo, db: DatabasePort): Promi
     }
     for (const [index, entry] of data.metrics.entries()) {
       const named = entry && typeof entry === 'object' && typeof (entry as { name?: unknown }).name === 'string' ? String((entry as { name: string }).name) : null;
-      const refuse = (reason: string) => errors.push({ file: rel, metric: named, index, reason });
+      const line = read.lineOf(['metrics', index]);
+      const refuse = (reason: string) => errors.push({ file: rel, metric: named, index, ...(line ? { line } : {}), reason });
       if (!validateMetric(entry)) {
         refuse(schemaReason());
         continue;

@@ -17,7 +17,7 @@ const metricSchema: JsonSchema = {
 
 const loadErrorSchema: JsonSchema = {
   type: 'object',
-  properties: { file: { type: 'string' }, metric: { type: ['string', 'null'] }, index: { type: 'integer' }, reason: { type: 'string' } },
+  properties: { file: { type: 'string' }, metric: { type: ['string', 'null'] }, index: { type: 'integer' }, line: { type: 'integer' }, reason: { type: 'string' } },
 };
 
 /** The request of compile and query (SPEC: `{metric, dimensions, grain, start, end, limit}`). */

@@ -235,7 +235,7 @@ describe('semantic: metrics', () => {
       assert.equal(invalid.details.file, 'metrics/mixed.yml');
       await refused({ metric: 'revenue', extra: 1 }, 400, 'invalid_request');
     }
-    assert.equal(await s.db.value('SELECT count(*) FROM m.sales'), 400n);
+    assert.equal(await s.db.value('SELECT count(*) FROM m.sales'), 400);
   });
 });
 
