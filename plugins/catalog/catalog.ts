@@ -23,8 +23,10 @@ import {
 export interface CatalogDeps {
   ctx: PluginContext;
   models: () => ModelsService;
-  lineage: () => LineageService;
-  tables: () => TablesService;
+  /** Absent when the lineage plugin is disabled: no exposures (its key), no column lineage. */
+  lineage: () => LineageService | undefined;
+  /** Absent when the tables plugin is disabled: no table listing or row counts. */
+  tables: () => TablesService | undefined;
   semantic: () => SemanticService | undefined;
 }
 
@@ -40,7 +42,7 @@ const relationKey = (schema: string, name: string) => `${schema}.${name}`.toLowe
 
 /** Row counts of every visible table by lower-case `schema.name` (views: null). */
 async function warehouse(deps: CatalogDeps, role: Role) {
-  const all = await deps.tables().list(undefined, { rowCounts: true });
+  const all = (await deps.tables()?.list(undefined, { rowCounts: true })) ?? [];
   const visible = all.filter((t) => !schemaHiddenFrom(t.schema, role));
   return { list: visible, byName: new Map(visible.map((t) => [relationKey(t.schema, t.name), t])) };
 }
@@ -79,14 +81,11 @@ export async function listExposures(deps: CatalogDeps): Promise<ExposureEntry[]>
   }
   for (const s of await models.seeds()) known.add(s.full_name.toLowerCase());
   for (const src of models.sources()) for (const t of src.tables) known.add(relationKey(src.schema, t.name));
-  return deps
-    .lineage()
-    .exposures()
-    .map((e) => ({
-      ...shownAsWritten(e, deps.ctx.env),
-      depends_on: e.depends_on ?? [],
-      unknown_dependencies: (e.depends_on ?? []).filter((d) => !known.has(d.toLowerCase())),
-    }));
+  return (deps.lineage()?.exposures() ?? []).map((e) => ({
+    ...shownAsWritten(e, deps.ctx.env),
+    depends_on: e.depends_on ?? [],
+    unknown_dependencies: (e.depends_on ?? []).filter((d) => !known.has(d.toLowerCase())),
+  }));
 }
 
 /** The overview (SPEC: schemas, tables, rows, recent runs, connectors). */
@@ -118,7 +117,7 @@ export async function overview(deps: CatalogDeps, role: Role) {
       models: modelList.length,
       seeds: (await models.seeds()).length,
       sources: models.sources().reduce((n, s) => n + s.tables.length, 0),
-      exposures: deps.lineage().exposures().length,
+      exposures: deps.lineage()?.exposures().length ?? 0,
       metrics: semantic ? (await semantic.metrics()).metrics.length : null,
     },
     schemas: [...schemas.values()],

@@ -113,8 +113,10 @@ export async function structuredDocs(deps: CatalogDeps, role: Role, quality: Qua
     const key = m.full_name.toLowerCase();
     let lineage: Record<string, ColumnSource[]> = {};
     let lineageError: string | undefined;
+    const lineageService = deps.lineage();
     try {
-      lineage = (await deps.lineage().lineage(m.full_name)).columns;
+      if (lineageService) lineage = (await lineageService.lineage(m.full_name)).columns;
+      else lineageError = 'the lineage plugin is disabled';
     } catch (e) {
       lineageError = errorMessage(e);
     }

@@ -9,8 +9,8 @@ export default definePlugin({
     const deps: CatalogDeps = {
       ctx,
       models: () => ctx.services.get(MODELS_SERVICE),
-      lineage: () => ctx.services.get(LINEAGE_SERVICE),
-      tables: () => ctx.services.get(TABLES_SERVICE),
+      lineage: () => ctx.services.find(LINEAGE_SERVICE),
+      tables: () => ctx.services.find(TABLES_SERVICE),
       semantic: () => ctx.services.find(SEMANTIC_SERVICE),
     };
     const quality = () => ctx.services.find(QUALITY_SERVICE);

@@ -209,3 +209,24 @@ describe('catalog: generated documentation of examples/shop', () => {
     assert.ok(!fs.existsSync(path.join(root, '..', 'outside.md')));
   });
 });
+
+describe('catalog: a trimmed deployment (lineage and tables disabled)', () => {
+  it('still answers sources, exposures, overview and docs', async () => {
+    const yml = fs.readFileSync(path.join(SHOP_EXAMPLE, 'project.yml'), 'utf8') + '\nplugins:\n  disable: [lineage, tables]\n';
+    const s = await startServer(copyShop({ 'project.yml': yml }));
+    try {
+      assert.deepEqual((await s.request('GET', '/api/exposures')).body, []);
+      const sources = await s.request('GET', '/api/sources');
+      assert.equal(sources.body[0].tables[0].exists, false);
+      const overview = await s.request('GET', '/api/overview');
+      assert.equal(overview.status, 200, overview.text);
+      assert.deepEqual(overview.body.tables, []);
+      const docs = await s.request('GET', '/api/docs/structured');
+      assert.equal(docs.status, 200, docs.text);
+      assert.equal(docs.body.models[0].lineage_error, 'the lineage plugin is disabled');
+      assert.equal((await s.request('GET', '/api/dag/full')).status, 404);
+    } finally {
+      await s.close();
+    }
+  });
+});
