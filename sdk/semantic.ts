@@ -5,6 +5,7 @@
  */
 import type { Caller } from './auth.js';
 import { createServiceRef } from './plugin.js';
+import type { ProjectProblem } from './services.js';
 
 /** Time buckets a metric query may ask for (SPEC "Limits": allowed grains). */
 export const METRIC_GRAINS = Object.freeze(['hour', 'day', 'week', 'month', 'quarter', 'year'] as const);
@@ -64,6 +65,11 @@ export interface SemanticService {
   compile(request: MetricQueryRequest): Promise<CompiledMetricQuery>;
   /** Compiles and runs through the guarded query runner (masking, read-only validation, role deadline). */
   query(request: MetricQueryRequest, caller: Caller, signal?: AbortSignal): Promise<CompiledMetricQuery & { columns: string[]; column_types: string[]; rows: unknown[][]; truncated: boolean }>;
+  /**
+   * The metrics part of `dp validate` (the same as the plugin's PROJECT_VALIDATORS contribution):
+   * definitions that do not load, and metrics reading a relation the project does not define.
+   */
+  validate(): Promise<ProjectProblem[]>;
 }
 
 export const SEMANTIC_SERVICE = createServiceRef<SemanticService>('semantic');

@@ -373,3 +373,24 @@ describe('semantic: a project without metrics', () => {
     assert.deepEqual(r.body, { metrics: [], errors: [] });
   });
 });
+
+describe('semantic: the metrics validator (dp validate)', () => {
+  it('reports load errors with file and line, and metrics reading relations the project does not define', async () => {
+    const { SEMANTIC_SERVICE } = await import('../../../sdk/index.js');
+    type Semantic = import('../../../sdk/index.js').SemanticService;
+    const s = await startServer(
+      copyShop({
+        'metrics/extra.yml': 'metrics:\n  - name: ghost\n    model: marts.ghost\n    measure: count(*)\n  - name: bad\n    model: marts.customer_orders\n    measure: lifetime_value\n  - name: seeded\n    model: seeds.orders\n    measure: sum(amount)\n',
+      }),
+    );
+    try {
+      const problems = await s.app.services.get<Semantic>(SEMANTIC_SERVICE).validate();
+      assert.deepEqual(problems, [
+        { file: 'metrics/extra.yml', line: 5, message: "metric 'bad': 'measure' is not an aggregate expression (no aggregate function such as sum or count)" },
+        { file: 'metrics/extra.yml', message: "metric 'ghost' reads 'marts.ghost', which is not a model, seed or declared source of this project" },
+      ]);
+    } finally {
+      await s.close();
+    }
+  });
+});
