@@ -128,8 +128,9 @@ export async function checkExpression(db: DatabasePort, kind: 'measure' | 'filte
   const shape = shapeProblem(node, kind === 'filter');
   if (shape) return { ok: false, reason: shape };
   const expression = kind === 'measure' ? node.select_list[0] : node.where_clause;
-  const nested = hasClass(expression, 'SUBQUERY', 'WINDOW', 'STAR');
+  const nested = hasClass(expression, 'SUBQUERY', 'WINDOW', 'STAR', 'PARAMETER');
   if (nested === 'SUBQUERY') return { ok: false, reason: 'holds a subquery' };
+  if (nested === 'PARAMETER') return { ok: false, reason: 'holds a $parameter (only start and end are bound, by the layer)' };
   if (nested === 'WINDOW') return { ok: false, reason: 'holds a window function' };
   if (nested === 'STAR') return { ok: false, reason: 'holds * or COLUMNS(...)' };
   const aggregates = await aggregatesOf(db);

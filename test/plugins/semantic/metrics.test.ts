@@ -74,6 +74,10 @@ const MIXED = `metrics:
     model: m.sales
     measure: sum(amount)
     filters: ["region IN (SELECT region FROM m.sales)"]
+  - name: parameterised
+    model: m.sales
+    measure: sum(amount)
+    filters: ["sold_at >= $start"]
   - name: bad name
     model: m.sales
     measure: sum(amount)
@@ -142,11 +146,12 @@ describe('semantic: metrics', () => {
     assert.match(reason('escaping_filter'), /'filters\[0\]' does not parse/);
     assert.match(reason('aggregate_filter'), /'filters\[0\]' uses an aggregate function/);
     assert.match(reason('subquery_filter'), /'filters\[0\]' holds a subquery/);
+    assert.match(reason('parameterised'), /'filters\[0\]' holds a \$parameter/);
     assert.match(reason('bad name'), /'name' must be letters, digits and underscores/);
     assert.match(reason('no_schema'), /'model' must be schema\.table/);
     assert.match(reason('revenue'), /already defined in metrics\/core\.yml/);
     const unnamed = r.body.errors.find((e: { metric: string | null; index?: number; file: string }) => e.metric === null && e.file === 'metrics/mixed.yml');
-    assert.equal(unnamed.index, 15);
+    assert.equal(unnamed.index, 16);
     assert.match(unnamed.reason, /'name'/);
     assert.match(r.body.errors.find((e: { file: string }) => e.file === 'metrics/broken.yml').reason, /YAML syntax error/);
     assert.match(r.body.errors.find((e: { file: string }) => e.file === 'metrics/empty.yaml').reason, /top-level 'metrics:' list/);
