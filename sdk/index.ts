@@ -12,3 +12,4 @@ export * from './sql.js';
 export * from './scripts.js';
 export * from './connectors.js';
 export * from './semantic.js';
+export * from './ui.js';

@@ -103,8 +103,8 @@ export async function overview(deps: CatalogDeps, role: Role) {
   const models = deps.models();
   const semantic = deps.semantic();
   const project = deps.ctx.project;
+  // Names and types only: a connection's other keys hold hosts, users and secrets.
   const connections = Object.entries(project.config.connections ?? {}).map(([name, c]) => ({ name, type: typeof c.type === 'string' ? c.type : null }));
-  const connectors = Object.entries(project.config.connectors ?? {}).map(([name, c]) => ({ name, type: typeof c.type === 'string' ? c.type : null, cdc: true }));
   const modelList = (await models.list()).filter((m) => !schemaHiddenFrom(m.schema, role));
   return {
     project: project.config.name,
@@ -123,7 +123,6 @@ export async function overview(deps: CatalogDeps, role: Role) {
     schemas: [...schemas.values()],
     tables: list.map((t) => ({ schema: t.schema, name: t.name, type: t.type, rows: t.rows ?? null })),
     recent_runs: await models.runs(10),
-    // Names and types only: a connection's other keys hold hosts, users and secrets.
-    connectors: [...connections.map((c) => ({ ...c, cdc: Object.prototype.hasOwnProperty.call(project.config.connectors ?? {}, c.name) })), ...connectors.filter((c) => !project.config.connections?.[c.name])],
+    connectors: connections,
   };
 }

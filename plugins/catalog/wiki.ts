@@ -74,7 +74,8 @@ export function searchWiki(query: string): Array<{ slug: string; title: string; 
       return words.every((w) => text.includes(w));
     })
     .map((p) => {
-      const line = p.content.split('\n').find((l) => words.some((w) => l.toLowerCase().includes(w))) ?? '';
+      const lines = p.content.split('\n').filter((l) => l.trim() && !l.startsWith('#') && !l.startsWith('```'));
+      const line = lines.find((l) => words.every((w) => l.toLowerCase().includes(w))) ?? lines.find((l) => words.some((w) => l.toLowerCase().includes(w))) ?? '';
       return { slug: p.slug, title: p.title, category: p.category, snippet: line.trim().slice(0, 200) };
     });
 }

@@ -7,6 +7,7 @@ import { useMemo, useState } from 'react';
 import { Link, Route, Routes, useParams } from 'react-router-dom';
 import { api, Empty, ErrorBox, Loading, PageHeader, seg, useApi, type PageProps } from '@dp/ui';
 import { Markdown } from './markdown';
+import './catalog.css';
 
 interface WikiEntry {
   slug: string;
@@ -19,7 +20,7 @@ const PROJECT = 'project';
 
 export default function GuidePage({ page }: PageProps) {
   return (
-    <div className="dp-col">
+    <div className="dp-col dp-doc-page">
       <PageHeader title={page.title} subtitle="This project's documentation and dp's user guide" />
       <Routes>
         <Route path="" element={<Reader base={page.path} slug={PROJECT} />} />
@@ -46,13 +47,13 @@ function Reader({ base, slug }: { base: string; slug: string }) {
 
   return (
     <div className="dp-split" style={{ alignItems: 'flex-start', gap: 20 }}>
-      <nav className="dp-sidebar" aria-label="Guide pages" style={{ minWidth: 220, maxWidth: 260 }}>
+      <nav className="dp-sidebar dp-guide-nav" aria-label="Guide pages" style={{ minWidth: 220, maxWidth: 260 }}>
         <input type="search" placeholder="Search the guide" aria-label="Search the guide" value={query} onChange={(e) => setQuery(e.target.value)} style={{ width: '100%' }} />
         {hits.data ? (
           <div className="dp-col" data-testid="wiki-search-results" style={{ gap: 6, marginTop: 8 }}>
             {hits.data.length === 0 ? <Empty>No page holds every word.</Empty> : null}
             {hits.data.map((h) => (
-              <Link key={h.slug} to={`${base}/${seg(h.slug)}`} className="dp-nav-link">
+              <Link key={h.slug} to={`${base}/${seg(h.slug)}`}>
                 <strong>{h.title}</strong>
                 <div className="dp-muted" style={{ fontSize: 12 }}>
                   {h.snippet}
@@ -62,7 +63,7 @@ function Reader({ base, slug }: { base: string; slug: string }) {
           </div>
         ) : (
           <div className="dp-col" style={{ gap: 2, marginTop: 8 }}>
-            <Link to={`${base}/${PROJECT}`} className={slug === PROJECT ? 'dp-nav-link dp-nav-active' : 'dp-nav-link'}>
+            <Link to={`${base}/${PROJECT}`} aria-current={slug === PROJECT ? 'page' : undefined}>
               This project
             </Link>
             <ErrorBox error={pages.error} onRetry={pages.reload} />
@@ -72,7 +73,7 @@ function Reader({ base, slug }: { base: string; slug: string }) {
                   {category}
                 </div>
                 {entries.map((p) => (
-                  <Link key={p.slug} to={`${base}/${seg(p.slug)}`} className={p.slug === slug ? 'dp-nav-link dp-nav-active' : 'dp-nav-link'}>
+                  <Link key={p.slug} to={`${base}/${seg(p.slug)}`} aria-current={p.slug === slug ? 'page' : undefined}>
                     {p.title}
                   </Link>
                 ))}

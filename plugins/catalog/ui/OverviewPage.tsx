@@ -4,6 +4,7 @@
  */
 import { Link } from 'react-router-dom';
 import { api, Badge, ErrorBox, Loading, PageHeader, StatusBadge, Table, useApi, type PageProps } from '@dp/ui';
+import './catalog.css';
 
 interface Overview {
   project: string;
@@ -12,7 +13,7 @@ interface Overview {
   schemas: Array<{ name: string; tables: number; views: number; rows: number }>;
   tables: Array<{ schema: string; name: string; type: string; rows: number | null }>;
   recent_runs: Array<{ run_id: string; trigger: string; status: string; started_at: string; duration_ms: number; built: number; skipped: number; failed: number }>;
-  connectors: Array<{ name: string; type: string | null; cdc: boolean }>;
+  connectors: Array<{ name: string; type: string | null }>;
 }
 
 interface Source {
@@ -40,7 +41,7 @@ export default function OverviewPage({ page }: PageProps) {
   const exposures = useApi((signal) => api.get<Exposure[]>('/api/exposures', { signal }), []);
   const o = overview.data;
   return (
-    <div className="dp-col">
+    <div className="dp-col dp-doc-page">
       <PageHeader title={page.title} subtitle={o ? `${o.project}${o.environment ? ` · ${o.environment}` : ''}` : undefined}>
         <button type="button" className="dp-btn" onClick={() => { overview.reload(); sources.reload(); exposures.reload(); }}>
           Refresh
@@ -106,7 +107,6 @@ export default function OverviewPage({ page }: PageProps) {
             columns={[
               { key: 'name', header: 'Name' },
               { key: 'type', header: 'Type' },
-              { key: 'cdc', header: 'CDC', render: (c) => (c.cdc ? <Badge tone="ok">on</Badge> : <span className="dp-muted">off</span>) },
             ]}
           />
         </>

@@ -59,7 +59,7 @@ export function Markdown({ text }: { text: string }) {
       while (i < lines.length && !lines[i]!.startsWith('```')) body.push(lines[i++]!);
       i++;
       blocks.push(
-        <pre key={key} className="dp-sql" data-language={fence[1] || undefined}>
+        <pre key={key} className="dp-code" data-language={fence[1] || undefined}>
           <code>{body.join('\n')}</code>
         </pre>,
       );

@@ -6,6 +6,7 @@
 import { useEffect, useMemo, useState } from 'react';
 import { api, Badge, Empty, ErrorBox, Field, Loading, PageHeader, ResultsGrid, useApi, usePersistentState, type PageProps } from '@dp/ui';
 import { BarChart, LineChart } from '@dp/ui/chart';
+import './metrics.css';
 
 interface Metric {
   name: string;
@@ -48,7 +49,7 @@ export default function MetricsPage({ page }: PageProps) {
   }, [metric, name, setName]);
 
   return (
-    <div className="dp-col">
+    <div className="dp-col dp-metrics-page">
       <PageHeader title={page.title} subtitle="Metrics from metrics/*.yml: one definition, the same numbers everywhere" />
       <ErrorBox error={loaded.error} onRetry={loaded.reload} />
       {loaded.data?.errors.length ? (
@@ -94,7 +95,7 @@ export default function MetricsPage({ page }: PageProps) {
 
 function MetricFacts({ metric }: { metric: Metric }) {
   return (
-    <div className="dp-col dp-muted" style={{ fontSize: 13, gap: 4 }}>
+    <div className="dp-col dp-muted dp-metric-facts" style={{ fontSize: 13, gap: 4 }}>
       {metric.description ? <div>{metric.description}</div> : null}
       <div>
         model <code>{metric.model}</code>
@@ -195,7 +196,7 @@ function Explorer({ metric }: { metric: Metric }) {
           Compiled SQL{Object.keys(compiled.data?.params ?? {}).length ? ` (${Object.entries(compiled.data!.params).map(([k, v]) => `$${k} = '${v}'`).join(', ')})` : ''}
         </div>
         <ErrorBox error={compiled.error} />
-        <pre className="dp-sql" data-testid="metric-sql" style={{ whiteSpace: 'pre-wrap', margin: 0 }}>
+        <pre className="dp-metric-sql" data-testid="metric-sql">
           {compiled.data?.sql ?? ''}
         </pre>
       </div>
@@ -214,7 +215,9 @@ function MetricChart({ result, grain }: { result: QueryResult; grain: string }) 
     if (grain && result.columns[0] === grain && result.columns.length === 2) {
       return { kind: 'line' as const, times: result.rows.map((r) => Date.parse(String(r[0]).replace(' ', 'T') + (String(r[0]).length <= 10 ? 'T00:00:00Z' : 'Z')) / 1000), values: result.rows.map((r) => numeric(r[valueIndex])) };
     }
-    return { kind: 'bar' as const, labels: result.rows.map((r) => r.slice(0, valueIndex).map(String).join(' · ') || result.metric), values: result.rows.map((r) => numeric(r[valueIndex])) };
+    // A bucket at midnight reads as its date.
+    const label = (v: unknown) => String(v).replace(/ 00:00:00$/, '');
+    return { kind: 'bar' as const, labels: result.rows.map((r) => r.slice(0, valueIndex).map(label).join(' · ') || result.metric), values: result.rows.map((r) => numeric(r[valueIndex])) };
   }, [result, grain, valueIndex]);
   if (result.rows.length === 0) return null;
   if (data.kind === 'line') return <LineChart times={data.times} values={data.values} label={result.metric} />;

@@ -124,7 +124,7 @@ describe('catalog: sources, exposures, overview, full DAG', () => {
     assert.equal(r.body.totals.rows, r.body.schemas.reduce((n: number, x: { rows: number }) => n + x.rows, 0));
     assert.ok(r.body.recent_runs.length >= 1);
     assert.equal(r.body.recent_runs[0].status, 'success');
-    assert.deepEqual(r.body.connectors, [{ name: 'crm_api', type: 'rest_api', cdc: false }]);
+    assert.deepEqual(r.body.connectors, [{ name: 'crm_api', type: 'rest_api' }]);
   });
 });
 
