@@ -1,5 +1,13 @@
 /** HTTP routes of the semantic layer (SPEC "Semantic layer"). */
-import { METRIC_GRAINS, type JsonSchema, type MetricQueryRequest, type PluginContext, type SemanticService } from '../../sdk/index.js';
+import { METRIC_GRAINS, withEnvReferences, type JsonSchema, type MetricQueryRequest, type PluginContext, type SemanticService } from '../../sdk/index.js';
+
+/** A copy with every string shown as project files write it: no `.env` value in a response (docs/security.md). */
+function asWritten<T>(value: T, env: Readonly<Record<string, string>>): T {
+  if (typeof value === 'string') return withEnvReferences(value, env) as T;
+  if (Array.isArray(value)) return value.map((v) => asWritten(v, env)) as T;
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, asWritten(v, env)])) as T;
+  return value;
+}
 
 const metricSchema: JsonSchema = {
   type: 'object',
@@ -48,7 +56,7 @@ export function registerRoutes(ctx: PluginContext, service: SemanticService): vo
     summary: 'Metric definitions from metrics/*.yml, and the definitions that did not load (file, metric, reason)',
     tags: ['semantic'],
     schema: { response: { 200: { type: 'object', properties: { metrics: { type: 'array', items: metricSchema }, errors: { type: 'array', items: loadErrorSchema } } } } },
-    handler: () => service.metrics(),
+    handler: async () => asWritten(await service.metrics(), ctx.env),
   });
 
   ctx.route<MetricQueryRequest>({
@@ -58,7 +66,10 @@ export function registerRoutes(ctx: PluginContext, service: SemanticService): vo
     summary: 'The SQL of a metric query, without running it',
     tags: ['semantic'],
     schema: { body: requestSchema, response: { 200: compiledSchema } },
-    handler: (req) => service.compile(req.body),
+    handler: async (req) => {
+      const compiled = await service.compile(req.body);
+      return { ...compiled, sql: withEnvReferences(compiled.sql, ctx.env) };
+    },
   });
 
   ctx.route<MetricQueryRequest>({
@@ -82,13 +93,14 @@ export function registerRoutes(ctx: PluginContext, service: SemanticService): vo
         },
       },
     },
-    handler: (req, reply) => {
+    handler: async (req, reply) => {
       // The client going away stops its query (as POST /api/query does).
       const left = new AbortController();
       reply.raw.once('close', () => {
         if (!reply.raw.writableFinished) left.abort();
       });
-      return service.query(req.body, req.caller, left.signal);
+      const result = await service.query(req.body, req.caller, left.signal);
+      return { ...result, sql: withEnvReferences(result.sql, ctx.env) };
     },
   });
 }

@@ -399,3 +399,25 @@ describe('semantic: the metrics validator (dp validate)', () => {
     }
   });
 });
+
+describe('semantic: .env values never leave the server', () => {
+  it('shows a value .env holds as its ${NAME} reference in definitions and compiled SQL', async () => {
+    const s = await startServer(
+      copyShop({
+        '.env': 'PARTNER_CODE=partner_7f3a9c\n',
+        'metrics/partner.yml': "metrics:\n  - name: partner_orders\n    model: staging.stg_orders\n    measure: count(*)\n    filters: [\"status <> 'partner_7f3a9c'\"]\n",
+      }),
+    );
+    try {
+      const list = await s.request('GET', '/api/semantic/metrics');
+      assert.ok(!list.text.includes('partner_7f3a9c'), list.text);
+      assert.ok(list.text.includes('${PARTNER_CODE}'));
+      const compiled = await s.request('POST', '/api/semantic/compile', { metric: 'partner_orders' });
+      assert.equal(compiled.status, 200, compiled.text);
+      assert.ok(!compiled.text.includes('partner_7f3a9c'), compiled.text);
+      assert.match(compiled.body.sql, /status != '\$\{PARTNER_CODE\}'/);
+    } finally {
+      await s.close();
+    }
+  });
+});
