@@ -68,9 +68,14 @@ export function registerRoutes(ctx: PluginContext, deps: CatalogDeps, quality: (
     tags: ['catalog'],
     schema: {
       querystring: { type: 'object', additionalProperties: false, properties: { q: { type: 'string', maxLength: 200 } } },
-      response: { 200: { type: 'array', items: { type: 'object', properties: { slug: { type: 'string' }, title: { type: 'string' }, category: { type: 'string' }, snippet: { type: 'string' } } } } },
+      response: {
+        200: {
+          type: 'array',
+          items: { type: 'object', properties: { slug: { type: 'string' }, title: { type: 'string' }, category: { type: 'string' }, plugin: { type: ['string', 'null'] }, snippet: { type: 'string' } } },
+        },
+      },
     },
-    handler: (req) => (req.query.q?.trim() ? searchWiki(req.query.q) : wikiPages().map(({ slug, title, category }) => ({ slug, title, category }))),
+    handler: (req) => (req.query.q?.trim() ? searchWiki(req.query.q) : wikiPages().map(({ slug, title, category, plugin }) => ({ slug, title, category, plugin }))),
   });
 
   ctx.route<unknown, unknown, { slug: string }>({

@@ -6,6 +6,7 @@
  *     title: Getting started
  *     category: Basics
  *     order: 1
+ *     plugin: models      # optional: the plugin whose feature the page documents
  *     ---
  *
  * Pages are read once per process (they are part of the installed package, not of the project).
@@ -20,6 +21,8 @@ export interface WikiPage {
   title: string;
   category: string;
   order: number;
+  /** The plugin whose feature the page documents (front matter `plugin`), or null for general pages. */
+  plugin: string | null;
   content: string;
 }
 
@@ -41,7 +44,14 @@ export function parsePage(slug: string, text: string): WikiPage {
   if (!match) throw new Error(`wiki/${slug}.md has no front matter`);
   const meta = readYaml(match[1]!, `wiki/${slug}.md`).value as Record<string, unknown> | null;
   if (!meta || typeof meta.title !== 'string' || typeof meta.category !== 'string') throw new Error(`wiki/${slug}.md front matter needs title and category`);
-  return { slug, title: meta.title, category: meta.category, order: typeof meta.order === 'number' ? meta.order : 1000, content: text.slice(match[0].length).replace(/^\s+/, '') };
+  return {
+    slug,
+    title: meta.title,
+    category: meta.category,
+    order: typeof meta.order === 'number' ? meta.order : 1000,
+    plugin: typeof meta.plugin === 'string' ? meta.plugin : null,
+    content: text.slice(match[0].length).replace(/^\s+/, ''),
+  };
 }
 
 let cached: WikiPage[] | null = null;

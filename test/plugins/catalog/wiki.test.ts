@@ -98,8 +98,15 @@ describe('wiki: the user guide', () => {
     const top = new Set(paths.map((p) => p[0]));
     const help = runCli(['--help']);
     for (const m of help.stdout.matchAll(/^\s+dp ([a-z][\w-]*)/gm)) assert.ok(top.has(m[1]!), `dp ${m[1]} is missing from the CLI reference`);
-    // The CLI reference is --help output itself; every other page is checked against it.
-    for (const slug of Object.keys(PAGES).filter((p) => p !== 'cli-reference')) {
+    // The CLI reference is --help output itself; every other page is checked against it. A page
+    // documenting a plugin this build does not ship (front matter `plugin`) cannot be checked.
+    const installed = (slug: string) => {
+      const plugin = /^plugin:\s*(\S+)$/m.exec(page(slug).split('\n---')[0]!)?.[1];
+      return !plugin || fs.existsSync(path.join(REPO_ROOT, 'plugins', plugin, 'plugin.json'));
+    };
+    const unchecked = Object.keys(PAGES).filter((slug) => !installed(slug));
+    if (unchecked.length) console.log(`wiki pages whose plugin this build does not ship (commands not checked): ${unchecked.join(', ')}`);
+    for (const slug of Object.keys(PAGES).filter((p) => p !== 'cli-reference' && installed(p))) {
       for (const line of codeLines(page(slug))) {
         const w = words(line.trim());
         if (w[0] !== 'dp' || w.length < 2 || w[1]!.startsWith('-')) continue;
