@@ -12,4 +12,5 @@ export * from './sql.js';
 export * from './scripts.js';
 export * from './connectors.js';
 export * from './semantic.js';
+export * from './models.js';
 export * from './ui.js';
