@@ -353,6 +353,19 @@ describe('semantic: dp metrics on examples/shop', () => {
     assert.equal(grain.code, 1);
   });
 
+  it('reports a broken definition through dp validate, with its file and line', () => {
+    fs.writeFileSync(path.join(root, 'metrics', 'broken.yml'), 'metrics:\n  - name: broken\n    model: marts.customer_orders\n    measure: lifetime_value\n');
+    try {
+      const r = runCli(['validate', '--project', root]);
+      assert.equal(r.code, 1);
+      assert.match(r.stdout + r.stderr, /metrics\/broken\.yml:2: metric 'broken': 'measure' is not an aggregate expression/);
+    } finally {
+      fs.rmSync(path.join(root, 'metrics', 'broken.yml'));
+    }
+    const clean = runCli(['validate', '--project', root]);
+    assert.equal(clean.code, 0, clean.stdout + clean.stderr);
+  });
+
   it('exits 1 when a definition does not load, still listing the valid ones', () => {
     fs.writeFileSync(path.join(root, 'metrics', 'broken.yml'), 'metrics:\n  - name: broken\n    model: marts.customer_orders\n    measure: lifetime_value\n');
     try {
