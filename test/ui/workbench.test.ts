@@ -109,6 +109,8 @@ describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
       await page.getByRole('tab', { name: 'Profile' }).click();
       await page.getByTestId('profile').waitFor();
       await page.locator('[data-testid="bar-chart"] canvas').first().waitFor();
+      // Each column's chart loads on its own query: wait for all of them, not just the first.
+      await page.waitForFunction(() => document.querySelectorAll('[data-testid="bar-chart"]').length >= 8, undefined, { timeout: 20_000 }).catch(() => undefined);
       assert.ok((await page.locator('[data-testid="bar-chart"]').count()) >= 8, 'a chart per column');
       await screenshot(page, 'explorer-profile');
       assert.deepEqual(errors, []);
