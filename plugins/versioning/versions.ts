@@ -202,11 +202,18 @@ export class VersionStore {
           return out;
         }),
       );
-      for (const t of tables) {
-        const file = path.join(tmp, t.file);
-        t.bytes = fs.statSync(file).size;
-        fsyncPath(file);
-      }
+      // Durable before the rename makes the version exist; the files are synced side by side.
+      await Promise.all(
+        tables.map(async (t) => {
+          const handle = await fs.promises.open(path.join(tmp, t.file), 'r');
+          try {
+            t.bytes = (await handle.stat()).size;
+            await handle.sync();
+          } finally {
+            await handle.close();
+          }
+        }),
+      );
       const manifest: VersionManifest = {
         format: 1,
         version_id: id,
