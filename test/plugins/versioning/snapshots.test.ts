@@ -101,6 +101,18 @@ describe('versioning: snapshots', () => {
     assert.deepEqual(JSON.parse(cli('snapshot', '--list', '--json').stdout), []);
   });
 
+  it('with the models plugin disabled, dp diff needs --snapshot (400 option_required) and dp diff --snapshot still works', async () => {
+    const root = makeProject({ 'project.yml': 'name: nomodels\ndatabase:\n  path: n.duckdb\nplugins:\n  disable: [models, lineage]\n' });
+    const cli = (...args: string[]) => runCli([...args, '--project', root]);
+    const bare = cli('diff');
+    assert.equal(bare.code, 1);
+    assert.match(bare.stderr, /needs --snapshot/);
+    assert.equal(cli('snapshot', '--name', 'a').code, 0);
+    const d = cli('diff', '--snapshot', 'a', '--json');
+    assert.equal(d.code, 0, d.stderr);
+    assert.equal(JSON.parse(d.stdout).changed, false);
+  });
+
   it('dp versions create/list/show/diff/restore/timeline/cleanup/delete through the real binary', async () => {
     const root = makeProject(PROJECT);
     const cli = (...args: string[]) => runCli([...args, '--project', root]);
