@@ -285,3 +285,28 @@ describe('versioning: versions', () => {
     assert.equal((await s.request('GET', `/api/versions/${all[1]}`)).status, 404);
   });
 });
+
+describe('versioning: after a real stream run', () => {
+  it('a stream that succeeds writes a version (trigger pipeline) holding what it built', async () => {
+    const root = makeProject({
+      'project.yml': 'name: vs\ndatabase:\n  path: vs.duckdb\nversioning:\n  after_pipeline: true\nstreams:\n  daily:\n    steps:\n      - transform: [all]\n',
+      'transform/shop/orders.sql': 'SELECT i AS id FROM range(25) t(i)\n',
+    });
+    const s = await startServer(root);
+    try {
+      const run = await s.request('POST', '/api/stream/daily', {});
+      assert.equal(run.status, 200, run.text);
+      let versions: Array<{ version_id: string; trigger: string; total_rows: number }> = [];
+      for (let i = 0; i < 100 && versions.length === 0; i++) {
+        versions = (await s.request('GET', '/api/versions')).body;
+        if (!versions.length) await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal(versions.length, 1);
+      assert.equal(versions[0].trigger, 'pipeline');
+      const shown = await s.request('GET', `/api/versions/${versions[0].version_id}`);
+      assert.deepEqual(shown.body.tables.map((t: { table: string; row_count: number }) => [t.table, t.row_count]), [['shop.orders', 25]]);
+    } finally {
+      await s.close();
+    }
+  });
+});
