@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { makeProject, runCli, startServer } from '../../helpers.js';
+import { makeProject, REPO_ROOT, runCli, startServer } from '../../helpers.js';
 
 const PROJECT = {
   'project.yml': 'name: snap\ndatabase:\n  path: snap.duckdb\n',
@@ -102,7 +102,17 @@ describe('versioning: snapshots', () => {
   });
 
   it('with the models plugin disabled, dp diff needs --snapshot (400 option_required) and dp diff --snapshot still works', async () => {
-    const root = makeProject({ 'project.yml': 'name: nomodels\ndatabase:\n  path: n.duckdb\nplugins:\n  disable: [models, lineage]\n' });
+    // models and every plugin that requires it, directly or through another.
+    const manifests = fs.readdirSync(path.join(REPO_ROOT, 'plugins')).flatMap((d) => {
+      const file = path.join(REPO_ROOT, 'plugins', d, 'plugin.json');
+      return fs.existsSync(file) ? [JSON.parse(fs.readFileSync(file, 'utf8')) as { name: string; requires?: string[] }] : [];
+    });
+    const off = new Set(['models']);
+    for (let grew = true; grew; ) {
+      grew = false;
+      for (const m of manifests) if (!off.has(m.name) && (m.requires ?? []).some((r) => off.has(r))) grew = Boolean(off.add(m.name));
+    }
+    const root = makeProject({ 'project.yml': `name: nomodels\ndatabase:\n  path: n.duckdb\nplugins:\n  disable: [${[...off].join(', ')}]\n` });
     const cli = (...args: string[]) => runCli([...args, '--project', root]);
     const bare = cli('diff');
     assert.equal(bare.code, 1);
