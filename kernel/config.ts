@@ -120,7 +120,6 @@ export function buildConfig(raw: Record<string, unknown>, env: string | null): K
     database: { path: dbPath },
     connections: r.connections ?? {},
     environments,
-    connectors: r.connectors ?? {},
     plugins: { disable: r.plugins?.disable ?? [], paths: r.plugins?.paths ?? [] },
     query: {
       timeout_seconds: { admin: timeouts.admin ?? 300, editor: timeouts.editor ?? 120, viewer: timeouts.viewer ?? 60 },

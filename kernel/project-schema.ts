@@ -10,7 +10,7 @@ export const KERNEL_KEYS = ['name', 'database', 'environments', 'plugins', 'quer
  * until that plugin lands and declares the key (then it moves out of this list and out of the
  * schema below). Documented in docs/configuration.md.
  */
-export const RESERVED_KEYS = ['connections', 'connectors'] as const;
+export const RESERVED_KEYS = ['connections'] as const;
 
 /** Shape checks of the kernel's and the reserved keys; plugins' keys are checked against their own schemas. */
 export const projectSchema = {
@@ -27,7 +27,6 @@ export const projectSchema = {
         additionalProperties: false,
       },
     },
-    connectors: { type: 'object', additionalProperties: { type: 'object' } },
     plugins: {
       type: 'object',
       properties: { disable: { type: 'array', items: { type: 'string' } }, paths: { type: 'array', items: { type: 'string' } } },

@@ -22,7 +22,7 @@ export interface FullDagInput {
   exposures: ExposureConfig[];
   /** `ingest/...` project path → file text. */
   ingestScripts: Array<{ path: string; text: string }>;
-  /** `imports.<table>` names present in the database. */
+  /** `schema.table` of imported tables present in the database (every table of `imports`, and those the import wizard recorded). */
   importTables: string[];
 }
 
@@ -98,7 +98,7 @@ export function buildFullDag(input: FullDagInput): { nodes: DagNode[]; edges: Da
   }
   for (const t of input.importTables) {
     const name = t.slice(t.indexOf('.') + 1);
-    addNode({ id: t, type: 'import', label: t, schema: IMPORT_SCHEMA, name });
+    addNode({ id: t, type: 'import', label: t, schema: t.slice(0, t.indexOf('.')), name });
   }
   for (const script of input.ingestScripts) {
     const targets = ingestTargets(script.text);

@@ -105,13 +105,20 @@ async function fullDag(ctx: PluginContext, models: ModelsService) {
      ORDER BY 1`,
     [IMPORT_SCHEMA],
   );
+  // Imports into any schema, as the connectors plugin records them (when it is installed).
+  const recorded = await ctx.db.all<{ name: string }>(
+    `SELECT DISTINCT i.schema_name || '.' || i.table_name AS name FROM _service.imports i
+     JOIN duckdb_tables() t ON t.database_name = current_database() AND t.schema_name = i.schema_name AND t.table_name = i.table_name
+     WHERE i.schema_name <> $1 ORDER BY 1`,
+    [IMPORT_SCHEMA],
+  ).catch(() => [] as Array<{ name: string }>);
   return buildFullDag({
     models: await models.list(),
     seeds: await models.seeds(),
     sources: models.sources(),
     exposures: ctx.config(EXPOSURES_CONFIG),
     ingestScripts: readIngestScripts(ctx.project),
-    importTables: importTables.map((r) => `${IMPORT_SCHEMA}.${r.table_name}`),
+    importTables: [...importTables.map((r) => `${IMPORT_SCHEMA}.${r.table_name}`), ...recorded.map((r) => r.name)],
   });
 }
 

@@ -1,0 +1,46 @@
+/**
+ * The connectors plugin: the CONNECTOR_TYPES extension point and the built-in types (postgres,
+ * mysql, csv, webhook), setup (script, project.yml, .env), CDC syncs with their state in
+ * `_service.cdc_state`, the webhook inbox and file import. index.ts only wires.
+ */
+import { CONNECTOR_TYPES, definePlugin } from '../../sdk/index.js';
+import { registerCommands } from './commands.js';
+import { CONNECTORS_CONFIG } from './config.js';
+import { ImportService } from './import.js';
+import { ProjectFile } from './project-file.js';
+import { TypeRegistry } from './registry.js';
+import { registerRoutes } from './routes.js';
+import { ConnectorsService } from './service.js';
+import { CdcStateStore, MIGRATIONS } from './state.js';
+import { SyncEngine } from './sync.js';
+import { csvType } from './types/csv.js';
+import { mysqlType } from './types/mysql.js';
+import { postgresType } from './types/postgres.js';
+import { webhookType } from './types/webhook.js';
+import { WebhookInbox } from './webhook.js';
+
+export const BUILT_IN_TYPES = [postgresType, mysqlType, csvType, webhookType];
+
+export default definePlugin({
+  config: [CONNECTORS_CONFIG],
+  setup(ctx) {
+    const registry = new TypeRegistry();
+    for (const t of BUILT_IN_TYPES) registry.register(t, ctx.manifest.name);
+    ctx.provideExtensionPoint(CONNECTOR_TYPES, (contribution, fromPlugin) => {
+      for (const t of Array.isArray(contribution) ? contribution : [contribution]) registry.register(t, fromPlugin);
+    });
+    ctx.migrate(MIGRATIONS);
+
+    const projectFile = new ProjectFile(ctx.project, (name) => ctx.secrets.get(name));
+    const state = new CdcStateStore(() => ctx.db);
+    const engine = new SyncEngine(ctx, registry, projectFile, state, ctx.hook('onSync'), ctx.log);
+    const inbox = new WebhookInbox(() => ctx.db);
+    const imports = new ImportService(ctx);
+    const service = new ConnectorsService(ctx, registry, projectFile, state, engine, async (c) => {
+      if (c.type === 'webhook') await inbox.ensure(c.name);
+    });
+
+    registerRoutes(ctx, service, inbox, imports);
+    registerCommands(ctx, service);
+  },
+});

@@ -1,0 +1,215 @@
+/**
+ * Real PostgreSQL and MariaDB servers for connector tests and benchmarks: each call starts its own
+ * instance from Debian's binaries (PostgreSQL 15 under /usr/lib/postgresql/15/bin, `mariadbd`) on
+ * 127.0.0.1, a free port and a temporary data folder, and `stop()` ends it and removes the folder.
+ * Never the system services. `scripts/setup-system.sh` installs the packages on a fresh machine.
+ *
+ * Both servers refuse to run as root (initdb: "cannot be run as root"; mariadbd without --user).
+ * When the test runs as root, PostgreSQL runs as the `postgres` system user (spawn's uid/gid, its
+ * data folder chowned to it) and MariaDB gets `--user=mysql`.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+export const PG_BIN = '/usr/lib/postgresql/15/bin';
+
+export interface RunningDatabase {
+  host: '127.0.0.1';
+  port: number;
+  user: string;
+  password: string;
+  database: string;
+  /** Ends the server and removes its data folder. */
+  stop(): Promise<void>;
+}
+
+/** A port nobody listens on right now (the OS picks it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function systemUser(name: string): { uid: number; gid: number } | undefined {
+  const r = spawnSync('id', ['-u', name], { encoding: 'utf8' });
+  const g = spawnSync('id', ['-g', name], { encoding: 'utf8' });
+  if (r.status !== 0 || g.status !== 0) return undefined;
+  return { uid: Number(r.stdout.trim()), gid: Number(g.stdout.trim()) };
+}
+
+function chownTree(dir: string, owner: { uid: number; gid: number }): void {
+  fs.chownSync(dir, owner.uid, owner.gid);
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, entry.name);
+    if (entry.isDirectory()) chownTree(p, owner);
+    else fs.chownSync(p, owner.uid, owner.gid);
+  }
+}
+
+async function waitForPort(port: number, child: ChildProcess, what: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let exited = false;
+  child.once('exit', () => (exited = true));
+  while (Date.now() < deadline) {
+    if (exited) throw new Error(`${what} exited before listening on port ${port}`);
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, '127.0.0.1');
+      s.once('connect', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${what} did not listen on port ${port} within ${timeoutMs} ms`);
+}
+
+function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill(signal);
+  });
+}
+
+/** Ends the servers a test file started when its process exits without calling stop(). */
+const running = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const c of running) c.kill('SIGKILL');
+});
+
+/**
+ * A fresh PostgreSQL 15 cluster: superuser `dp` with password auth (scram) over TCP, database `source`.
+ */
+export async function startPostgres(options: { user?: string; password?: string; database?: string } = {}): Promise<RunningDatabase> {
+  const user = options.user ?? 'dp';
+  const password = options.password ?? 'pg-test-secret';
+  const database = options.database ?? 'source';
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-pg-'));
+  const data = path.join(dir, 'data');
+  const pwfile = path.join(dir, 'pw');
+  fs.writeFileSync(pwfile, password + '\n');
+  const asRoot = process.getuid?.() === 0;
+  const owner = asRoot ? systemUser('postgres') : undefined;
+  if (asRoot && !owner) throw new Error('PostgreSQL refuses to run as root and there is no postgres system user');
+  if (owner) chownTree(dir, owner);
+  const ids = owner ? { uid: owner.uid, gid: owner.gid } : {};
+  const init = spawnSync(
+    path.join(PG_BIN, 'initdb'),
+    ['-D', data, '-U', user, '--pwfile', pwfile, '--auth', 'scram-sha-256', '-E', 'UTF8', '--locale', 'C', '--no-sync'],
+    { encoding: 'utf8', ...ids },
+  );
+  if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr || init.stdout}`);
+  const port = await freePort();
+  const child = spawn(
+    path.join(PG_BIN, 'postgres'),
+    ['-D', data, '-p', String(port), '-h', '127.0.0.1', '-k', dir, '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'],
+    { stdio: 'ignore', ...ids },
+  );
+  running.add(child);
+  await waitForPort(port, child, 'postgres');
+  const created = spawnSync(path.join(PG_BIN, 'createdb'), ['-h', '127.0.0.1', '-p', String(port), '-U', user, database], {
+    encoding: 'utf8',
+    env: { ...process.env, PGPASSWORD: password },
+  });
+  if (created.status !== 0) {
+    await stopChild(child, 'SIGINT');
+    throw new Error(`createdb failed: ${created.stderr}`);
+  }
+  return {
+    host: '127.0.0.1',
+    port,
+    user,
+    password,
+    database,
+    async stop() {
+      await stopChild(child, 'SIGINT');
+      running.delete(child);
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A fresh MariaDB server: user `dp` (password auth, all privileges) and database `source`, on TCP only.
+ */
+export async function startMariaDb(options: { user?: string; password?: string; database?: string } = {}): Promise<RunningDatabase> {
+  const user = options.user ?? 'dp';
+  const password = options.password ?? 'maria-test-secret';
+  const database = options.database ?? 'source';
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-maria-'));
+  const data = path.join(dir, 'data');
+  const asRoot = process.getuid?.() === 0;
+  if (asRoot) {
+    const owner = systemUser('mysql');
+    if (!owner) throw new Error('mariadbd refuses to run as root and there is no mysql system user');
+    chownTree(dir, owner);
+  }
+  const runAs = asRoot ? ['--user=mysql'] : [];
+  const init = spawnSync('mariadb-install-db', ['--no-defaults', `--datadir=${data}`, '--auth-root-authentication-method=normal', '--skip-test-db', ...runAs], {
+    encoding: 'utf8',
+  });
+  if (init.status !== 0) throw new Error(`mariadb-install-db failed: ${init.stderr || init.stdout}`);
+  const port = await freePort();
+  const socket = path.join(dir, 'mysqld.sock');
+  const bootstrap = path.join(dir, 'init.sql');
+  const quoted = password.replace(/'/g, "''");
+  fs.writeFileSync(
+    bootstrap,
+    `CREATE DATABASE IF NOT EXISTS \`${database}\`;\n` +
+      `CREATE USER IF NOT EXISTS '${user}'@'%' IDENTIFIED BY '${quoted}';\n` +
+      `CREATE USER IF NOT EXISTS '${user}'@'localhost' IDENTIFIED BY '${quoted}';\n` +
+      `GRANT ALL PRIVILEGES ON *.* TO '${user}'@'%';\n` +
+      `GRANT ALL PRIVILEGES ON *.* TO '${user}'@'localhost';\n` +
+      `FLUSH PRIVILEGES;\n`,
+  );
+  if (asRoot) fs.chownSync(bootstrap, systemUser('mysql')!.uid, systemUser('mysql')!.gid);
+  const child = spawn(
+    '/usr/sbin/mariadbd',
+    [
+      '--no-defaults',
+      `--datadir=${data}`,
+      `--port=${port}`,
+      '--bind-address=127.0.0.1',
+      `--socket=${socket}`,
+      `--pid-file=${path.join(dir, 'mysqld.pid')}`,
+      `--init-file=${bootstrap}`,
+      '--skip-log-bin',
+      '--innodb-flush-log-at-trx-commit=0',
+      '--innodb-buffer-pool-size=64M',
+      '--skip-name-resolve',
+      ...runAs,
+    ],
+    { stdio: 'ignore' },
+  );
+  running.add(child);
+  await waitForPort(port, child, 'mariadbd');
+  return {
+    host: '127.0.0.1',
+    port,
+    user,
+    password,
+    database,
+    async stop() {
+      await stopChild(child, 'SIGTERM');
+      running.delete(child);
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
