@@ -120,6 +120,8 @@ function Versions() {
   const [busy, setBusy] = useState<string | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [selected, setSelected] = useState<string | null>(null);
+  // Bumped on each click of a version: the diff against the current tables is computed again.
+  const [looked, setLooked] = useState(0);
   const [diffTarget, setDiffTarget] = useState<string>('current');
   const [restoring, setRestoring] = useState<VersionDetail | null>(null);
   const [restored, setRestored] = useState<RestoreResult | null>(null);
@@ -169,7 +171,10 @@ function Versions() {
       <Table
         rows={versions.data}
         rowKey={(v) => v.version_id}
-        onRowClick={(v) => setSelected(v.version_id)}
+        onRowClick={(v) => {
+          setSelected(v.version_id);
+          setLooked((n) => n + 1);
+        }}
         empty="No versions yet: create one to keep a copy of every table."
         columns={[
           { key: 'version_id', header: 'Version', render: (v) => <strong>{v.version_id}</strong> },
@@ -212,7 +217,7 @@ function Versions() {
         ]}
       />
       {selected && versions.data.some((v) => v.version_id === selected) ? (
-        <VersionDetails id={selected} versions={versions.data} diffTarget={diffTarget} onDiffTarget={setDiffTarget} />
+        <VersionDetails id={selected} versions={versions.data} diffTarget={diffTarget} onDiffTarget={setDiffTarget} refresh={looked + tick} />
       ) : null}
       {restoring ? (
         <RestoreDialog
@@ -231,17 +236,20 @@ function Versions() {
   );
 }
 
-function VersionDetails({ id, versions, diffTarget, onDiffTarget }: { id: string; versions: Version[]; diffTarget: string; onDiffTarget: (t: string) => void }) {
+function VersionDetails({ id, versions, diffTarget, onDiffTarget, refresh }: { id: string; versions: Version[]; diffTarget: string; onDiffTarget: (t: string) => void; refresh: number }) {
   const detail = useApi((signal) => api.get<VersionDetail>(`/api/versions/${seg(id)}`, { signal }), [id]);
   const diff = useApi(
     (signal) => api.get<DiffResult>(`/api/versions/${seg(id)}/diff`, { signal, query: { to_version: diffTarget === 'current' ? undefined : diffTarget } }),
-    [id, diffTarget],
+    [id, diffTarget, refresh],
   );
   const [table, setTable] = useState<string | null>(null);
   return (
     <div className="dp-col" data-testid="version-details">
       <h2>{id}</h2>
       <div className="dp-row">
+        <button type="button" className="dp-btn dp-btn-small" onClick={diff.reload}>
+          Refresh diff
+        </button>
         <Field label="Compare with">
           <select aria-label="Compare with" value={diffTarget} onChange={(e) => onDiffTarget(e.target.value)}>
             <option value="current">the current tables</option>
