@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
@@ -86,6 +87,13 @@ function mergeExtendedCommands(manifests: PluginManifest[]): Array<{ cmd: Manife
   return out;
 }
 
+/** A throwaway project for a command that runs before there is one (its database is never opened unless used). */
+function emptyProject(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-noproject-'));
+  fs.writeFileSync(path.join(dir, 'project.yml'), 'name: none\ndatabase:\n  path: none.duckdb\n');
+  return dir;
+}
+
 function addManifestCommand(y: Argv, cmd: ManifestCommand, parents: string[], alternatives: string[] = []): Argv {
   const name = cmd.command.split(' ')[0];
   const pathKey = [...parents, name].join(' ');
@@ -104,15 +112,21 @@ function addManifestCommand(y: Argv, cmd: ManifestCommand, parents: string[], al
           const { commandKey } = await import('./app.js');
           const chosen = alternatives.find((o) => argv[o] !== undefined && argv[o] !== false);
           const key = commandKey(pathKey, chosen);
-          await runInApp(argv, async (app) => {
-            const entry = app.commands.get(key);
-            if (!entry && !chosen && alternatives.length) {
-              throw badRequest('option_required', `'dp ${pathKey}' needs ${alternatives.map((o) => `--${o}`).join(' or ')} here (the plugin that handles it otherwise is disabled)`);
-            }
-            if (!entry) throw new Error(`No handler for command '${key}' (its plugin did not register one)`);
-            const io = createCliIO(Boolean(argv.json));
-            return entry.handler(argv, io);
-          });
+          const scaffold = cmd.withoutProject && !fs.existsSync(path.join(path.resolve(String(argv.project)), 'project.yml')) ? emptyProject() : null;
+          if (scaffold) argv = { ...argv, project: scaffold };
+          try {
+            await runInApp(argv, async (app) => {
+              const entry = app.commands.get(key);
+              if (!entry && !chosen && alternatives.length) {
+                throw badRequest('option_required', `'dp ${pathKey}' needs ${alternatives.map((o) => `--${o}`).join(' or ')} here (the plugin that handles it otherwise is disabled)`);
+              }
+              if (!entry) throw new Error(`No handler for command '${key}' (its plugin did not register one)`);
+              const io = createCliIO(Boolean(argv.json));
+              return entry.handler(argv, io);
+            });
+          } finally {
+            if (scaffold) fs.rmSync(scaffold, { recursive: true, force: true });
+          }
         },
   );
 }
