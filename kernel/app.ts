@@ -393,6 +393,7 @@ export class App {
         return app.project.envVars;
       },
       serving: this.serving,
+      enabledPlugins: () => app.plugins.map((p) => ({ manifest: p.manifest, dir: p.dir })),
       route: (def) => app.addRoute(manifest.name, def),
       command: (path, handler) => {
         const top = path.split(' ')[0];

@@ -100,24 +100,6 @@ export function schemaError(
   });
 }
 
-function normaliseStreams(raw: unknown): ProjectConfig['streams'] {
-  const out: ProjectConfig['streams'] = {};
-  for (const [name, s] of Object.entries((raw ?? {}) as Record<string, Record<string, unknown>>)) {
-    out[name] = {
-      description: (s.description as string) ?? '',
-      schedule: (s.schedule as string) ?? null,
-      retries: (s.retries as number) ?? 0,
-      retry_delay: (s.retry_delay as number) ?? 5,
-      webhook_url: (s.webhook_url as string) ?? null,
-      steps: ((s.steps as Array<Record<string, string[]>>) ?? []).map((step) => {
-        const [action, targets] = Object.entries(step)[0];
-        return { action: action as 'ingest', targets: targets ?? ['all'] };
-      }),
-    };
-  }
-  return out;
-}
-
 export function buildConfig(raw: Record<string, unknown>, env: string | null): KernelConfig {
   const r = raw as Record<string, any>;
   const environments = (r.environments ?? {}) as ProjectConfig['environments'];
@@ -137,7 +119,6 @@ export function buildConfig(raw: Record<string, unknown>, env: string | null): K
     name: r.name ?? 'dp project',
     database: { path: dbPath },
     connections: r.connections ?? {},
-    streams: normaliseStreams(r.streams),
     environments,
     plugins: { disable: r.plugins?.disable ?? [], paths: r.plugins?.paths ?? [] },
     query: {

@@ -53,6 +53,20 @@ function loggedUrl(url: string): string {
 /** Unsent bytes an SSE client may fall behind by before the server drops it. */
 const SSE_MAX_PENDING_BYTES = 4 * 1024 * 1024;
 
+/** A valid CSP source expression for an inline script's hash. */
+const SCRIPT_HASH = /^sha(256|384|512)-[A-Za-z0-9+/]+={0,2}$/;
+
+/**
+ * Adds a static route's declared inline-script hashes (an import map) to this response's
+ * script-src; nothing else of the policy changes.
+ */
+function allowInlineScripts(reply: FastifyReply, hashes: string[]): void {
+  const policy = reply.getHeader('content-security-policy');
+  const valid = hashes.filter((h) => SCRIPT_HASH.test(h)).map((h) => `'${h}'`);
+  if (typeof policy !== 'string' || valid.length === 0) return;
+  reply.header('content-security-policy', policy.replace(/(^|;)script-src ([^;]*)/, (_m, lead: string, sources: string) => `${lead}script-src ${sources} ${valid.join(' ')}`));
+}
+
 /** Paths the SPA fallback never answers: an API, the API docs and sockets keep their JSON 404. */
 const NOT_SPA = /^\/(api|docs|ws)(\/|$)/;
 
@@ -176,12 +190,13 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
     app.log.error('unhandled error', { method: req.method, url: req.url.split('?')[0], error: errorMessage(err) });
     return errorReply(reply, new DpError(500, 'internal_error', 'An unexpected error occurred; the server log has details'));
   });
-  const spaRoots: Array<{ prefix: string; root: string; permission: RoutePermission }> = [];
+  const spaRoots: Array<{ prefix: string; root: string; permission: RoutePermission; scriptHashes: string[] }> = [];
   server.setNotFoundHandler(async (req, reply) => {
     const urlPath = req.url.split('?')[0];
     const spa = spaFallbackFor(req, urlPath);
     if (spa) {
       await checkCaller(req, spa.permission, `GET ${spa.prefix}`);
+      allowInlineScripts(reply, spa.scriptHashes);
       return reply.type('text/html; charset=utf-8').send(fs.createReadStream(path.join(spa.root, 'index.html')));
     }
     return errorReply(reply, new DpError(404, 'not_found', `No endpoint ${req.method} ${urlPath}`, { method: req.method, path: urlPath }));
@@ -307,9 +322,19 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
 
   const registerStatic = async (route: StaticRouteDefinition) => {
     const prefix = route.url === '/' ? '/' : route.url.replace(/\/+$/, '');
-    if (route.spaFallback) spaRoots.push({ prefix, root: route.root, permission: route.permission });
+    const scriptHashes = route.inlineScriptHashes ?? [];
+    if (route.spaFallback) spaRoots.push({ prefix, root: route.root, permission: route.permission, scriptHashes });
     await server.register(async (scope) => {
+      // A folder at / catches every path the router cannot match, including an API path whose
+      // parameter is over the router's limit: answer that as the router would (414), not 404.
+      scope.addHook('onRequest', async (req) => {
+        const segments = req.url.split('?')[0].split('/');
+        if (segments.some((s) => s.length > MAX_PARAM_LENGTH)) {
+          throw new DpError(414, 'path_parameter_too_long', `A path parameter is longer than ${MAX_PARAM_LENGTH} characters`, { max_length: MAX_PARAM_LENGTH });
+        }
+      });
       scope.addHook('preValidation', async (req) => checkCaller(req, route.permission, `GET ${route.url}`));
+      if (scriptHashes.length) scope.addHook('onSend', async (_req, reply, payload) => (allowInlineScripts(reply, scriptHashes), payload));
       await scope.register(fastifyStatic, {
         root: route.root,
         prefix,

@@ -10,7 +10,7 @@ export const KERNEL_KEYS = ['name', 'database', 'environments', 'plugins', 'quer
  * until that plugin lands and declares the key (then it moves out of this list and out of the
  * schema below). Documented in docs/configuration.md.
  */
-export const RESERVED_KEYS = ['connections', 'streams'] as const;
+export const RESERVED_KEYS = ['connections'] as const;
 
 /** Shape checks of the kernel's and the reserved keys; plugins' keys are checked against their own schemas. */
 export const projectSchema = {
@@ -19,30 +19,6 @@ export const projectSchema = {
     name: { type: 'string' },
     database: { type: 'object', properties: { path: { type: 'string', minLength: 1 } } },
     connections: { type: 'object', additionalProperties: { type: 'object' } },
-    streams: {
-      type: 'object',
-      additionalProperties: {
-        type: 'object',
-        required: ['steps'],
-        properties: {
-          description: { type: 'string' },
-          schedule: { type: ['string', 'null'] },
-          retries: { type: 'integer', minimum: 0 },
-          retry_delay: { type: 'number', minimum: 0 },
-          webhook_url: { type: ['string', 'null'] },
-          steps: {
-            type: 'array',
-            items: {
-              type: 'object',
-              minProperties: 1,
-              maxProperties: 1,
-              propertyNames: { enum: ['ingest', 'seed', 'transform', 'export'] },
-              additionalProperties: { type: 'array', items: { type: 'string' } },
-            },
-          },
-        },
-      },
-    },
     environments: {
       type: 'object',
       additionalProperties: {

@@ -1,7 +1,8 @@
 // Compiles the TypeScript sources into dist/ (tsc, strict), regenerates the files derived from
 // the kernel's hook declaration (scripts/generate.mjs: the manifest schema's hook enums and the
 // hook table of docs/architecture.md), then generates the JSON-schema validators the CLI needs
-// at start-up (ajv standalone code, see kernel/validators.generated.d.ts).
+// at start-up (ajv standalone code, see kernel/validators.generated.d.ts), and builds the web UI
+// with Vite into dist/ui (scripts/build-ui.mjs; skipped when its inputs did not change).
 // Run by `npm install` (prepare) and before tests.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -40,4 +41,10 @@ fs.writeFileSync(join(root, 'dist', 'kernel', 'validators.generated.js'), header
 // docs/errors.md from the error catalogues (kernel/errors.ts, sdk/error-codes.ts, plugins/*/errors.ts).
 const { writeErrorsDoc } = await import(pathToFileURL(join(root, 'dist', 'kernel', 'error-catalogue.js')).href);
 await writeErrorsDoc();
+// The web UI (Vite; skipped when nothing it reads changed): scripts/build-ui.mjs.
+const ui = spawnSync(process.execPath, [join(root, 'scripts', 'build-ui.mjs')], { stdio: 'inherit', cwd: root });
+if (ui.status !== 0) {
+  process.stderr.write('web UI build failed\n');
+  process.exit(ui.status ?? 1);
+}
 process.stderr.write(`built dist/ in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);

@@ -26,24 +26,9 @@ export function defineConfig<S extends TSchema>(key: string, schema: S): ConfigR
 /** A plugin's validated part of project.yml with its defaults (after ${VAR} expansion and the environment overlay). */
 export type ConfigOf<R> = R extends ConfigRef<infer S> ? Static<S> : never;
 
-/** project.yml after environment overlay and ${VAR} expansion: the kernel's keys (docs/decisions.md "Project configuration"). */
-export interface StreamStep {
-  action: 'ingest' | 'seed' | 'transform' | 'export';
-  targets: string[];
-}
-
-export interface StreamConfig {
-  description: string;
-  schedule: string | null;
-  retries: number;
-  retry_delay: number;
-  webhook_url: string | null;
-  steps: StreamStep[];
-}
-
 /**
- * The kernel's keys. `connections` and `streams` are reserved: the specification names them (docs/decisions.md "Project configuration")
- * but no plugin owns them yet, so the kernel validates and holds them until their plugin lands
+ * The kernel's keys. `connections` is reserved: the specification names it (docs/decisions.md "Project configuration")
+ * but no plugin owns it yet, so the kernel validates and holds it until its plugin lands
  * (docs/configuration.md). Every other key belongs to the plugin that declares it.
  */
 export interface ProjectConfig {
@@ -62,8 +47,6 @@ export interface ProjectConfig {
   };
   /** Reserved until the connectors plugin lands. */
   connections: Record<string, Record<string, unknown>>;
-  /** Reserved until the streams plugin lands. */
-  streams: Record<string, StreamConfig>;
 }
 
 export interface ProjectInfo {

@@ -11,3 +11,4 @@ export * from './services.js';
 export * from './sql.js';
 export * from './scripts.js';
 export * from './connectors.js';
+export * from './ui.js';

@@ -4,6 +4,7 @@ import type { ConfigRef, ProjectInfo, Static, TSchema } from './config.js';
 import type { DatabasePort, DbConnection, MigrationSet } from './db.js';
 import type { FireableHook, HookKind, HookTarget, QueryContext, QueryPurpose, QueryResult, TapFn } from './hooks.js';
 import type { RouteKind, SseRouteDefinition, StaticRouteDefinition, WebSocketRouteDefinition } from './routes.js';
+import type { EnabledPlugin, ManifestUi } from './ui.js';
 
 // ---------------------------------------------------------------- manifest
 
@@ -70,6 +71,8 @@ export interface PluginManifest {
     extends?: string[];
     /** Top-level keys of project.yml the plugin owns; their schemas are the `config` refs of its definePlugin(). */
     configuration?: string[];
+    /** Web UI pages (sdk/ui.ts, docs/ui.md). */
+    ui?: ManifestUi;
   };
 }
 
@@ -260,6 +263,8 @@ export interface PluginContext {
   readonly env: Readonly<Record<string, string>>;
   /** True when the process is `dp serve` (false for one-shot CLI commands). */
   readonly serving: boolean;
+  /** Every enabled plugin (manifest and folder), in setup order: for plugins that present others' contributions, such as the web UI. */
+  enabledPlugins(): ReadonlyArray<EnabledPlugin>;
   /** Registers an HTTP route declared in the manifest (with the same `kind`). */
   route<B = any, Q = any, P = any>(def: RouteDefinition<B, Q, P> | WebSocketRouteDefinition | SseRouteDefinition | StaticRouteDefinition): void;
   /** Handles a CLI command declared in the manifest, by its path: `transform`, `mask add`. */

@@ -74,6 +74,11 @@ export interface StaticRouteDefinition {
    * under /api, /docs or /ws answers `index.html` from `root`, so client-side routes load.
    */
   spaFallback?: boolean;
+  /**
+   * Inline scripts the folder's HTML carries (an import map cannot be a separate file), as
+   * `sha256-<base64>`: the Content-Security-Policy of this route's responses allows exactly these.
+   */
+  inlineScriptHashes?: string[];
 }
 
 /**

@@ -6,6 +6,7 @@
 import type { Caller } from './auth.js';
 import type { DbConnection, DatabasePort } from './db.js';
 import type { Logger } from './plugin.js';
+import type { ProjectProblem } from './services.js';
 import { createExtensionPoint, createServiceRef } from './plugin.js';
 
 /**
@@ -66,7 +67,8 @@ export interface ScriptContextContribution {
   create(run: { signal: AbortSignal; log: Logger; path: string }): unknown;
 }
 
-export const SCRIPT_CONTEXT = createExtensionPoint<ScriptContextContribution>('scripts.context');
+/** Offered by the streams plugin (extension point names start with their owner's name). */
+export const SCRIPT_CONTEXT = createExtensionPoint<ScriptContextContribution>('streams.scriptContext');
 
 /**
  * A scheduled job other plugins register with the streams plugin's scheduler (the connectors
@@ -80,4 +82,84 @@ export interface ScheduledJob {
   run(signal: AbortSignal): Promise<unknown>;
 }
 
-export const SCHEDULER_JOBS = createExtensionPoint<ScheduledJob>('scheduler.jobs');
+/** Offered by the streams plugin; list `streams` under `requires` or `optional` to extend it. */
+export const SCHEDULER_JOBS = createExtensionPoint<ScheduledJob>('streams.schedulerJobs');
+
+// ---------------------------------------------------------------- streams
+
+/** One step of a stream: an action and its targets (`['all']` for every one). */
+export interface StreamStep {
+  action: 'ingest' | 'seed' | 'transform' | 'export';
+  targets: string[];
+}
+
+/** A `streams:` entry of project.yml, defaults filled in. */
+export interface StreamDefinition {
+  name: string;
+  description: string;
+  schedule: string | null;
+  retries: number;
+  /** Seconds between retries of a failed step. */
+  retry_delay: number;
+  webhook_url: string | null;
+  steps: StreamStep[];
+}
+
+/** What one step of a stream run did. */
+export interface StreamStepResult {
+  index: number;
+  action: StreamStep['action'];
+  targets: string[];
+  status: 'success' | 'error' | 'cancelled' | 'skipped';
+  duration_ms: number;
+  attempts: number;
+  error?: string;
+  /** Per target (script path, seed or model) outcomes. */
+  items: Array<{ name: string; status: string; duration_ms?: number; error?: string }>;
+}
+
+export interface StreamRunResult {
+  run_id: string;
+  stream_name: string;
+  trigger: string;
+  status: 'success' | 'error' | 'cancelled';
+  started_at: string;
+  finished_at: string;
+  duration_ms: number;
+  steps: StreamStepResult[];
+  error?: string;
+}
+
+/** The active pipeline snapshot (`GET /api/stream/active`, SPEC "Stream (pipeline) configuration"). */
+export interface ActivePipeline {
+  running: boolean;
+  operation: string | null;
+  operation_label: string | null;
+  stream_name: string | null;
+  started_at: string | null;
+  total_events: number;
+  finished: boolean;
+  status: 'idle' | 'running' | 'success' | 'error' | 'cancelled';
+  duration_seconds: number | null;
+  run_id?: string | null;
+  step?: { index: number; action: string; targets: string[]; attempt: number } | null;
+}
+
+/** The streams plugin's service: what the UI, notebooks and connectors reach streams through. */
+export interface StreamsService {
+  list(): StreamDefinition[];
+  /**
+   * Starts a run in the background: `started`, or `already_running` while any run is active
+   * (`force` cancels that run and starts this one after it). A bad target is a 400 before anything runs.
+   */
+  start(name: string, options?: { force?: boolean; trigger?: string }): Promise<{ status: 'started' | 'already_running'; stream_name: string; run_id?: string }>;
+  /** Runs to the end and returns the result (CLI, legacy single-shot endpoint, schedules). */
+  run(name: string, options?: { trigger?: string; onEvent?: (event: string, payload: Record<string, unknown>) => void }): Promise<StreamRunResult>;
+  /** Stops the active run at the next step boundary and aborts its running script; false when nothing runs. */
+  cancel(): boolean;
+  active(): ActivePipeline;
+  /** Problems of the streams without running anything: bad cron expressions, targets that do not exist (for `dp validate`). */
+  validate(): Promise<ProjectProblem[]>;
+}
+
+export const STREAMS_SERVICE = createServiceRef<StreamsService>('streams');

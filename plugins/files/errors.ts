@@ -12,5 +12,6 @@ export const errors = defineErrors({
   symlink_loop: { status: 400, meaning: 'The path goes through too many symbolic links.' },
   file_not_accessible: { status: 403, meaning: 'The server process may not read or write the file (file-system permissions).' },
   masked_data_file: { status: 403, meaning: 'The data file (a seed or a CSV/TSV/text file) holds a column masked for the caller.' },
+  file_conflict: { status: 409, meaning: 'The file changed on disk since the caller read it (its base_sha256 no longer matches): reload and apply the change again.' },
   file_system_error: { status: 500, meaning: 'The file system refused the operation for another reason (the message names the error code).' },
 });

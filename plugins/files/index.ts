@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { badRequest, definePlugin, MODELS_SERVICE, notFound, qualified, readNotebook, readYaml, type PluginContext } from '../../sdk/index.js';
+import { badRequest, conflict, definePlugin, MODELS_SERVICE, notFound, qualified, readNotebook, readYaml, type PluginContext } from '../../sdk/index.js';
 import { assertReadableData, withSecretReferences } from './exposure.js';
 import { guardFs, projectPath, protectedFileTest, servableLink } from './paths.js';
 import { isHidden, languageOf, SAVEABLE_EXTENSIONS } from './rules.js';
@@ -66,6 +67,8 @@ async function dropObject(ctx: PluginContext, obj: { schema: string; name: strin
   return `${obj.schema}.${obj.name}`;
 }
 
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
 export default definePlugin({
   setup(ctx) {
     ctx.route({
@@ -88,17 +91,28 @@ export default definePlugin({
         if (stat.size > MAX_READ_BYTES) throw badRequest('file_too_large', `'${rel}' is larger than 5 MiB`, { path: rel });
         const content = guardFs(() => fs.readFileSync(abs), rel);
         await assertReadableData(ctx, req.caller, { rel, realRel }, content);
-        return { path: rel, content: withSecretReferences(ctx, content.toString('utf8')), language: languageOf(rel) };
+        // sha256 of the bytes on disk: a save that passes it back is refused if the file changed since.
+        return { path: rel, content: withSecretReferences(ctx, content.toString('utf8')), language: languageOf(rel), sha256: sha256(content) };
       },
     });
 
-    ctx.route<{ content: string }, unknown, { '*': string }>({
+    ctx.route<{ content: string; base_sha256?: string | null }, unknown, { '*': string }>({
       method: 'PUT',
       url: '/api/files/*',
       permission: 'write',
-      summary: `Save a file atomically (extensions: ${SAVEABLE_EXTENSIONS.join(' ')})`,
+      summary: `Save a file atomically (extensions: ${SAVEABLE_EXTENSIONS.join(' ')}); with base_sha256, only if the file is still the version read`,
       bodyLimit: MAX_READ_BYTES,
-      schema: { body: { type: 'object', required: ['content'], additionalProperties: false, properties: { content: { type: 'string' } } } },
+      schema: {
+        body: {
+          type: 'object',
+          required: ['content'],
+          additionalProperties: false,
+          properties: {
+            content: { type: 'string' },
+            base_sha256: { type: ['string', 'null'], description: 'The sha256 GET returned; 409 file_conflict when the file changed since (null: the file must not exist yet)' },
+          },
+        },
+      },
       handler: (req) => {
         const { abs, rel } = projectPath(ctx, req.params['*']);
         const ext = path.extname(rel).toLowerCase();
@@ -111,9 +125,18 @@ export default definePlugin({
         if (guardFs(() => fs.existsSync(abs) && fs.statSync(abs).isDirectory(), rel)) throw badRequest('is_directory', `'${rel}' is a folder`, { path: rel });
         validateContent(rel, req.body.content);
         const created = !fs.existsSync(abs);
+        if (req.body.base_sha256 !== undefined) {
+          const current = created ? null : sha256(guardFs(() => fs.readFileSync(abs), rel));
+          if (current !== req.body.base_sha256) {
+            throw conflict('file_conflict', `'${rel}' changed since it was read (${created ? 'it no longer exists' : 'someone saved another version'}); reload it and apply your change again`, {
+              path: rel,
+              current_sha256: current,
+            });
+          }
+        }
         guardFs(() => ctx.project.writeFile(rel, req.body.content), rel);
         ctx.log.info('file saved', { path: rel, bytes: Buffer.byteLength(req.body.content) });
-        return { path: rel, saved: true, created, language: languageOf(rel) };
+        return { path: rel, saved: true, created, language: languageOf(rel), sha256: sha256(Buffer.from(req.body.content, 'utf8')) };
       },
     });
 

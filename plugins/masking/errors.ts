@@ -4,6 +4,7 @@ import { defineErrors } from '../../sdk/index.js';
 export const errors = defineErrors({
   invalid_policy: { status: 400, meaning: 'A masking policy body is missing a field or names an invalid column.' },
   policy_exists: { status: 409, meaning: 'The column already has a masking policy.' },
+  preview_role_above_caller: { status: 403, meaning: 'A masking preview asked for a role above the caller’s own.' },
   policy_not_found: { status: 404, meaning: 'No masking policy with this id.' },
   unknown_masking_method: { status: 400, meaning: 'The policy names a masking method no plugin provides.' },
   invalid_method_config: { status: 400, meaning: "A policy's method configuration fails the method's schema." },

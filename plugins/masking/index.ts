@@ -11,6 +11,7 @@ import { MASKING_CONFIG } from './config.js';
 import { MaskingEnforcer } from './enforce.js';
 import { MaskKeys } from './keys.js';
 import { MIGRATIONS, PolicyStore } from './policies.js';
+import { registerPreviewRoute } from './preview.js';
 import { registerRoutes } from './routes.js';
 import { interceptMaskingCommand } from './sql-commands.js';
 
@@ -58,6 +59,7 @@ export default definePlugin({
     ctx.services.provide(MASKING_SERVICE, service);
 
     registerRoutes(ctx, store, catalog);
+    registerPreviewRoute(ctx);
     registerCommands(ctx, store);
   },
 });

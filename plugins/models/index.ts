@@ -6,6 +6,7 @@
 import { definePlugin, MODELS_SERVICE } from '../../sdk/index.js';
 import { registerCommands } from './commands.js';
 import { LINT_CONFIG, SOURCES_CONFIG } from './config.js';
+import { registerTransformEvents } from './events.js';
 import { registerRoutes } from './routes.js';
 import { ModelsEngine } from './service.js';
 import { MIGRATIONS } from './state.js';
@@ -19,5 +20,6 @@ export default definePlugin({
     ctx.services.provide(MODELS_SERVICE, engine);
     registerRoutes(ctx, engine);
     registerCommands(ctx, engine);
+    registerTransformEvents(ctx);
   },
 });

@@ -34,7 +34,7 @@ describe('route table × role matrix (auth on)', () => {
 
   before(async () => {
     // The live-demo fixture adds one route of each non-JSON kind (websocket, sse, static).
-    s = await startServer(makeProject({ 'project.yml': `name: test\ndatabase:\n  path: test.duckdb\nplugins:\n  paths: [${JSON.stringify(path.join(FIXTURE_PLUGINS, 'live-demo'))}]\n` }), { auth: true });
+    s = await startServer(makeProject({ 'project.yml': `name: test\ndatabase:\n  path: test.duckdb\nplugins:\n  # live-demo serves its own static folder at /, where the ui plugin's shell would be.\n  disable: [ui]\n  paths: [${JSON.stringify(path.join(FIXTURE_PLUGINS, 'live-demo'))}]\n` }), { auth: true });
     routes = [...kernelRoutes(s.app), ...s.app.auth.routes(), ...s.app.routes, ...s.app.nonJsonRoutes].map((r) => ({ method: r.method, url: r.url, permission: r.permission }));
 
     tokens.admin = (await s.request('POST', '/api/auth/setup', { username: 'root', password: 'secret1' })).body.token;

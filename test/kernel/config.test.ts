@@ -42,21 +42,6 @@ describe('project config', () => {
     assert.deepEqual(p.config.plugins, { disable: [], paths: [] });
   });
 
-  it('normalises streams with their defaults', () => {
-    const p = loadProject(makeProject({ 'project.yml': 'name: s\nstreams:\n  nightly:\n    steps:\n      - seed: [all]\n      - transform: [a, b]\n' }));
-    assert.deepEqual(p.config.streams.nightly, {
-      description: '',
-      schedule: null,
-      retries: 0,
-      retry_delay: 5,
-      webhook_url: null,
-      steps: [
-        { action: 'seed', targets: ['all'] },
-        { action: 'transform', targets: ['a', 'b'] },
-      ],
-    });
-  });
-
   it('expands ${VAR} from .env only, never from the process environment', () => {
     process.env.PG_USER = 'from-process';
     const root = makeProject({ 'project.yml': ENVS, '.env': 'PG_PASSWORD=s3cret\n' });
@@ -94,10 +79,10 @@ describe('project config', () => {
   });
 
   it('reports a wrong type with the key and its line', () => {
-    const root = makeProject({ 'project.yml': 'name: x\nstreams:\n  s:\n    retries: many\n    steps: []\n' });
+    const root = makeProject({ 'project.yml': 'name: x\nquery:\n  timeout_seconds:\n    admin: many\n' });
     assert.throws(
       () => loadProject(root),
-      (e: DpError) => e.code === 'invalid_project_yml' && e.details.line === 4 && e.details.field === 'streams.s.retries',
+      (e: DpError) => e.code === 'invalid_project_yml' && e.details.line === 4 && e.details.field === 'query.timeout_seconds.admin',
     );
   });
 

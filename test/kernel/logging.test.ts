@@ -15,7 +15,7 @@ const PLAIN = 'plainsecretvalue42';
 describe('log sink', () => {
   it('dp serve logs each request as JSON with id, status and latency, and never a secret', async () => {
     const root = makeProject({
-      'project.yml': `name: t\ndatabase:\n  path: t.duckdb\nplugins:\n  paths: [${JSON.stringify(path.join(FIXTURE_PLUGINS, 'live-demo'))}]\n`,
+      'project.yml': `name: t\ndatabase:\n  path: t.duckdb\nplugins:\n  # live-demo serves its own static folder at /, where the ui plugin's shell would be.\n  disable: [ui]\n  paths: [${JSON.stringify(path.join(FIXTURE_PLUGINS, 'live-demo'))}]\n`,
       '.env': `API_SECRET='${SECRET}'\nOTHER=${PLAIN}\n`,
     });
     const child = spawn(process.execPath, [DP_BIN, 'serve', '--project', root, '--port', '0', '--host', '127.0.0.1'], {

@@ -88,11 +88,11 @@ describe("plugins' parts of project.yml", () => {
 
   it('accepts the keys SPEC.md names whose plugin does not exist yet (reserved by the kernel)', async () => {
     const root = makeProject({
-      'project.yml': yml('connections:\n  pg: { type: postgres }\nconnectors:\n  crm: { type: postgres }\nstreams:\n  daily:\n    steps:\n      - transform: [all]\n'),
+      'project.yml': yml('connections:\n  pg: { type: postgres }\n'),
     });
     const app = await boot(root, true);
     try {
-      assert.deepEqual(app.project.config.streams.daily.steps, [{ action: 'transform', targets: ['all'] }]);
+      assert.deepEqual(app.project.config.connections.pg, { type: 'postgres' });
     } finally {
       await app.close();
     }
@@ -101,7 +101,7 @@ describe("plugins' parts of project.yml", () => {
   it("refuses a plugin that claims a kernel or reserved key, or declares a key without a schema", async () => {
     const claim = (key: string): TestPlugin => ({ ...GREETER, manifest: { contributes: { configuration: [key], services: ['greeter'] } } });
     await assert.rejects(boot(projectWith([claim('query')])), /contributes\.configuration lists 'query', which the kernel owns/);
-    await assert.rejects(boot(projectWith([claim('streams')])), /contributes\.configuration lists 'streams', which the kernel owns/);
+    await assert.rejects(boot(projectWith([claim('connections')])), /contributes\.configuration lists 'connections', which the kernel owns/);
     await assert.rejects(boot(projectWith([claim('salutation')])), (e: DpError) => e.code === 'undeclared_configuration' && /'greeter' lists project\.yml key 'salutation'/.test(e.message));
     const noManifest: TestPlugin = { ...GREETER, manifest: { contributes: { services: ['greeter'] } } };
     await assert.rejects(boot(projectWith([noManifest])), /has a config schema for 'greeting' without listing it in contributes\.configuration/);

@@ -92,7 +92,7 @@ describe('websocket, sse and static routes (auth on)', () => {
   let s: TestServer;
   const tokens = { admin: '', editor: '', viewer: '' };
   const project = makeProject({
-    'project.yml': `name: t\ndatabase:\n  path: t.duckdb\nplugins:\n  paths: [${JSON.stringify(path.join(FIXTURE_PLUGINS, 'live-demo'))}]\n`,
+    'project.yml': `name: t\ndatabase:\n  path: t.duckdb\nplugins:\n  # live-demo serves its own static folder at /, where the ui plugin's shell would be.\n  disable: [ui]\n  paths: [${JSON.stringify(path.join(FIXTURE_PLUGINS, 'live-demo'))}]\n`,
     'site/index.html': '<!doctype html><title>live demo</title><script src="/app.js"></script>',
     'site/app.js': 'console.log("app");\n',
   });

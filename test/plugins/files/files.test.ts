@@ -37,9 +37,31 @@ describe('files plugin', () => {
 
   it('reads a file with its language', async () => {
     const r = await s.request('GET', '/api/files/transform/staging/stg_a.sql');
-    assert.deepEqual(r.body, { path: 'transform/staging/stg_a.sql', content: 'SELECT 1 AS a', language: 'sql' });
+    const sha256 = (await import('node:crypto')).createHash('sha256').update('SELECT 1 AS a').digest('hex');
+    assert.deepEqual(r.body, { path: 'transform/staging/stg_a.sql', content: 'SELECT 1 AS a', language: 'sql', sha256 });
     assert.equal((await s.request('GET', '/api/files/project.yml')).body.language, 'yaml');
     assert.equal((await s.request('GET', '/api/files/nope.sql')).status, 404);
+  });
+
+  it('saves only over the version the caller read when it passes base_sha256 (409 file_conflict otherwise, file unchanged)', async () => {
+    const file = 'transform/staging/conflict.sql';
+    const created = await s.request('PUT', `/api/files/${file}`, { content: 'SELECT 1 AS v', base_sha256: null });
+    assert.equal(created.status, 200, created.text);
+    assert.equal(created.body.created, true);
+    const again = await s.request('PUT', `/api/files/${file}`, { content: 'SELECT 9 AS v', base_sha256: null });
+    assert.equal(again.status, 409, 'null means the file must not exist yet');
+    const read = await s.request('GET', `/api/files/${file}`);
+    // Someone else saves in between: the first editor's save is refused and changes nothing.
+    const other = await s.request('PUT', `/api/files/${file}`, { content: 'SELECT 2 AS v', base_sha256: read.body.sha256 });
+    assert.equal(other.status, 200, other.text);
+    const stale = await s.request('PUT', `/api/files/${file}`, { content: 'SELECT 3 AS v', base_sha256: read.body.sha256 });
+    assert.equal(stale.status, 409);
+    assert.equal(stale.body.error.code, 'file_conflict');
+    assert.equal(stale.body.error.details.current_sha256, other.body.sha256);
+    assert.equal((await s.request('GET', `/api/files/${file}`)).body.content, 'SELECT 2 AS v');
+    // Without base_sha256 a save overwrites, as before.
+    assert.equal((await s.request('PUT', `/api/files/${file}`, { content: 'SELECT 4 AS v' })).status, 200);
+    await s.request('DELETE', `/api/files/${file}`);
   });
 
   const traversal = [

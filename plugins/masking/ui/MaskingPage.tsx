@@ -1,0 +1,388 @@
+/**
+ * Masking: the policies (add, edit, remove), the method catalog with a form per method's config
+ * schema, and a preview of a table's sample as a chosen role sees it.
+ */
+import { useEffect, useMemo, useState } from 'react';
+import { api, Badge, Dialog, Empty, ErrorBox, Field, loadMaskingPolicies, Loading, PageHeader, ResultsGrid, seg, Table, Tabs, useApi, useCan, usePersistentState, useSession, type PageProps, type Role } from '@dp/ui';
+
+interface Policy {
+  id: string;
+  schema_name: string;
+  table_name: string;
+  column_name: string;
+  method: string;
+  method_config: Record<string, unknown>;
+  condition_column: string | null;
+  condition_value: string | null;
+  exempted_roles: string[];
+  created_at: string;
+}
+
+interface ConfigProperty {
+  type?: string | string[];
+  description?: string;
+  default?: unknown;
+  enum?: unknown[];
+  minimum?: number;
+  maximum?: number;
+  writeOnly?: boolean;
+}
+
+interface Method {
+  name: string;
+  description: string;
+  config_schema: { properties?: Record<string, ConfigProperty>; required?: string[] };
+  plugin: string;
+}
+
+interface TableEntry {
+  schema: string;
+  name: string;
+}
+
+type TabKey = 'policies' | 'methods' | 'preview';
+const ROLES: Role[] = ['viewer', 'editor', 'admin'];
+
+export default function MaskingPage({ page }: PageProps) {
+  const [tab, setTab] = usePersistentState<TabKey>('masking.tab', 'policies');
+  const methods = useApi((signal) => api.get<Method[]>('/api/masking/methods', { signal }), []);
+  const policies = useApi((signal) => api.get<Policy[]>('/api/masking/policies', { signal }), []);
+  const reload = () => {
+    policies.reload();
+    // Grids elsewhere mark masked columns from the policies: let them see the change.
+    void loadMaskingPolicies(true);
+  };
+  return (
+    <div className="dp-col">
+      <PageHeader title={page.title} subtitle="Column masking enforced on every query, for every role without an exemption" />
+      <Tabs<TabKey>
+        tabs={[
+          { key: 'policies', label: 'Policies' },
+          { key: 'methods', label: 'Methods' },
+          { key: 'preview', label: 'Preview as a role' },
+        ]}
+        active={tab}
+        onChange={setTab}
+      />
+      <ErrorBox error={methods.error ?? policies.error} onRetry={() => (methods.reload(), policies.reload())} />
+      {tab === 'policies' ? policies.data && methods.data ? <Policies policies={policies.data} methods={methods.data} onChange={reload} /> : <Loading /> : null}
+      {tab === 'methods' ? methods.data ? <Methods methods={methods.data} /> : <Loading /> : null}
+      {tab === 'preview' ? <Preview /> : null}
+    </div>
+  );
+}
+
+function Policies({ policies, methods, onChange }: { policies: Policy[]; methods: Method[]; onChange: () => void }) {
+  const canWrite = useCan('write');
+  const [editing, setEditing] = useState<Policy | 'new' | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const remove = async (p: Policy) => {
+    if (!window.confirm(`Remove the policy on ${p.schema_name}.${p.table_name}.${p.column_name}?`)) return;
+    setError(null);
+    try {
+      await api.del(`/api/masking/policies/${seg(p.id)}`);
+      onChange();
+    } catch (e) {
+      setError(e);
+    }
+  };
+  return (
+    <>
+      <div className="dp-row">
+        <button type="button" className="dp-btn dp-btn-primary" disabled={!canWrite} onClick={() => setEditing('new')} title={canWrite ? 'Add a masking policy' : 'Needs the editor role'}>
+          + Add policy
+        </button>
+      </div>
+      <ErrorBox error={error} />
+      <Table
+        rows={policies}
+        rowKey={(p) => p.id}
+        empty="No masking policies yet."
+        columns={[
+          { key: 'column', header: 'Column', render: (p) => <code>{`${p.schema_name}.${p.table_name}.${p.column_name}`}</code> },
+          { key: 'method', header: 'Method', render: (p) => <Badge tone="info">{p.method}</Badge> },
+          { key: 'config', header: 'Config', render: (p) => (Object.keys(p.method_config).length ? <code>{JSON.stringify(p.method_config)}</code> : '') },
+          { key: 'condition', header: 'Only when', render: (p) => (p.condition_column ? `${p.condition_column} = ${p.condition_value}` : 'always') },
+          { key: 'exempt', header: 'Exempt roles', render: (p) => p.exempted_roles.join(', ') || 'none' },
+          {
+            key: 'actions',
+            header: '',
+            render: (p) =>
+              canWrite ? (
+                <span className="dp-toolbar">
+                  <button type="button" className="dp-btn dp-btn-small" onClick={() => setEditing(p)}>
+                    Edit
+                  </button>
+                  <button type="button" className="dp-btn dp-btn-small dp-btn-danger" onClick={() => void remove(p)}>
+                    Remove
+                  </button>
+                </span>
+              ) : null,
+          },
+        ]}
+      />
+      <PolicyDialog
+        key={editing === null ? 'closed' : editing === 'new' ? 'new' : editing.id}
+        policy={editing}
+        methods={methods}
+        onClose={() => setEditing(null)}
+        onSaved={() => {
+          setEditing(null);
+          onChange();
+        }}
+      />
+    </>
+  );
+}
+
+/** Form fields for a method's config schema (integers, numbers, booleans, strings, enums). */
+function ConfigForm({ method, value, onChange }: { method: Method | undefined; value: Record<string, unknown>; onChange: (v: Record<string, unknown>) => void }) {
+  const props = Object.entries(method?.config_schema.properties ?? {});
+  if (!method) return null;
+  if (props.length === 0) return <div className="dp-muted">{method.name} has no settings.</div>;
+  return (
+    <>
+      {props.map(([key, spec]) => {
+        const type = Array.isArray(spec.type) ? spec.type.find((t) => t !== 'null') : spec.type;
+        const current = value[key] ?? spec.default ?? '';
+        const set = (v: unknown) => onChange({ ...value, [key]: v });
+        let control;
+        if (spec.enum) {
+          control = (
+            <select value={String(current)} onChange={(e) => set(e.target.value)} aria-label={key}>
+              {spec.enum.map((o) => (
+                <option key={String(o)} value={String(o)}>
+                  {String(o)}
+                </option>
+              ))}
+            </select>
+          );
+        } else if (type === 'boolean') {
+          control = <input type="checkbox" checked={current === true} onChange={(e) => set(e.target.checked)} aria-label={key} />;
+        } else if (type === 'integer' || type === 'number') {
+          control = <input type="number" value={String(current)} min={spec.minimum} max={spec.maximum} step={type === 'integer' ? 1 : 'any'} onChange={(e) => set(e.target.value === '' ? undefined : Number(e.target.value))} aria-label={key} />;
+        } else {
+          control = <input type={spec.writeOnly ? 'password' : 'text'} value={String(current)} onChange={(e) => set(e.target.value)} aria-label={key} />;
+        }
+        return (
+          <Field key={key} label={key} hint={spec.description}>
+            {control}
+          </Field>
+        );
+      })}
+    </>
+  );
+}
+
+function PolicyDialog({ policy, methods, onClose, onSaved }: { policy: Policy | 'new' | null; methods: Method[]; onClose: () => void; onSaved: () => void }) {
+  const existing = policy && policy !== 'new' ? policy : null;
+  const tables = useApi((signal) => (policy === 'new' ? api.get<TableEntry[]>('/api/tables', { signal }) : Promise.resolve([] as TableEntry[])), [policy === 'new']);
+  const [target, setTarget] = useState(existing ? `${existing.schema_name}.${existing.table_name}` : '');
+  const [column, setColumn] = useState(existing?.column_name ?? '');
+  const [method, setMethod] = useState(existing?.method ?? 'redact');
+  const [config, setConfig] = useState<Record<string, unknown>>(existing?.method_config ?? {});
+  const [exempt, setExempt] = useState<string[]>(existing?.exempted_roles ?? ['admin']);
+  const [conditionColumn, setConditionColumn] = useState(existing?.condition_column ?? '');
+  const [conditionValue, setConditionValue] = useState(existing?.condition_value ?? '');
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const [schema, table] = target.split(/\.(.*)/s);
+  const columns = useApi((signal) => (schema && table ? api.get<{ columns: Array<{ name: string }> }>(`/api/tables/${seg(schema)}/${seg(table)}`, { signal }).then((d) => d.columns.map((c) => c.name)) : Promise.resolve([] as string[])), [schema, table]);
+  useEffect(() => {
+    if (!existing) setConfig({});
+  }, [method, existing]);
+  const selected = methods.find((m) => m.name === method);
+  const save = async () => {
+    setBusy(true);
+    setError(null);
+    const body = {
+      method,
+      method_config: Object.fromEntries(Object.entries(config).filter(([, v]) => v !== undefined && v !== '')),
+      exempted_roles: exempt,
+      condition_column: conditionColumn || null,
+      condition_value: conditionColumn ? conditionValue : null,
+    };
+    try {
+      if (existing) await api.put(`/api/masking/policies/${seg(existing.id)}`, body);
+      else await api.post('/api/masking/policies', { ...body, schema_name: schema, table_name: table, column_name: column });
+      onSaved();
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <Dialog
+      open={policy !== null}
+      title={existing ? `Edit the policy on ${existing.schema_name}.${existing.table_name}.${existing.column_name}` : 'Add a masking policy'}
+      onClose={onClose}
+      footer={
+        <>
+          <button type="button" className="dp-btn" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="button" className="dp-btn dp-btn-primary" disabled={busy || (!existing && (!schema || !table || !column))} onClick={() => void save()}>
+            Save policy
+          </button>
+        </>
+      }
+    >
+      {existing ? null : (
+        <>
+          <Field label="Table">
+            <select value={target} onChange={(e) => (setTarget(e.target.value), setColumn(''))} aria-label="Table">
+              <option value="">Choose a table…</option>
+              {(tables.data ?? []).map((t) => (
+                <option key={`${t.schema}.${t.name}`} value={`${t.schema}.${t.name}`}>
+                  {t.schema}.{t.name}
+                </option>
+              ))}
+            </select>
+          </Field>
+          <Field label="Column">
+            <select value={column} onChange={(e) => setColumn(e.target.value)} aria-label="Column" disabled={!columns.data?.length}>
+              <option value="">Choose a column…</option>
+              {(columns.data ?? []).map((c) => (
+                <option key={c} value={c}>
+                  {c}
+                </option>
+              ))}
+            </select>
+          </Field>
+        </>
+      )}
+      <Field label="Method" hint={selected?.description}>
+        <select value={method} onChange={(e) => setMethod(e.target.value)} aria-label="Method">
+          {methods.map((m) => (
+            <option key={m.name} value={m.name}>
+              {m.name}
+              {m.plugin !== 'masking' ? ` (${m.plugin})` : ''}
+            </option>
+          ))}
+        </select>
+      </Field>
+      <ConfigForm method={selected} value={config} onChange={setConfig} />
+      <fieldset className="dp-fieldset">
+        <legend>Exempt roles (see real values)</legend>
+        {ROLES.map((r) => (
+          <label key={r} className="dp-row">
+            <input type="checkbox" checked={exempt.includes(r)} onChange={(e) => setExempt((x) => (e.target.checked ? [...x, r] : x.filter((y) => y !== r)))} /> {r}
+          </label>
+        ))}
+      </fieldset>
+      <Field label="Only when column (optional)" hint="Mask only rows where this column equals the value">
+        <input value={conditionColumn} onChange={(e) => setConditionColumn(e.target.value)} aria-label="Condition column" />
+      </Field>
+      {conditionColumn ? (
+        <Field label="equals">
+          <input value={conditionValue} onChange={(e) => setConditionValue(e.target.value)} aria-label="Condition value" />
+        </Field>
+      ) : null}
+      <ErrorBox error={error} />
+    </Dialog>
+  );
+}
+
+function Methods({ methods }: { methods: Method[] }) {
+  const [chosen, setChosen] = useState<string>(methods[0]?.name ?? '');
+  const [config, setConfig] = useState<Record<string, unknown>>({});
+  const method = methods.find((m) => m.name === chosen);
+  return (
+    <div className="dp-split">
+      <div className="dp-grow">
+        <Table
+          rows={methods}
+          rowKey={(m) => m.name}
+          onRowClick={(m) => (setChosen(m.name), setConfig({}))}
+          columns={[
+            { key: 'name', header: 'Method', render: (m) => <strong>{m.name}</strong> },
+            { key: 'description', header: 'What it does' },
+            { key: 'settings', header: 'Settings', render: (m) => Object.keys(m.config_schema.properties ?? {}).join(', ') || 'none' },
+            { key: 'plugin', header: 'From' },
+          ]}
+        />
+      </div>
+      {method ? (
+        <div className="dp-card" style={{ width: 340, flex: 'none' }}>
+          <strong>{method.name}</strong>
+          <p className="dp-muted">{method.description}</p>
+          <ConfigForm method={method} value={config} onChange={setConfig} />
+          <div className="dp-muted" style={{ marginTop: '0.5rem' }}>
+            As method_config: <code>{JSON.stringify(Object.fromEntries(Object.entries(config).filter(([, v]) => v !== undefined && v !== '')))}</code>
+          </div>
+        </div>
+      ) : null}
+    </div>
+  );
+}
+
+function Preview() {
+  const session = useSession();
+  const tables = useApi((signal) => api.get<TableEntry[]>('/api/tables', { signal }), []);
+  const allowed = useMemo(() => ROLES.slice(0, ROLES.indexOf(session.user.role) + 1), [session.user.role]);
+  const [target, setTarget] = usePersistentState('masking.preview.table', '');
+  const [role, setRole] = useState<Role>('viewer');
+  const [result, setResult] = useState<{ columns: string[]; column_types: string[]; rows: unknown[][]; notes?: string[] } | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const policies = useApi((signal) => api.get<Policy[]>('/api/masking/policies', { signal }), []);
+  const [schema, table] = target.split(/\.(.*)/s);
+  const masked = useMemo(
+    () => (policies.data ?? []).filter((p) => p.schema_name === schema && p.table_name === table && !p.exempted_roles.includes(role)).map((p) => p.column_name),
+    [policies.data, schema, table, role],
+  );
+  const run = async () => {
+    setError(null);
+    try {
+      setResult(await api.post('/api/masking/preview', { schema_name: schema, table_name: table, role, limit: 50 }));
+    } catch (e) {
+      setResult(null);
+      setError(e);
+    }
+  };
+  return (
+    <>
+      <div className="dp-row">
+        <select value={target} onChange={(e) => setTarget(e.target.value)} aria-label="Table to preview">
+          <option value="">Choose a table…</option>
+          {(tables.data ?? []).map((t) => (
+            <option key={`${t.schema}.${t.name}`} value={`${t.schema}.${t.name}`}>
+              {t.schema}.{t.name}
+            </option>
+          ))}
+        </select>
+        <label className="dp-row">
+          as
+          <select value={role} onChange={(e) => setRole(e.target.value as Role)} aria-label="Role to preview as">
+            {allowed.map((r) => (
+              <option key={r} value={r}>
+                {r}
+              </option>
+            ))}
+          </select>
+        </label>
+        <button type="button" className="dp-btn dp-btn-primary" disabled={!schema || !table} onClick={() => void run()}>
+          Preview
+        </button>
+      </div>
+      <ErrorBox error={error} />
+      {result ? (
+        <>
+          <div className="dp-row">
+            {masked.length ? <Badge tone="info">masked for {role}: {masked.join(', ')}</Badge> : <Badge>nothing masked for {role}</Badge>}
+            {(result.notes ?? []).map((n) => (
+              <Badge key={n} tone="warn">
+                {n}
+              </Badge>
+            ))}
+          </div>
+          <div style={{ height: 420, display: 'flex' }}>
+            <ResultsGrid columns={result.columns} columnTypes={result.column_types} rows={result.rows} masked={masked} />
+          </div>
+        </>
+      ) : (
+        <Empty>Pick a table and a role to see its sample as that role sees it.</Empty>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,22 @@
+/**
+ * `GET /api/transform/events`: the transform engine's progress as server-sent events
+ * (transform_start, model_start, model_end, transform_end), so the web UI shows each model's
+ * status live while a run started anywhere (API, CLI through the server, a schedule) goes on.
+ * The last 500 events replay after a reconnect (Last-Event-ID).
+ */
+import { SseBuffer, type PluginContext } from '../../sdk/index.js';
+
+const TRANSFORM_EVENTS = ['transform_start', 'model_start', 'model_end', 'transform_end'] as const;
+
+export function registerTransformEvents(ctx: PluginContext): void {
+  const buffer = new SseBuffer(500);
+  for (const type of TRANSFORM_EVENTS) ctx.events.on(type, (e) => buffer.push({ ...e.payload, at: e.at }, type));
+  ctx.route({
+    kind: 'sse',
+    method: 'GET',
+    url: '/api/transform/events',
+    permission: 'read',
+    summary: 'Transform progress as server-sent events: transform_start, model_start, model_end, transform_end',
+    source: () => buffer,
+  });
+}

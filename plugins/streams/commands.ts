@@ -1,0 +1,58 @@
+/** CLI commands of the streams plugin: `dp run <path>`, `dp jobs run <name>`, `dp jobs list` (declared in plugin.json). */
+import type { PluginContext } from '../../sdk/index.js';
+import type { Scheduler } from './scheduler.js';
+import type { ScriptRunner } from './scripts.js';
+import type { StreamRunner } from './streams.js';
+
+export function registerCommands(ctx: PluginContext, parts: { scripts: ScriptRunner; streams: StreamRunner; scheduler: Scheduler }): void {
+  const { scripts, streams } = parts;
+
+  ctx.command('run', async (args, io) => {
+    const target = String(args.path);
+    const result = await scripts.run(target, {
+      trigger: 'cli',
+      // Output shows as it happens (on stderr with --json, so stdout stays one JSON document).
+      onOutput: (line) => (io.wantsJson ? io.err(line) : io.out(line)),
+    });
+    if (io.wantsJson) io.json(result);
+    else if (result.status === 'success') io.err(`run ${result.path}: success in ${Math.round(result.duration_ms)} ms`);
+    else {
+      io.err(`run ${result.path}: ${result.status}: ${result.error ?? ''}`);
+      if (result.stack) io.err(result.stack);
+    }
+    return result.status === 'success' ? 0 : 1;
+  });
+
+  ctx.command('jobs run', async (args, io) => {
+    const name = String(args.name);
+    const def = streams.get(name);
+    const line = (text: string) => (io.wantsJson ? io.err(text) : io.out(text));
+    const result = await streams.run(name, {
+      trigger: 'cli',
+      onEvent: (kind, p) => {
+        const step = typeof p.step === 'number' ? def.steps[p.step] : undefined;
+        if (kind === 'start') line(`stream ${name}: ${def.steps.length} step${def.steps.length === 1 ? '' : 's'}`);
+        else if (kind === 'step_start') line(`[${(p.step as number) + 1}/${def.steps.length}] ${p.action} [${(p.targets as string[]).join(', ')}]${(p.attempt as number) > 1 ? ` (attempt ${p.attempt})` : ''}`);
+        else if (kind === 'step_end') line(`[${(p.step as number) + 1}/${def.steps.length}] ${step?.action ?? p.action} ${p.status} in ${p.duration_ms} ms${p.error ? `: ${p.error}` : ''}`);
+        else if (kind === 'model_start') line(`    ${p.model} ...`);
+        else if (kind === 'model_end') line(`    ${p.model} ${p.status} (${p.duration_ms} ms)${p.error ? `: ${p.error}` : ''}`);
+        else if (kind === 'output') line(`    ${p.script ? `${p.script}: ` : ''}${p.line}`);
+      },
+    });
+    if (io.wantsJson) io.json(result);
+    else line(`stream ${name} ${result.status} in ${result.duration_ms} ms${result.error ? `: ${result.error}` : ''}`);
+    return result.status === 'success' ? 0 : 1;
+  });
+
+  ctx.command('jobs list', async (_args, io) => {
+    const rows = streams.list().map((d) => ({
+      stream: d.name,
+      schedule: d.schedule ?? '',
+      steps: d.steps.map((s) => `${s.action}[${s.targets.join(',')}]`).join(' -> '),
+      description: d.description,
+    }));
+    if (io.wantsJson) io.json(streams.list());
+    else if (rows.length === 0) io.out('No streams in project.yml');
+    else io.table(rows, ['stream', 'schedule', 'steps', 'description']);
+  });
+}

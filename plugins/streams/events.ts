@@ -1,0 +1,38 @@
+/**
+ * The pipeline event stream behind `GET /api/stream/events` (SPEC "Events"): `start`,
+ * `step_start`, `model_start`, `model_end`, `complete`, `error` (and `step_end`), each a JSON
+ * payload. A listener that connects without `Last-Event-ID` gets the running pipeline's events
+ * so far and then live ones (nothing from earlier runs: the stream is "for the currently running
+ * pipeline"); one that reconnects with `Last-Event-ID` gets what it missed from the buffer. The
+ * kernel's SSE route kind sends keepalives and drops a listener that disconnects.
+ */
+import { SseBuffer, type SseEvent, type SseSource } from '../../sdk/index.js';
+
+export const PIPELINE_EVENTS = ['start', 'step_start', 'step_end', 'model_start', 'model_end', 'complete', 'error'] as const;
+export type PipelineEventKind = (typeof PIPELINE_EVENTS)[number];
+
+export class PipelineEvents implements SseSource {
+  private readonly buffer: SseBuffer;
+  /** Id of the running pipeline's `start` event; null when none runs. */
+  private runStart: number | null = null;
+
+  constructor(capacity = 2000) {
+    this.buffer = new SseBuffer(capacity);
+  }
+
+  push(kind: PipelineEventKind, payload: Record<string, unknown>): SseEvent {
+    const e = this.buffer.push(payload, kind);
+    if (kind === 'start') this.runStart = Number(e.id);
+    if (kind === 'complete' || kind === 'error') this.runStart = null;
+    return e;
+  }
+
+  since(lastEventId: string | null): SseEvent[] {
+    if (lastEventId !== null) return this.buffer.since(lastEventId);
+    return this.runStart === null ? [] : this.buffer.since(String(this.runStart - 1));
+  }
+
+  subscribe(listener: (event: SseEvent) => void): () => void {
+    return this.buffer.subscribe(listener);
+  }
+}

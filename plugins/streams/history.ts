@@ -1,0 +1,71 @@
+/**
+ * `_service.run_history`: one row per stream run and per script run (`kind`), with its steps as
+ * JSON. `GET /api/history` and the UI's durations chart read it, newest first.
+ */
+import crypto from 'node:crypto';
+import type { DatabasePort, PluginContext } from '../../sdk/index.js';
+
+export const MIGRATIONS = [
+  {
+    id: 'streams-001',
+    sql: `CREATE TABLE IF NOT EXISTS _service.run_history (
+      run_id VARCHAR PRIMARY KEY,
+      kind VARCHAR NOT NULL,
+      name VARCHAR NOT NULL,
+      trigger VARCHAR NOT NULL,
+      status VARCHAR NOT NULL,
+      started_at TIMESTAMP NOT NULL,
+      finished_at TIMESTAMP NOT NULL,
+      duration_ms DOUBLE NOT NULL,
+      error VARCHAR,
+      steps JSON
+    )`,
+  },
+];
+
+export interface HistoryRecord {
+  run_id: string;
+  kind: 'stream' | 'script';
+  name: string;
+  trigger: string;
+  status: string;
+  started_at: string;
+  finished_at: string;
+  duration_ms: number;
+  error?: string | null;
+  steps?: unknown;
+}
+
+export function newRunId(prefix: string): string {
+  const stamp = new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14);
+  return `${prefix}_${stamp}_${crypto.randomBytes(3).toString('hex')}`;
+}
+
+export async function recordHistory(db: DatabasePort, r: HistoryRecord): Promise<void> {
+  await db.run(`INSERT INTO _service.run_history VALUES ($1, $2, $3, $4, $5, $6::TIMESTAMP, $7::TIMESTAMP, $8, $9, $10::JSON)`, [
+    r.run_id,
+    r.kind,
+    r.name,
+    r.trigger,
+    r.status,
+    r.started_at,
+    r.finished_at,
+    r.duration_ms,
+    r.error ?? null,
+    r.steps === undefined ? null : JSON.stringify(r.steps),
+  ]);
+}
+
+export async function readHistory(ctx: Pick<PluginContext, 'db'>, options: { limit: number; name?: string; kind?: 'stream' | 'script' }): Promise<HistoryRecord[]> {
+  const where: string[] = [];
+  const params: unknown[] = [options.limit];
+  if (options.name) where.push(`name = $${params.push(options.name)}`);
+  if (options.kind) where.push(`kind = $${params.push(options.kind)}`);
+  const rows = await ctx.db.all<Record<string, unknown>>(
+    `SELECT run_id, kind, name, trigger, status, strftime(started_at, '%Y-%m-%dT%H:%M:%S.%gZ') AS started_at,
+            strftime(finished_at, '%Y-%m-%dT%H:%M:%S.%gZ') AS finished_at, duration_ms, error, steps::VARCHAR AS steps
+       FROM _service.run_history ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY started_at DESC, run_id DESC LIMIT $1`,
+    params,
+  );
+  return rows.map((r) => ({ ...(r as unknown as HistoryRecord), steps: r.steps === null ? null : JSON.parse(String(r.steps)) }));
+}

@@ -1,0 +1,66 @@
+/**
+ * The streams plugin: the script runner (the `scripts` service other plugins run scripts
+ * through), streams (pipelines of ingest, seed, transform and export steps), the scheduler
+ * `dp serve` starts, run history and the live pipeline events. It offers SCRIPT_CONTEXT (fields
+ * other plugins add to a script's ctx) and SCHEDULER_JOBS (cron jobs other plugins register).
+ */
+import {
+  definePlugin,
+  MODELS_SERVICE,
+  SCHEDULER_JOBS,
+  SCRIPT_CONTEXT,
+  SCRIPTS_SERVICE,
+  STREAMS_SERVICE,
+  type ScheduledJob,
+  type ScriptContextContribution,
+} from '../../sdk/index.js';
+import { registerCommands } from './commands.js';
+import { STREAMS_CONFIG, streamDefinitions } from './config.js';
+import { PipelineEvents } from './events.js';
+import { MIGRATIONS } from './history.js';
+import { registerRoutes } from './routes.js';
+import { Scheduler, streamJob } from './scheduler.js';
+import { ScriptRunner } from './scripts.js';
+import { StreamRunner } from './streams.js';
+
+/** Keys every script's ctx has; a contribution may not take them. */
+const RESERVED_CONTEXT_KEYS = new Set(['db', 'config', 'env', 'secrets', 'log', 'signal']);
+
+export default definePlugin({
+  config: [STREAMS_CONFIG],
+  setup(ctx) {
+    ctx.migrate(MIGRATIONS);
+    const contributions: ScriptContextContribution[] = [];
+    ctx.provideExtensionPoint(SCRIPT_CONTEXT, (c, from) => {
+      if (RESERVED_CONTEXT_KEYS.has(c.key) || contributions.some((x) => x.key === c.key)) {
+        throw new Error(`Plugin '${from}' contributes the script ctx field '${c.key}', which is already taken`);
+      }
+      contributions.push(c);
+    });
+    const jobs: ScheduledJob[] = [];
+    ctx.provideExtensionPoint(SCHEDULER_JOBS, (job) => jobs.push(job));
+
+    const scripts = new ScriptRunner(ctx, contributions);
+    ctx.services.provide(SCRIPTS_SERVICE, scripts);
+    const events = new PipelineEvents();
+    const streams = new StreamRunner(ctx, streamDefinitions(ctx.config(STREAMS_CONFIG)), scripts, ctx.services.get(MODELS_SERVICE), events);
+    ctx.services.provide(STREAMS_SERVICE, streams);
+
+    const scheduler = new Scheduler(ctx.log);
+    if (ctx.serving) {
+      let registered = false;
+      ctx.onStart(() => {
+        // Once: the extension point is closed by now, and a restart after maintenance keeps the entries.
+        if (!registered) {
+          registered = true;
+          for (const def of streams.list()) if (def.schedule !== null) scheduler.add(streamJob(streams, def), 'stream');
+          for (const job of jobs) scheduler.add(job, 'job');
+        }
+        scheduler.start();
+      });
+      ctx.onBeforeStop(() => scheduler.stop());
+    }
+    registerRoutes(ctx, { scripts, streams, scheduler, events });
+    registerCommands(ctx, { scripts, streams, scheduler });
+  },
+});

@@ -1,0 +1,129 @@
+/** HTTP routes of the streams plugin (declared in plugin.json with the same permissions). */
+import { badRequest, withEnvReferences, type PluginContext, type StreamDefinition } from '../../sdk/index.js';
+import type { PipelineEvents } from './events.js';
+import { readHistory } from './history.js';
+import type { Scheduler } from './scheduler.js';
+import type { ScriptRunner } from './scripts.js';
+import type { StreamRunner } from './streams.js';
+
+const nameParams = { type: 'object', properties: { name: { type: 'string', minLength: 1 } }, required: ['name'] };
+
+export function registerRoutes(ctx: PluginContext, parts: { scripts: ScriptRunner; streams: StreamRunner; scheduler: Scheduler; events: PipelineEvents }): void {
+  const { scripts, streams, scheduler, events } = parts;
+
+  /** A stream as the API shows it: a webhook URL holding a .env value shows the ${VAR} reference instead. */
+  const shown = (d: StreamDefinition) => ({
+    ...d,
+    webhook_url: d.webhook_url === null ? null : withEnvReferences(d.webhook_url, ctx.env),
+    steps: d.steps.map((s) => ({ [s.action]: s.targets })),
+    next_run: scheduler.list().find((s) => s.name === `stream:${d.name}`)?.next_run ?? null,
+  });
+
+  ctx.route({
+    method: 'POST',
+    url: '/api/run',
+    permission: 'execute',
+    summary: 'Run an ingest/export script (.ts, .js, .mjs) or a .dpnb notebook under ingest/, export/ or notebooks/',
+    schema: {
+      body: { type: 'object', required: ['script_path'], additionalProperties: false, properties: { script_path: { type: 'string', minLength: 1 } } },
+    },
+    handler: async (req) => {
+      // The client leaving does not stop the script: a run, once started, ends on its own (or with the server).
+      return scripts.run((req.body as { script_path: string }).script_path, { caller: req.caller, trigger: 'api' });
+    },
+  });
+
+  ctx.route({
+    method: 'POST',
+    url: '/api/stream/:name/start',
+    permission: 'execute',
+    summary: 'Start a stream in the background: {status: started, stream_name} or {status: already_running}',
+    schema: {
+      params: nameParams,
+      querystring: { type: 'object', additionalProperties: false, properties: { force: { type: 'boolean', default: false } } },
+    },
+    handler: async (req) => {
+      const r = await streams.start((req.params as { name: string }).name, { force: (req.query as { force?: boolean }).force === true, trigger: 'api' });
+      return r.status === 'started' ? r : { status: r.status, stream_name: r.stream_name };
+    },
+  });
+
+  ctx.route({
+    method: 'POST',
+    url: '/api/stream/cancel',
+    permission: 'execute',
+    summary: 'Stop the running stream at its next step boundary (its running script is aborted through its signal)',
+    handler: async () => {
+      const active = streams.active();
+      const cancelled = streams.cancel();
+      return { cancelled, stream_name: cancelled ? active.stream_name : null };
+    },
+  });
+
+  ctx.route({
+    method: 'POST',
+    url: '/api/stream/:name',
+    permission: 'execute',
+    summary: 'Legacy single-shot run: runs the stream to the end and answers its result ({status: already_running} while one runs)',
+    schema: { params: nameParams },
+    handler: async (req) => {
+      const name = (req.params as { name: string }).name;
+      streams.get(name);
+      const active = streams.active();
+      if (active.running) return { status: 'already_running', stream_name: active.stream_name };
+      return streams.run(name, { trigger: 'api' });
+    },
+  });
+
+  ctx.route({
+    method: 'GET',
+    url: '/api/stream/active',
+    permission: 'read',
+    summary: 'The active pipeline snapshot: running, operation, operation_label, stream_name, started_at, total_events, finished, status, duration_seconds',
+    handler: async () => streams.active(),
+  });
+
+  ctx.route({
+    kind: 'sse',
+    method: 'GET',
+    url: '/api/stream/events',
+    permission: 'read',
+    summary: 'Server-sent pipeline events: start, step_start, step_end, model_start, model_end, complete, error',
+    source: () => events,
+  });
+
+  ctx.route({
+    method: 'GET',
+    url: '/api/streams',
+    permission: 'read',
+    summary: 'Configured streams with their steps, schedules and next runs',
+    handler: async () => ({ streams: streams.list().map(shown) }),
+  });
+
+  ctx.route({
+    method: 'GET',
+    url: '/api/history',
+    permission: 'read',
+    summary: 'Run history of streams and scripts, newest first (filter by name or kind)',
+    schema: {
+      querystring: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { limit: { type: 'integer', default: 50 }, name: { type: 'string', minLength: 1 }, kind: { type: 'string', enum: ['stream', 'script'] } },
+      },
+    },
+    handler: async (req) => {
+      const q = req.query as { limit: number; name?: string; kind?: 'stream' | 'script' };
+      if (!(q.limit >= 1 && q.limit <= 1000)) throw badRequest('invalid_history_limit', 'limit must be an integer from 1 to 1000', { limit: q.limit });
+      return { runs: await readHistory(ctx, { limit: q.limit, name: q.name, kind: q.kind }) };
+    },
+  });
+
+  ctx.route({
+    method: 'GET',
+    url: '/api/scheduler',
+    permission: 'read',
+    summary: 'Scheduler status and every schedule with its next run',
+    handler: async () => ({ running: scheduler.running, schedules: scheduler.list() }),
+  });
+}

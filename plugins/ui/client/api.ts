@@ -1,0 +1,117 @@
+/**
+ * The API client every page uses: JSON in and out, the login cookie (or a bearer token set with
+ * setToken), and errors as ApiError carrying the server's `{error: {code, message, details}}`.
+ */
+
+/** An API call that failed: the server's code and message (never a blank or a stack). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+let bearer: string | null = null;
+const unauthorizedListeners = new Set<() => void>();
+
+/**
+ * A token for the Authorization header. The web UI itself relies on the HttpOnly `dp_token`
+ * cookie that login and setup set; a token is for pages embedded where cookies are not sent.
+ */
+export function setToken(token: string | null): void {
+  bearer = token;
+}
+
+/** Called when any call answers 401 (the session ended): the shell shows the login form. */
+export function onUnauthorized(listener: () => void): () => void {
+  unauthorizedListeners.add(listener);
+  return () => unauthorizedListeners.delete(listener);
+}
+
+export interface RequestOptions {
+  signal?: AbortSignal;
+  /** Extra query parameters (undefined values are left out). */
+  query?: Record<string, string | number | boolean | undefined | null>;
+  headers?: Record<string, string>;
+}
+
+export function withQuery(path: string, query?: RequestOptions['query']): string {
+  if (!query) return path;
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null) q.set(k, String(v));
+  const s = q.toString();
+  return s ? `${path}${path.includes('?') ? '&' : '?'}${s}` : path;
+}
+
+/** Turns a failed response into an ApiError with the server's message (or a readable stand-in). */
+export async function errorFromResponse(res: Response): Promise<ApiError> {
+  const text = await res.text().catch(() => '');
+  try {
+    const body = JSON.parse(text) as { error?: { code?: string; message?: string; details?: Record<string, unknown> } };
+    if (body.error?.message) return new ApiError(res.status, body.error.code ?? 'error', body.error.message, body.error.details ?? {});
+  } catch {
+    // Not JSON: fall through.
+  }
+  return new ApiError(res.status, 'http_error', `The server answered ${res.status} ${res.statusText || ''}`.trim());
+}
+
+/** One HTTP call; returns the parsed JSON body (or the text for non-JSON answers). */
+export async function request<T = unknown>(method: string, path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json', ...(options.headers ?? {}) };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (bearer) headers.authorization = `Bearer ${bearer}`;
+  let res: Response;
+  try {
+    res = await fetch(withQuery(path, options.query), {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: options.signal,
+      credentials: 'same-origin',
+    });
+  } catch (e) {
+    if ((e as Error).name === 'AbortError') throw e;
+    throw new ApiError(0, 'network_error', 'The server cannot be reached. Is dp serve running?');
+  }
+  if (!res.ok) {
+    const err = await errorFromResponse(res);
+    if (res.status === 401) for (const l of unauthorizedListeners) l();
+    throw err;
+  }
+  if (res.status === 204) return undefined as T;
+  const type = res.headers.get('content-type') ?? '';
+  return (type.includes('json') ? await res.json() : await res.text()) as T;
+}
+
+/** Fetches a file (CSV export …) and hands it to the browser as a download. */
+export async function download(method: string, path: string, body: unknown, filename: string): Promise<void> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (bearer) headers.authorization = `Bearer ${bearer}`;
+  const res = await fetch(path, { method, headers, body: JSON.stringify(body), credentials: 'same-origin' });
+  if (!res.ok) throw await errorFromResponse(res);
+  const blob = await res.blob();
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = filename;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+export const api = {
+  get: <T = unknown>(path: string, options?: RequestOptions) => request<T>('GET', path, undefined, options),
+  post: <T = unknown>(path: string, body?: unknown, options?: RequestOptions) => request<T>('POST', path, body ?? {}, options),
+  put: <T = unknown>(path: string, body?: unknown, options?: RequestOptions) => request<T>('PUT', path, body ?? {}, options),
+  patch: <T = unknown>(path: string, body?: unknown, options?: RequestOptions) => request<T>('PATCH', path, body ?? {}, options),
+  del: <T = unknown>(path: string, options?: RequestOptions) => request<T>('DELETE', path, undefined, options),
+};
+
+/** A path segment, encoded (`api.get(`/api/tables/${seg(schema)}/${seg(table)}`)`). */
+export const seg = (s: string) => encodeURIComponent(s);

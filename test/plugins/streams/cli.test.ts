@@ -1,0 +1,44 @@
+/** `dp jobs run` and `dp jobs list` with the real binary on a copy of examples/shop. */
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import { copyShop, runCli } from '../../helpers.js';
+
+describe('dp jobs', () => {
+  let root: string;
+  before(() => {
+    root = copyShop();
+  });
+
+  it('runs a stream, printing each step and model as it happens', () => {
+    const r = runCli(['jobs', 'run', 'daily', '--project', root]);
+    assert.equal(r.code, 0, r.stderr + r.stdout);
+    const lines = r.stdout.split('\n');
+    const at = (re: RegExp) => {
+      const i = lines.findIndex((l) => re.test(l));
+      assert.ok(i >= 0, `${re} in\n${r.stdout}`);
+      return i;
+    };
+    const order = [
+      at(/^stream daily: 3 steps$/),
+      at(/^\[1\/3\] ingest \[events\]$/),
+      at(/^ {4}ingest\/events\.ts: loaded 100 events$/),
+      at(/^\[1\/3\] ingest success in \d+ ms$/),
+      at(/^\[2\/3\] seed \[all\]$/),
+      at(/^\[3\/3\] transform \[all\]$/),
+      at(/^ {4}staging\.stg_orders \.\.\.$/),
+      at(/^ {4}staging\.stg_orders built \(\d+(\.\d+)? ms\)$/),
+      at(/^\[3\/3\] transform success in \d+ ms$/),
+      at(/^stream daily success in \d+ ms$/),
+    ];
+    assert.deepEqual(order, [...order].sort((a, b) => a - b));
+  });
+
+  it('lists the streams, and refuses an unknown one', () => {
+    const list = runCli(['jobs', 'list', '--project', root]);
+    assert.equal(list.code, 0, list.stderr);
+    assert.match(list.stdout, /daily\s+0 6 \* \* \*\s+ingest\[events\] -> seed\[all\] -> transform\[all\]/);
+    const unknown = runCli(['jobs', 'run', 'nope', '--project', root]);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /No stream 'nope' in project\.yml \(streams: daily, events_hourly\)/);
+  });
+});

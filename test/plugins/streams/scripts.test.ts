@@ -1,0 +1,240 @@
+/**
+ * The script runner: `dp run` (the real binary) and `POST /api/run` (a real server) on real
+ * DuckDB files; the path rules (folders, symlinks, traversal, languages); captured output and a
+ * stack trimmed to the script; SCRIPT_CONTEXT contributions; notebooks' stop-at-first-failure;
+ * a script loading 1,000,000 rows through ctx.db.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { ScriptRunResult, ScriptsService } from '../../../sdk/index.js';
+import { startTestServer, type PluginTestServer } from '../../../sdk/testing.js';
+import { FIXTURE_PLUGINS, makeProject, runCli } from '../../helpers.js';
+
+const OK_SCRIPT = `
+import { label } from './lib/label.ts';
+interface Row { id: number; name: string }
+export default async (ctx: any) => {
+  const rows: Row[] = [{ id: 1, name: 'a' }, { id: 2, name: 'b' }];
+  await ctx.db.run('CREATE TABLE IF NOT EXISTS landing_items (id INTEGER, name VARCHAR)');
+  await ctx.db.bulkLoad({ table: 'landing_items' }, (w: any) => w.appendRows(rows.map((r) => [r.id, r.name])));
+  console.log(label('loaded'), rows.length);
+  ctx.log.warn('careful', { n: 2 });
+};
+`;
+
+const FAILING_SCRIPT = `
+const check = (n: number): void => {
+  if (n > 1) throw new Error('too many rows: ' + n);
+};
+export default async (ctx: any) => {
+  console.log('checking');
+  check(2);
+};
+`;
+
+const NOTEBOOK = JSON.stringify({
+  cells: [
+    { type: 'markdown', source: '# Load\nthis is not code' },
+    { type: 'sql', source: 'CREATE TABLE nb_a AS SELECT 1 AS x' },
+    { type: 'code', source: "const n: number = await db.value('SELECT count(*) FROM nb_a');\nconsole.log('rows', n);\nawait db.run('CREATE TABLE nb_b AS SELECT 2 AS y');" },
+    { type: 'ingest', source: "await db.run('INSERT INTO nb_a VALUES (7)');\nthrow new Error('cell went wrong');" },
+    { type: 'sql', source: 'CREATE TABLE nb_never AS SELECT 3 AS z' },
+  ],
+});
+
+describe('script runner: dp run', () => {
+  let root: string;
+  before(() => {
+    root = makeProject({
+      'ingest/load_items.ts': OK_SCRIPT,
+      'ingest/lib/label.ts': "export const label = (s: string): string => `[${s}]`;\n",
+      'ingest/fails.ts': FAILING_SCRIPT,
+      'export/plain.mjs': "export default async (ctx) => { console.log('tables:', await ctx.db.value('SELECT count(*) FROM landing_items')); };\n",
+      'export/no_default.js': 'export const x = 1;\n',
+      'ingest/broken.ts': 'export default async (ctx: any) => { const x = ; }\n',
+      'ingest/legacy.py': 'print(1)\n',
+      'transform/staging/a.sql': 'SELECT 1 AS a\n',
+      'notebooks/load.dpnb': NOTEBOOK,
+    });
+  });
+
+  it('runs a TypeScript script with its own imports, printing its output and exit 0', () => {
+    const r = runCli(['run', 'ingest/load_items.ts', '--project', root]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^\[loaded\] 2$/m);
+    assert.match(r.stdout, /\[warn\] careful \{"n":2\}/);
+    const again = runCli(['run', 'export/plain.mjs', '--project', root]);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /tables: 2/);
+  });
+
+  it('fails a throwing script with its message and a stack of its own frames only (exit 1)', () => {
+    const r = runCli(['run', 'ingest/fails.ts', '--project', root, '--json']);
+    assert.equal(r.code, 1);
+    const result = JSON.parse(r.stdout) as ScriptRunResult;
+    assert.equal(result.status, 'error');
+    assert.equal(result.error, 'too many rows: 2');
+    assert.deepEqual(result.output, ['checking']);
+    const frames = result.stack!.split('\n');
+    assert.equal(frames[0], 'Error: too many rows: 2');
+    assert.ok(frames.length >= 2, result.stack);
+    // Line 3 is the throw, line 7 the call: both in the script's own TypeScript lines.
+    assert.match(frames[1], /ingest\/fails\.ts:3:\d+/);
+    assert.ok(frames.slice(1).every((f) => /^\s+at .*ingest\/fails\.ts:\d+:\d+\)?$/.test(f)), result.stack);
+    assert.ok(!result.stack!.includes(root) && !result.stack!.includes('node_modules') && !result.stack!.includes('.dp/'), result.stack);
+  });
+
+  it('reports a compile error and a module without a default export as failed runs', () => {
+    const broken = runCli(['run', 'ingest/broken.ts', '--project', root]);
+    assert.equal(broken.code, 1);
+    assert.match(broken.stderr, /ingest\/broken\.ts:1:\d+: Unexpected ";"/);
+    const noDefault = runCli(['run', 'export/no_default.js', '--project', root]);
+    assert.equal(noDefault.code, 1);
+    assert.match(noDefault.stderr, /export\/no_default\.js has no default export/);
+  });
+
+  it('refuses paths outside ingest/, export/ and notebooks/ and other languages, running nothing', () => {
+    for (const p of ['transform/staging/a.sql', '../outside.ts', 'ingest/../transform/staging/a.sql', '/etc/passwd', 'project.yml']) {
+      const r = runCli(['run', p, '--project', root]);
+      assert.equal(r.code, 1, p);
+      assert.match(r.stderr, /Scripts run only from ingest\/, export\/, notebooks\//, p);
+    }
+    const py = runCli(['run', 'ingest/legacy.py', '--project', root]);
+    assert.equal(py.code, 1);
+    assert.match(py.stderr, /ingest\/legacy\.py: Python scripts cannot run here; scripts are TypeScript or JavaScript \(\.ts, \.js, \.mjs\) or notebooks \(\.dpnb\)/);
+  });
+
+  it('runs a notebook: markdown skipped, cells top to bottom with db, stopping at the first failing cell', () => {
+    const r = runCli(['run', 'notebooks/load.dpnb', '--project', root, '--json']);
+    assert.equal(r.code, 1);
+    const result = JSON.parse(r.stdout) as ScriptRunResult;
+    assert.equal(result.status, 'error');
+    assert.equal(result.error, 'cell 4 (ingest) failed: cell went wrong');
+    assert.match(result.stack!, /notebooks\/load\.dpnb#cell4:2:\d+/);
+    assert.deepEqual(result.output, ['cell 2 (sql): ok', 'rows 1', 'cell 3 (code): ok']);
+    const tables = runCli(['tables', '--project', root, '--json']);
+    const names = (JSON.parse(tables.stdout) as Array<{ name: string }>).map((t) => t.name);
+    assert.ok(names.includes('nb_a') && names.includes('nb_b'), tables.stdout);
+    assert.ok(!names.includes('nb_never'), 'the cell after the failing one never ran');
+  });
+});
+
+describe('script runner: POST /api/run and SCRIPT_CONTEXT', () => {
+  let s: PluginTestServer;
+  before(async () => {
+    s = await startTestServer({
+      plugins: [path.join(FIXTURE_PLUGINS, 'script-extras')],
+      builtIn: ['models', 'streams', 'tables'],
+      auth: true,
+      files: {
+        'ingest/greet.ts': "export default async (ctx: any) => { console.log(ctx.greeter.greet('ada')); console.log(typeof ctx.signal.aborted, Object.isFrozen(ctx.config)); };\n",
+        'ingest/secret.ts': "export default async (ctx: any) => { if (ctx.secrets.get('API_KEY') !== 'k-123456789') throw new Error('no secret'); if (ctx.env.API_KEY !== 'k-123456789') throw new Error('no env'); console.log('ok'); };\n",
+        'ingest/million.ts': `
+export default async (ctx: any) => {
+  const total = 1_000_000;
+  const batch = 10_000;
+  const r = await ctx.db.bulkLoad(
+    { table: 'million', mode: 'replace', columns: [{ name: 'id', type: 'BIGINT' }, { name: 'amount', type: 'DOUBLE' }, { name: 'label', type: 'VARCHAR' }], transaction: true },
+    async (w: any) => {
+      for (let start = 0; start < total; start += batch) {
+        const ids = new Array(batch), amounts = new Array(batch), labels = new Array(batch);
+        for (let i = 0; i < batch; i++) { ids[i] = start + i; amounts[i] = (start + i) * 0.5; labels[i] = 'row' + ((start + i) % 100); }
+        await w.appendColumns([ids, amounts, labels]);
+      }
+    },
+  );
+  console.log('loaded', r.rows);
+};
+`,
+        '.env': 'API_KEY=k-123456789\n',
+        'transform/marts/t.sql': 'SELECT 1 AS a\n',
+      },
+    });
+    fs.mkdirSync(path.join(s.projectRoot, 'ingest', 'linked'), { recursive: true });
+    fs.symlinkSync(path.join(s.projectRoot, 'transform', 'marts', 't.sql'), path.join(s.projectRoot, 'ingest', 'linked', 'model.ts'));
+    fs.symlinkSync(path.join(s.projectRoot, 'transform'), path.join(s.projectRoot, 'ingest', 'dirlink'));
+    fs.writeFileSync(path.join(s.projectRoot, 'transform', 'marts', 'evil.ts'), "export default async (ctx: any) => { await ctx.db.run('CREATE TABLE pwned (x INT)'); };\n");
+  });
+  after(async () => s?.close());
+
+  it('runs a script with the fields other plugins contribute to ctx', async () => {
+    const editor = await s.caller('editor');
+    const r = await editor.request('POST', '/api/run', { script_path: 'ingest/greet.ts' });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.body.status, 'success');
+    assert.deepEqual(r.body.output, ['greeting ada from ingest/greet.ts', 'hello ada', 'boolean true']);
+    const secret = await editor.request('POST', '/api/run', { script_path: 'ingest/secret.ts' });
+    assert.equal(secret.body.status, 'success', secret.text);
+  });
+
+  it('answers 403 to a viewer and runs nothing', async () => {
+    const viewer = await s.caller('viewer');
+    const r = await viewer.request('POST', '/api/run', { script_path: 'ingest/greet.ts' });
+    assert.equal(r.status, 403);
+  });
+
+  it('refuses traversal, symlinks out of the script folders and other languages with a 400, running nothing', async () => {
+    const editor = await s.caller('editor');
+    const cases: Array<[string, string]> = [
+      ['../etc/passwd', 'script_path_refused'],
+      ['ingest/../transform/marts/evil.ts', 'script_path_refused'],
+      ['transform/marts/evil.ts', 'script_path_refused'],
+      ['ingest/dirlink/marts/evil.ts', 'script_path_refused'],
+      ['ingest/linked/model.ts', 'script_path_refused'],
+      [path.join(s.projectRoot, 'transform/marts/evil.ts'), 'script_path_refused'],
+      ['ingest/x.py', 'unsupported_script_language'],
+      ['ingest/x.sql', 'unsupported_script_language'],
+    ];
+    for (const [p, code] of cases) {
+      const r = await editor.request('POST', '/api/run', { script_path: p });
+      assert.equal(r.status, 400, `${p}: ${r.text}`);
+      assert.equal(r.body.error.code, code, p);
+      assert.ok(!r.text.includes(s.projectRoot), 'no absolute path in the message');
+    }
+    assert.equal(await s.db.value("SELECT count(*) FROM information_schema.tables WHERE table_name = 'pwned'"), 0);
+    const missing = await editor.request('POST', '/api/run', { script_path: 'ingest/absent.ts' });
+    assert.equal(missing.status, 404);
+    assert.equal(missing.body.error.code, 'file_not_found');
+  });
+
+  it('loads 1,000,000 rows through ctx.db in one script', async () => {
+    const editor = await s.caller('editor');
+    const r = await editor.request('POST', '/api/run', { script_path: 'ingest/million.ts' });
+    assert.equal(r.body.status, 'success', r.text);
+    assert.deepEqual(r.body.output, ['loaded 1000000']);
+    assert.deepEqual(await s.db.all('SELECT count(*)::INT AS n, sum(id)::DOUBLE AS ids, count(DISTINCT label)::INT AS labels FROM million'), [{ n: 1_000_000, ids: 499999500000, labels: 100 }]);
+  });
+
+  it('records script runs in the history', async () => {
+    const viewer = await s.caller('viewer');
+    const r = await viewer.request('GET', '/api/history?limit=100');
+    assert.equal(r.status, 200);
+    const greet = (r.body.runs as Array<{ kind: string; name: string; status: string; trigger: string }>).find((x) => x.name === 'ingest/greet.ts');
+    assert.deepEqual(greet && { kind: greet.kind, status: greet.status, trigger: greet.trigger }, { kind: 'script', status: 'success', trigger: 'api' });
+  });
+
+  it('gives other plugins the runner as a service, with an abort signal that cancels the script', async () => {
+    fs.writeFileSync(
+      path.join(s.projectRoot, 'ingest', 'slow.ts'),
+      `export default async (ctx: any) => {
+        for (let i = 0; ; i++) {
+          await ctx.db.run('CREATE OR REPLACE TABLE slow_progress AS SELECT ' + i + ' AS i');
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      };\n`,
+    );
+    const scripts = s.app.services.get<ScriptsService>('scripts');
+    const controller = new AbortController();
+    const running = scripts.run('ingest/slow.ts', { signal: controller.signal, trigger: 'test' });
+    await new Promise((r) => setTimeout(r, 300));
+    controller.abort(new Error('enough'));
+    const result = await running;
+    assert.equal(result.status, 'cancelled');
+    assert.match(result.error!, /cancelled \(enough\)/);
+    const progress = await s.db.value<number>('SELECT i FROM slow_progress');
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(await s.db.value<number>('SELECT i FROM slow_progress'), progress, 'the script stopped writing');
+  });
+});

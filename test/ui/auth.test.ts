@@ -1,0 +1,121 @@
+/**
+ * The web UI with `dp serve --auth` on a copy of examples/shop, in headless Chromium: the first
+ * admin is set up in the browser, an admin adds a masking policy in the masking page and a viewer
+ * then sees the column masked and marked, and sees no action beyond their role (the API refuses
+ * them anyway). One server and one browser for the file.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { closeBrowser, gridColumn, login, openPage, runSql, screenshot, setupAdmin, startShop, type DpServer } from './browser.js';
+
+describe('web UI with auth (shop)', { timeout: 240_000 }, () => {
+  let server: DpServer;
+  before(async () => {
+    server = await startShop({ auth: true });
+  });
+  after(async () => {
+    await closeBrowser();
+    await server?.close();
+  });
+
+  const api = async (method: string, urlPath: string, body?: unknown, token?: string) => {
+    const res = await fetch(server.url + urlPath, {
+      method,
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: await res.json().catch(() => null) };
+  };
+
+  it('sets up the first admin in the browser, shows the role, and logs out to the login form', async () => {
+    const { page, errors, close } = await openPage(server, '/sql');
+    try {
+      await page.getByText('No user exists yet').waitFor();
+      await screenshot(page, 'first-admin-setup');
+      await setupAdmin(page, 'ada', 'lovelace1');
+      await page.getByTestId('user-menu').getByText('admin').waitFor();
+      await page.locator('.dp-sql .cm-content').waitFor();
+      // Back where they were going, with every page an admin may see.
+      for (const title of ['SQL', 'Explorer', 'Models', 'Quality', 'Masking']) await page.getByRole('link', { name: title, exact: true }).waitFor();
+      await page.getByTestId('user-menu').click();
+      await page.getByRole('button', { name: 'Log out' }).click();
+      await page.getByRole('button', { name: 'Log in' }).waitFor();
+      // A wrong password shows the API's message, not a blank page.
+      await page.getByLabel('Username').fill('ada');
+      await page.getByLabel('Password', { exact: true }).fill('wrong-password');
+      await page.getByRole('button', { name: 'Log in' }).click();
+      await page.getByRole('alert').waitFor();
+      assert.match(await page.getByRole('alert').innerText(), /password|credentials|invalid/i);
+      await screenshot(page, 'login-error');
+      assert.deepEqual(
+        errors.filter((e) => !/401|Unauthorized/.test(e)),
+        [],
+      );
+    } finally {
+      await close();
+    }
+  });
+
+  it('adds a masking policy in the masking page; a viewer then sees the column masked and marked', async () => {
+    const admin = await api('POST', '/api/auth/login', { username: 'ada', password: 'lovelace1' });
+    assert.equal(admin.status, 200);
+    assert.equal((await api('POST', '/api/users', { username: 'vic', password: 'viewer12', role: 'viewer' }, admin.body.token)).status, 201);
+
+    const a = await openPage(server, '/masking');
+    try {
+      await login(a.page, 'ada', 'lovelace1');
+      await a.page.getByRole('button', { name: '+ Add policy' }).click();
+      await a.page.getByLabel('Table').selectOption('seeds.customers');
+      await a.page.getByLabel('Column', { exact: true }).selectOption('email');
+      await a.page.getByLabel('Method').selectOption('email');
+      await a.page.getByRole('button', { name: 'Save policy' }).click();
+      await a.page.getByRole('cell', { name: 'seeds.customers.email' }).waitFor();
+      // The preview as a viewer shows the masked sample.
+      await a.page.getByRole('tab', { name: 'Preview as a role' }).click();
+      await a.page.getByLabel('Table to preview').selectOption('seeds.customers');
+      await a.page.getByLabel('Role to preview as').selectOption('viewer');
+      await a.page.getByRole('button', { name: 'Preview' }).click();
+      await a.page.getByText('masked for viewer: email').waitFor();
+      await a.page.getByTestId('results-grid').getByText('***@example.com').first().waitFor();
+      await screenshot(a.page, 'masking');
+    } finally {
+      await a.close();
+    }
+
+    const v = await openPage(server, '/sql');
+    try {
+      await login(v.page, 'vic', 'viewer12');
+      await v.page.getByTestId('user-menu').getByText('viewer').waitFor();
+      await runSql(v.page, 'SELECT customer_id, email FROM seeds.customers ORDER BY customer_id LIMIT 3');
+      await v.page.getByTestId('result-status').getByText('Rows 1–3').waitFor();
+      const emails = await gridColumn(v.page, 1);
+      assert.deepEqual(emails, ['***@example.com', '***@example.com', '***@example.org']);
+      const header = v.page.locator('[data-testid="results-grid"] [role="columnheader"][data-masked="true"]');
+      assert.equal(await header.count(), 1);
+      assert.match(await header.innerText(), /email/);
+      await screenshot(v.page, 'sql-masked-viewer');
+    } finally {
+      await v.close();
+    }
+  });
+
+  it('hides or disables what a viewer may not do, and the API still refuses it', async () => {
+    const { page, close } = await openPage(server, '/models');
+    try {
+      await login(page, 'vic', 'viewer12');
+      await page.locator('[data-testid="graph"] [data-node-id="marts.customer_orders"]').waitFor();
+      assert.equal(await page.getByRole('button', { name: 'Transform all' }).isDisabled(), true);
+      assert.equal(await page.getByRole('button', { name: '+ New model' }).isDisabled(), true);
+      await page.goto('/masking');
+      await page.getByRole('cell', { name: 'seeds.customers.email' }).waitFor();
+      assert.equal(await page.getByRole('button', { name: '+ Add policy' }).isDisabled(), true);
+      assert.equal(await page.getByRole('button', { name: 'Remove' }).count(), 0);
+      // The environment switch is an admin's.
+      assert.equal(await page.locator('#dp-env').isDisabled(), true);
+      const status = await page.evaluate(async () => (await fetch('/api/transform', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status);
+      assert.equal(status, 403);
+    } finally {
+      await close();
+    }
+  });
+});

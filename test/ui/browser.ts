@@ -1,0 +1,176 @@
+/**
+ * Shared helpers of the web UI tests (docs/ui.md "Testing a page"): a real `dp serve` on a copy
+ * of examples/shop (seeded and transformed by the real `dp` binary), and Debian's headless
+ * Chromium driven by playwright-core (never a downloaded browser). One browser per test file;
+ * each test takes a fresh page (or context) from it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { copyShop, DP_BIN, REPO_ROOT, runCli } from '../helpers.js';
+
+export const CHROMIUM = process.env.DP_CHROMIUM ?? '/usr/bin/chromium';
+/** Screenshots land here (ignored by git; CI keeps them as artifacts). */
+export const ARTIFACTS = path.join(REPO_ROOT, 'test', 'artifacts');
+
+export interface DpServer {
+  url: string;
+  /** The project folder (a temp copy). */
+  root: string;
+  /** Lines the server printed (stdout and stderr), for failure messages. */
+  output(): string;
+  close(): Promise<void>;
+}
+
+export interface ShopOptions {
+  /** `dp serve --auth`. */
+  auth?: boolean;
+  /** Files written into the copy before it is seeded (`project.yml` replaces the example's). */
+  files?: Record<string, string>;
+  /** Text appended to the copy's project.yml (e.g. a `plugins:` block). */
+  appendProjectYml?: string;
+  /** Seed and transform first (default true), so the marts exist. */
+  build?: boolean;
+}
+
+/** A real `dp serve` on a fresh copy of examples/shop, on 127.0.0.1 and a free port. */
+export async function startShop(options: ShopOptions = {}): Promise<DpServer> {
+  const root = copyShop(options.files ?? {});
+  if (options.appendProjectYml) fs.appendFileSync(path.join(root, 'project.yml'), '\n' + options.appendProjectYml + '\n');
+  if (options.build ?? true) {
+    for (const cmd of [['seed'], ['transform']]) {
+      const r = runCli([...cmd, '--project', root]);
+      if (r.code !== 0) throw new Error(`dp ${cmd.join(' ')} failed: ${r.stderr || r.stdout}`);
+    }
+  }
+  return serveProject(root, { auth: options.auth });
+}
+
+/** `dp serve` on a project folder; resolves once it prints its URL. */
+export async function serveProject(root: string, options: { auth?: boolean } = {}): Promise<DpServer> {
+  const args = [DP_BIN, 'serve', '--project', root, '--port', '0', '--host', '127.0.0.1', ...(options.auth ? ['--auth'] : [])];
+  const child: ChildProcess = spawn(process.execPath, args, { cwd: REPO_ROOT, env: { ...process.env, DP_LOG_SILENT: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`dp serve did not start within 60 s:\n${out}`)), 60_000);
+    const onData = (b: Buffer) => {
+      out += b.toString();
+      const m = /dp listening on (http:\/\/[\d.]+:\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`dp serve exited with ${code}:\n${out}`));
+    });
+  });
+  // Keep reading so the pipes never fill.
+  child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
+  return {
+    url,
+    root,
+    output: () => out,
+    async close() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+let shared: Promise<Browser> | null = null;
+
+/** The test file's headless Chromium (launched once; closed by closeBrowser). */
+export function browser(): Promise<Browser> {
+  shared ??= chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
+  return shared;
+}
+
+export async function closeBrowser(): Promise<void> {
+  if (!shared) return;
+  const b = await shared;
+  shared = null;
+  await b.close();
+}
+
+export interface OpenedPage {
+  page: Page;
+  context: BrowserContext;
+  /** Console errors and uncaught page errors seen so far (a page should have none). */
+  errors: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * A fresh browser context (its own cookies and localStorage) with one page at `url + path`.
+ * `colorScheme` picks the system theme the page sees.
+ */
+export async function openPage(server: { url: string }, urlPath = '/', options: { colorScheme?: 'light' | 'dark'; viewport?: { width: number; height: number } } = {}): Promise<OpenedPage> {
+  const b = await browser();
+  const context = await b.newContext({ baseURL: server.url, colorScheme: options.colorScheme ?? 'light', viewport: options.viewport ?? { width: 1400, height: 900 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(20_000);
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(`console: ${m.text()}`);
+  });
+  await page.goto(urlPath);
+  return { page, context, errors, close: () => context.close() };
+}
+
+/** Saves a full-page screenshot as test/artifacts/<name>.png. */
+export async function screenshot(page: Page, name: string): Promise<string> {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  const file = path.join(ARTIFACTS, `${name}.png`);
+  await page.screenshot({ path: file, fullPage: false });
+  return file;
+}
+
+/** Types SQL into the SQL workspace's editor (replacing its text) and runs it with Ctrl+Enter. */
+export async function runSql(page: Page, sql: string): Promise<void> {
+  const editor = page.locator('.dp-sql .cm-content');
+  await editor.click();
+  await page.keyboard.press('Control+A');
+  await page.keyboard.press('Delete');
+  await page.keyboard.insertText(sql);
+  await page.keyboard.press('Control+Enter');
+}
+
+/** The texts of the visible cells of the results grid's first column after the row number. */
+export async function gridColumn(page: Page, index = 0): Promise<string[]> {
+  return page.locator('[data-testid="results-grid"] [role="row"]:not(.dp-grid-head)').evaluateAll(
+    (rows, i) => rows.map((r) => (r.querySelectorAll('[role="gridcell"]')[i as number] as HTMLElement | undefined)?.innerText ?? ''),
+    index,
+  );
+}
+
+/** Fills the login form and waits for the shell (the user menu) to appear. */
+export async function login(page: Page, username: string, password: string): Promise<void> {
+  await page.getByLabel('Username').fill(username);
+  await page.getByLabel('Password', { exact: true }).fill(password);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.getByTestId('user-menu').waitFor();
+}
+
+/** Fills the first-admin form (auth on, no user yet) and waits for the shell. */
+export async function setupAdmin(page: Page, username: string, password: string): Promise<void> {
+  await page.getByLabel('Username').fill(username);
+  await page.getByLabel('Password', { exact: true }).fill(password);
+  await page.getByLabel('Repeat the password').fill(password);
+  await page.getByRole('button', { name: 'Create admin and log in' }).click();
+  await page.getByTestId('user-menu').waitFor();
+}

@@ -1,0 +1,36 @@
+/**
+ * A trimmed deployment in headless Chromium: with the masking and quality plugins disabled their
+ * pages leave the navigation and their paths answer the shell's "no page" message; the other
+ * pages keep working. With the ui plugin disabled, / is gone and the API answers.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { closeBrowser, openPage, screenshot, startShop, type DpServer } from './browser.js';
+
+describe('web UI of a trimmed deployment', { timeout: 180_000 }, () => {
+  let server: DpServer;
+  before(async () => {
+    server = await startShop({ build: false, appendProjectYml: 'plugins:\n  disable: [masking, quality]' });
+  });
+  after(async () => {
+    await closeBrowser();
+    await server?.close();
+  });
+
+  it('drops the pages of disabled plugins and keeps the rest', async () => {
+    const { page, errors, close } = await openPage(server, '/');
+    try {
+      await page.waitForURL('**/sql');
+      const nav = await page.getByRole('navigation', { name: 'Pages' }).getByRole('link').allInnerTexts();
+      assert.deepEqual(nav.map((t) => t.trim()), ['SQL', 'Explorer', 'Models']);
+      await page.goto('/masking');
+      await page.getByRole('heading', { name: 'No page at /masking' }).waitFor();
+      await page.getByTestId('plugins-menu').click();
+      await page.getByText('Disabled: masking, quality').waitFor();
+      await screenshot(page, 'trimmed');
+      assert.deepEqual(errors, []);
+    } finally {
+      await close();
+    }
+  });
+});
