@@ -3,6 +3,8 @@
  * ones under test), loopback only: 50 and then 200 concurrent clients sending small
  * `/api/query` requests for a bounded time each. Reports req/s, p50, p99, errors and the
  * server's peak RSS. Issue 11's figures; run with `npm run bench -- load`.
+ * DP_LOAD_REPO=<another built checkout> serves that checkout's `dp` instead, with this same load,
+ * for before/after comparisons (bench/README.md runs them alternately).
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -38,7 +40,7 @@ function percentile(sorted: number[], p: number): number {
 export default async function run(): Promise<BenchResult[]> {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-bench-load-'));
   fs.writeFileSync(path.join(root, 'project.yml'), 'name: load\ndatabase:\n  path: load.duckdb\n');
-  const bin = path.join(REPO_ROOT, 'bin', 'dp.js');
+  const bin = path.join(process.env.DP_LOAD_REPO ?? REPO_ROOT, 'bin', 'dp.js');
   // The table is made before the server holds the file (the query API is read-only).
   const setup = await DuckDBInstance.create(path.join(root, 'load.duckdb'));
   const conn = await setup.connect();

@@ -54,11 +54,18 @@ class DatabaseHandle implements DatabasePort {
   get path() {
     return this.current().path;
   }
+  /** The open file's catalog version (unique in the process): read-only validations are kept under it. */
+  get catalogVersion() {
+    return this.current().catalogVersion;
+  }
   withConnection<T>(fn: (c: DbConnection) => Promise<T>) {
     return this.current().withConnection(fn);
   }
   connect() {
     return this.current().connect();
+  }
+  scratch(options?: { readableDirectories?: string[] }) {
+    return this.current().scratch(options);
   }
   all<T = Row>(sql: string, params?: SqlParams) {
     return this.current().all<T>(sql, params);

@@ -106,18 +106,25 @@ const LOOKUPS_MAX = 4096;
  * no catalog round trip (measured: 0.6 ms of server CPU per /api/query before the cache).
  */
 export class CatalogLookups {
-  private version = 0;
+  /** Versions are unique in the process, so one never repeats for another database (an environment switch). */
+  private static last = 0;
+  private counter = ++CatalogLookups.last;
   private readonly known = new Map<string, boolean>();
 
+  /** Changes on every invalidation: what was read of the catalog under another version is stale. */
+  get version(): number {
+    return this.counter;
+  }
+
   invalidate(): void {
-    this.version++;
+    this.counter = ++CatalogLookups.last;
     this.known.clear();
   }
 
   async tableExists(c: Connection, quotedName: string): Promise<boolean> {
     const hit = this.known.get(quotedName);
     if (hit !== undefined) return hit;
-    const asked = this.version;
+    const asked = this.counter;
     let found = true;
     try {
       await c.preparedValue(TABLE_LOOKUP, quotedName);
@@ -125,13 +132,16 @@ export class CatalogLookups {
       found = false;
     }
     // A write that ran while DuckDB answered may have changed the answer: keep it only if none did.
-    if (asked === this.version) {
+    if (asked === this.counter) {
       if (this.known.size >= LOOKUPS_MAX) this.known.delete(this.known.keys().next().value as string);
       this.known.set(quotedName, found);
     }
     return found;
   }
 }
+
+/** How often interruptUntilSettled repeats its interrupt. */
+const INTERRUPT_REPEAT_MS = 25;
 
 /** Prepared statements kept per pooled connection for readUntil (the guarded runner's queries). */
 const STATEMENTS_PER_CONNECTION = 32;
@@ -147,6 +157,7 @@ export class Connection implements DbConnection {
   /** Inside BEGIN…COMMIT a write is reported at COMMIT, when other connections can see it. */
   private inTransaction = false;
   private pendingWrite: string | null = null;
+  private closed = false;
 
   constructor(readonly raw: DuckDBConnection) {}
 
@@ -243,6 +254,8 @@ export class Connection implements DbConnection {
 
   /** Closes the connection and its prepared statements. */
   close(): void {
+    if (this.closed) return;
+    this.closed = true;
     for (const stmt of this.statements.values()) stmt.destroySync();
     this.statements.clear();
     this.raw.closeSync();
@@ -282,6 +295,26 @@ export class Connection implements DbConnection {
     const r = await stmt.streamAndReadUntil(target);
     const column_types = typeNames(r);
     return { columns: r.columnNames(), column_types, rows: convertRows(column_types, r.getRowsJson() as unknown[][]) };
+  }
+
+  /**
+   * The whole result of a query whose size its SQL bounds (the runner's page, `LIMIT` bound as a
+   * parameter), materialized by DuckDB in one call and read without another: a streamed read
+   * costs a call to start and one per chunk, each a hop to a libuv worker and back.
+   */
+  async readBounded(sql: string, params?: SqlParams): Promise<TabularResult> {
+    const stmt = await this.prepared(sql);
+    stmt.clearBindings();
+    const values = toValues(params);
+    if (values) stmt.bind(values);
+    const result = await stmt.run();
+    const column_types = typeNames(result);
+    let rows: unknown[][] = [];
+    for (let i = 0; i < result.chunkCount; i++) {
+      const json = result.getChunk(i).convertRows(JsonDuckDBValueConverter) as unknown[][];
+      rows = rows.length ? rows.concat(json) : json;
+    }
+    return { columns: result.columnNames(), column_types, rows: convertRows(column_types, rows) };
   }
 
   /**
@@ -355,7 +388,22 @@ export class Connection implements DbConnection {
   }
 
   interrupt(): void {
-    this.raw.interrupt();
+    if (!this.closed) this.raw.interrupt();
+  }
+
+  /**
+   * The one loop that stops work on this connection (query deadlines, drains, aborted
+   * transforms): DuckDB resets its interrupt flag when a statement starts on a worker, so an
+   * interrupt that lands while the call still waits for a worker is lost. Repeating it until the
+   * caller's work settled is what makes a stop hold.
+   */
+  interruptUntilSettled(settled: Promise<unknown>, options: { everyMs?: number } = {}): Promise<void> {
+    this.interrupt();
+    const repeat = setInterval(() => this.interrupt(), options.everyMs ?? INTERRUPT_REPEAT_MS);
+    // The work itself keeps the process alive while it runs; the loop alone must not.
+    repeat.unref();
+    const stop = () => clearInterval(repeat);
+    return settled.then(stop, stop);
   }
 
   async countStatements(sql: string): Promise<number> {
@@ -530,6 +578,14 @@ export class DuckDatabase implements DatabasePort {
     return this.instance !== null;
   }
 
+  /**
+   * Changes whenever the catalog may have changed (every statement that is not a read, every
+   * reopen): answers derived from the catalog (read-only validations) are kept under it.
+   */
+  get catalogVersion(): number {
+    return this.lookups.version;
+  }
+
   /** Connections out on loan right now. */
   get lentCount(): number {
     return this.lent.size;
@@ -625,6 +681,39 @@ export class DuckDatabase implements DatabasePort {
     return c;
   }
 
+  /** See DatabasePort.scratch: its own in-memory instance, no file access, closed with the connection. */
+  async scratch(options: { readableDirectories?: string[] } = {}): Promise<DbConnection & { close(): void }> {
+    if (this.refusal) throw this.refusal;
+    const inst = await DuckDBInstance.create(':memory:');
+    try {
+      const setup = await inst.connect();
+      try {
+        const dirs = (options.readableDirectories ?? []).map((d) => quoteLiteral(d.endsWith(path.sep) ? d : d + path.sep));
+        await setup.run(`SET allowed_directories = [${dirs.join(', ')}]`);
+        await setup.run(`SET memory_limit = ${quoteLiteral(this.sandbox?.memoryLimit ?? defaultMemoryLimit())}`);
+        await setup.run('SET autoinstall_known_extensions = false');
+        await setup.run('SET autoload_known_extensions = false');
+        await setup.run('SET enable_external_access = false');
+        await setup.run('SET lock_configuration = true');
+      } finally {
+        setup.closeSync();
+      }
+      const c = new Connection(await inst.connect());
+      const closeRaw = c.close.bind(c);
+      let closed = false;
+      c.close = () => {
+        if (closed) return;
+        closed = true;
+        closeRaw();
+        inst.closeSync();
+      };
+      return c;
+    } catch (e) {
+      inst.closeSync();
+      throw e;
+    }
+  }
+
   exclusive<T>(fn: () => Promise<T>): Promise<T> {
     return this.lock.exclusive(fn);
   }
@@ -646,12 +735,17 @@ export class DuckDatabase implements DatabasePort {
     await waitUntil(Date.now() + graceMs);
     if (this.lent.size > 0) {
       report.interrupted = this.lent.size;
-      // An interrupt that lands before DuckDB began a statement is lost: repeat it through the grace.
       const graceEnd = Date.now() + INTERRUPT_GRACE_MS;
-      while (this.lent.size > 0 && Date.now() < graceEnd) {
-        for (const c of this.lent) c.interrupt();
-        await waitUntil(Math.min(graceEnd, Date.now() + 100));
-      }
+      // Each still-lent connection is interrupted until it comes back or the grace ends.
+      const back = (c: Connection) =>
+        new Promise<void>((resolve) => {
+          const check = setInterval(() => {
+            if (this.lent.has(c) && Date.now() < graceEnd) return;
+            clearInterval(check);
+            resolve();
+          }, 10);
+        });
+      await Promise.all([...this.lent].map((c) => c.interruptUntilSettled(back(c), { everyMs: 100 })));
     }
     for (const c of [...this.lent]) {
       report.forced++;

@@ -15,9 +15,6 @@
 import type { Role } from '../sdk/auth.js';
 import { DpError } from '../sdk/errors.js';
 
-/** How often a stopped query's connection is interrupted until DuckDB lets go of it. */
-const INTERRUPT_REPEAT_MS = 25;
-
 /** libuv's thread pool size as it was set for this process (UV_THREADPOOL_SIZE, default 4, at most 1024). */
 export function threadPoolSize(env: NodeJS.ProcessEnv = process.env): number {
   const n = Number.parseInt(env.UV_THREADPOOL_SIZE ?? '', 10);
@@ -57,8 +54,9 @@ export function clientGone(): DpError {
   return new DpError(499, 'client_closed_request', 'The client closed the connection; the query was cancelled');
 }
 
+/** A connection a stopped query's calls run on (kernel/database.ts Connection). */
 interface Interruptible {
-  interrupt(): void;
+  interruptUntilSettled(settled: Promise<unknown>): Promise<void>;
 }
 
 const noop = () => {};
@@ -72,7 +70,8 @@ export class QueryControl {
   private readonly timer: NodeJS.Timeout;
   private readonly pending = new Set<Promise<unknown>>();
   private connection: Interruptible | null = null;
-  private repeat: NodeJS.Timeout | null = null;
+  /** Set while the connection is being interrupted until every guarded call settled. */
+  private interrupting = false;
   private readonly unlisten: () => void;
 
   constructor(
@@ -111,10 +110,13 @@ export class QueryControl {
   }
 
   private interruptWhileBusy(): void {
-    if (this.repeat || this.pending.size === 0) return;
-    const tick = () => this.connection?.interrupt();
-    tick();
-    this.repeat = setInterval(tick, INTERRUPT_REPEAT_MS);
+    if (this.interrupting || this.pending.size === 0 || !this.connection) return;
+    this.interrupting = true;
+    void this.connection.interruptUntilSettled(this.idle()).then(() => {
+      this.interrupting = false;
+      // A call guarded after the loop saw the last one settle is interrupted too.
+      this.interruptWhileBusy();
+    });
   }
 
   /**
@@ -124,13 +126,7 @@ export class QueryControl {
    */
   guard<T>(work: Promise<T>): Promise<T> {
     this.pending.add(work);
-    work.then(noop, noop).finally(() => {
-      this.pending.delete(work);
-      if (this.pending.size === 0 && this.repeat) {
-        clearInterval(this.repeat);
-        this.repeat = null;
-      }
-    });
+    work.then(noop, noop).finally(() => this.pending.delete(work));
     if (this.signal.aborted) {
       this.interruptWhileBusy();
       return Promise.reject(this.signal.reason);

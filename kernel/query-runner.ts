@@ -5,7 +5,7 @@ import type { KernelHooks, QueryContext, QueryResult } from '../sdk/hooks.js';
 import type { Logger, QueryRunner, UserQueryRequest } from '../sdk/plugin.js';
 import { type Connection, translateDbError } from './database.js';
 import { Deadline, QueryControl, QuerySlots, queryWorkers, threadPoolSize } from './query-control.js';
-import { appendWindow, WINDOW_LIMIT_PARAM, WINDOW_OFFSET_PARAM } from './query-window.js';
+import { appendFirstRows, appendWindow, WINDOW_LIMIT_PARAM, WINDOW_OFFSET_PARAM } from './query-window.js';
 import { assertReadOnly } from './readonly.js';
 
 /** A prepared context that an interceptQuery tap already answered; `windowed` when the page is asked in SQL. */
@@ -17,16 +17,28 @@ interface Window {
 }
 
 const noop = () => {};
+const PAGED_TEXTS_MAX = 1000;
 
-/** True when the statement's own top level ends in the runner's `LIMIT $dp_window_limit OFFSET $dp_window_offset`. */
-function pagesTopLevel(tree: SerializedSql): boolean {
+/**
+ * True when the statement's own top level ends in the runner's page: `LIMIT $dp_window_limit
+ * OFFSET $dp_window_offset`, or for the first page `LIMIT <firstRows>` (a constant, no offset).
+ */
+function pagesTopLevel(tree: SerializedSql, firstRows?: number): boolean {
   if (tree.statements.length !== 1) return false;
   const node = tree.statements[0].node;
   // DESCRIBE/SUMMARIZE <query> LIMIT … parses, but the LIMIT then applies to the query described.
   if ((node.from_table as SqlNode | undefined)?.type === 'SHOW_REF') return false;
   const param = (n: unknown, name: string) => (n as SqlNode | null)?.class === 'PARAMETER' && (n as SqlNode).identifier === name;
-  return ((node.modifiers ?? []) as SqlNode[]).some(
-    (m) => m.type === 'LIMIT_MODIFIER' && param(m.limit, WINDOW_LIMIT_PARAM) && param(m.offset, WINDOW_OFFSET_PARAM),
+  const constant = (n: unknown, value: number) => {
+    const c = n as SqlNode | null;
+    return c?.class === 'CONSTANT' && c.value?.is_null === false && Number(c.value?.value) === value;
+  };
+  return ((node.modifiers ?? []) as SqlNode[]).some((m) =>
+    m.type !== 'LIMIT_MODIFIER'
+      ? false
+      : firstRows === undefined
+        ? param(m.limit, WINDOW_LIMIT_PARAM) && param(m.offset, WINDOW_OFFSET_PARAM)
+        : constant(m.limit, firstRows) && m.offset == null,
   );
 }
 
@@ -34,6 +46,8 @@ export class GuardedQueryRunner implements QueryRunner {
   private readonly slots: QuerySlots;
   /** Queries accepted and not yet over. */
   private readonly active = new Set<QueryControl>();
+  /** pagedText's answers by page form and text. */
+  private readonly pagedTexts = new Map<string, string | null>();
 
   constructor(
     private readonly db: DatabasePort,
@@ -47,6 +61,23 @@ export class GuardedQueryRunner implements QueryRunner {
       const q = this.config().query;
       return { perRole: q.max_concurrent, total: workers, maxQueued: q.max_queued };
     });
+  }
+
+  /**
+   * The text with its page asked in SQL (the first `firstRows` rows as a literal, else the
+   * window parameters), or null when DuckDB does not read the appended page as the statement's
+   * own (a LIMIT of its own, SHOW/DESCRIBE). Kept per text: it depends on nothing else.
+   */
+  private async pagedText(sql: string, firstRows: number | undefined): Promise<string | null> {
+    const key = `${firstRows ?? 'window'}\0${sql}`;
+    const hit = this.pagedTexts.get(key);
+    if (hit !== undefined) return hit;
+    const paged = firstRows === undefined ? appendWindow(sql) : appendFirstRows(sql, firstRows);
+    const parsed = await this.db.parse(paged);
+    const answer = parsed.ok && pagesTopLevel(parsed.tree, firstRows) ? paged : null;
+    if (this.pagedTexts.size >= PAGED_TEXTS_MAX) this.pagedTexts.delete(this.pagedTexts.keys().next().value as string);
+    this.pagedTexts.set(key, answer);
+    return answer;
   }
 
   /** Running and waiting user queries per role. */
@@ -91,11 +122,11 @@ export class GuardedQueryRunner implements QueryRunner {
     let windowed = false;
     if (window) {
       // The page goes into the SQL before the final validation, so the checks below see the text that runs.
-      const paged = appendWindow(ctx.sql);
-      const parsed = await this.db.parse(paged);
-      if (parsed.ok && pagesTopLevel(parsed.tree)) {
+      const firstRows = window.offset === 0 ? window.limit + 1 : undefined;
+      const paged = await this.pagedText(ctx.sql, firstRows);
+      if (paged !== null) {
         ctx.sql = paged;
-        ctx.params = { ...(ctx.params ?? {}), [WINDOW_LIMIT_PARAM]: window.limit + 1, [WINDOW_OFFSET_PARAM]: window.offset };
+        if (firstRows === undefined) ctx.params = { ...(ctx.params ?? {}), [WINDOW_LIMIT_PARAM]: window.limit + 1, [WINDOW_OFFSET_PARAM]: window.offset };
         windowed = true;
       }
     }
@@ -184,17 +215,17 @@ export class GuardedQueryRunner implements QueryRunner {
     let result: QueryResult;
     let ctx: QueryContext;
     try {
-      // The first page needs no SQL window: reading stops after limit+1 rows anyway, and the
-      // query keeps its own prepared statement and validation (measured: 0.2 ms of server CPU
-      // per request for the appended window's extra parse and validation).
-      const prepared = await control.guard(this.prepareInternal(req, offset > 0 ? { limit, offset } : undefined));
+      // Every page is asked in SQL when the query allows it (its validation and masking are kept
+      // per text, so the appended window costs no parse): the result is then bounded and comes
+      // back in one DuckDB call. Otherwise skipped rows are dropped chunk by chunk.
+      const prepared = await control.guard(this.prepareInternal(req, { limit, offset }));
       if (prepared.answered) return prepared.answered;
       ctx = prepared.ctx;
       const sql = ctx.sql;
       const params = ctx.params;
-      // Paged in SQL, DuckDB skips the offset; otherwise skipped rows are dropped chunk by chunk.
-      const skip = prepared.windowed ? 0 : offset;
-      const read = await this.execute(control, (c) => (c as Connection).readWindow(sql, skip, limit + 1, params));
+      const read = await this.execute(control, (c) =>
+        prepared.windowed ? (c as Connection).readBounded(sql, params) : (c as Connection).readWindow(sql, offset, limit + 1, params),
+      );
       const truncated = read.rows.length > limit;
       result = { columns: read.columns, column_types: read.column_types, rows: read.rows.slice(0, limit), truncated, offset, limit };
     } catch (e) {

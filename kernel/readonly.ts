@@ -53,12 +53,50 @@ export interface ReadOnlyStatement {
 const CREDENTIAL_TABLES = new Set(['users', 'tokens']);
 
 /**
+ * Validations that passed, per database and SQL text, kept while the database's catalog version
+ * holds (it changes on every statement that is not a read, the same signal as
+ * `catalog.changed`, and on every reopen): what decides a validation (the parse, the catalog's
+ * tables, views and macros) changes only then. A repeated query skips the tree walks and the
+ * catalog lookups. Refusals are not kept: they are rare and cheap to repeat.
+ */
+interface ValidationCache {
+  version: number;
+  passed: Map<string, ReadOnlyStatement>;
+}
+const validations = new WeakMap<DatabasePort, ValidationCache>();
+const VALIDATIONS_MAX = 1000;
+
+/** The database's catalog version (DuckDatabase.catalogVersion), or undefined for a port that has none: nothing is kept then. */
+function catalogVersion(db: DatabasePort): number | undefined {
+  const v = (db as { catalogVersion?: unknown }).catalogVersion;
+  return typeof v === 'number' ? v : undefined;
+}
+
+/**
  * Throws read_only_violation unless sql is a single SELECT (or SHOW/DESCRIBE/SUMMARIZE) that
  * touches no file or state. The `_service` schema is readable by admins only, and its
  * credential tables by nobody. Returns DuckDB's parse of sql and of the user macros it reaches
  * (shared: do not modify them).
  */
 export async function assertReadOnly(db: DatabasePort, sql: string, options: { allowServiceSchema?: boolean } = {}): Promise<ReadOnlyStatement> {
+  const version = catalogVersion(db);
+  const key = `${options.allowServiceSchema ? 'service' : 'user'}\0${sql}`;
+  let cache = validations.get(db);
+  if (version !== undefined && cache?.version === version) {
+    const hit = cache.passed.get(key);
+    if (hit) return hit;
+  }
+  const checked = await validate(db, sql, options);
+  // Kept only when no write ran while the catalog was asked (the version is still the one seen first).
+  if (version !== undefined && catalogVersion(db) === version) {
+    if (!cache || cache.version !== version) validations.set(db, (cache = { version, passed: new Map() }));
+    if (cache.passed.size >= VALIDATIONS_MAX) cache.passed.delete(cache.passed.keys().next().value as string);
+    cache.passed.set(key, checked);
+  }
+  return checked;
+}
+
+async function validate(db: DatabasePort, sql: string, options: { allowServiceSchema?: boolean }): Promise<ReadOnlyStatement> {
   const parsed = await db.parse(sql);
   if (!parsed.ok) {
     if (parsed.notSelect) throw readOnlyError('the statement is not a SELECT (mutations, DDL, COPY, ATTACH, INSTALL/LOAD, PRAGMA, SET and CALL are refused)');

@@ -39,6 +39,12 @@ export interface DbConnection {
   transaction<T>(fn: (c: DbConnection) => Promise<T>): Promise<T>;
   /** Cancels the statement running on this connection (it rejects with an interrupt error). */
   interrupt(): void;
+  /**
+   * Interrupts this connection, and again every `everyMs` (default 25) until `settled` settles:
+   * DuckDB forgets an interrupt that arrives before a statement began on its worker, so a single
+   * one can be lost. Resolves once `settled` settled. The one way to stop work that must stop.
+   */
+  interruptUntilSettled(settled: Promise<unknown>, options?: { everyMs?: number }): Promise<void>;
   /** Number of top-level statements in sql (DuckDB's own splitter). */
   countStatements(sql: string): Promise<number>;
   /**
@@ -129,6 +135,13 @@ export interface DatabasePort {
   withConnection<T>(fn: (c: DbConnection) => Promise<T>): Promise<T>;
   /** A connection of its own (for long work that must be interruptible); close it when done. */
   connect(): Promise<DbConnection & { close(): void }>;
+  /**
+   * A connection to a new, empty in-memory DuckDB that shares nothing with the project's
+   * database and can read no file except under `readableDirectories` (absolute folders the
+   * caller made for it). Closing it discards everything: for work that must never touch the
+   * warehouse, such as model unit tests on mock rows.
+   */
+  scratch(options?: { readableDirectories?: string[] }): Promise<DbConnection & { close(): void }>;
   /**
    * Runs fn under the kernel's write lock: transform, seed, ingest, sync and restore run one at
    * a time (first come, first served); reads go on meanwhile. Re-entrant within fn.
