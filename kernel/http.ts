@@ -39,15 +39,18 @@ function errorReply(reply: FastifyReply, err: DpError): FastifyReply {
   return reply.status(err.status).type('application/json').send(err.toBody());
 }
 
-/** The query parameter a browser's EventSource or WebSocket sends its token in (they cannot set headers). */
-export const TOKEN_QUERY_PARAM = 'access_token';
+/**
+ * The query parameters a browser's EventSource or WebSocket sends its token in (they cannot set
+ * headers): `access_token` (OAuth's name) and `token`, the name the SPEC's clients use.
+ */
+export const TOKEN_QUERY_PARAMS = ['access_token', 'token'] as const;
 
 /** A URL as logged: the path, and the query with the token parameter blanked. */
 function loggedUrl(url: string): string {
   const q = url.indexOf('?');
   if (q < 0) return url;
   const params = new URLSearchParams(url.slice(q + 1));
-  if (params.has(TOKEN_QUERY_PARAM)) params.set(TOKEN_QUERY_PARAM, '***');
+  for (const name of TOKEN_QUERY_PARAMS) if (params.has(name)) params.set(name, '***');
   return `${url.slice(0, q)}?${params.toString()}`;
 }
 
@@ -256,10 +259,11 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
 
   /**
    * WebSocket and SSE: a browser cannot set an Authorization header on them, so the token may
-   * also come as `?access_token=` (only on these routes; the cookie works everywhere).
+   * also come as `?access_token=` or `?token=` (only on these routes; the cookie works everywhere).
    */
   const tokenFromQuery = (req: FastifyRequest) => {
-    const token = (req.query as Record<string, unknown> | undefined)?.[TOKEN_QUERY_PARAM];
+    const query = req.query as Record<string, unknown> | undefined;
+    const token = TOKEN_QUERY_PARAMS.map((name) => query?.[name]).find((t) => typeof t === 'string' && t);
     if (req.headers.authorization === undefined && typeof token === 'string' && token) req.headers.authorization = `Bearer ${token}`;
   };
 

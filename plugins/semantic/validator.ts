@@ -18,7 +18,11 @@ export function metricsValidator(project: ProjectInfo, db: DatabasePort, models:
       }));
       const service = models();
       const known = new Set<string>();
-      for (const m of await service.list()) known.add(m.full_name.toLowerCase());
+      // Models that do not load are the models plugin's problems, listed by its own validator:
+      // the existence check of metric models then waits until they load.
+      const listed = await service.list().then((all) => all, () => null);
+      if (listed === null) return problems;
+      for (const m of listed) known.add(m.full_name.toLowerCase());
       for (const s of await service.seeds()) known.add(s.full_name.toLowerCase());
       for (const src of service.sources()) for (const t of src.tables) known.add(`${src.schema}.${t.name}`.toLowerCase());
       for (const m of metrics) {

@@ -38,7 +38,7 @@ describe('log sink', () => {
       assert.equal((await fetch(`${url}/api/nope/${PLAIN}`)).status, 404);
       // An event stream (a hijacked reply) is logged when it closes, its token blanked.
       const stream = new AbortController();
-      const sse = await fetch(`${url}/api/live-demo/events?access_token=${PLAIN}`, { signal: stream.signal });
+      const sse = await fetch(`${url}/api/live-demo/events?access_token=${PLAIN}&token=${PLAIN}`, { signal: stream.signal });
       assert.equal(sse.status, 200);
       stream.abort();
       await new Promise((r) => setTimeout(r, 200));
@@ -67,7 +67,7 @@ describe('log sink', () => {
         ['GET', 200],
       ],
     );
-    assert.equal(requests[3].url, '/api/live-demo/events?access_token=***');
+    assert.equal(requests[3].url, '/api/live-demo/events?access_token=***&token=***');
     for (const secret of [SECRET, JSON.stringify(SECRET).slice(1, -1), PLAIN]) assert.ok(!stderr.includes(secret), `${secret} leaked: ${stderr}`);
   });
 

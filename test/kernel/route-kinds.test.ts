@@ -144,6 +144,11 @@ describe('websocket, sse and static routes (auth on)', () => {
     const viewer = await readSse(`${s.url}/api/live-demo/events?access_token=${tokens.viewer}`, {}, () => true);
     assert.equal(viewer.status, 403);
     assert.equal(JSON.parse(viewer.text).error.details.required_permission, 'execute');
+    // `?token=` is the same credential under the name EventSource clients of SPEC.md use.
+    const viewerByToken = await readSse(`${s.url}/api/live-demo/events?token=${tokens.viewer}`, {}, () => true);
+    assert.equal(viewerByToken.status, 403);
+    const bogus = await readSse(`${s.url}/api/live-demo/events?token=dp_not_a_token`, {}, () => true);
+    assert.equal(bogus.status, 401);
   });
 
   it('streams live events with ids, replays after Last-Event-ID from the bounded buffer, and sends keepalives', async () => {
