@@ -17,8 +17,13 @@ export interface MaskingPolicy {
   condition_column: string | null;
   condition_value: string | null;
   exempted_roles: string[];
+  /** Why a column is declassified (`method: none`); null for other methods. */
+  reason?: string | null;
   created_at: string;
 }
+
+/** Lifts masking of one column, in particular one masked through lineage (admin only, with a reason). */
+export const DECLASSIFY = 'none';
 
 export type PolicyInput = Partial<Omit<MaskingPolicy, 'id' | 'created_at'>>;
 
@@ -40,6 +45,7 @@ export const MIGRATIONS = [
      created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
    )`,
   },
+  { id: 'masking-002', sql: 'ALTER TABLE _service.masking_policies ADD COLUMN IF NOT EXISTS reason VARCHAR' },
 ];
 
 /** JSON schema of a policy body (POST); PUT uses the same properties, none required. */
@@ -52,6 +58,7 @@ export const policyProperties = {
   condition_column: { type: ['string', 'null'], minLength: 1, description: 'Mask only rows where this column equals condition_value' },
   condition_value: { type: ['string', 'null'], description: 'Value of condition_column that triggers masking' },
   exempted_roles: { type: 'array', items: { type: 'string' }, uniqueItems: true, description: 'Roles that see raw values (default ["admin"])' },
+  reason: { type: ['string', 'null'], description: "Why the column is declassified (required with method 'none', which only admins may set)" },
 } as const;
 
 const REQUIRED = ['schema_name', 'table_name', 'column_name', 'method'] as const;
@@ -89,7 +96,7 @@ export class PolicyStore {
   async load(): Promise<void> {
     const rows = await this.db().all(
       `SELECT id, schema_name, table_name, column_name, method, CAST(method_config AS VARCHAR) AS method_config,
-              condition_column, condition_value, CAST(exempted_roles AS VARCHAR) AS exempted_roles,
+              condition_column, condition_value, CAST(exempted_roles AS VARCHAR) AS exempted_roles, reason,
               strftime(created_at, '%Y-%m-%d %H:%M:%S') AS created_at
          FROM _service.masking_policies ORDER BY created_at, id`,
     );
@@ -103,6 +110,7 @@ export class PolicyStore {
       condition_column: r.condition_column == null ? null : asText(r.condition_column),
       condition_value: r.condition_value == null ? null : asText(r.condition_value),
       exempted_roles: parseJson<string[]>(r.exempted_roles, [...DEFAULT_EXEMPT_ROLES]),
+      reason: r.reason == null ? null : asText(r.reason),
       created_at: asText(r.created_at),
     }));
     this.versionCounter++;
@@ -136,6 +144,22 @@ export class PolicyStore {
       if (typeof v !== 'string' || v.trim() === '') throw badRequest('invalid_policy', `'${field}' is required (a non-empty string)`, { field });
     }
     const method = String(input.method);
+    const reason = typeof input.reason === 'string' && input.reason.trim() ? input.reason.trim() : null;
+    if (method === DECLASSIFY) {
+      if (!reason) throw badRequest('declassification_reason_required', "A policy with method 'none' declassifies a column: give the reason", { field: 'reason' });
+      if (input.condition_column) throw badRequest('invalid_policy', "A declassification ('none') applies to every row: it takes no condition", { field: 'condition_column' });
+      return {
+        schema_name: String(input.schema_name),
+        table_name: String(input.table_name),
+        column_name: String(input.column_name),
+        method,
+        method_config: {},
+        condition_column: null,
+        condition_value: null,
+        exempted_roles: [],
+        reason,
+      };
+    }
     if (!this.catalog.has(method)) {
       throw badRequest('unknown_masking_method', `Unknown masking method '${method}'; known methods: ${this.catalog.names().join(', ')}`, {
         field: 'method',
@@ -166,6 +190,7 @@ export class PolicyStore {
       condition_column,
       condition_value: condition_value === null ? null : String(condition_value),
       exempted_roles: [...new Set(roles as string[])],
+      reason,
     };
   }
 
@@ -207,9 +232,9 @@ export class PolicyStore {
     this.assertConditionVisible(p);
     const id = crypto.randomUUID();
     await this.db().run(
-      `INSERT INTO _service.masking_policies (id, schema_name, table_name, column_name, method, method_config, condition_column, condition_value, exempted_roles)
-       VALUES ($1, $2, $3, $4, $5, $6::JSON, $7, $8, $9::JSON)`,
-      [id, p.schema_name, p.table_name, p.column_name, p.method, JSON.stringify(p.method_config), p.condition_column, p.condition_value, JSON.stringify(p.exempted_roles)],
+      `INSERT INTO _service.masking_policies (id, schema_name, table_name, column_name, method, method_config, condition_column, condition_value, exempted_roles, reason)
+       VALUES ($1, $2, $3, $4, $5, $6::JSON, $7, $8, $9::JSON, $10)`,
+      [id, p.schema_name, p.table_name, p.column_name, p.method, JSON.stringify(p.method_config), p.condition_column, p.condition_value, JSON.stringify(p.exempted_roles), p.reason ?? null],
     );
     await this.load();
     return this.get(id);
@@ -225,8 +250,8 @@ export class PolicyStore {
     this.assertConditionVisible(p, id);
     await this.db().run(
       `UPDATE _service.masking_policies SET schema_name = $2, table_name = $3, column_name = $4, method = $5, method_config = $6::JSON,
-              condition_column = $7, condition_value = $8, exempted_roles = $9::JSON WHERE id = $1`,
-      [id, p.schema_name, p.table_name, p.column_name, p.method, JSON.stringify(p.method_config), p.condition_column, p.condition_value, JSON.stringify(p.exempted_roles)],
+              condition_column = $7, condition_value = $8, exempted_roles = $9::JSON, reason = $10 WHERE id = $1`,
+      [id, p.schema_name, p.table_name, p.column_name, p.method, JSON.stringify(p.method_config), p.condition_column, p.condition_value, JSON.stringify(p.exempted_roles), p.reason ?? null],
     );
     await this.load();
     return this.get(id);
