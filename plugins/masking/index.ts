@@ -62,9 +62,11 @@ export default definePlugin({
     ctx.tap('interceptQuery', async (q) => interceptMaskingCommand(q, store));
     ctx.tap('beforeQuery', async (q) => enforcer.beforeQuery(q));
 
-    const service: MaskingService = {
+    const service: MaskingService & { derivations(): number } = {
       maskedColumns: (caller, schema, table) => enforcer.maskedColumns(caller, schema, table),
       maskedColumnNames: (caller) => enforcer.maskedColumnNames(caller),
+      // How many times policies were derived from lineage (tests: queries alone never derive).
+      derivations: () => enforcer.derived.stats.derivations,
     };
     ctx.services.provide(MASKING_SERVICE, service);
 

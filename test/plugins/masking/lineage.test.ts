@@ -195,6 +195,20 @@ describe('masking through lineage', () => {
     }
   });
 
+  it('derives policies at build time, not per query', async () => {
+    await query(srv, 'viewer', 'SELECT contact FROM m.renamed');
+    const derived = (srv.s.app.services.get<any>('masking') as any).derivations as () => number;
+    const before = derived();
+    for (let i = 0; i < 5; i++) {
+      const r = await query(srv, 'viewer', `SELECT contact, ${i} AS i FROM m.renamed`);
+      assert.equal(r.status, 200, r.text);
+    }
+    assert.equal(derived(), before, 'queries alone do not derive policies again');
+    await srv.s.app.services.get<any>('models').transform({ targets: ['m.pass'] });
+    await query(srv, 'viewer', 'SELECT contact FROM m.renamed');
+    assert.equal(derived(), before + 1, 'a build derives them again once');
+  });
+
   it('refuses predicates on a derived masked column with 403, like the source column', async () => {
     for (const sql of [
       "SELECT id FROM m.renamed WHERE contact LIKE 'a%'",
