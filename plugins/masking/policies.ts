@@ -45,7 +45,8 @@ export const MIGRATIONS = [
      created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
    )`,
   },
-  { id: 'masking-002', sql: 'ALTER TABLE _service.masking_policies ADD COLUMN IF NOT EXISTS reason VARCHAR' },
+  // A table of its own rather than an ALTER of the policies table: DuckDB fails to replay an ALTER TABLE from the WAL of a file reopened in the same process.
+  { id: 'masking-002', sql: 'CREATE TABLE IF NOT EXISTS _service.masking_reasons (policy_id VARCHAR PRIMARY KEY, reason VARCHAR NOT NULL)' },
 ];
 
 /** JSON schema of a policy body (POST); PUT uses the same properties, none required. */
@@ -96,9 +97,9 @@ export class PolicyStore {
   async load(): Promise<void> {
     const rows = await this.db().all(
       `SELECT id, schema_name, table_name, column_name, method, CAST(method_config AS VARCHAR) AS method_config,
-              condition_column, condition_value, CAST(exempted_roles AS VARCHAR) AS exempted_roles, reason,
+              condition_column, condition_value, CAST(exempted_roles AS VARCHAR) AS exempted_roles, r.reason,
               strftime(created_at, '%Y-%m-%d %H:%M:%S') AS created_at
-         FROM _service.masking_policies ORDER BY created_at, id`,
+         FROM _service.masking_policies p LEFT JOIN _service.masking_reasons r ON r.policy_id = p.id ORDER BY created_at, id`,
     );
     this.policies = rows.map((r) => ({
       id: asText(r.id),
@@ -226,16 +227,23 @@ export class PolicyStore {
     if (conditioned) refuse(`Column '${p.column_name}' is the condition column of policy '${conditioned.id}': masking it would be revealed by which rows that policy masks`, p.column_name);
   }
 
+  /** The reason of a declassification (or any policy given one), kept beside the policy. */
+  private async saveReason(id: string, reason: string | null): Promise<void> {
+    await this.db().run('DELETE FROM _service.masking_reasons WHERE policy_id = $1', [id]);
+    if (reason) await this.db().run('INSERT INTO _service.masking_reasons (policy_id, reason) VALUES ($1, $2)', [id, reason]);
+  }
+
   async create(input: PolicyInput): Promise<MaskingPolicy> {
     const p = this.validate(input);
     this.assertUnique(p);
     this.assertConditionVisible(p);
     const id = crypto.randomUUID();
     await this.db().run(
-      `INSERT INTO _service.masking_policies (id, schema_name, table_name, column_name, method, method_config, condition_column, condition_value, exempted_roles, reason)
-       VALUES ($1, $2, $3, $4, $5, $6::JSON, $7, $8, $9::JSON, $10)`,
-      [id, p.schema_name, p.table_name, p.column_name, p.method, JSON.stringify(p.method_config), p.condition_column, p.condition_value, JSON.stringify(p.exempted_roles), p.reason ?? null],
+      `INSERT INTO _service.masking_policies (id, schema_name, table_name, column_name, method, method_config, condition_column, condition_value, exempted_roles)
+       VALUES ($1, $2, $3, $4, $5, $6::JSON, $7, $8, $9::JSON)`,
+      [id, p.schema_name, p.table_name, p.column_name, p.method, JSON.stringify(p.method_config), p.condition_column, p.condition_value, JSON.stringify(p.exempted_roles)],
     );
+    await this.saveReason(id, p.reason ?? null);
     await this.load();
     return this.get(id);
   }
@@ -250,9 +258,10 @@ export class PolicyStore {
     this.assertConditionVisible(p, id);
     await this.db().run(
       `UPDATE _service.masking_policies SET schema_name = $2, table_name = $3, column_name = $4, method = $5, method_config = $6::JSON,
-              condition_column = $7, condition_value = $8, exempted_roles = $9::JSON, reason = $10 WHERE id = $1`,
-      [id, p.schema_name, p.table_name, p.column_name, p.method, JSON.stringify(p.method_config), p.condition_column, p.condition_value, JSON.stringify(p.exempted_roles), p.reason ?? null],
+              condition_column = $7, condition_value = $8, exempted_roles = $9::JSON WHERE id = $1`,
+      [id, p.schema_name, p.table_name, p.column_name, p.method, JSON.stringify(p.method_config), p.condition_column, p.condition_value, JSON.stringify(p.exempted_roles)],
     );
+    await this.saveReason(id, p.reason ?? null);
     await this.load();
     return this.get(id);
   }
@@ -260,6 +269,7 @@ export class PolicyStore {
   async remove(id: string): Promise<MaskingPolicy> {
     const p = this.get(id);
     await this.db().run('DELETE FROM _service.masking_policies WHERE id = $1', [id]);
+    await this.db().run('DELETE FROM _service.masking_reasons WHERE policy_id = $1', [id]);
     await this.load();
     return p;
   }
