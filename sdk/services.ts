@@ -177,10 +177,18 @@ export interface ModelLineage {
   columns: Record<string, ColumnSource[]>;
   depends_on: string[];
   method?: 'parser' | 'regex';
+  /**
+   * Output column → how its value relates to its sources: `pass` keeps a source value (a
+   * reference, rename or cast), `count` is a plain count(col), `computed` is anything else.
+   * The masking plugin propagates policies by it.
+   */
+  kinds?: Record<string, 'pass' | 'computed' | 'count'>;
 }
 
 export interface LineageService {
   lineage(model: string): Promise<ModelLineage>;
+  /** Lineage of every model (cached per model by content hash and upstream columns). */
+  all(): Promise<ModelLineage[]>;
   /** The project's `exposures:` (the lineage plugin owns that key), `depends_on` defaulted to []. */
   exposures(): ExposureConfig[];
 }

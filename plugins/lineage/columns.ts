@@ -31,9 +31,18 @@ export interface LineageEnv {
   describe?(sql: string): Promise<string[]>;
 }
 
+/**
+ * How an output column's value relates to its sources (the masking plugin propagates policies
+ * by it): `pass` keeps a source value as it is (a reference, a rename, a cast), `count` is a
+ * plain count(col) (reveals no value), `computed` is anything else.
+ */
+export type ColumnKind = 'pass' | 'computed' | 'count';
+
 export interface ColumnLineageResult {
   /** Output column → sources, in output order. */
   columns: Record<string, ColumnSource[]>;
+  /** Output column → how its value relates to its sources. */
+  kinds: Record<string, ColumnKind>;
   /** Output column names in order (object key order is not reliable for numeric names). */
   order: string[];
   /** Upstream base relations the SQL reads, as resolved `schema.name`. */
@@ -45,7 +54,19 @@ export interface ColumnLineageResult {
 interface OutCol {
   name: string;
   sources: ColumnSource[];
+  /** How the value relates to its sources; absent means `pass` (a column read as it is). */
+  kind?: ColumnKind;
 }
+
+/** The kind of a column made from several (UNION branches, USING sides): computed wins. */
+function mergeKind(a: ColumnKind | undefined, b: ColumnKind | undefined): ColumnKind | undefined {
+  if (a === 'computed' || b === 'computed') return 'computed';
+  if (a === 'count' || b === 'count') return 'computed';
+  return undefined;
+}
+
+/** Casts keep the value (a rename of its type). */
+const CAST_CLASSES = new Set(['CAST']);
 
 interface Rel {
   /** Lower-cased name used to qualify columns (alias, or table name). */
@@ -154,15 +175,20 @@ class Analyzer {
     // EXCEPT keeps only left-hand values; the right side just filters rows.
     if (String(node.setop_type).startsWith('EXCEPT')) return left;
     const byName = String(node.setop_type).includes('BY_NAME') || left.some((c) => c.name === STAR) || right.some((c) => c.name === STAR);
-    const out = left.map((c) => ({ name: c.name, sources: [...c.sources] }));
+    const out: OutCol[] = left.map((c) => ({ name: c.name, sources: [...c.sources], kind: c.kind }));
     if (!byName && left.length === right.length) {
-      right.forEach((c, i) => addSources(out[i]!.sources, c.sources));
+      right.forEach((c, i) => {
+        addSources(out[i]!.sources, c.sources);
+        out[i]!.kind = mergeKind(out[i]!.kind, c.kind);
+      });
       return out;
     }
     for (const c of right) {
       const hit = out.find((o) => lc(o.name) === lc(c.name));
-      if (hit) addSources(hit.sources, c.sources);
-      else out.push({ name: c.name, sources: [...c.sources] });
+      if (hit) {
+        addSources(hit.sources, c.sources);
+        hit.kind = mergeKind(hit.kind, c.kind);
+      } else out.push({ name: c.name, sources: [...c.sources], kind: c.kind });
     }
     return out;
   }
@@ -183,7 +209,7 @@ class Analyzer {
       }
       const sources = await this.expr(item, scope);
       const name = item.alias ? String(item.alias) : await this.expressionName(item);
-      out.push({ name, sources });
+      out.push({ name, sources, kind: this.kindOf(item, scope) });
       if (item.alias) scope.aliases.set(lc(String(item.alias)), sources);
     }
     return out;
@@ -229,7 +255,7 @@ class Analyzer {
         for (let i = 0; i < width; i++) {
           const sources: ColumnSource[] = [];
           for (const row of rows) addSources(sources, await this.expr(row[i]!, scope));
-          cols.push({ name: `col${i}`, sources });
+          cols.push({ name: `col${i}`, sources, kind: 'computed' });
         }
         scope.rels.push({ alias: lc(ref.alias || 'valueslist'), cols });
         return;
@@ -239,8 +265,8 @@ class Analyzer {
         const names: string[] = ref.column_name_alias ?? [];
         const argSources = await this.expr(ref.function ?? {}, scope);
         const cols: OutCol[] = names.length
-          ? names.map((n) => ({ name: n, sources: [...argSources] }))
-          : [{ name: STAR, sources: argSources.length ? argSources : [{ source_table: fn, source_column: STAR }] }];
+          ? names.map((n) => ({ name: n, sources: [...argSources], kind: 'computed' as const }))
+          : [{ name: STAR, sources: argSources.length ? argSources : [{ source_table: fn, source_column: STAR }], kind: 'computed' as const }];
         scope.rels.push({ alias: lc(ref.alias || fn), cols });
         return;
       }
@@ -286,12 +312,13 @@ class Analyzer {
     const groups: string[] = (ref.groups ?? []).map(String);
     const out: OutCol[] = [];
     if (groups.length) {
-      for (const g of groups) out.push({ name: g, sources: this.column([g], inner) });
+      for (const g of groups) out.push({ name: g, sources: this.column([g], inner), kind: this.columnKind([g], inner) });
     } else {
-      for (const c of all) if (c.name !== STAR && !read.has(lc(c.name))) out.push({ name: c.name, sources: [...c.sources] });
+      for (const c of all) if (c.name !== STAR && !read.has(lc(c.name))) out.push({ name: c.name, sources: [...c.sources], kind: c.kind });
     }
     const unknown = all.filter((c) => c.name === STAR).flatMap((c) => c.sources);
-    out.push({ name: STAR, sources: addSources([...pivotSources], groups.length ? [] : unknown) });
+    // Pivoted cells are aggregates of the USING expressions.
+    out.push({ name: STAR, sources: addSources([...pivotSources], groups.length ? [] : unknown), kind: 'computed' });
     return out;
   }
 
@@ -327,12 +354,18 @@ class Analyzer {
           kept.push({ name: STAR, sources: [...c.sources] });
           continue;
         }
-        if (!gone.has(lc(c.name)) && complete) kept.push({ name: c.name, sources: [...c.sources] });
+        if (!gone.has(lc(c.name)) && complete) kept.push({ name: c.name, sources: [...c.sources], kind: c.kind });
       }
     }
     const names: string[] = (pivot.unpivot_names ?? []).map(String);
     const values: string[] = (ref.unpivot_names ?? []).map(String);
-    return [...kept, ...names.map((n) => ({ name: n, sources: [...valueSources] })), ...values.map((n) => ({ name: n, sources: [...valueSources] }))];
+    // The name column holds column names; the value column holds the unpivoted values as they are.
+    const valueKind: ColumnKind | undefined = unpivoted.some((c) => c.kind === 'computed' || c.kind === 'count') ? 'computed' : undefined;
+    return [
+      ...kept,
+      ...names.map((n) => ({ name: n, sources: [...valueSources], kind: 'computed' as const })),
+      ...values.map((n) => ({ name: n, sources: [...valueSources], kind: valueKind })),
+    ];
   }
 
   // ------------------------------------------------------------------ stars
@@ -364,6 +397,7 @@ class Analyzer {
           const first = seenMerged.get(key);
           if (first) {
             addSources(first.sources, col.sources);
+            first.kind = mergeKind(first.kind, col.kind);
             continue;
           }
         }
@@ -371,6 +405,7 @@ class Analyzer {
         const entry: OutCol = {
           name: rename.get(key) ?? col.name,
           sources: replacement ? await this.expr(replacement, scope) : [...col.sources],
+          kind: replacement ? this.kindOf(replacement, scope) : col.kind,
         };
         if (scope.merged.has(key)) seenMerged.set(key, entry);
         out.push(entry);
@@ -432,7 +467,8 @@ class Analyzer {
     } else if (item.alias && matches.length === 1) {
       names = [String(item.alias)];
     }
-    return matches.map((m, i) => ({ name: names[i] ?? m.name, sources: addSources([...m.sources], rest) }));
+    // COLUMNS(*) alone keeps each column; an expression over it computes.
+    return matches.map((m, i) => ({ name: names[i] ?? m.name, sources: addSources([...m.sources], rest), kind: item === star ? m.kind : ('computed' as const) }));
   }
 
   // ------------------------------------------------------------------ expressions
@@ -509,6 +545,60 @@ class Analyzer {
       if (found.length) return found;
     }
     return [];
+  }
+
+  // ------------------------------------------------------------------ kinds
+
+  /** How a select item's value relates to its sources (see ColumnKind). */
+  kindOf(item: SqlNode, scope: Scope): ColumnKind {
+    if (item.class === 'COLUMN_REF') return this.columnKind(item.column_names as string[], scope);
+    if (CAST_CLASSES.has(String(item.class)) && item.child) return this.kindOf(item.child, scope) === 'pass' ? 'pass' : 'computed';
+    if (item.class === 'AGGREGATE' || item.class === 'FUNCTION') {
+      const fn = lc(String(item.function_name ?? ''));
+      const args: SqlNode[] = item.children ?? [];
+      const plainCount = fn === 'count' || fn === 'count_star';
+      if (plainCount && !item.distinct && !item.filter && !item.order_bys?.orders?.length && args.every((a) => a.class === 'COLUMN_REF' || a.class === 'CONSTANT')) {
+        return 'count';
+      }
+    }
+    return 'computed';
+  }
+
+  /** The kind of a column a reference resolves to (a select alias counts as computed). */
+  columnKind(names: string[], scope: Scope): ColumnKind {
+    const parts = names.map(String);
+    if (parts.length === 1 && scope.lambdaParams.has(lc(parts[0]!))) return 'computed';
+    const ofRel = (rel: Rel, name: string): ColumnKind | undefined => {
+      const exact = rel.cols.find((c) => c.name !== STAR && lc(c.name) === lc(name));
+      if (exact) return exact.kind ?? 'pass';
+      const star = rel.cols.find((c) => c.name === STAR);
+      return star ? (star.kind ?? 'pass') : undefined;
+    };
+    if (parts.length >= 2) {
+      for (let sc: Scope | undefined = scope; sc; sc = sc.parent) {
+        if (parts.length >= 3) {
+          const rel = sc.rels.find((r) => r.schema === lc(parts[0]!) && r.alias === lc(parts[1]!));
+          if (rel) return parts.length === 3 ? (ofRel(rel, parts[2]!) ?? 'computed') : 'computed';
+        }
+        const rel = sc.rels.find((r) => r.alias === lc(parts[0]!));
+        // `t.col.field` reads a part of the value: computed.
+        if (rel) return parts.length === 2 ? (ofRel(rel, parts[1]!) ?? 'computed') : 'computed';
+      }
+      return 'computed';
+    }
+    const name = parts[0]!;
+    for (let sc: Scope | undefined = scope; sc; sc = sc.parent) {
+      const kinds: ColumnKind[] = [];
+      for (const rel of sc.rels) {
+        const exact = rel.cols.find((c) => c.name !== STAR && lc(c.name) === lc(name));
+        if (exact) kinds.push(exact.kind ?? 'pass');
+      }
+      if (kinds.length) return kinds.every((k) => k === 'pass') ? 'pass' : 'computed';
+      if (sc.aliases.has(lc(name))) return 'computed';
+      const unknown = sc.rels.find((r) => r.cols.some((c) => c.name === STAR));
+      if (unknown) return unknown.cols.find((c) => c.name === STAR)!.kind ?? 'pass';
+    }
+    return 'computed';
   }
 
   // ------------------------------------------------------------------ naming
@@ -594,9 +684,9 @@ function renameColumns(cols: OutCol[], aliases: string[]): OutCol[] {
   if (!aliases.length) return cols;
   if (cols.some((c) => c.name === STAR)) {
     const star = cols.find((c) => c.name === STAR)!;
-    return [...aliases.map((a) => ({ name: a, sources: throughStar(star, a) })), star];
+    return [...aliases.map((a) => ({ name: a, sources: throughStar(star, a), kind: star.kind })), star];
   }
-  return cols.map((c, i) => (i < aliases.length ? { name: aliases[i]!, sources: c.sources } : c));
+  return cols.map((c, i) => (i < aliases.length ? { name: aliases[i]!, sources: c.sources, kind: c.kind } : c));
 }
 
 /** The COLUMNS(...) star inside a select item, if any (not inside a subquery). */
@@ -626,14 +716,16 @@ function dedupeNames(cols: OutCol[]): OutCol[] {
   for (const c of cols) {
     if (c.name === STAR) {
       const prev = out.find((o) => o.name === STAR);
-      if (prev) addSources(prev.sources, c.sources);
-      else out.push({ name: STAR, sources: [...c.sources] });
+      if (prev) {
+        addSources(prev.sources, c.sources);
+        prev.kind = mergeKind(prev.kind, c.kind);
+      } else out.push({ name: STAR, sources: [...c.sources], kind: c.kind });
       continue;
     }
     let name = c.name;
     for (let i = 1; used.has(lc(name)); i++) name = `${c.name}_${i}`;
     used.add(lc(name));
-    out.push({ name, sources: c.sources });
+    out.push({ name, sources: c.sources, kind: c.kind });
   }
   return out;
 }
@@ -651,8 +743,12 @@ export async function columnLineage(sql: string, dependsOn: string[], env: Linea
   const analyzer = new Analyzer(env, dependsOn);
   const cols = dedupeNames(await analyzer.node(root, undefined, new Map()));
   const columns: Record<string, ColumnSource[]> = {};
-  for (const c of cols) columns[c.name] = c.sources;
-  return { columns, order: cols.map((c) => c.name), relations: analyzer.relations, complete: !cols.some((c) => c.name === STAR) };
+  const kinds: Record<string, ColumnKind> = {};
+  for (const c of cols) {
+    columns[c.name] = c.sources;
+    kinds[c.name] = c.kind ?? 'pass';
+  }
+  return { columns, kinds, order: cols.map((c) => c.name), relations: analyzer.relations, complete: !cols.some((c) => c.name === STAR) };
 }
 
 /**
@@ -664,9 +760,12 @@ export function reconcileWithRelation(result: ColumnLineageResult, columns: stri
   if (result.complete || !columns?.length) return result;
   const star = result.columns[STAR];
   const out: Record<string, ColumnSource[]> = {};
+  const kinds: Record<string, ColumnKind> = {};
   for (const name of columns) {
     const hit = result.order.find((o) => o !== STAR && lc(o) === lc(name));
     out[name] = hit ? [...result.columns[hit]!] : star ? throughStar({ name: STAR, sources: star }, name) : [];
+    // A column named only by the built relation is unknown here: computed unless the star passes columns through.
+    kinds[name] = hit ? (result.kinds[hit] ?? 'pass') : star ? (result.kinds[STAR] ?? 'computed') : 'computed';
   }
-  return { columns: out, order: [...columns], relations: result.relations, complete: true };
+  return { columns: out, kinds, order: [...columns], relations: result.relations, complete: true };
 }

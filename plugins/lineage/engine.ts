@@ -128,8 +128,12 @@ export class LineageEngine {
       const final = reconcileWithRelation(entry.result, live.get(key(model.full_name)));
       outputs.set(key(model.full_name), final);
       const columns: ModelLineage['columns'] = {};
-      for (const name of final.order) columns[name] = final.columns[name]!.map((s) => ({ ...s }));
-      results.set(key(model.full_name), { model: model.full_name, columns, depends_on: [...model.depends_on], method: entry.method });
+      const kinds: NonNullable<ModelLineage['kinds']> = {};
+      for (const name of final.order) {
+        columns[name] = final.columns[name]!.map((s) => ({ ...s }));
+        kinds[name] = final.kinds[name] ?? 'computed';
+      }
+      results.set(key(model.full_name), { model: model.full_name, columns, kinds, depends_on: [...model.depends_on], method: entry.method });
     }
     return results;
   }

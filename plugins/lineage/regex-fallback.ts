@@ -115,7 +115,9 @@ export function regexLineage(sql: string, dependsOn: string[]): ColumnLineageRes
       }
     }
   }
-  return { columns, order, relations: tables, complete: !(STAR in columns) };
+  // The text alone cannot tell a reference from a computation: every column counts as computed.
+  const kinds = Object.fromEntries(order.map((c) => [c, 'computed' as const]));
+  return { columns, kinds, order, relations: tables, complete: !(STAR in columns) };
 }
 
 function nameOf(item: string): { name: string; expression: string } {

@@ -1,8 +1,11 @@
 /** `dp mask add | list | remove`: policy management from the command line. */
 import { badRequest, type CliIO, type PluginContext } from '../../sdk/index.js';
+import type { DerivedPolicy } from './derived.js';
 import type { MaskingPolicy, PolicyStore } from './policies.js';
 
-const LIST_COLUMNS = ['id', 'schema_name', 'table_name', 'column_name', 'method', 'method_config', 'condition', 'exempted_roles', 'created_at'];
+const DERIVED_COLUMNS = ['schema_name', 'table_name', 'column_name', 'method', 'kind', 'sources', 'exempted_roles'];
+
+const LIST_COLUMNS = ['id', 'schema_name', 'table_name', 'column_name', 'method', 'method_config', 'condition', 'exempted_roles', 'reason', 'created_at'];
 
 function row(p: MaskingPolicy): Record<string, unknown> {
   return {
@@ -14,6 +17,7 @@ function row(p: MaskingPolicy): Record<string, unknown> {
     method_config: Object.keys(p.method_config).length ? JSON.stringify(p.method_config) : '',
     condition: p.condition_column ? `${p.condition_column} = ${p.condition_value}` : '',
     exempted_roles: p.exempted_roles.join(','),
+    reason: p.reason ?? '',
     created_at: p.created_at,
   };
 }
@@ -25,7 +29,7 @@ function roles(value: unknown): string[] | undefined {
   return list.map((r) => r.trim()).filter(Boolean);
 }
 
-export function registerCommands(ctx: PluginContext, store: PolicyStore): void {
+export function registerCommands(ctx: PluginContext, store: PolicyStore, derived: () => Promise<readonly DerivedPolicy[]>): void {
   ctx.command('mask add', async (args, io: CliIO) => {
     await store.ensureLoaded();
     let method_config: unknown = undefined;
@@ -48,14 +52,22 @@ export function registerCommands(ctx: PluginContext, store: PolicyStore): void {
       exempted_roles: roles(args.exempt),
       condition_column: args['condition-column'] ?? null,
       condition_value: args['condition-value'] === undefined ? null : String(args['condition-value']),
+      reason: args.reason === undefined ? null : String(args.reason),
     });
     if (io.wantsJson) io.json(policy);
     else io.out(`Created masking policy ${policy.id}: ${policy.schema_name}.${policy.table_name}.${policy.column_name} → ${policy.method} (exempt: ${policy.exempted_roles.join(', ') || 'none'})`);
     return 0;
   });
 
-  ctx.command('mask list', async (_args, io: CliIO) => {
+  ctx.command('mask list', async (args, io: CliIO) => {
     await store.ensureLoaded();
+    if (args.derived) {
+      const list = await derived();
+      if (io.wantsJson) io.json(list);
+      else if (!list.length) io.out('No derived masking policies (no model column comes from a masked column).');
+      else io.table(list.map((p) => ({ ...p, sources: p.sources.join(', '), exempted_roles: p.exempted_roles.join(',') })), DERIVED_COLUMNS);
+      return 0;
+    }
     const policies = store.list();
     if (io.wantsJson) io.json(policies);
     else if (!policies.length) io.out('No masking policies.');

@@ -18,6 +18,7 @@ import {
   forbidden,
   hasPermission,
   isDpError,
+  type LineageService,
   type Logger,
   type MacroBody,
   type ParsedSql,
@@ -51,6 +52,7 @@ import {
 } from './rewrite.js';
 import { findUnmaskedLate, type LatePlan, lateTemplateSql, planLate, type ResolveSource, spliceLate } from './late.js';
 import { spliceRewrite } from './splice.js';
+import { DECLASSIFY_METHOD, DerivedPolicies } from './derived.js';
 
 const CACHE_MAX = 1000;
 /** Methods whose output keeps the column's type (so a conditional mask needs no cast). */
@@ -124,14 +126,31 @@ export class MaskingEnforcer {
   /** Parses already checked for the key schema (the kernel caches one tree per SQL text). */
   private readonly keyChecked = new WeakSet<object>();
 
+  /** Policies derived from column lineage (derived.ts), enforced like explicit ones. */
+  readonly derived: DerivedPolicies;
+
   constructor(
     private readonly ctx: Pick<PluginContext, 'db'>,
     private readonly catalog: MethodCatalog,
     private readonly store: PolicyStore,
     private readonly settings: () => MaskingSettings,
     private readonly log: Logger,
+    lineage: () => LineageService | undefined = () => undefined,
   ) {
     this.relations = new RelationCatalog(ctx.db);
+    this.derived = new DerivedPolicies(lineage, store, this.relations, log);
+  }
+
+  /** Explicit and derived policies, current (derived ones are derived again only after a change). */
+  private async allPolicies(): Promise<readonly MaskingPolicy[]> {
+    await this.store.ensureLoaded();
+    const derived = await this.derived.current();
+    return derived.length ? [...this.store.all(), ...derived] : this.store.all();
+  }
+
+  /** Changes with every explicit or derived policy change (part of the rewrite cache key). */
+  private get policyVersion(): string {
+    return `${this.store.version}.${this.derived.version}`;
   }
 
   /** Without --auth every caller is an unauthenticated admin: exempt unless enforce_without_auth. */
@@ -146,10 +165,11 @@ export class MaskingEnforcer {
    * `/api/query` masks for `SELECT *` of it, or the endpoint would be a way around the query's
    * masks. A policy on the very table still wins over a namesake (masksFor).
    */
-  bindingPolicies(caller: Caller): MaskingPolicy[] {
+  bindingPolicies(caller: Caller, all: readonly MaskingPolicy[] = this.store.all()): MaskingPolicy[] {
     const cls = this.callerClass(caller);
     if (cls === 'exempt-all') return [];
-    return this.store.all().filter((p) => cls === 'bound-all' || !p.exempted_roles.includes(cls));
+    // A declassification (`method: none`) binds everyone: it lifts masking of its column for every role.
+    return all.filter((p) => cls === 'bound-all' || p.method === DECLASSIFY_METHOD || !p.exempted_roles.includes(cls));
   }
 
   /** Columns of schema.table this caller sees masked (the `masking` service). */
@@ -159,14 +179,13 @@ export class MaskingEnforcer {
       const snap = await this.relations.snapshot();
       return RelationCatalog.resolve(snap, { catalog: '', schema, table })?.columns.map((c) => c.name) ?? [];
     }
-    await this.store.ensureLoaded();
-    const policies = this.bindingPolicies(caller);
-    if (!policies.length) return [];
+    const policies = this.bindingPolicies(caller, await this.allPolicies());
+    if (!policies.some((p) => p.method !== DECLASSIFY_METHOD)) return [];
     const snap = await this.relations.snapshot();
     const rel = RelationCatalog.resolve(snap, { catalog: '', schema, table });
     if (!rel) {
       const own = (p: MaskingPolicy) => p.schema_name.toLowerCase() === schema.toLowerCase() && p.table_name.toLowerCase() === table.toLowerCase();
-      return policies.filter(own).map((p) => p.column_name);
+      return policies.filter((p) => own(p) && p.method !== DECLASSIFY_METHOD).map((p) => p.column_name);
     }
     return this.masksFor(rel, policies).map((m) => m.column);
   }
@@ -179,13 +198,16 @@ export class MaskingEnforcer {
   static missingPolicyColumns(rel: Relation, policies: MaskingPolicy[]): MaskingPolicy[] {
     const s = rel.schema.toLowerCase();
     const t = rel.name.toLowerCase();
-    return policies.filter((p) => p.schema_name.toLowerCase() === s && p.table_name.toLowerCase() === t && !rel.byName.has(p.column_name.toLowerCase()));
+    // Derived policies follow a model's SQL, which may be ahead of its build: only explicit ones say a column should exist.
+    return policies.filter(
+      (p) => !('derived' in p) && p.method !== DECLASSIFY_METHOD && p.schema_name.toLowerCase() === s && p.table_name.toLowerCase() === t && !rel.byName.has(p.column_name.toLowerCase()),
+    );
   }
 
   /** Lower-case names of the columns any policy masks for this caller (the `masking` service). */
   async maskedColumnNames(caller: Caller): Promise<string[]> {
-    await this.store.ensureLoaded();
-    return [...new Set(this.bindingPolicies(caller).map((p) => p.column_name.toLowerCase()))];
+    const policies = this.bindingPolicies(caller, await this.allPolicies()).filter((p) => p.method !== DECLASSIFY_METHOD);
+    return [...new Set(policies.map((p) => p.column_name.toLowerCase()))];
   }
 
   /** The mask of each masked column of a relation; column references are qualified by `qualifier` when given. */
@@ -200,7 +222,12 @@ export class MaskingEnforcer {
       if (!candidates.length) continue;
       const sameTable = (p: MaskingPolicy) => p.schema_name.toLowerCase() === rel.schema.toLowerCase() && p.table_name.toLowerCase() === rel.name.toLowerCase();
       // Policies match by column name (rule 4, every route alike); a policy on this very table wins over one on a namesake column elsewhere.
-      chosen.set(name, candidates.find(sameTable) ?? candidates[0]);
+      // An explicit policy on the table wins over a derived one; a declassification lifts masking of its own column only.
+      const own = candidates.find((p) => sameTable(p) && !('derived' in p)) ?? candidates.find(sameTable);
+      if (own?.method === DECLASSIFY_METHOD) continue;
+      const elsewhere = candidates.filter((p) => p.method !== DECLASSIFY_METHOD);
+      const pick = own ?? elsewhere.find((p) => !('derived' in p)) ?? elsewhere[0];
+      if (pick) chosen.set(name, pick);
     }
     for (const col of rel.columns) {
       const policy = chosen.get(col.name.toLowerCase());
@@ -271,13 +298,12 @@ export class MaskingEnforcer {
   async beforeQuery(q: QueryContext): Promise<void> {
     await this.refuseKeySchema(q);
     if (this.callerClass(q.caller) === 'exempt-all') return;
-    await this.store.ensureLoaded();
-    const policies = this.bindingPolicies(q.caller);
-    if (!policies.length) return;
+    const policies = this.bindingPolicies(q.caller, await this.allPolicies());
+    if (!policies.some((p) => p.method !== DECLASSIFY_METHOD)) return;
     let snap = await this.relations.snapshot();
     const cls = this.callerClass(q.caller);
     const canWrite = hasPermission(q.caller, 'write') && cls !== 'bound-all';
-    const keyOf = (epoch: number) => `${cls}|${canWrite}|${this.store.version}|${epoch}|${q.sql}`;
+    const keyOf = (epoch: number) => `${cls}|${canWrite}|${this.policyVersion}|${epoch}|${q.sql}`;
     let hit = this.cache.get(keyOf(snap.epoch));
     if (!hit) {
       try {

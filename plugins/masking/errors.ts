@@ -18,5 +18,7 @@ export const errors = defineErrors({
   masking_keys_unavailable: { status: 500, meaning: 'The keys of the keyed masking methods could not be read or written, so masking fails closed.' },
   masking_unverified: { status: 500, meaning: 'Masking could not confirm its rewrite of the query, so the query was not run (a bug to report).' },
   duplicate_masking_method: { status: 500, meaning: 'Two plugins contribute a masking method with the same name (start-up error).' },
+  declassification_reason_required: { status: 400, meaning: "A policy with method 'none' (a declassification) needs a reason." },
+  declassification_admin_only: { status: 403, meaning: "Only an admin may declassify a column (a policy with method 'none')." },
   invalid_masking_method: { status: 500, meaning: 'A contributed masking method is malformed (start-up error).' },
 });

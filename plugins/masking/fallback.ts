@@ -16,7 +16,8 @@ function mentions(sql: string, name: string): boolean {
 
 export function postExecutionMask(catalog: MethodCatalog, policies: MaskingPolicy[], sql: string, role: string) {
   const byName = new Map<string, MaskingPolicy>();
-  for (const p of policies) if (!byName.has(p.column_name.toLowerCase())) byName.set(p.column_name.toLowerCase(), p);
+  // A declassification (`method: none`) masks nothing; any other policy of the name does.
+  for (const p of policies) if (p.method !== 'none' && !byName.has(p.column_name.toLowerCase())) byName.set(p.column_name.toLowerCase(), p);
   const mentioned = [...byName.keys()].filter((name) => mentions(sql, name));
   let plan: Array<{ index: number; policy: MaskingPolicy; conditionIndex: number }> | null = null;
 

@@ -4,7 +4,7 @@
  * `masking.methods` extension point; enforcement is a rewrite of DuckDB's parse tree on the
  * kernel's beforeQuery hook; the masking SQL commands are answered on interceptQuery.
  */
-import { definePlugin, MASKING_METHODS, MASKING_SERVICE, type MaskingService } from '../../sdk/index.js';
+import { definePlugin, LINEAGE_SERVICE, MASKING_METHODS, MASKING_SERVICE, type MaskingService } from '../../sdk/index.js';
 import { MethodCatalog } from './catalog.js';
 import { registerCommands } from './commands.js';
 import { MASKING_CONFIG } from './config.js';
@@ -28,7 +28,12 @@ export default definePlugin({
 
     const store = new PolicyStore(() => ctx.db, catalog);
     const settings = () => ({ enforceWithoutAuth: ctx.config(MASKING_CONFIG).enforce_without_auth });
-    const enforcer = new MaskingEnforcer(ctx, catalog, store, settings, ctx.log);
+    // Lineage is optional: without it policies apply by column name only.
+    const enforcer = new MaskingEnforcer(ctx, catalog, store, settings, ctx.log, () => ctx.services.find(LINEAGE_SERVICE));
+    const derived = async () => {
+      await store.ensureLoaded();
+      return enforcer.derived.current();
+    };
 
     ctx.onStart(async () => {
       // The project key (in .env) and the key table come first: every keyed mask reads them.
@@ -43,23 +48,30 @@ export default definePlugin({
       await store.load();
     });
     // The kernel announces every statement that may change the catalog: re-read it on the next query.
-    ctx.events.on('catalog.changed', () => enforcer.relations.invalidate());
+    ctx.events.on('catalog.changed', () => {
+      enforcer.relations.invalidate();
+      enforcer.derived.invalidate();
+    });
     // Model builds, seed loads and syncs change tables too.
     ctx.events.on('*', () => {
       enforcer.relations.invalidate();
+      // A model build or transform may change what its columns are computed from.
+      enforcer.derived.invalidate();
     });
 
     ctx.tap('interceptQuery', async (q) => interceptMaskingCommand(q, store));
     ctx.tap('beforeQuery', async (q) => enforcer.beforeQuery(q));
 
-    const service: MaskingService = {
+    const service: MaskingService & { derivations(): number } = {
       maskedColumns: (caller, schema, table) => enforcer.maskedColumns(caller, schema, table),
       maskedColumnNames: (caller) => enforcer.maskedColumnNames(caller),
+      // How many times policies were derived from lineage (tests: queries alone never derive).
+      derivations: () => enforcer.derived.stats.derivations,
     };
     ctx.services.provide(MASKING_SERVICE, service);
 
-    registerRoutes(ctx, store, catalog);
+    registerRoutes(ctx, store, catalog, derived);
     registerPreviewRoute(ctx);
-    registerCommands(ctx, store);
+    registerCommands(ctx, store, derived);
   },
 });

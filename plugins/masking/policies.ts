@@ -17,8 +17,13 @@ export interface MaskingPolicy {
   condition_column: string | null;
   condition_value: string | null;
   exempted_roles: string[];
+  /** Why a column is declassified (`method: none`); null for other methods. */
+  reason?: string | null;
   created_at: string;
 }
+
+/** Lifts masking of one column, in particular one masked through lineage (admin only, with a reason). */
+export const DECLASSIFY = 'none';
 
 export type PolicyInput = Partial<Omit<MaskingPolicy, 'id' | 'created_at'>>;
 
@@ -40,6 +45,8 @@ export const MIGRATIONS = [
      created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
    )`,
   },
+  // A table of its own rather than an ALTER of the policies table: DuckDB fails to replay an ALTER TABLE from the WAL of a file reopened in the same process.
+  { id: 'masking-002', sql: 'CREATE TABLE IF NOT EXISTS _service.masking_reasons (policy_id VARCHAR PRIMARY KEY, reason VARCHAR NOT NULL)' },
 ];
 
 /** JSON schema of a policy body (POST); PUT uses the same properties, none required. */
@@ -52,6 +59,7 @@ export const policyProperties = {
   condition_column: { type: ['string', 'null'], minLength: 1, description: 'Mask only rows where this column equals condition_value' },
   condition_value: { type: ['string', 'null'], description: 'Value of condition_column that triggers masking' },
   exempted_roles: { type: 'array', items: { type: 'string' }, uniqueItems: true, description: 'Roles that see raw values (default ["admin"])' },
+  reason: { type: ['string', 'null'], description: "Why the column is declassified (required with method 'none', which only admins may set)" },
 } as const;
 
 const REQUIRED = ['schema_name', 'table_name', 'column_name', 'method'] as const;
@@ -89,9 +97,9 @@ export class PolicyStore {
   async load(): Promise<void> {
     const rows = await this.db().all(
       `SELECT id, schema_name, table_name, column_name, method, CAST(method_config AS VARCHAR) AS method_config,
-              condition_column, condition_value, CAST(exempted_roles AS VARCHAR) AS exempted_roles,
+              condition_column, condition_value, CAST(exempted_roles AS VARCHAR) AS exempted_roles, r.reason,
               strftime(created_at, '%Y-%m-%d %H:%M:%S') AS created_at
-         FROM _service.masking_policies ORDER BY created_at, id`,
+         FROM _service.masking_policies p LEFT JOIN _service.masking_reasons r ON r.policy_id = p.id ORDER BY created_at, id`,
     );
     this.policies = rows.map((r) => ({
       id: asText(r.id),
@@ -103,6 +111,7 @@ export class PolicyStore {
       condition_column: r.condition_column == null ? null : asText(r.condition_column),
       condition_value: r.condition_value == null ? null : asText(r.condition_value),
       exempted_roles: parseJson<string[]>(r.exempted_roles, [...DEFAULT_EXEMPT_ROLES]),
+      reason: r.reason == null ? null : asText(r.reason),
       created_at: asText(r.created_at),
     }));
     this.versionCounter++;
@@ -136,6 +145,22 @@ export class PolicyStore {
       if (typeof v !== 'string' || v.trim() === '') throw badRequest('invalid_policy', `'${field}' is required (a non-empty string)`, { field });
     }
     const method = String(input.method);
+    const reason = typeof input.reason === 'string' && input.reason.trim() ? input.reason.trim() : null;
+    if (method === DECLASSIFY) {
+      if (!reason) throw badRequest('declassification_reason_required', "A policy with method 'none' declassifies a column: give the reason", { field: 'reason' });
+      if (input.condition_column) throw badRequest('invalid_policy', "A declassification ('none') applies to every row: it takes no condition", { field: 'condition_column' });
+      return {
+        schema_name: String(input.schema_name),
+        table_name: String(input.table_name),
+        column_name: String(input.column_name),
+        method,
+        method_config: {},
+        condition_column: null,
+        condition_value: null,
+        exempted_roles: [],
+        reason,
+      };
+    }
     if (!this.catalog.has(method)) {
       throw badRequest('unknown_masking_method', `Unknown masking method '${method}'; known methods: ${this.catalog.names().join(', ')}`, {
         field: 'method',
@@ -166,6 +191,7 @@ export class PolicyStore {
       condition_column,
       condition_value: condition_value === null ? null : String(condition_value),
       exempted_roles: [...new Set(roles as string[])],
+      reason,
     };
   }
 
@@ -201,6 +227,12 @@ export class PolicyStore {
     if (conditioned) refuse(`Column '${p.column_name}' is the condition column of policy '${conditioned.id}': masking it would be revealed by which rows that policy masks`, p.column_name);
   }
 
+  /** The reason of a declassification (or any policy given one), kept beside the policy. */
+  private async saveReason(id: string, reason: string | null): Promise<void> {
+    await this.db().run('DELETE FROM _service.masking_reasons WHERE policy_id = $1', [id]);
+    if (reason) await this.db().run('INSERT INTO _service.masking_reasons (policy_id, reason) VALUES ($1, $2)', [id, reason]);
+  }
+
   async create(input: PolicyInput): Promise<MaskingPolicy> {
     const p = this.validate(input);
     this.assertUnique(p);
@@ -211,6 +243,7 @@ export class PolicyStore {
        VALUES ($1, $2, $3, $4, $5, $6::JSON, $7, $8, $9::JSON)`,
       [id, p.schema_name, p.table_name, p.column_name, p.method, JSON.stringify(p.method_config), p.condition_column, p.condition_value, JSON.stringify(p.exempted_roles)],
     );
+    await this.saveReason(id, p.reason ?? null);
     await this.load();
     return this.get(id);
   }
@@ -228,6 +261,7 @@ export class PolicyStore {
               condition_column = $7, condition_value = $8, exempted_roles = $9::JSON WHERE id = $1`,
       [id, p.schema_name, p.table_name, p.column_name, p.method, JSON.stringify(p.method_config), p.condition_column, p.condition_value, JSON.stringify(p.exempted_roles)],
     );
+    await this.saveReason(id, p.reason ?? null);
     await this.load();
     return this.get(id);
   }
@@ -235,6 +269,7 @@ export class PolicyStore {
   async remove(id: string): Promise<MaskingPolicy> {
     const p = this.get(id);
     await this.db().run('DELETE FROM _service.masking_policies WHERE id = $1', [id]);
+    await this.db().run('DELETE FROM _service.masking_reasons WHERE policy_id = $1', [id]);
     await this.load();
     return p;
   }

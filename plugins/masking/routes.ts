@@ -1,7 +1,31 @@
 /** HTTP endpoints of the masking plugin (docs/decisions.md "Masking policy", endpoints). */
-import { type Caller, hasPermission, type JsonSchema, type PluginContext } from '../../sdk/index.js';
+import { type Caller, forbidden, hasPermission, type JsonSchema, type PluginContext } from '../../sdk/index.js';
 import type { MethodCatalog } from './catalog.js';
-import { type MaskingPolicy, type PolicyInput, policyProperties, type PolicyStore } from './policies.js';
+import type { DerivedPolicy } from './derived.js';
+import { DECLASSIFY, type MaskingPolicy, type PolicyInput, policyProperties, type PolicyStore } from './policies.js';
+
+/** Declassifying a column lifts masking for every role: admins only (issue 19). */
+export function assertMayDeclassify(caller: Caller, method: unknown): void {
+  if (method === DECLASSIFY && caller.role !== 'admin') {
+    throw forbidden('declassification_admin_only', "Only an admin may declassify a column (method 'none')", { field: 'method', role: caller.role });
+  }
+}
+
+const derivedSchema: JsonSchema = {
+  type: 'object',
+  properties: {
+    id: { type: 'string' },
+    schema_name: { type: 'string' },
+    table_name: { type: 'string' },
+    column_name: { type: 'string' },
+    method: { type: 'string' },
+    method_config: { type: 'object', additionalProperties: true },
+    exempted_roles: { type: 'array', items: { type: 'string' } },
+    derived: { type: 'boolean' },
+    kind: { type: 'string', enum: ['pass', 'computed'], description: 'pass: same value as the source (same method); computed: redact or null by type' },
+    sources: { type: 'array', items: { type: 'string' }, description: 'schema.table.column of the explicit policies the value comes from' },
+  },
+};
 
 const policySchema: JsonSchema = {
   type: 'object',
@@ -12,6 +36,11 @@ const policySchema: JsonSchema = {
     created_at: { type: 'string', description: 'YYYY-MM-DD HH:MM:SS' },
   },
 };
+
+/** A derived policy as listed: its settings shown like the explicit policy it comes from. */
+function presentDerived(policy: DerivedPolicy, caller: Caller, catalog: MethodCatalog): DerivedPolicy {
+  return { ...(present(policy, caller, catalog) as DerivedPolicy) };
+}
 
 const idParams: JsonSchema = {
   type: 'object',
@@ -33,7 +62,7 @@ function present(policy: MaskingPolicy, caller: Caller, catalog: MethodCatalog):
   return { ...policy, method_config: config };
 }
 
-export function registerRoutes(ctx: PluginContext, store: PolicyStore, catalog: MethodCatalog): void {
+export function registerRoutes(ctx: PluginContext, store: PolicyStore, catalog: MethodCatalog, derived: () => Promise<readonly DerivedPolicy[]>): void {
   ctx.route({
     method: 'GET',
     url: '/api/masking/methods',
@@ -43,14 +72,21 @@ export function registerRoutes(ctx: PluginContext, store: PolicyStore, catalog: 
     handler: () => catalog.list(),
   });
 
-  ctx.route({
+  ctx.route<unknown, { derived?: boolean }>({
     method: 'GET',
     url: '/api/masking/policies',
     permission: 'read',
-    summary: 'All masking policies',
+    summary: 'All masking policies; with derived=true the policies derived through column lineage (each with its sources and method)',
     tags: ['masking'],
-    schema: { response: { 200: { type: 'array', items: policySchema } } },
-    handler: (req) => store.list().map((p) => present(p, req.caller, catalog)),
+    schema: {
+      querystring: { type: 'object', additionalProperties: false, properties: { derived: { type: 'boolean', description: 'List the policies derived through column lineage instead' } } },
+      response: { 200: { type: 'array', items: { type: 'object', properties: { ...(policySchema.properties as object), ...(derivedSchema.properties as object) } } } },
+    },
+    handler: async (req) => {
+      if (req.query.derived) return (await derived()).map((p) => presentDerived(p, req.caller, catalog));
+      await store.ensureLoaded();
+      return store.list().map((p) => present(p, req.caller, catalog));
+    },
   });
 
   ctx.route<PolicyInput>({
@@ -64,6 +100,7 @@ export function registerRoutes(ctx: PluginContext, store: PolicyStore, catalog: 
       response: { 201: policySchema },
     },
     handler: async (req, reply) => {
+      assertMayDeclassify(req.caller, req.body.method);
       const policy = await store.create(req.body);
       reply.code(201);
       return policy;
@@ -91,7 +128,10 @@ export function registerRoutes(ctx: PluginContext, store: PolicyStore, catalog: 
       body: { type: 'object', minProperties: 1, additionalProperties: false, properties: policyProperties },
       response: { 200: policySchema },
     },
-    handler: (req) => store.update(req.params.policy_id, req.body),
+    handler: (req) => {
+      assertMayDeclassify(req.caller, req.body.method ?? store.get(req.params.policy_id).method);
+      return store.update(req.params.policy_id, req.body);
+    },
   });
 
   ctx.route<unknown, unknown, { policy_id: string }>({

@@ -15,7 +15,21 @@ interface Policy {
   condition_column: string | null;
   condition_value: string | null;
   exempted_roles: string[];
+  /** Why the column is declassified (method `none`). */
+  reason?: string | null;
   created_at: string;
+}
+
+/** A policy derived through column lineage (GET /api/masking/policies?derived=true). */
+interface DerivedPolicy {
+  id: string;
+  schema_name: string;
+  table_name: string;
+  column_name: string;
+  method: string;
+  kind: 'pass' | 'computed';
+  sources: string[];
+  exempted_roles: string[];
 }
 
 interface ConfigProperty {
@@ -40,7 +54,7 @@ interface TableEntry {
   name: string;
 }
 
-type TabKey = 'policies' | 'methods' | 'preview';
+type TabKey = 'policies' | 'derived' | 'methods' | 'preview';
 const ROLES: Role[] = ['viewer', 'editor', 'admin'];
 
 export default function MaskingPage({ page }: PageProps) {
@@ -58,6 +72,7 @@ export default function MaskingPage({ page }: PageProps) {
       <Tabs<TabKey>
         tabs={[
           { key: 'policies', label: 'Policies' },
+          { key: 'derived', label: 'Derived through lineage' },
           { key: 'methods', label: 'Methods' },
           { key: 'preview', label: 'Preview as a role' },
         ]}
@@ -66,9 +81,31 @@ export default function MaskingPage({ page }: PageProps) {
       />
       <ErrorBox error={methods.error ?? policies.error} onRetry={() => (methods.reload(), policies.reload())} />
       {tab === 'policies' ? policies.data && methods.data ? <Policies policies={policies.data} methods={methods.data} onChange={reload} /> : <Loading /> : null}
+      {tab === 'derived' ? <Derived /> : null}
       {tab === 'methods' ? methods.data ? <Methods methods={methods.data} /> : <Loading /> : null}
       {tab === 'preview' ? <Preview /> : null}
     </div>
+  );
+}
+
+/** Model columns masked because their value comes from a masked column (docs/security.md "Masking through lineage"). */
+function Derived() {
+  const derived = useApi((signal) => api.get<DerivedPolicy[]>('/api/masking/policies?derived=true', { signal }), []);
+  if (derived.error) return <ErrorBox error={derived.error} onRetry={derived.reload} />;
+  if (!derived.data) return <Loading />;
+  return (
+    <Table
+      rows={derived.data}
+      rowKey={(p) => p.id}
+      empty="No model column comes from a masked column."
+      columns={[
+        { key: 'column', header: 'Column', render: (p) => <code>{`${p.schema_name}.${p.table_name}.${p.column_name}`}</code> },
+        { key: 'method', header: 'Method', render: (p) => <Badge tone="info">{p.method}</Badge> },
+        { key: 'kind', header: 'How', render: (p) => (p.kind === 'pass' ? 'same value as the source' : 'computed from it') },
+        { key: 'sources', header: 'Masked source', render: (p) => p.sources.map((s) => <code key={s}>{s} </code>) },
+        { key: 'exempt', header: 'Exempt roles', render: (p) => p.exempted_roles.join(', ') || 'none' },
+      ]}
+    />
   );
 }
 
@@ -103,7 +140,8 @@ function Policies({ policies, methods, onChange }: { policies: Policy[]; methods
           { key: 'method', header: 'Method', render: (p) => <Badge tone="info">{p.method}</Badge> },
           { key: 'config', header: 'Config', render: (p) => (Object.keys(p.method_config).length ? <code>{JSON.stringify(p.method_config)}</code> : '') },
           { key: 'condition', header: 'Only when', render: (p) => (p.condition_column ? `${p.condition_column} = ${p.condition_value}` : 'always') },
-          { key: 'exempt', header: 'Exempt roles', render: (p) => p.exempted_roles.join(', ') || 'none' },
+          { key: 'exempt', header: 'Exempt roles', render: (p) => (p.method === 'none' ? '' : p.exempted_roles.join(', ') || 'none') },
+          { key: 'reason', header: 'Declassified because', render: (p) => p.reason ?? '' },
           {
             key: 'actions',
             header: '',
