@@ -109,6 +109,17 @@ export interface ModelsService {
   loadSeeds(options: { force?: boolean; schema?: string; targets?: string[] | null }): Promise<SeedLoadResult[]>;
   /** The project's `sources:` (the models plugin owns that key), with `schema` and `tables` defaulted. */
   sources(): SourceConfig[];
+  /** What `dp check` runs (validation, inline assertions, contracts) and its report; `status` `fail` when `dp check` exits 1. */
+  check(): Promise<CheckReportSummary>;
+}
+
+/** `dp check`'s report as other plugins see it (the models plugin's report has these fields and more). */
+export interface CheckReportSummary {
+  status: 'pass' | 'fail';
+  exit_code: 0 | 1;
+  validation: { passed: number; failed: number; models: Array<{ model: string; valid: boolean; errors: string[]; warnings: string[] }>; errors: Array<{ code: string; message: string }> };
+  assertions: { evaluated: boolean; total: number; passed: number; failed: number; results: Array<{ model: string; expression: string; passed: boolean }> };
+  contracts: { evaluated: boolean; total?: number; passed?: number; failed?: number; results?: Array<{ contract_name: string; model: string; passed: boolean; severity: string; error: string | null }> };
 }
 
 export interface AssertionOutcome {
@@ -153,8 +164,21 @@ export interface ModelLineage {
   method?: 'parser' | 'regex';
 }
 
+/** What a change to a model (or one of its columns) reaches downstream (`dp impact`). */
+export interface ImpactResult {
+  model: string;
+  column?: string;
+  /** Every model downstream, transitively, nearest first. */
+  downstream_models: string[];
+  affected_columns: Array<{ model: string; column: string }>;
+  /** The model and each downstream model → the models that depend on it directly. */
+  impact_chain: Record<string, string[]>;
+}
+
 export interface LineageService {
   lineage(model: string): Promise<ModelLineage>;
+  /** Impact of a model (or a seed or source models read); with `column`, of that column only. Throws 404 `model_not_found` / `column_not_found`. */
+  impact(model: string, column?: string): Promise<ImpactResult>;
 }
 
 export interface MaskingService {

@@ -10,6 +10,7 @@ import type {
   SourceConfig,
   TransformSummary,
 } from '../../sdk/index.js';
+import { runCheck, type CheckReport } from './check.js';
 import { SOURCES_CONFIG } from './config.js';
 import { ModelExtensions } from './extensions.js';
 import { buildGraph, dagOf, findModel, type ModelGraph } from './dag.js';
@@ -68,6 +69,10 @@ export class ModelsEngine implements ModelsService {
 
   async dag(): Promise<{ nodes: DagNode[]; edges: DagEdge[] }> {
     return dagOf(await this.graph());
+  }
+
+  check(): Promise<CheckReport> {
+    return runCheck(this.ctx, this);
   }
 
   transform(options: TransformOptions): Promise<TransformSummary> {
