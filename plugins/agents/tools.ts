@@ -61,7 +61,7 @@ function hiddenRelation(relation: string, caller: Caller): boolean {
 /** The tools offered to `caller` (a tool whose plugin is disabled, or whose permission the caller lacks, is left out). */
 export function agentTools(ctx: PluginContext, caller: Caller, options: ToolOptions): AgentTool[] {
   const models = ctx.services.get(MODELS_SERVICE);
-  const tables = ctx.services.get(TABLES_SERVICE);
+  const tables = ctx.services.find(TABLES_SERVICE);
   const lineage = ctx.services.find(LINEAGE_SERVICE);
   const masking = ctx.services.find(MASKING_SERVICE);
 
@@ -94,43 +94,6 @@ export function agentTools(ctx: PluginContext, caller: Caller, options: ToolOpti
         const result = await ctx.queries.run({ sql: args.sql, params: args.params, limit: args.limit ?? QUERY_DEFAULT_ROWS, caller, purpose: 'query' });
         const note = result.truncated ? `more rows exist: only the first ${result.limit} are shown; aggregate or filter in SQL` : undefined;
         return { columns: result.columns, column_types: result.column_types, rows: result.rows, truncated: result.truncated, ...(note ? { note } : {}) };
-      },
-    },
-    {
-      name: 'list_tables',
-      description:
-        'List the tables and views of the warehouse as {schema, name, type}, optionally of one schema. Models live in their schema (staging, marts, ...), seeds in `seeds`. ' +
-        'Use describe_table for columns.',
-      input: { schema: z.string().min(1).optional().describe('Only this schema') },
-      permission: 'read',
-      run: async (args) => {
-        const { items, note } = capped(await tables.list(args.schema));
-        return { tables: items, ...(note ? { note } : {}) };
-      },
-    },
-    {
-      name: 'describe_table',
-      description:
-        'Describe one table or view: its columns with types and nullability, its row count, and which columns are masked for your role ' +
-        '(masked: true means query returns a masked value, never the raw one). Pass schema and table, or table as `schema.table`.',
-      input: {
-        table: z.string().min(1).describe('Table name, or schema.table'),
-        schema: z.string().min(1).optional().describe('Schema (default: the part before the dot in `table`, else main)'),
-      },
-      permission: 'read',
-      run: async (args) => {
-        const { schema, table } = args.schema ? { schema: String(args.schema), table: String(args.table) } : splitRelation(String(args.table));
-        if (schemaHiddenFrom(schema, caller.role)) throw notFound('table_not_found', `No table or view ${schema}.${table}`, { schema, table });
-        const described = await tables.describe(schema, table);
-        const masked = new Set((await maskedOf(schema, table)).map((c) => c.toLowerCase()));
-        const rowCount = await ctx.db.value<bigint | number>(`SELECT count(*) FROM ${qualified(schema, table)}`);
-        return {
-          schema,
-          name: table,
-          type: described.type,
-          row_count: rowCount === null ? null : Number(rowCount),
-          columns: described.columns.map((c) => ({ ...c, ...(masked.has(c.name.toLowerCase()) ? { masked: true } : {}) })),
-        };
       },
     },
     {
@@ -258,6 +221,48 @@ export function agentTools(ctx: PluginContext, caller: Caller, options: ToolOpti
       },
     },
   ];
+
+  if (tables) {
+    tools.push(
+      {
+        name: 'list_tables',
+        description:
+          'List the tables and views of the warehouse as {schema, name, type}, optionally of one schema. Models live in their schema (staging, marts, ...), seeds in `seeds`. ' +
+          'Use describe_table for columns.',
+        input: { schema: z.string().min(1).optional().describe('Only this schema') },
+        permission: 'read',
+        run: async (args) => {
+          const { items, note } = capped(await tables.list(args.schema));
+          return { tables: items, ...(note ? { note } : {}) };
+        },
+      },
+      {
+        name: 'describe_table',
+        description:
+          'Describe one table or view: its columns with types and nullability, its row count, and which columns are masked for your role ' +
+          '(masked: true means query returns a masked value, never the raw one). Pass schema and table, or table as `schema.table`.',
+        input: {
+          table: z.string().min(1).describe('Table name, or schema.table'),
+          schema: z.string().min(1).optional().describe('Schema (default: the part before the dot in `table`, else main)'),
+        },
+        permission: 'read',
+        run: async (args) => {
+          const { schema, table } = args.schema ? { schema: String(args.schema), table: String(args.table) } : splitRelation(String(args.table));
+          if (schemaHiddenFrom(schema, caller.role)) throw notFound('table_not_found', `No table or view ${schema}.${table}`, { schema, table });
+          const described = await tables.describe(schema, table);
+          const masked = new Set((await maskedOf(schema, table)).map((c) => c.toLowerCase()));
+          const rowCount = await ctx.db.value<bigint | number>(`SELECT count(*) FROM ${qualified(schema, table)}`);
+          return {
+            schema,
+            name: table,
+            type: described.type,
+            row_count: rowCount === null ? null : Number(rowCount),
+            columns: described.columns.map((c) => ({ ...c, ...(masked.has(c.name.toLowerCase()) ? { masked: true } : {}) })),
+          };
+        },
+      },
+    );
+  }
 
   if (lineage) {
     tools.push(
