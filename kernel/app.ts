@@ -64,6 +64,9 @@ class DatabaseHandle implements DatabasePort {
   connect() {
     return this.current().connect();
   }
+  scratch(options?: { readableDirectories?: string[] }) {
+    return this.current().scratch(options);
+  }
   all<T = Row>(sql: string, params?: SqlParams) {
     return this.current().all<T>(sql, params);
   }

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
@@ -56,6 +57,13 @@ export async function runInApp(argv: Record<string, any>, fn: (app: import('./ap
   }
 }
 
+/** A throwaway project for a command that runs before there is one (its database is never opened unless used). */
+function emptyProject(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-noproject-'));
+  fs.writeFileSync(path.join(dir, 'project.yml'), 'name: none\ndatabase:\n  path: none.duckdb\n');
+  return dir;
+}
+
 function addManifestCommand(y: Argv, cmd: ManifestCommand, parents: string[]): Argv {
   const name = cmd.command.split(' ')[0];
   const pathKey = [...parents, name].join(' ');
@@ -71,12 +79,18 @@ function addManifestCommand(y: Argv, cmd: ManifestCommand, parents: string[]): A
     cmd.commands?.length
       ? undefined
       : async (argv) => {
-          await runInApp(argv, async (app) => {
+          const scaffold = cmd.withoutProject && !fs.existsSync(path.join(path.resolve(String(argv.project)), 'project.yml')) ? emptyProject() : null;
+          if (scaffold) argv = { ...argv, project: scaffold };
+          try {
+            await runInApp(argv, async (app) => {
             const entry = app.commands.get(pathKey);
             if (!entry) throw new Error(`No handler for command '${pathKey}' (its plugin did not register one)`);
-            const io = createCliIO(Boolean(argv.json));
-            return entry.handler(argv, io);
-          });
+              const io = createCliIO(Boolean(argv.json));
+              return entry.handler(argv, io);
+            });
+          } finally {
+            if (scaffold) fs.rmSync(scaffold, { recursive: true, force: true });
+          }
         },
   );
 }

@@ -681,6 +681,39 @@ export class DuckDatabase implements DatabasePort {
     return c;
   }
 
+  /** See DatabasePort.scratch: its own in-memory instance, no file access, closed with the connection. */
+  async scratch(options: { readableDirectories?: string[] } = {}): Promise<DbConnection & { close(): void }> {
+    if (this.refusal) throw this.refusal;
+    const inst = await DuckDBInstance.create(':memory:');
+    try {
+      const setup = await inst.connect();
+      try {
+        const dirs = (options.readableDirectories ?? []).map((d) => quoteLiteral(d.endsWith(path.sep) ? d : d + path.sep));
+        await setup.run(`SET allowed_directories = [${dirs.join(', ')}]`);
+        await setup.run(`SET memory_limit = ${quoteLiteral(this.sandbox?.memoryLimit ?? defaultMemoryLimit())}`);
+        await setup.run('SET autoinstall_known_extensions = false');
+        await setup.run('SET autoload_known_extensions = false');
+        await setup.run('SET enable_external_access = false');
+        await setup.run('SET lock_configuration = true');
+      } finally {
+        setup.closeSync();
+      }
+      const c = new Connection(await inst.connect());
+      const closeRaw = c.close.bind(c);
+      let closed = false;
+      c.close = () => {
+        if (closed) return;
+        closed = true;
+        closeRaw();
+        inst.closeSync();
+      };
+      return c;
+    } catch (e) {
+      inst.closeSync();
+      throw e;
+    }
+  }
+
   exclusive<T>(fn: () => Promise<T>): Promise<T> {
     return this.lock.exclusive(fn);
   }

@@ -136,6 +136,13 @@ export interface DatabasePort {
   /** A connection of its own (for long work that must be interruptible); close it when done. */
   connect(): Promise<DbConnection & { close(): void }>;
   /**
+   * A connection to a new, empty in-memory DuckDB that shares nothing with the project's
+   * database and can read no file except under `readableDirectories` (absolute folders the
+   * caller made for it). Closing it discards everything: for work that must never touch the
+   * warehouse, such as model unit tests on mock rows.
+   */
+  scratch(options?: { readableDirectories?: string[] }): Promise<DbConnection & { close(): void }>;
+  /**
    * Runs fn under the kernel's write lock: transform, seed, ingest, sync and restore run one at
    * a time (first come, first served); reads go on meanwhile. Re-entrant within fn.
    */

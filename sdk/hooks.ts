@@ -1,6 +1,7 @@
 import type { AsyncSeriesBailHook, AsyncSeriesHook } from 'tapable';
 import type { Caller } from './auth.js';
 import type { DatabasePort, SerializedSql, TabularResult } from './db.js';
+import type { Materialization } from './models.js';
 
 /**
  * Why a user query runs: an open string, so a new plugin (semantic layer, notebooks) names its
@@ -83,7 +84,7 @@ export interface ModelBuildContext {
   readonly model: string;
   readonly schema: string;
   readonly name: string;
-  readonly materialized: 'table' | 'view';
+  readonly materialized: Materialization;
   readonly path: string;
   readonly sql: string;
   /**

@@ -11,4 +11,5 @@ export * from './services.js';
 export * from './sql.js';
 export * from './scripts.js';
 export * from './connectors.js';
+export * from './models.js';
 export * from './ui.js';

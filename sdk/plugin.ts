@@ -35,6 +35,11 @@ export interface ManifestCommand {
   positionals?: Record<string, ManifestOption>;
   /** Nested subcommands (`mask add`). */
   commands?: ManifestCommand[];
+  /**
+   * The command runs where there is no project yet (`dp init <folder>`): when --project holds no
+   * project.yml, the CLI boots on an empty temporary project, removed afterwards.
+   */
+  withoutProject?: boolean;
 }
 
 /** A hook point a plugin owns (`contributes.hookPoints`); others tap it by listing its name under `hooks`. */

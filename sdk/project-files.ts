@@ -35,6 +35,9 @@ export interface ProjectEntry {
   type: 'file' | 'directory';
   /** Bytes (files only). */
   size?: number;
+  /** Modification time and inode (files only): callers that cache per file need no second stat. */
+  mtimeMs?: number;
+  ino?: number;
 }
 
 /** A node of the files tree (no absolute path: it goes into API responses). */
@@ -61,6 +64,9 @@ type ProjectPaths = Pick<ProjectInfo, 'root' | 'resolve'>;
  * `project.resolve` accepts its path (its target is inside the project) and, for a folder,
  * when that folder is not already being walked (no loops). A missing `dir` has no entries.
  */
+/** The order of `localeCompare`, from one collator: about ten times faster on folders of thousands of files. */
+const byName = new Intl.Collator();
+
 function walkDir(project: ProjectPaths, dir: string, options: WalkOptions, visit: (entry: ProjectEntry, depth: number) => boolean): void {
   const start = dir === '' || dir === '.' ? project.root : project.resolve(dir);
   if (!fs.existsSync(start) || !fs.statSync(start).isDirectory()) return;
@@ -86,10 +92,10 @@ function walkDir(project: ProjectPaths, dir: string, options: WalkOptions, visit
       }
       if (stat.isDirectory()) typed.push({ entry: { name: e.name, path: rel, abs: full, type: 'directory' }, stat });
       else if (stat.isFile() && (!exts || exts.some((x) => e.name.toLowerCase().endsWith(x)))) {
-        typed.push({ entry: { name: e.name, path: rel, abs: full, type: 'file', size: stat.size }, stat });
+        typed.push({ entry: { name: e.name, path: rel, abs: full, type: 'file', size: stat.size, mtimeMs: stat.mtimeMs, ino: stat.ino }, stat });
       }
     }
-    typed.sort((a, b) => Number(b.entry.type === 'directory') - Number(a.entry.type === 'directory') || a.entry.name.localeCompare(b.entry.name));
+    typed.sort((a, b) => Number(b.entry.type === 'directory') - Number(a.entry.type === 'directory') || byName.compare(a.entry.name, b.entry.name));
     for (const { entry } of typed) {
       const descend = visit(entry, depth);
       if (entry.type === 'directory' && descend && options.recursive !== false) recurse(entry.abs, entry.path, depth + 1);

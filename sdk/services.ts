@@ -5,6 +5,7 @@
  */
 import type { Caller } from './auth.js';
 import type { ModelBuildStatus } from './hooks.js';
+import type { Materialization } from './models.js';
 import { createExtensionPoint, createServiceRef } from './plugin.js';
 
 export interface SourceTable {
@@ -40,7 +41,12 @@ export interface ModelInfo {
   schema: string;
   /** `schema.name`. */
   full_name: string;
-  materialized: 'table' | 'view';
+  materialized: Materialization;
+  /**
+   * The kind of relation the model leaves in the warehouse (incremental and scd2 models are
+   * tables). The models service always fills it; absent means `materialized === 'view' ? 'view' : 'table'`.
+   */
+  kind?: 'table' | 'view';
   /** Upstream relations as `schema.name` (models, seeds, sources). */
   depends_on: string[];
   /** Project-relative path, e.g. `transform/staging/stg_orders.sql`. */
@@ -49,6 +55,12 @@ export interface ModelInfo {
   content_hash: string;
   /** The SQL with directive comments as written. */
   sql: string;
+  /**
+   * The model's statement as DuckDB's parser serializes it (for analysis such as lineage): the
+   * SQL without directives and final semicolon, a simplified PIVOT given a stand-in IN list.
+   * The models service always fills it; absent means `sql`.
+   */
+  query?: string;
   /** Inline assertion expressions from `@assert` / `assert:`. */
   assertions: string[];
   /** Raw `@config` key/values. */
@@ -105,7 +117,7 @@ export interface ModelsService {
   seeds(): Promise<SeedInfo[]>;
   /** Models-only DAG. */
   dag(): Promise<{ nodes: DagNode[]; edges: DagEdge[] }>;
-  transform(options: { targets?: string[] | null; force?: boolean; trigger?: string }): Promise<TransformSummary>;
+  transform(options: { targets?: string[] | null; force?: boolean; fullRefresh?: boolean; trigger?: string }): Promise<TransformSummary>;
   loadSeeds(options: { force?: boolean; schema?: string; targets?: string[] | null }): Promise<SeedLoadResult[]>;
   /** The project's `sources:` (the models plugin owns that key), with `schema` and `tables` defaulted. */
   sources(): SourceConfig[];

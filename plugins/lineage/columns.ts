@@ -245,12 +245,10 @@ class Analyzer {
         return;
       }
       case 'PIVOT': {
-        // PIVOT output columns depend on data values; everything derives from the source relation.
         const inner: Scope = { ...scope, rels: [], merged: new Set() };
         await this.fromItem(ref.source, inner);
-        const sources: ColumnSource[] = [];
-        for (const r of inner.rels) for (const c of r.cols) addSources(sources, c.sources);
-        scope.rels.push({ alias: lc(ref.alias || 'pivot'), cols: [{ name: STAR, sources: sources.map((s) => ({ source_table: s.source_table, source_column: STAR })).filter(uniqueSource) }] });
+        const cols = ref.unpivot_names?.length ? await this.unpivotColumns(ref, inner) : await this.pivotColumns(ref, inner);
+        scope.rels.push({ alias: lc(ref.alias || 'pivot'), cols });
         return;
       }
       case 'EMPTY':
@@ -258,6 +256,83 @@ class Analyzer {
       default:
         return;
     }
+  }
+
+  // ------------------------------------------------------------------ PIVOT / UNPIVOT
+
+  /**
+   * PIVOT: the GROUP BY columns (or, without GROUP BY, every source column the ON and USING
+   * expressions do not read) keep their sources; the pivoted columns are named by the data, so
+   * they are one `*` entry derived from the ON and USING columns, which the built relation's
+   * real column names replace (see reconcileWithRelation).
+   */
+  private async pivotColumns(ref: SqlNode, inner: Scope): Promise<OutCol[]> {
+    const pivotSources: ColumnSource[] = [];
+    const read = new Set<string>();
+    const collect = (v: unknown): void => {
+      if (!v || typeof v !== 'object') return;
+      if (Array.isArray(v)) return v.forEach(collect);
+      const n = v as SqlNode;
+      if (n.class === 'COLUMN_REF') read.add(lc(String((n.column_names as string[]).at(-1))));
+      for (const x of Object.values(n)) collect(x);
+    };
+    for (const p of (ref.pivots ?? []) as SqlNode[]) {
+      for (const e of (p.pivot_expressions ?? []) as SqlNode[]) addSources(pivotSources, await this.expr(e, inner));
+      collect(p.pivot_expressions);
+    }
+    for (const a of (ref.aggregates ?? []) as SqlNode[]) addSources(pivotSources, await this.expr(a, inner));
+    collect(ref.aggregates);
+    const all = inner.rels.flatMap((r) => r.cols);
+    const groups: string[] = (ref.groups ?? []).map(String);
+    const out: OutCol[] = [];
+    if (groups.length) {
+      for (const g of groups) out.push({ name: g, sources: this.column([g], inner) });
+    } else {
+      for (const c of all) if (c.name !== STAR && !read.has(lc(c.name))) out.push({ name: c.name, sources: [...c.sources] });
+    }
+    const unknown = all.filter((c) => c.name === STAR).flatMap((c) => c.sources);
+    out.push({ name: STAR, sources: addSources([...pivotSources], groups.length ? [] : unknown) });
+    return out;
+  }
+
+  /**
+   * UNPIVOT: the source columns not unpivoted keep their sources; the name column and the value
+   * column(s) derive from the unpivoted columns.
+   */
+  private async unpivotColumns(ref: SqlNode, inner: Scope): Promise<OutCol[]> {
+    const pivot: SqlNode = (ref.pivots ?? [])[0] ?? {};
+    const unpivoted: OutCol[] = [];
+    let complete = true;
+    for (const entry of (pivot.entries ?? []) as SqlNode[]) {
+      if (entry.star_expr) {
+        const matched = entry.star_expr.columns ? await this.columnsStarMatches(entry.star_expr, inner) : await this.expandStar(entry.star_expr, inner);
+        if (!matched || matched.some((c) => c.name === STAR)) complete = false;
+        else unpivoted.push(...matched);
+        continue;
+      }
+      for (const v of (entry.values ?? []) as SqlNode[]) {
+        const name = String(v?.value ?? v?.column_names?.at?.(-1) ?? '');
+        if (!name) continue;
+        unpivoted.push({ name, sources: this.column([name], inner) });
+      }
+    }
+    const valueSources: ColumnSource[] = [];
+    for (const c of unpivoted) addSources(valueSources, c.sources);
+    const gone = new Set(unpivoted.map((c) => lc(c.name)));
+    const kept: OutCol[] = [];
+    for (const r of inner.rels) {
+      for (const c of r.cols) {
+        if (c.name === STAR) {
+          // Unknown source columns: the kept ones are unknown too (and the unpivoted set may be).
+          kept.push({ name: STAR, sources: [...c.sources] });
+          continue;
+        }
+        if (!gone.has(lc(c.name)) && complete) kept.push({ name: c.name, sources: [...c.sources] });
+      }
+    }
+    const names: string[] = (pivot.unpivot_names ?? []).map(String);
+    const values: string[] = (ref.unpivot_names ?? []).map(String);
+    return [...kept, ...names.map((n) => ({ name: n, sources: [...valueSources] })), ...values.map((n) => ({ name: n, sources: [...valueSources] }))];
   }
 
   // ------------------------------------------------------------------ stars
@@ -578,4 +653,20 @@ export async function columnLineage(sql: string, dependsOn: string[], env: Linea
   const columns: Record<string, ColumnSource[]> = {};
   for (const c of cols) columns[c.name] = c.sources;
   return { columns, order: cols.map((c) => c.name), relations: analyzer.relations, complete: !cols.some((c) => c.name === STAR) };
+}
+
+/**
+ * Lineage named after the built relation's real columns: an analysis that could not name every
+ * output (a `*` entry: PIVOT values, a star over an unknown relation) takes the relation's
+ * column list; names the analysis knows keep their sources, the others come through the `*`.
+ */
+export function reconcileWithRelation(result: ColumnLineageResult, columns: string[] | undefined): ColumnLineageResult {
+  if (result.complete || !columns?.length) return result;
+  const star = result.columns[STAR];
+  const out: Record<string, ColumnSource[]> = {};
+  for (const name of columns) {
+    const hit = result.order.find((o) => o !== STAR && lc(o) === lc(name));
+    out[name] = hit ? [...result.columns[hit]!] : star ? throughStar({ name: STAR, sources: star }, name) : [];
+  }
+  return { columns: out, order: [...columns], relations: result.relations, complete: true };
 }

@@ -15,7 +15,7 @@ import {
   type ModelsService,
   type ParsedSql,
 } from '../../sdk/index.js';
-import { columnLineage, UnparseableSql, type ColumnLineageResult, type LineageEnv } from './columns.js';
+import { columnLineage, reconcileWithRelation, UnparseableSql, type ColumnLineageResult, type LineageEnv } from './columns.js';
 import { regexLineage } from './regex-fallback.js';
 
 interface CacheEntry {
@@ -94,7 +94,7 @@ export class LineageEngine {
 
     // Upstream columns are only known inside the loop; the prefetch goes by content hash.
     const stale = order.filter((m) => this.cache.get(key(m.full_name))?.contentHash !== m.content_hash);
-    const trees = await this.parseAll(stale.map((m) => m.sql));
+    const trees = await this.parseAll(stale.map((m) => m.query ?? m.sql));
     const env: LineageEnv = {
       parse: async (sql) => trees.get(sql) ?? this.db.parse(sql),
       relationColumns,
@@ -108,7 +108,7 @@ export class LineageEngine {
         let result: ColumnLineageResult;
         let method: 'parser' | 'regex' = 'parser';
         try {
-          result = await columnLineage(model.sql, model.depends_on, env);
+          result = await columnLineage(model.query ?? model.sql, model.depends_on, env);
         } catch (e) {
           // One model's tree this analyser cannot follow must not fail the whole project's lineage.
           if (!(e instanceof UnparseableSql)) this.log?.warn('lineage: parse-tree analysis failed, using the regex fallback', { model: model.full_name, error: errorMessage(e) });
@@ -124,9 +124,11 @@ export class LineageEngine {
         };
         this.cache.set(key(model.full_name), entry);
       }
-      outputs.set(key(model.full_name), entry.result);
+      // Outputs the SQL alone cannot name (PIVOT values, a star over an unknown relation) take the built relation's columns.
+      const final = reconcileWithRelation(entry.result, live.get(key(model.full_name)));
+      outputs.set(key(model.full_name), final);
       const columns: ModelLineage['columns'] = {};
-      for (const name of entry.result.order) columns[name] = entry.result.columns[name]!.map((s) => ({ ...s }));
+      for (const name of final.order) columns[name] = final.columns[name]!.map((s) => ({ ...s }));
       results.set(key(model.full_name), { model: model.full_name, columns, depends_on: [...model.depends_on], method: entry.method });
     }
     return results;

@@ -87,7 +87,7 @@ export function buildFullDag(input: FullDagInput): { nodes: DagNode[]; edges: Da
   };
 
   for (const m of input.models) {
-    addNode({ id: m.full_name, type: m.materialized, label: m.full_name, name: m.name, schema: m.schema, materialized: m.materialized, path: m.path });
+    addNode({ id: m.full_name, type: m.kind ?? (m.materialized === 'view' ? 'view' : 'table'), label: m.full_name, name: m.name, schema: m.schema, materialized: m.materialized, path: m.path });
   }
   for (const s of input.seeds) addNode({ id: s.full_name, type: 'seed', label: s.full_name, name: s.name, schema: s.schema, path: s.path });
   for (const src of input.sources) {

@@ -14,6 +14,7 @@ import {
 import { keyOf } from './dag.js';
 import type { ModelsEngine } from './service.js';
 import { readCatalog } from './state.js';
+import { runUnitTests, type UnitTestReport } from './unit-tests.js';
 
 export interface ModelValidation {
   model: string;
@@ -37,6 +38,8 @@ export interface CheckReport {
     results: Array<{ model: string; expression: string; passed: boolean; detail: Record<string, unknown> }>;
     skipped: Array<{ model: string; reason: string }>;
   };
+  /** Model unit tests (tests/unit/*.yml): any failure, error or unreadable file fails the check. */
+  unit_tests: UnitTestReport;
   contracts: (ContractRunResult & { evaluated: true; errors_failed: number; warnings_failed: number }) | { evaluated: false; note: string };
 }
 
@@ -68,7 +71,7 @@ export async function runCheck(ctx: PluginContext, engine: ModelsEngine): Promis
     }
     try {
       // Binding reads the files a model names (CSV sniffing): the same rule as the build first.
-      await ctx.db.assertProjectFileReads(file.body);
+      await ctx.db.assertProjectFileReads(file.query);
       await ctx.db.run(`EXPLAIN ${file.body}`);
       v.bound = true;
     } catch (e) {
@@ -107,13 +110,17 @@ export async function runCheck(ctx: PluginContext, engine: ModelsEngine): Promis
     contracts = { evaluated: true, ...run, errors_failed: failedBy('error'), warnings_failed: failedBy('warn') };
   }
 
+  let unitTests: UnitTestReport = { total: 0, passed: 0, failed: 0, errors: 0, results: [], file_errors: [] };
+  if (graph) unitTests = await runUnitTests(ctx, engine);
+  const unitFailing = unitTests.failed + unitTests.errors + unitTests.file_errors.length > 0;
   const failedModels = models.filter((m) => !m.valid).length;
-  const failing = structural.length > 0 || failedModels > 0 || assertions.failed > 0 || (contracts.evaluated && contracts.errors_failed > 0);
+  const failing = structural.length > 0 || failedModels > 0 || assertions.failed > 0 || unitFailing || (contracts.evaluated && contracts.errors_failed > 0);
   return {
     status: failing ? 'fail' : 'pass',
     exit_code: failing ? 1 : 0,
     validation: { passed: models.length - failedModels, failed: failedModels, errors: structural, models },
     assertions,
+    unit_tests: unitTests,
     contracts,
   };
 }

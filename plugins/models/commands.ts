@@ -5,6 +5,8 @@ import { runDiff } from './diff.js';
 import { runLint } from './lint.js';
 import { debugNotebook, promote } from './promote.js';
 import type { ModelsEngine } from './service.js';
+import { runUnitTests, type UnitTestReport } from './unit-tests.js';
+import { initTarget, projectStatus, scaffoldProject, validateProject, watchProject } from './edit-loop.js';
 
 const list = (v: unknown): string[] | null => {
   const items = (Array.isArray(v) ? v : v === undefined ? [] : [v]).flatMap((x) => String(x).split(',')).map((s) => s.trim()).filter(Boolean);
@@ -26,7 +28,20 @@ function printCheck(report: CheckReport, io: CliIO): void {
     io.out(`contracts: ${c.passed} passed, ${c.failed} failed (${c.errors_failed} error, ${c.warnings_failed} warn)`);
     for (const r of c.results.filter((x) => !x.passed)) io.out(`  ${r.severity === 'error' ? 'FAIL' : 'WARN'} ${r.contract_name} (${r.model})${r.error ? `: ${r.error}` : ''}`);
   } else io.out(report.contracts.note);
+  io.out(`unit tests: ${report.unit_tests.passed} passed, ${report.unit_tests.failed} failed, ${report.unit_tests.errors} errors`);
+  printUnitFailures(report.unit_tests, io);
   io.out(`\ncheck ${report.status === 'pass' ? 'passed' : 'failed'}`);
+}
+
+/** Each failing unit test with its expected-but-missing and produced-but-unexpected rows. */
+function printUnitFailures(report: UnitTestReport, io: CliIO): void {
+  for (const e of report.file_errors) io.out(`  ERROR ${e.message}`);
+  for (const r of report.results) {
+    if (r.status === 'pass') continue;
+    io.out(`  ${r.status === 'fail' ? 'FAIL' : 'ERROR'} ${r.name} (${r.model}, ${r.file}${r.line ? ` line ${r.line}` : ''})${r.error ? `: ${r.error}` : ''}`);
+    for (const row of r.missing) io.out(`    - missing    ${JSON.stringify(row)}`);
+    for (const row of r.unexpected) io.out(`    + unexpected ${JSON.stringify(row)}`);
+  }
 }
 
 export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void {
@@ -34,6 +49,7 @@ export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void
     const summary = await engine.transform({
       targets: list(args.select),
       force: Boolean(args.force),
+      fullRefresh: Boolean(args['full-refresh']),
       trigger: 'cli',
       onModel: (r, done, total) => io.progress(`[${done}/${total}] ${r.status.padEnd(15)} ${r.model} (${r.duration_ms} ms)`),
     });
@@ -69,6 +85,72 @@ export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void
     if (io.wantsJson) io.json(report);
     else printCheck(report, io);
     return report.exit_code;
+  });
+
+  ctx.command('test', async (args, io) => {
+    const report = await runUnitTests(ctx, engine, { model: args.model ? String(args.model) : null, names: list(args.name) });
+    if (io.wantsJson) io.json(report);
+    else {
+      for (const r of report.results) io.out(`${r.status === 'pass' ? 'PASS ' : r.status === 'fail' ? 'FAIL ' : 'ERROR'} ${r.name} (${r.model}) ${r.duration_ms} ms`);
+      printUnitFailures(report, io);
+      io.out(`${report.passed} passed, ${report.failed} failed, ${report.errors} errors${report.file_errors.length ? `, ${report.file_errors.length} unreadable files` : ''}`);
+    }
+    return report.failed + report.errors + report.file_errors.length > 0 ? 1 : 0;
+  });
+
+  ctx.command('validate', async (_args, io) => {
+    const report = await validateProject(engine, engine.extensions.validators);
+    if (io.wantsJson) io.json(report);
+    else {
+      for (const p of report.problems) io.out(`${p.file}${p.line ? `:${p.line}` : ''}: ${p.message}`);
+      io.out(report.valid ? 'valid: no problems found' : `${report.problems.length} problem${report.problems.length === 1 ? '' : 's'}`);
+    }
+    return report.valid ? 0 : 1;
+  });
+
+  ctx.command('status', async (_args, io) => {
+    const report = await projectStatus(ctx, engine);
+    if (io.wantsJson) io.json(report);
+    else {
+      io.table(report.seeds.map((s) => ({ seed: s.seed, status: s.status, path: s.path })), ['seed', 'status', 'path']);
+      io.table(report.models.map((m) => ({ model: m.model, status: m.status, reason: m.reason ?? '', path: m.path })), ['model', 'status', 'reason', 'path']);
+      const pending = report.models.filter((m) => m.status !== 'up_to_date').length + report.seeds.filter((s) => s.status !== 'up_to_date').length;
+      io.out(pending ? `${pending} to build (dp seed && dp transform)` : 'everything is up to date');
+    }
+    return 0;
+  });
+
+  ctx.command('watch', async (_args, io) => {
+    const watcher = watchProject(ctx, engine, (round) => {
+      const what = [...round.seeds.map((s) => `seeds/${s}.csv`), ...round.changed].join(', ');
+      if (round.error) io.out(`error after change to ${what}: ${round.error}`);
+      else if (round.summary) {
+        for (const r of round.summary.results) io.out(`  ${r.status.padEnd(15)} ${r.model} (${r.duration_ms} ms)${r.error ? `: ${r.error}` : ''}`);
+        const built = round.summary.results.filter((r) => r.status === 'built').length;
+        io.out(`${round.summary.status === 'success' ? 'ok' : 'FAILED'}: ${what} → ${built} built in ${round.duration_ms} ms`);
+      } else io.out(`reloaded ${what} in ${round.duration_ms} ms`);
+    });
+    await watcher.ready;
+    io.out(`watching transform/ and seeds/ (Ctrl-C stops)`);
+    await new Promise<void>((resolve) => {
+      const stop = () => resolve();
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      ctx.signal.addEventListener('abort', stop);
+    });
+    watcher.close();
+    return 0;
+  });
+
+  ctx.command('init', async (args, io) => {
+    const made = scaffoldProject(initTarget(args.folder));
+    if (io.wantsJson) io.json({ path: made.path, files: made.files });
+    else {
+      io.out(`Created ${made.files.length} files in ${String(args.folder)}:`);
+      for (const f of made.files) io.out(`  ${f}`);
+      io.out(`\nNext: cd ${String(args.folder)} && dp seed && dp transform && dp test`);
+    }
+    return 0;
   });
 
   ctx.command('diff', async (args, io) => {

@@ -11,6 +11,8 @@ import { badRequest } from '../../sdk/index.js';
 
 export interface Directives {
   config: Record<string, string>;
+  /** 1-based line of each `@config` key (lower-case), for errors that name the line. */
+  configLines: Record<string, number>;
   /** Null when the file has no depends_on directive (dependencies are then extracted from the SQL). */
   dependsOn: string[] | null;
   assertions: string[];
@@ -65,11 +67,14 @@ function assertionText(raw: string): string {
 
 export function parseDirectives(sql: string, file: string): Directives {
   const config: Record<string, string> = {};
+  const configLines: Record<string, number> = {};
   let dependsOn: string[] | null = null;
   const assertions: string[] = [];
   const lines: number[] = [];
   const all = sql.split('\n');
   all.forEach((text, index) => {
+    // Directives are comments: a line without `--` needs no regular expression.
+    if (!text.includes('--')) return;
     const m = MODERN.exec(text) ?? LEGACY.exec(text);
     if (!m) return;
     lines.push(index + 1);
@@ -80,7 +85,9 @@ export function parseDirectives(sql: string, file: string): Directives {
         if (eq < 1) {
           throw badRequest('invalid_directive', `${file}:${index + 1}: @config takes key=value pairs, got '${pair}'`, { file, line: index + 1 });
         }
-        config[pair.slice(0, eq).trim().toLowerCase()] = unquote(pair.slice(eq + 1).trim());
+        const key = pair.slice(0, eq).trim().toLowerCase();
+        config[key] = unquote(pair.slice(eq + 1).trim());
+        configLines[key] = index + 1;
       }
     } else if (kind === 'depends_on') {
       dependsOn = [...(dependsOn ?? []), ...splitList(rest).map(unquote)];
@@ -88,7 +95,7 @@ export function parseDirectives(sql: string, file: string): Directives {
       assertions.push(assertionText(rest));
     }
   });
-  return { config, dependsOn, assertions, lines };
+  return { config, configLines, dependsOn, assertions, lines };
 }
 
 /** The `@config` line create/promote write at the top of a new model file. */

@@ -8,7 +8,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { badRequest, SAFE_NAME, walkProjectFiles, type PluginContext, type SqlNode } from '../../sdk/index.js';
 import { parseDirectives } from './directives.js';
-import { statementBody, lineAt } from './sqltext.js';
+import { readModelConfig, type ConfigProblem, type Materialization, type ModelConfig } from './materializations.js';
+import { statementBody, lineAt, pivotAnalysisForm } from './sqltext.js';
 import { tableReferences, type TableRef } from './sqltree.js';
 
 export const TRANSFORM_DIR = 'transform';
@@ -23,7 +24,11 @@ export interface ModelFile {
   name: string;
   schema: string;
   full_name: string;
-  materialized: 'table' | 'view';
+  materialized: Materialization;
+  /** The typed @config (incremental and scd2 settings). */
+  modelConfig: ModelConfig;
+  /** Errors in @config (unknown keys, values outside their set), each with its line. */
+  configProblems: ConfigProblem[];
   /** Project-relative path with forward slashes. */
   path: string;
   absPath: string;
@@ -31,6 +36,11 @@ export interface ModelFile {
   sql: string;
   /** The statement to embed in CREATE ... AS (no trailing semicolon). */
   body: string;
+  /**
+   * The statement as DuckDB's parser serializes it, for analysis (dependencies, lineage, lint):
+   * the body itself, or a simplified PIVOT with a stand-in IN list (see pivotAnalysisForm).
+   */
+  query: string;
   config: Record<string, string>;
   assertions: string[];
   /** Names from `@depends_on`/`depends_on:`, or null when dependencies come from the parser. */
@@ -60,18 +70,20 @@ interface Stamp {
   ino: number;
 }
 
-const sameStamp = (a: Stamp, b: fs.Stats) => a.mtimeMs === b.mtimeMs && a.size === b.size && a.ino === b.ino;
+const sameStamp = (a: Stamp, b: Stamp) => a.mtimeMs === b.mtimeMs && a.size === b.size && a.ino === b.ino;
 
 export function sha256(data: string | Buffer): string {
   return crypto.createHash('sha256').update(data).digest('hex');
 }
 
-function listFiles(project: PluginContext['project'], dir: string, ext: string, recursive: boolean): string[] {
-  return walkProjectFiles(project, dir, { extensions: [ext], recursive }).map((f) => f.abs);
+function listFiles(project: PluginContext['project'], dir: string, ext: string, recursive: boolean): Array<{ abs: string; rel: string; stamp: Stamp }> {
+  return walkProjectFiles(project, dir, { extensions: [ext], recursive }).map((f) => ({ abs: f.abs, rel: f.path, stamp: { mtimeMs: f.mtimeMs ?? 0, size: f.size ?? 0, ino: f.ino ?? 0 } }));
 }
 
 interface ParseOutcome {
   tree: SqlNode | null;
+  /** The text that parsed (differs from the body for a simplified PIVOT). */
+  query: string;
   error: string | null;
   errorLine: number | null;
 }
@@ -91,16 +103,16 @@ export class Discovery {
     const seen = new Set<string>();
     const fresh: ModelFile[] = [];
     const stamps = new Map<ModelFile, Stamp>();
-    for (const abs of files) {
+    // The walk's own stat gives each file's stamp: one stat per file per call.
+    for (const { abs, rel, stamp } of files) {
       seen.add(abs);
-      const stat = fs.statSync(abs);
       const hit = this.models.get(abs);
-      if (hit && sameStamp(hit.stamp, stat)) {
+      if (hit && sameStamp(hit.stamp, stamp)) {
         out.push(hit.file);
         continue;
       }
-      const file = this.readModel(abs, root);
-      stamps.set(file, { mtimeMs: stat.mtimeMs, size: stat.size, ino: stat.ino });
+      const file = this.readModel(abs, rel, root);
+      stamps.set(file, stamp);
       fresh.push(file);
       out.push(file);
     }
@@ -111,6 +123,7 @@ export class Discovery {
       const outcome = this.parsed.get(sha256(file.body));
       if (!outcome) continue;
       file.tree = outcome.tree;
+      file.query = outcome.query;
       file.parseError = outcome.error;
       file.parseErrorLine = outcome.errorLine;
       file.refs = outcome.tree ? tableReferences(outcome.tree) : [];
@@ -120,8 +133,7 @@ export class Discovery {
     return out;
   }
 
-  private readModel(abs: string, root: string): ModelFile {
-    const rel = this.ctx.project.relative(abs);
+  private readModel(abs: string, rel: string, root: string): ModelFile {
     const buf = fs.readFileSync(abs);
     const sql = buf.toString('utf8');
     const parts = path.relative(root, abs).split(path.sep);
@@ -134,20 +146,22 @@ export class Discovery {
     if (!SAFE_NAME.test(schema)) {
       throw badRequest('invalid_model_schema', `${rel}: schema '${schema}' must be letters, digits and underscores, not starting with a digit`, { file: rel });
     }
-    const materialized = (directives.config.materialized ?? DEFAULT_MATERIALIZED).toLowerCase();
-    if (materialized !== 'table' && materialized !== 'view') {
-      throw badRequest('invalid_materialization', `${rel}: materialized must be 'table' or 'view', got '${materialized}'`, { file: rel });
-    }
+    const configProblems: ConfigProblem[] = [];
+    const modelConfig = readModelConfig(directives.config, directives.configLines, configProblems);
+    const body = statementBody(sql);
     return {
       name,
       schema,
       full_name: `${schema}.${name}`,
-      materialized,
+      materialized: modelConfig.materialized,
+      modelConfig,
+      configProblems,
       path: rel,
       absPath: abs,
       content_hash: sha256(buf),
       sql,
-      body: statementBody(sql),
+      body,
+      query: body,
       config: directives.config,
       assertions: directives.assertions,
       declaredDependsOn: directives.dependsOn,
@@ -164,41 +178,72 @@ export class Discovery {
    * statements in one query: a thousand single parses cost a round trip each.
    */
   private async parseBatch(bodies: string[]): Promise<void> {
+    const outcomes = await this.serialize(bodies);
+    // A simplified PIVOT is refused as "not a SELECT"; with a stand-in IN list it parses.
+    const retry = new Map<string, string>();
+    bodies.forEach((body, i) => {
+      if (!outcomes[i].notSelect) return;
+      const form = pivotAnalysisForm(body);
+      if (form) retry.set(body, form);
+    });
+    const forms = [...retry.values()];
+    const second = forms.length ? await this.serialize(forms) : [];
+    const byForm = new Map(forms.map((f, i) => [f, second[i]]));
+    bodies.forEach((body, i) => {
+      let outcome = outcomes[i];
+      const form = retry.get(body);
+      if (form && byForm.get(form)?.tree) outcome = { ...byForm.get(form)!, query: form };
+      const { notSelect: _ignored, ...kept } = outcome;
+      this.parsed.set(sha256(body), { ...kept, query: outcome.tree ? outcome.query : body });
+    });
+  }
+
+  private async serialize(texts: string[]): Promise<Array<ParseOutcome & { notSelect: boolean }>> {
     const rows = await this.ctx.db.all<{ i: number; tree: string }>(
       `SELECT i, json_serialize_sql(l[i]) AS tree
          FROM (SELECT from_json($1::VARCHAR, '["VARCHAR"]') AS l) AS t, range(1, len(l) + 1) AS r(i)`,
-      [JSON.stringify(bodies)],
+      [JSON.stringify(texts)],
     );
+    const out: Array<ParseOutcome & { notSelect: boolean }> = [];
     for (const row of rows) {
-      const body = bodies[Number(row.i) - 1];
+      const text = texts[Number(row.i) - 1];
       const json = JSON.parse(row.tree);
-      let outcome: ParseOutcome;
+      const index = Number(row.i) - 1;
       if (json.error) {
         const notSelect = /only SELECT statements/i.test(String(json.error_message));
         const position = json.position !== undefined ? Number(json.position) : NaN;
-        outcome = {
+        out[index] = {
           tree: null,
-          error: notSelect ? 'A model must be one SELECT statement (DuckDB could not read it as a query)' : String(json.error_message),
-          errorLine: Number.isFinite(position) ? lineAt(body, position) : null,
+          query: text,
+          notSelect,
+          error: notSelect ? 'A model must be one query (SELECT, FROM, VALUES, PIVOT, UNPIVOT, a set operation): DuckDB could not read it as one' : String(json.error_message),
+          errorLine: Number.isFinite(position) ? lineAt(text, position) : null,
         };
       } else if (json.statements.length !== 1) {
-        outcome = { tree: null, error: `A model must be one SELECT statement; this file holds ${json.statements.length}`, errorLine: null };
+        out[index] = { tree: null, query: text, notSelect: false, error: `A model must be one query; this file holds ${json.statements.length} statements`, errorLine: null };
+      } else if (json.statements[0].node?.from_table?.type === 'SHOW_REF' && json.statements[0].node?.type === 'SELECT_NODE' && isBareShow(json.statements[0].node)) {
+        out[index] = {
+          tree: null,
+          query: text,
+          notSelect: false,
+          error: 'DESCRIBE, SHOW and SUMMARIZE cannot follow CREATE TABLE AS; wrap it as SELECT * FROM (DESCRIBE ...)',
+          errorLine: 1,
+        };
       } else {
-        outcome = { tree: json.statements[0].node, error: null, errorLine: null };
+        out[index] = { tree: json.statements[0].node, query: text, notSelect: false, error: null, errorLine: null };
       }
-      this.parsed.set(sha256(body), outcome);
     }
+    return out;
   }
 
   seedFiles(schemaOverride?: string): SeedFile[] {
     const dir = this.ctx.project.resolve(SEEDS_DIR);
     const schema = schemaOverride ?? DEFAULT_SEED_SCHEMA;
     const out: SeedFile[] = [];
-    for (const abs of listFiles(this.ctx.project, SEEDS_DIR, '.csv', false)) {
-      const stat = fs.statSync(abs);
+    for (const { abs, stamp } of listFiles(this.ctx.project, SEEDS_DIR, '.csv', false)) {
       const hit = this.seedCache.get(abs);
       let base: SeedFile;
-      if (hit && sameStamp(hit.stamp, stat)) base = hit.file;
+      if (hit && sameStamp(hit.stamp, stamp)) base = hit.file;
       else {
         const rel = this.ctx.project.relative(abs);
         const name = path.basename(abs).replace(/\.csv$/i, '');
@@ -206,10 +251,16 @@ export class Discovery {
           throw badRequest('invalid_seed_name', `${rel}: seed name '${name}' must be letters, digits and underscores, not starting with a digit`, { file: rel });
         }
         base = { name, schema: DEFAULT_SEED_SCHEMA, full_name: `${DEFAULT_SEED_SCHEMA}.${name}`, path: rel, absPath: abs, content_hash: sha256(fs.readFileSync(abs)) };
-        this.seedCache.set(abs, { stamp: { mtimeMs: stat.mtimeMs, size: stat.size, ino: stat.ino }, file: base });
+        this.seedCache.set(abs, { stamp, file: base });
       }
       out.push({ ...base, schema, full_name: `${schema}.${base.name}` });
     }
     return out;
   }
+}
+
+/** `DESCRIBE t` / `SHOW t` / `SUMMARIZE t` as a whole statement (DuckDB parses them as a SELECT * over a SHOW_REF). */
+function isBareShow(node: SqlNode): boolean {
+  const list = node.select_list ?? [];
+  return list.length === 1 && list[0].class === 'STAR' && list[0].query_location > Number.MAX_SAFE_INTEGER / 2 && !node.where_clause;
 }

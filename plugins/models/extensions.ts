@@ -4,13 +4,18 @@
  * model's view: the lineage plugin's column lineage). Dependencies point one way: those plugins
  * extend models; models never looks them up.
  */
-import { DpError, MODEL_CHECKS, MODEL_VIEW, type ContractRunResult, type ModelChecker, type ModelViewSection, type PluginContext } from '../../sdk/index.js';
+import { DpError, MODEL_CHECKS, MODEL_VIEW, PROJECT_VALIDATORS, type ContractRunResult, type ModelChecker, type ModelViewSection, type PluginContext, type ProjectValidator } from '../../sdk/index.js';
 
 export class ModelExtensions {
   readonly checkers: ModelChecker[] = [];
   readonly sections = new Map<string, ModelViewSection>();
+  /** What `dp validate` runs beyond the models' own checks (contracts, metrics, streams). */
+  readonly validators: ProjectValidator[] = [];
 
   offer(ctx: PluginContext): void {
+    ctx.provideExtensionPoint(PROJECT_VALIDATORS, (validator) => {
+      this.validators.push(validator);
+    });
     ctx.provideExtensionPoint(MODEL_CHECKS, (checker) => {
       this.checkers.push(checker);
     });

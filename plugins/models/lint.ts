@@ -127,7 +127,10 @@ export async function lintFile(file: ModelFile, config: LintConfig, kw: Set<stri
   const tree = file.tree;
   for (const select of outputSelects(tree)) {
     for (const expr of select.select_list ?? []) {
-      const line = typeof expr.query_location === 'number' ? lineAt(text, expr.query_location) : 1;
+      // DuckDB writes PIVOT, UNPIVOT and VALUES as SELECT * over them, with no position: those columns are the form's own.
+      const synthesized = !(typeof expr.query_location === 'number' && expr.query_location < text.length);
+      const line = synthesized ? 1 : lineAt(text, expr.query_location);
+      if (synthesized && ['PIVOT', 'EXPRESSION_LIST'].includes(String(select.from_table?.type))) continue;
       if (isStar(expr) && config.martsSchemas.has(file.schema.toLowerCase())) add('select-star-in-marts', line, 'SELECT * in a mart model: list the columns so upstream changes cannot silently change it');
       if (isUnaliasedExpression(expr)) add('implicit-column-alias', line, 'Computed column without an alias: DuckDB would name it after the expression');
     }

@@ -15,6 +15,8 @@ import { MAX_NAME_LENGTH } from './files.js';
 import { writeModel } from './promote.js';
 import type { ModelsEngine } from './service.js';
 import { readCatalog } from './state.js';
+import { discoverUnitTests, runUnitTests } from './unit-tests.js';
+import { projectStatus, validateProject } from './edit-loop.js';
 
 const NAME = { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: MAX_NAME_LENGTH };
 const TARGETS = { type: ['array', 'null'], items: { type: 'string', minLength: 1 }, description: 'Model selectors: name, schema.name, +name, name+; null or empty for all' };
@@ -26,7 +28,8 @@ const modelItem: JsonSchema = {
     name: { type: 'string' },
     schema: { type: 'string' },
     full_name: { type: 'string' },
-    materialized: { type: 'string', enum: ['table', 'view'] },
+    materialized: { type: 'string', enum: ['table', 'view', 'incremental', 'scd2'] },
+    kind: { type: 'string', enum: ['table', 'view'] },
     depends_on: { type: 'array', items: { type: 'string' } },
     path: { type: 'string' },
     content_hash: { type: 'string' },
@@ -43,7 +46,7 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
     summary: 'List models with their dependencies',
     schema: { response: { 200: { type: 'array', items: modelItem } } },
     handler: async () =>
-      (await engine.list()).map(({ name, schema, full_name, materialized, depends_on, path, content_hash }) => ({ name, schema, full_name, materialized, depends_on, path, content_hash })),
+      (await engine.list()).map(({ name, schema, full_name, materialized, kind, depends_on, path, content_hash }) => ({ name, schema, full_name, materialized, kind, depends_on, path, content_hash })),
   });
 
   ctx.route({
@@ -54,7 +57,7 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
     handler: () => engine.dag(),
   });
 
-  ctx.route<{ targets?: string[] | null; force?: boolean }>({
+  ctx.route<{ targets?: string[] | null; force?: boolean; full_refresh?: boolean }>({
     method: 'POST',
     url: '/api/transform',
     permission: 'execute',
@@ -63,10 +66,60 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
       body: {
         type: ['object', 'null'],
         additionalProperties: false,
-        properties: { targets: TARGETS, force: { type: 'boolean', default: false } },
+        properties: {
+          targets: TARGETS,
+          force: { type: 'boolean', default: false },
+          full_refresh: { type: 'boolean', default: false, description: 'Rebuild incremental and scd2 models from scratch' },
+        },
       },
     },
-    handler: async (req) => engine.transform({ targets: req.body?.targets ?? null, force: req.body?.force ?? false, trigger: 'api' }),
+    handler: async (req) =>
+      engine.transform({ targets: req.body?.targets ?? null, force: req.body?.force ?? false, fullRefresh: req.body?.full_refresh ?? false, trigger: 'api' }),
+  });
+
+  ctx.route({
+    method: 'GET',
+    url: '/api/validate',
+    permission: 'read',
+    summary: 'Every problem of the project (models, unit tests, contracts, metrics, streams) with file and line, without building anything',
+    handler: () => validateProject(engine, engine.extensions.validators),
+  });
+
+  ctx.route({
+    method: 'GET',
+    url: '/api/models/status',
+    permission: 'read',
+    summary: 'Models and seeds changed since their last build, and models stale downstream',
+    handler: () => projectStatus(ctx, engine),
+  });
+
+  ctx.route({
+    method: 'GET',
+    url: '/api/unit-tests',
+    permission: 'read',
+    summary: 'Model unit tests (tests/unit/*.yml) and the files that could not be read',
+    handler: () => {
+      const { tests, errors } = discoverUnitTests(ctx);
+      return {
+        tests: tests.map((t) => ({ name: t.name, model: t.model, description: t.description ?? null, file: t.file, line: t.line, inputs: t.given.map((g) => g.input) })),
+        errors,
+      };
+    },
+  });
+
+  ctx.route<{ model?: string; names?: string[] } | null>({
+    method: 'POST',
+    url: '/api/unit-tests/run',
+    permission: 'execute',
+    summary: 'Run model unit tests on throwaway in-memory databases (all, one model, or by name)',
+    schema: {
+      body: {
+        type: ['object', 'null'],
+        additionalProperties: false,
+        properties: { model: { type: 'string', minLength: 1 }, names: { type: 'array', items: { type: 'string', minLength: 1 } } },
+      },
+    },
+    handler: (req) => runUnitTests(ctx, engine, { model: req.body?.model ?? null, names: req.body?.names ?? null }),
   });
 
   ctx.route<unknown, { limit?: number }>({

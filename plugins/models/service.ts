@@ -1,20 +1,21 @@
 /** The `models` service: discovery + graph (cached by file contents) and the run entry points. */
-import type {
-  DagEdge,
-  DagNode,
-  ModelInfo,
-  ModelsService,
-  PluginContext,
-  SeedInfo,
-  SeedLoadResult,
-  SourceConfig,
-  TransformSummary,
+import {
+  badRequest,
+  type DagEdge,
+  type DagNode,
+  type ModelInfo,
+  type ModelsService,
+  type PluginContext,
+  type SeedInfo,
+  type SeedLoadResult,
+  type SourceConfig,
+  type TransformSummary,
 } from '../../sdk/index.js';
 import { runCheck, type CheckReport } from './check.js';
 import { SOURCES_CONFIG } from './config.js';
 import { ModelExtensions } from './extensions.js';
 import { buildGraph, dagOf, findModel, type ModelGraph } from './dag.js';
-import { Discovery } from './discovery.js';
+import { Discovery, type ModelFile } from './discovery.js';
 import { loadSeeds, type SeedOptions } from './seeds.js';
 import { recentRuns } from './state.js';
 import { runTransform, type TransformOptions } from './transform.js';
@@ -24,7 +25,7 @@ export class ModelsEngine implements ModelsService {
   /** What other plugins contributed through models.checks and models.view. */
   readonly extensions = new ModelExtensions();
   private cached: { signature: string; graph: ModelGraph } | null = null;
-  constructor(private readonly ctx: PluginContext) {
+  constructor(readonly ctx: PluginContext) {
     this.discovery = new Discovery(ctx);
   }
 
@@ -34,7 +35,15 @@ export class ModelsEngine implements ModelsService {
 
   /** The validated graph; throws DpError (naming files) on duplicates, unknown references and cycles. */
   async graph(): Promise<ModelGraph> {
-    const files = await this.discovery.modelFiles();
+    return this.graphOf(await this.discovery.modelFiles());
+  }
+
+  /** The graph of these model files (see graph()). */
+  async graphOf(files: ModelFile[], options: { ignoreConfigProblems?: boolean } = {}): Promise<ModelGraph> {
+    const problems = options.ignoreConfigProblems ? [] : files.flatMap((f) => f.configProblems.map((p) => ({ file: f.path, line: p.line ?? 1, code: p.code, message: p.message })));
+    if (problems.length) {
+      throw badRequest(problems[0].code, problems.map((p) => `${p.file}:${p.line}: ${p.message}`).join('; '), { problems });
+    }
     const seeds = this.discovery.seedFiles();
     const sources = this.sources();
     const signature = JSON.stringify([files.map((f) => [f.path, f.content_hash]), seeds.map((s) => s.full_name), sources]);

@@ -26,11 +26,14 @@ import {
 } from '../../sdk/index.js';
 import { keyOf, selectModels, type GraphModel, type ModelGraph } from './dag.js';
 import { sha256 } from './discovery.js';
+import { applyIncremental, applyScd2, createStatement, type MaterializeOutcome } from './materialize.js';
 import { readCatalog, readStates, recordRun, stateUpsertSql, type Relation, type StateRow } from './state.js';
 
 export interface TransformOptions {
   targets?: string[] | null;
   force?: boolean;
+  /** Rebuild incremental and scd2 models from scratch (implies force for them). */
+  fullRefresh?: boolean;
   trigger?: string;
   /** Models built at once (default: up to 4, bounded by CPU count). */
   concurrency?: number;
@@ -47,12 +50,14 @@ function defaultConcurrency(): number {
   return Math.max(2, Math.min(4, os.cpus().length));
 }
 
-/** The statement(s) that materialize a model (run in one transaction with its state upsert). */
-export function buildStatements(m: GraphModel, existing: Relation | undefined): string {
+/**
+ * The statement(s) that rebuild a model from scratch (run in one transaction with its state
+ * upsert): CREATE OR REPLACE, after dropping a relation of the other kind.
+ */
+export function buildStatements(m: GraphModel, existing: Relation | undefined, runStamp: string): string {
   const target = qualified(m.info.schema, m.info.name);
-  const kind = m.info.materialized === 'table' ? 'TABLE' : 'VIEW';
-  const create = `CREATE OR REPLACE ${kind} ${target} AS\n${m.file.body}\n`;
-  if (existing && existing.kind !== m.info.materialized) {
+  const create = createStatement(m, runStamp);
+  if (existing && existing.kind !== m.info.kind) {
     return `DROP ${existing.kind === 'table' ? 'TABLE' : 'VIEW'} ${target};\n${create}`;
   }
   return create;
@@ -67,9 +72,12 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
   const signal = ctx.signal;
   const selected = selectModels(graph, options.targets ?? null);
   const queue = graph.models.filter((m) => selected.has(keyOf(m.info.full_name)));
-  const force = Boolean(options.force);
+  const fullRefresh = Boolean(options.fullRefresh);
+  const force = Boolean(options.force) || fullRefresh;
   const runId = newRunId();
   const startedAt = new Date();
+  // One timestamp for the run: scd2 versions that change together share valid_from/valid_to.
+  const runStamp = startedAt.toISOString().replace('T', ' ').replace('Z', '');
   const t0 = performance.now();
   const runCtx: TransformRunContext = {
     runId,
@@ -104,28 +112,61 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     if (signal.aborted) return { model, status: 'error', duration_ms: 0, error: `Cancelled: ${errorMessage(signal.reason)}` };
     const token = sha256([m.file.content_hash, m.info.materialized, ...m.upstream.map((u) => `${keyOf(u)}=${upstreamToken(u)}`).sort()].join('\n'));
     const existing = catalog.get(key);
-    if (!force && states.get(key)?.state_hash === token && existing?.kind === m.info.materialized) {
+    // Incremental and scd2 models always run: finding the new rows is their job, and the cheap
+    // signature of an external upstream (row count, width) does not see an UPDATE.
+    const accumulates = m.info.materialized === 'incremental' || m.info.materialized === 'scd2';
+    if (!force && !accumulates && states.get(key)?.state_hash === token && existing?.kind === m.info.kind) {
       return { model, status: 'skipped', duration_ms: 0 };
     }
     ctx.events.emit('model_start', { run_id: runId, model, materialized: m.info.materialized });
     const started = performance.now();
     let status: ModelBuildStatus = 'built';
     let error: string | undefined;
+    let outcome: MaterializeOutcome = {};
     const row: StateRow = { name: key, kind: 'model', content_hash: m.file.content_hash, state_hash: token, materialized: m.info.materialized, rows: null };
     if (m.file.parseError) {
       status = 'error';
       error = `${m.file.path}${m.file.parseErrorLine ? `:${m.file.parseErrorLine}` : ''}: ${m.file.parseError}`;
+    } else if (m.file.configProblems.length) {
+      status = 'error';
+      error = m.file.configProblems.map((p) => `${m.file.path}:${p.line ?? 1}: ${p.message}`).join('; ');
     } else {
-      const sql = buildStatements(m, existing);
+      // Incremental and scd2 tables that exist take their new rows; everything else is rebuilt.
+      const applies =
+        !fullRefresh &&
+        existing?.kind === 'table' &&
+        states.get(key)?.materialized === m.info.materialized &&
+        (m.info.materialized === 'incremental' || m.info.materialized === 'scd2');
       try {
         // Model SQL may read project files (seeds), never the host, hidden files or the database.
-        await ctx.db.assertProjectFileReads(m.file.body);
+        await ctx.db.assertProjectFileReads(m.file.query);
         // The relation and its state commit together: a run killed at any point leaves every
         // model either as before with its old state or rebuilt with its new state, so the next
         // run neither skips a table no file describes nor rebuilds what was already built.
-        // The build and the state upsert go to DuckDB as one text: one call instead of two runs
-        // (a statement with parameters is three calls in the node client).
-        await conn.transaction((c) => c.run(`${sql};\n${stateUpsertSql(row)}`));
+        if (applies) {
+          outcome = await conn.transaction(async (c) => {
+            const applied = m.info.materialized === 'incremental' ? await applyIncremental(c, m) : await applyScd2(c, m, runStamp);
+            // Downstream models see new data as a new upstream state; a run that added nothing keeps the old one.
+            const previous = states.get(key)?.state_hash;
+            if (!applied.rows_applied && !applied.schema_changes && previous) row.state_hash = previous;
+            else row.state_hash = sha256(`${token}\n${runId}`);
+            await c.run(stateUpsertSql(row));
+            return applied;
+          });
+        } else {
+          // The build and the state upsert go to DuckDB as one text: one call instead of two runs
+          // (a statement with parameters is three calls in the node client).
+          if (accumulates) row.state_hash = sha256(`${token}\n${runId}`);
+          const sql = buildStatements(m, existing, runStamp);
+          if (m.file.query !== m.file.body) {
+            // A simplified PIVOT (no IN list) reads its values first, which DuckDB refuses inside an
+            // explicit transaction on a locked configuration: the CREATE OR REPLACE commits on its
+            // own (still atomic) and the state follows; a kill in between costs one rebuild.
+            if (accumulates) throw new Error(`a ${m.info.materialized} model's PIVOT needs an IN (...) list: DuckDB reads the values of a PIVOT without one outside the run's transaction`);
+            await conn.run(sql);
+            await conn.run(stateUpsertSql(row));
+          } else await conn.transaction((c) => c.run(`${sql};\n${stateUpsertSql(row)}`));
+        }
       } catch (e) {
         status = 'error';
         error = `${m.file.path}: ${firstLine(errorMessage(e))}`;
@@ -133,7 +174,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     }
     const durationMs = Math.round((performance.now() - started) * 100) / 100;
     if (status === 'built') {
-      catalog.set(key, { kind: m.info.materialized, signature: '' });
+      catalog.set(key, { kind: m.info.kind, signature: '' });
       states.set(key, row);
     }
     const buildCtx: ModelBuildContext = {
@@ -148,7 +189,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
       status,
       durationMs,
       error,
-      extras: {},
+      extras: { ...(outcome.rows_applied !== undefined ? { rows_applied: outcome.rows_applied } : {}), ...(outcome.schema_changes ? { schema_changes: outcome.schema_changes } : {}) },
       db: ctx.db,
       signal,
     };

@@ -2,6 +2,7 @@
  * The quality plugin: wiring of hooks, routes, CLI commands and the `quality` service.
  * Each concept lives in its own file (assertions, contracts, profiles, freshness, anomalies, alerts).
  */
+import fs from 'node:fs';
 import {
   badRequest,
   definePlugin,
@@ -9,6 +10,8 @@ import {
   LOCAL_ADMIN,
   MODEL_CHECKS,
   notFound,
+  PROJECT_VALIDATORS,
+  readYaml,
   QUALITY_SERVICE,
   type AssertionOutcome,
   type CliIO,
@@ -160,6 +163,40 @@ export default definePlugin({
     };
     ctx.services.provide(QUALITY_SERVICE, service);
     ctx.extend(MODEL_CHECKS, { name: 'quality', evaluateAssertions: service.evaluateAssertions, runContracts: service.runContracts });
+    // dp validate: unreadable contract files and entries, and contracts naming a model that does not exist.
+    ctx.extend(PROJECT_VALIDATORS, {
+      name: 'contracts',
+      async validate() {
+        const { contracts, errors } = loadContracts(ctx);
+        const lineOf = (file: string, index?: number): number | undefined => {
+          try {
+            return readYaml(fs.readFileSync(ctx.project.resolve(file), 'utf8'), file).lineOf(index === undefined ? [] : ['contracts', index]);
+          } catch {
+            return undefined;
+          }
+        };
+        const problems = errors.map((e) => {
+          const line = /at line (\d+)/.exec(e.reason)?.[1];
+          return { file: e.file, line: line ? Number(line) : lineOf(e.file, e.index), message: e.reason };
+        });
+        const models = modelsService(ctx);
+        if (models) {
+          for (const c of contracts) {
+            let known: boolean;
+            try {
+              known = Boolean(await models.get(c.model));
+            } catch {
+              continue; // the models' own problems are reported by the models plugin
+            }
+            if (!known) {
+              const index = contracts.filter((x) => x.file === c.file).indexOf(c);
+              problems.push({ file: c.file, line: lineOf(c.file, index), message: `contract '${c.name}' names model '${c.model}', which does not exist` });
+            }
+          }
+        }
+        return problems;
+      },
+    });
 
     // ------------------------------------------------------------------ hooks
 

@@ -132,11 +132,12 @@ export default definePlugin({
                   },
                 },
               },
+              plugins: { type: 'array', items: { type: 'string' }, description: 'Enabled plugins (pages use it to skip calls to absent ones)' },
             },
           },
         },
       },
-      handler: (req) => ({ pages: pages.filter((p) => hasPermission(req.caller, p.permission)) }),
+      handler: (req) => ({ pages: pages.filter((p) => hasPermission(req.caller, p.permission)), plugins: ctx.enabledPlugins().map((p) => p.manifest.name) }),
     });
 
     ctx.route({

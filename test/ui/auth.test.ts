@@ -111,7 +111,7 @@ describe('web UI with auth (shop)', { timeout: 240_000 }, () => {
       assert.equal(await page.getByRole('button', { name: '+ Add policy' }).isDisabled(), true);
       assert.equal(await page.getByRole('button', { name: 'Remove' }).count(), 0);
       // The environment switch is an admin's.
-      assert.equal(await page.locator('#dp-env').isDisabled(), true);
+      assert.equal(await page.locator('select#dp-env').isDisabled(), true);
       const status = await page.evaluate(async () => (await fetch('/api/transform', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status);
       assert.equal(status, 403);
     } finally {

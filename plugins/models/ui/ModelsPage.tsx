@@ -92,10 +92,9 @@ export default function ModelsPage({ page }: PageProps) {
       <CreateModelDialog
         open={creating}
         onClose={() => setCreating(false)}
-        onCreated={(full) => {
+        onCreated={() => {
           setCreating(false);
           refresh();
-          return full;
         }}
         base={base}
       />

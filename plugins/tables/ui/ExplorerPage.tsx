@@ -5,7 +5,7 @@
  */
 import { useMemo, useState } from 'react';
 import { Link, Route, Routes, useNavigate, useParams } from 'react-router-dom';
-import { api, ApiError, Badge, Empty, ErrorBox, Icon, isNumericType, Loading, maskedColumns, PageHeader, ResultsGrid, seg, Table, Tabs, useApi, useMaskingPolicies, usePersistentState, useSession, type PageProps } from '@dp/ui';
+import { api, Badge, Empty, ErrorBox, Icon, isNumericType, Loading, maskedColumns, PageHeader, ResultsGrid, seg, Table, Tabs, useApi, useMaskingPolicies, usePersistentState, useSession, type PageProps } from '@dp/ui';
 import { BarChart } from '@dp/ui/chart';
 
 interface TableEntry {
@@ -183,9 +183,13 @@ function SampleView({ schema, table, types }: { schema: string; table: string; t
 }
 
 function ProfileView({ schema, table }: { schema: string; table: string }) {
+  if (!useSession().plugins.includes('quality')) return <Empty>Profiles come from the quality plugin, which is disabled.</Empty>;
+  return <Profiled schema={schema} table={table} />;
+}
+
+function Profiled({ schema, table }: { schema: string; table: string }) {
   const profile = useApi((signal) => api.get<Profile>(`/api/tables/${seg(schema)}/${seg(table)}/profile`, { signal }), [schema, table]);
   if (profile.error) {
-    if (profile.error instanceof ApiError && profile.error.status === 404 && profile.error.code === 'not_found') return <Empty>Profiles come from the quality plugin, which is disabled.</Empty>;
     return <ErrorBox error={profile.error} onRetry={profile.reload} />;
   }
   if (!profile.data) return <Loading label="Profiling…" />;

@@ -63,6 +63,7 @@ interface Health {
 
 function Workbench({ user, authEnabled, onLoggedOut }: { user: SessionUser; authEnabled: boolean; onLoggedOut: () => void }) {
   const [pages, setPages] = useState<UiPage[] | null>(null);
+  const [plugins, setPlugins] = useState<string[]>([]);
   const [error, setError] = useState<unknown>(null);
   const [health, setHealth] = useState<Health | null>(null);
   const [refreshTick, setRefreshTick] = useState(0);
@@ -70,10 +71,11 @@ function Workbench({ user, authEnabled, onLoggedOut }: { user: SessionUser; auth
 
   useEffect(() => {
     let live = true;
-    Promise.all([api.get<{ pages: UiPage[] }>('/api/ui/pages'), api.get<Health>('/api/health')])
+    Promise.all([api.get<{ pages: UiPage[]; plugins: string[] }>('/api/ui/pages'), api.get<Health>('/api/health')])
       .then(([p, h]) => {
         if (!live) return;
         setPages(p.pages);
+        setPlugins(p.plugins ?? []);
         setHealth(h);
         setError(null);
       })
@@ -88,6 +90,7 @@ function Workbench({ user, authEnabled, onLoggedOut }: { user: SessionUser; auth
       authEnabled,
       user,
       project: { name: health?.project ?? '', environment: health?.environment ?? null },
+      plugins,
       can: (p: Permission) => roleCan(user.role, p),
       logout: async () => {
         await api.post('/api/auth/logout').catch(() => undefined);
@@ -95,7 +98,7 @@ function Workbench({ user, authEnabled, onLoggedOut }: { user: SessionUser; auth
       },
       refresh: () => setRefreshTick((t) => t + 1),
     }),
-    [authEnabled, user, health, onLoggedOut],
+    [authEnabled, user, health, plugins, onLoggedOut],
   );
 
   if (error && !pages) {

@@ -77,8 +77,10 @@ export function Header({ health, onHealth }: { health: Health | null; onHealth: 
               </option>
             ))}
           </select>
+        ) : env.data ? (
+          <span id="dp-env">{env.data.active ?? 'default'}</span>
         ) : (
-          <span id="dp-env">{env.data?.active ?? 'default'}</span>
+          <span className="dp-muted">…</span>
         )}
         {switchError ? <ErrorBox error={switchError} /> : null}
       </div>

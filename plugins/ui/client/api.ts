@@ -61,7 +61,14 @@ export async function errorFromResponse(res: Response): Promise<ApiError> {
 }
 
 /** One HTTP call; returns the parsed JSON body (or the text for non-JSON answers). */
-export async function request<T = unknown>(method: string, path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {
+export function request<T = unknown>(method: string, path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {
+  return send<T>(method, path, body, options, 0);
+}
+
+/** Reads retried after a 503 (maintenance, environment switch), at most this many times. */
+const RETRIES_503 = 3;
+
+async function send<T>(method: string, path: string, body: unknown, options: RequestOptions, attempt: number): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json', ...(options.headers ?? {}) };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (bearer) headers.authorization = `Bearer ${bearer}`;
@@ -77,6 +84,12 @@ export async function request<T = unknown>(method: string, path: string, body?: 
   } catch (e) {
     if ((e as Error).name === 'AbortError') throw e;
     throw new ApiError(0, 'network_error', 'The server cannot be reached. Is dp serve running?');
+  }
+  // Maintenance or an environment switch: the server asks to come back shortly. A read retries.
+  if (res.status === 503 && method === 'GET' && attempt < RETRIES_503) {
+    const wait = Math.min(5, Number(res.headers.get('retry-after')) || 1);
+    await new Promise((r) => setTimeout(r, wait * 1000));
+    return send<T>(method, path, body, options, attempt + 1);
   }
   if (!res.ok) {
     const err = await errorFromResponse(res);

@@ -94,7 +94,7 @@ export function Graph({ nodes, edges, onNodeClick, direction = 'LR', height = 48
         nodesDraggable={false}
         nodesConnectable={false}
         fitView
-        fitViewOptions={{ padding: 0.15 }}
+        fitViewOptions={{ padding: 0.15, maxZoom: 1.1 }}
         minZoom={0.1}
         proOptions={{ hideAttribution: true }}
         colorMode="system"

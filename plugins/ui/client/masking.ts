@@ -5,7 +5,7 @@
  */
 import { useEffect, useState } from 'react';
 import { api } from './api';
-import type { Role } from './session';
+import { useSession, type Role } from './session';
 
 export interface MaskingPolicyView {
   id: string;
@@ -46,12 +46,14 @@ export function maskedColumns(all: MaskingPolicyView[], role: Role, columns: str
 /** The masking policies as state (empty until loaded). */
 export function useMaskingPolicies(): MaskingPolicyView[] {
   const [list, setList] = useState<MaskingPolicyView[]>([]);
+  const enabled = useSession().plugins.includes('masking');
   useEffect(() => {
+    if (!enabled) return;
     let live = true;
     void loadMaskingPolicies().then((p) => live && setList(p));
     return () => {
       live = false;
     };
-  }, []);
+  }, [enabled]);
   return list;
 }

@@ -28,6 +28,8 @@ export interface Session {
   user: SessionUser;
   /** The project's name and active environment (from /api/health). */
   project: { name: string; environment: string | null };
+  /** Names of the enabled plugins (a page skips calls to a disabled one). */
+  plugins: string[];
   can(permission: Permission): boolean;
   logout(): Promise<void>;
   /** Asks the shell to re-read the project, environment and pages (after an environment switch). */

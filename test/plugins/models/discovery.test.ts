@@ -140,8 +140,8 @@ describe('models discovery errors', () => {
   });
 
   it('reports an invalid @config value naming the file', async () => {
-    await withApp({ 'transform/a/m.sql': '-- @config materialized=incremental\nSELECT 1' }, async (models) => {
-      await assert.rejects(models.list(), (e: any) => e.code === 'invalid_materialization' && /transform\/a\/m\.sql/.test(e.message));
+    await withApp({ 'transform/a/m.sql': '-- @config materialized=ephemeral\nSELECT 1' }, async (models) => {
+      await assert.rejects(models.list(), (e: any) => e.code === 'invalid_materialization' && /transform\/a\/m\.sql/.test(e.message) && /transform\/a\/m\.sql:1: materialized must be one of/.test(e.message));
     });
   });
 

@@ -37,7 +37,7 @@ describe('models HTTP endpoints', () => {
     const r = await s.request('GET', '/api/models');
     assert.equal(r.status, 200);
     const co = r.body.find((m: { full_name: string }) => m.full_name === 'marts.customer_orders');
-    assert.deepEqual(Object.keys(co).sort(), ['content_hash', 'depends_on', 'full_name', 'materialized', 'name', 'path', 'schema']);
+    assert.deepEqual(Object.keys(co).sort(), ['content_hash', 'depends_on', 'full_name', 'kind', 'materialized', 'name', 'path', 'schema']);
     assert.deepEqual([...co.depends_on].sort(), ['staging.stg_customers', 'staging.stg_orders']);
     const dag = await s.request('GET', '/api/dag');
     assert.equal(dag.body.nodes.length, 5);
