@@ -7,7 +7,7 @@
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { definePlugin, LOCAL_ADMIN } from '../../sdk/index.js';
+import { badRequest, definePlugin, DpError, LOCAL_ADMIN } from '../../sdk/index.js';
 import { projectContext } from './context.js';
 import { createMcpServer } from './server.js';
 
@@ -22,6 +22,15 @@ export default definePlugin({
       summary: 'MCP over streamable HTTP (stateless, JSON responses): the tools of `dp mcp` with the caller\'s role',
       bodyLimit: 4 * 1024 * 1024,
       handler: async (req, reply) => {
+        // What the transport would refuse with a JSON-RPC body is refused first in dp's error shape.
+        const accept = String(req.headers.accept ?? '');
+        if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
+          throw new DpError(406, 'mcp_not_acceptable', 'An MCP client must accept both application/json and text/event-stream', { accept });
+        }
+        const messages = Array.isArray(req.body) ? req.body : [req.body];
+        if (!messages.length || !messages.every((m) => m && typeof m === 'object' && (m as { jsonrpc?: unknown }).jsonrpc === '2.0')) {
+          throw badRequest('mcp_invalid_message', 'The body must be a JSON-RPC 2.0 message (or a batch of them)', {});
+        }
         const server = createMcpServer(ctx, req.caller, { readOnly: false }, VERSION);
         const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
         reply.raw.once('close', () => {

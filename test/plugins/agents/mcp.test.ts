@@ -176,6 +176,12 @@ describe('MCP over streamable HTTP at /mcp (--auth)', () => {
     const raw = await s.request('POST', '/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/list' });
     assert.equal(raw.status, 401);
     assert.equal(raw.body.error.code.length > 0, true);
+    const notAcceptable = await s.request('POST', '/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { token: admin, headers: { accept: 'application/json' } });
+    assert.equal(notAcceptable.status, 406);
+    assert.equal(notAcceptable.body.error.code, 'mcp_not_acceptable');
+    const notRpc = await s.request('POST', '/mcp', { hello: 1 }, { token: admin, headers: { accept: 'application/json, text/event-stream' } });
+    assert.equal(notRpc.status, 400);
+    assert.equal(notRpc.body.error.code, 'mcp_invalid_message');
   });
 
   it("a viewer's query is masked, and run_transform is neither listed nor callable", async () => {
