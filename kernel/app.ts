@@ -91,6 +91,9 @@ class DatabaseHandle implements DatabasePort {
   checkpoint() {
     return this.current().checkpoint();
   }
+  inspectFile(file: string) {
+    return this.current().inspectFile(file);
+  }
   exclusive<T>(fn: () => Promise<T>) {
     return this.current().exclusive(fn);
   }
@@ -103,6 +106,11 @@ class DatabaseHandle implements DatabasePort {
   literal(value: string) {
     return this.current().literal(value);
   }
+}
+
+/** The key of a handler a plugin registers for another plugin's command when `--<option>` is given. */
+export function commandKey(command: string, whenOption?: string): string {
+  return whenOption ? `${command} --${whenOption}` : command;
 }
 
 /** A ref, or its id string (plain JavaScript plugins). */
@@ -407,7 +415,9 @@ export class App {
         if (!(declared.commands ?? []).some((c) => c.command.split(' ')[0] === top)) {
           throw new DpError(500, 'undeclared_command', `Plugin '${manifest.name}' handles command '${path}' without declaring it in contributes.commands`);
         }
-        app.commands.set(path, { plugin: manifest.name, handler });
+        // A handler of another plugin's command, taken only when its option is given (ManifestCommand.whenOption).
+        const whenOption = (declared.commands ?? []).find((c) => c.command.split(' ')[0] === top)?.whenOption;
+        app.commands.set(whenOption && path === top ? commandKey(top, whenOption) : path, { plugin: manifest.name, handler });
       },
       tap: (hook, fn, options) => app.hookRegistry.tap(manifest, hook, fn as (...args: unknown[]) => Promise<unknown>, options?.stage ?? 0),
       hook: ((hook) => app.hookRegistry.fireable(manifest, hook)) as PluginContext['hook'],
@@ -422,6 +432,7 @@ export class App {
       get signal() {
         return app.lifecycle.signal;
       },
+      maintenance: (reason, fn) => app.maintenance(reason, fn),
     };
   }
 

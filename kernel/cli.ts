@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { errorMessage, isDpError } from '../sdk/errors.js';
+import { badRequest, errorMessage, isDpError } from '../sdk/errors.js';
 import type { ManifestCommand, ManifestOption, PluginManifest } from '../sdk/plugin.js';
 import { createCliIO } from './cli-io.js';
 import { kernelCommands } from './commands.js';
@@ -57,6 +57,36 @@ export async function runInApp(argv: Record<string, any>, fn: (app: import('./ap
   }
 }
 
+/**
+ * One declaration per top-level command name: a command another plugin extends with an option
+ * (`whenOption`, e.g. versioning's `diff --snapshot` beside models' `diff`) becomes one command
+ * with every plugin's options; `alternatives` lists the options that pick another handler.
+ */
+function mergeExtendedCommands(manifests: PluginManifest[]): Array<{ cmd: ManifestCommand; alternatives: string[] }> {
+  const byName = new Map<string, ManifestCommand[]>();
+  for (const m of manifests) {
+    for (const cmd of m.contributes?.commands ?? []) {
+      const name = cmd.command.split(' ')[0];
+      byName.set(name, [...(byName.get(name) ?? []), cmd]);
+    }
+  }
+  const out: Array<{ cmd: ManifestCommand; alternatives: string[] }> = [];
+  for (const group of byName.values()) {
+    const extensions = group.filter((c) => c.whenOption);
+    const bases = group.filter((c) => !c.whenOption);
+    if (!extensions.length) {
+      for (const cmd of bases) out.push({ cmd, alternatives: [] });
+      continue;
+    }
+    const base = bases[0] ?? extensions[0];
+    let options = { ...(base.options ?? {}) };
+    for (const e of extensions) options = { ...options, ...(e.options ?? {}) };
+    out.push({ cmd: { ...base, options }, alternatives: extensions.map((e) => e.whenOption!) });
+    for (const extra of bases.slice(1)) out.push({ cmd: extra, alternatives: [] });
+  }
+  return out;
+}
+
 /** A throwaway project for a command that runs before there is one (its database is never opened unless used). */
 function emptyProject(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-noproject-'));
@@ -64,7 +94,7 @@ function emptyProject(): string {
   return dir;
 }
 
-function addManifestCommand(y: Argv, cmd: ManifestCommand, parents: string[]): Argv {
+function addManifestCommand(y: Argv, cmd: ManifestCommand, parents: string[], alternatives: string[] = []): Argv {
   const name = cmd.command.split(' ')[0];
   const pathKey = [...parents, name].join(' ');
   return y.command(
@@ -79,12 +109,18 @@ function addManifestCommand(y: Argv, cmd: ManifestCommand, parents: string[]): A
     cmd.commands?.length
       ? undefined
       : async (argv) => {
+          const { commandKey } = await import('./app.js');
+          const chosen = alternatives.find((o) => argv[o] !== undefined && argv[o] !== false);
+          const key = commandKey(pathKey, chosen);
           const scaffold = cmd.withoutProject && !fs.existsSync(path.join(path.resolve(String(argv.project)), 'project.yml')) ? emptyProject() : null;
           if (scaffold) argv = { ...argv, project: scaffold };
           try {
             await runInApp(argv, async (app) => {
-            const entry = app.commands.get(pathKey);
-            if (!entry) throw new Error(`No handler for command '${pathKey}' (its plugin did not register one)`);
+              const entry = app.commands.get(key);
+              if (!entry && !chosen && alternatives.length) {
+                throw badRequest('option_required', `'dp ${pathKey}' needs ${alternatives.map((o) => `--${o}`).join(' or ')} here (the plugin that handles it otherwise is disabled)`);
+              }
+              if (!entry) throw new Error(`No handler for command '${key}' (its plugin did not register one)`);
               const io = createCliIO(Boolean(argv.json));
               return entry.handler(argv, io);
             });
@@ -125,7 +161,7 @@ export async function main(rawArgv = hideBin(process.argv)): Promise<void> {
       return;
     }
   }
-  for (const m of manifests) for (const cmd of m.contributes?.commands ?? []) y = addManifestCommand(y, cmd, []);
+  for (const { cmd, alternatives } of mergeExtendedCommands(manifests)) y = addManifestCommand(y, cmd, [], alternatives);
   try {
     await y.parseAsync();
   } catch (e) {

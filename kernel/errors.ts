@@ -39,6 +39,7 @@ export const errors = defineErrors({
   webhook_secret_invalid: { status: 403, meaning: 'A webhook call with the wrong shared secret.' },
   webhook_not_configured: { status: 403, meaning: 'The webhook has no secret in .env (or the environment), so every call is refused.' },
   // project, environments, paths
+  option_required: { status: 400, meaning: 'A CLI command that another plugin extends was run without the option its remaining plugin needs (the plugin that handles it otherwise is disabled).' },
   project_not_found: { status: 404, meaning: 'The project folder or its project.yml does not exist.' },
   invalid_project_yml: { status: 400, meaning: 'project.yml does not parse or fails its schema; the message names the line and field.' },
   unknown_environment: { status: 400, meaning: 'The environment is not defined in project.yml.' },
@@ -67,6 +68,8 @@ export const errors = defineErrors({
   file_read_refused: { status: 400, meaning: 'Model SQL reads a file outside the project, a hidden file or the database itself.' },
   invalid_memory_limit: { status: 400, meaning: 'DP_MEMORY_LIMIT is not a memory size DuckDB accepts.' },
   no_project: { status: 500, meaning: 'A project-file check ran on a database opened without a project folder (a bug).' },
+  database_file_unreadable: { status: 400, meaning: 'A database file to check (a backup copy) does not open read-only as a DuckDB database, or a table in it does not read.' },
+  inspect_open_file: { status: 500, meaning: 'inspectFile was asked to open the database file that is already open (a bug).' },
   database_locked: { status: 409, meaning: 'Another process holds the database file (stop `dp serve` or run the command through it).' },
   database_open_failed: { status: 500, meaning: 'The database file could not be opened.' },
   // plugins and wiring (start-up errors)

@@ -41,6 +41,12 @@ fs.writeFileSync(join(root, 'dist', 'kernel', 'validators.generated.js'), header
 // docs/errors.md from the error catalogues (kernel/errors.ts, sdk/error-codes.ts, plugins/*/errors.ts).
 const { writeErrorsDoc } = await import(pathToFileURL(join(root, 'dist', 'kernel', 'error-catalogue.js')).href);
 await writeErrorsDoc();
+// The wiki's CLI reference from the commands themselves (plugins/catalog/wiki/cli-reference.md).
+const cliReference = spawnSync(process.execPath, [join(root, 'scripts', 'generate-cli-reference.mjs')], { stdio: 'inherit', cwd: root });
+if (cliReference.status !== 0) {
+  process.stderr.write('generating the CLI reference failed\n');
+  process.exit(cliReference.status ?? 1);
+}
 // The web UI (Vite; skipped when nothing it reads changed): scripts/build-ui.mjs.
 const ui = spawnSync(process.execPath, [join(root, 'scripts', 'build-ui.mjs')], { stdio: 'inherit', cwd: root });
 if (ui.status !== 0) {

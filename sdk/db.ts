@@ -165,6 +165,12 @@ export interface DatabasePort {
   assertProjectFileReads(sql: string): Promise<void>;
   /** Flushes the write-ahead log into the database file. */
   checkpoint(): Promise<void>;
+  /**
+   * Opens another DuckDB file (a backup copy, never the open one) read-only in a short-lived
+   * instance of its own, lists its user tables with their row counts (reading each table), and
+   * closes it. Throws DpError 400 `database_file_unreadable` when DuckDB cannot open or read it.
+   */
+  inspectFile(file: string): Promise<{ tables: Array<{ schema: string; name: string; rows: number }> }>;
   /** Quotes an identifier for SQL. */
   ident(name: string): string;
   /** Quotes a string literal for SQL. */

@@ -11,5 +11,6 @@ export * from './services.js';
 export * from './sql.js';
 export * from './scripts.js';
 export * from './connectors.js';
+export * from './semantic.js';
 export * from './models.js';
 export * from './ui.js';

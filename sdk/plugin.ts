@@ -36,6 +36,13 @@ export interface ManifestCommand {
   /** Nested subcommands (`mask add`). */
   commands?: ManifestCommand[];
   /**
+   * Set when this plugin adds an option to a top-level command another plugin declares (the
+   * versioning plugin's `diff --snapshot` beside the models plugin's `diff`): the CLI shows one
+   * command with both plugins' options and runs this plugin's handler when the named option is
+   * given, the other plugin's otherwise. Names one of `options`.
+   */
+  whenOption?: string;
+  /**
    * The command runs where there is no project yet (`dp init <folder>`): when --project holds no
    * project.yml, the CLI boots on an empty temporary project, removed afterwards.
    */
@@ -322,6 +329,15 @@ export interface PluginContext {
    * when a run begins (it is replaced by a fresh one at each start) and hand it to the run's context.
    */
   readonly signal: AbortSignal;
+  /**
+   * Runs `fn` with the database file closed, through the kernel's maintenance: new requests are
+   * answered 503 `maintenance` (with Retry-After, naming `reason`), runs are told to stop, the
+   * write lock is taken, in-flight work drains (interrupted after 10 s), plugins stop, the file
+   * closes; then `fn` gets its path (replace it, move it), and the file the project names is
+   * reopened, migrated and started even when `fn` fails. Never call it from inside
+   * `ctx.db.exclusive` or while holding a connection. A second maintenance meanwhile is refused 503.
+   */
+  maintenance<T>(reason: string, fn: (file: { path: string }) => Promise<T> | T): Promise<T>;
 }
 
 export interface PluginDefinition {

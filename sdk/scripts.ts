@@ -16,7 +16,7 @@ import { createExtensionPoint, createServiceRef } from './plugin.js';
 export interface ScriptContext {
   /** The server's connection pool: `bulkLoad` (appender) for fast loads, never one INSERT per row. */
   db: Pick<DatabasePort, 'all' | 'query' | 'bulkLoad' | 'withConnection'> & Pick<DbConnection, 'run' | 'value'>;
-  /** The project's configuration (project.yml, `${VAR}` resolved), read-only. */
+  /** The kernel's keys of project.yml (`connections`, `database`...; `${VAR}` resolved), frozen. */
   config: Readonly<Record<string, unknown>>;
   /** Variables from the project's .env. */
   env: Readonly<Record<string, string>>;
@@ -54,7 +54,9 @@ export interface ScriptRunResult {
 export interface ScriptsService {
   /**
    * Runs a `.ts`/`.js`/`.mjs` script or a `.dpnb` notebook under `ingest/`, `export/` or
-   * `notebooks/` (symlinks resolved). Throws DpError 400 for any other path or language.
+   * `notebooks/` (symlinks resolved), under the kernel's write lock. Throws DpError 400 for any
+   * other path or language (404 when absent); a script that fails or is cancelled resolves with
+   * that status. `.env` values in output, error and stack show as `${VAR}`.
    */
   run(projectPath: string, options?: ScriptRunOptions): Promise<ScriptRunResult>;
 }
@@ -143,6 +145,8 @@ export interface ActivePipeline {
   duration_seconds: number | null;
   run_id?: string | null;
   step?: { index: number; action: string; targets: string[]; attempt: number } | null;
+  /** Clients listening to `GET /api/stream/events` right now. */
+  listeners?: number;
 }
 
 /** The streams plugin's service: what the UI, notebooks and connectors reach streams through. */

@@ -121,6 +121,8 @@ export interface ModelsService {
   loadSeeds(options: { force?: boolean; schema?: string; targets?: string[] | null }): Promise<SeedLoadResult[]>;
   /** The project's `sources:` (the models plugin owns that key), with `schema` and `tables` defaulted. */
   sources(): SourceConfig[];
+  /** The latest transform runs, newest first (what `GET /api/transform/runs` answers). */
+  runs(limit?: number): Promise<Array<Record<string, unknown>>>;
   /** What `dp check` runs (validation, inline assertions, contracts) and its report; `status` `fail` when `dp check` exits 1. */
   check(): Promise<CheckReportSummary>;
 }
@@ -155,7 +157,19 @@ export interface ContractRunResult {
   }>;
 }
 
+/** A contract as written in `contracts/*.yml` (SPEC "Contract"), with the file that defines it. */
+export interface ContractDefinition {
+  name: string;
+  model: string;
+  description: string;
+  severity: 'error' | 'warn';
+  assertions: string[];
+  file: string;
+}
+
 export interface QualityService {
+  /** The contracts of `contracts/*.yml` without running them, and what is wrong with the files that did not load. */
+  contracts(): { contracts: ContractDefinition[]; errors: Array<{ file: string; index?: number; reason: string }> };
   /** Evaluates assertion expressions against a relation (`schema.table`). */
   evaluateAssertions(relation: string, expressions: string[]): Promise<AssertionOutcome[]>;
   /** Runs contracts, optionally filtered by contract name or model. */
@@ -189,6 +203,8 @@ export interface ImpactResult {
 
 export interface LineageService {
   lineage(model: string): Promise<ModelLineage>;
+  /** The project's `exposures:` (the lineage plugin owns that key), `depends_on` defaulted to []. */
+  exposures(): ExposureConfig[];
   /** Impact of a model (or a seed or source models read); with `column`, of that column only. Throws 404 `model_not_found` / `column_not_found`. */
   impact(model: string, column?: string): Promise<ImpactResult>;
 }
@@ -231,7 +247,8 @@ export interface MaskingMethod {
 
 /** The warehouse's tables and views, as the tables plugin lists them. */
 export interface TablesService {
-  list(schema?: string): Promise<Array<{ schema: string; name: string; type: 'table' | 'view' }>>;
+  /** With `rowCounts`, each table carries `rows` (exact) and each view `rows: null` (counting would run it). */
+  list(schema?: string, options?: { rowCounts?: boolean }): Promise<Array<{ schema: string; name: string; type: 'table' | 'view'; rows?: number | null }>>;
   describe(schema: string, table: string): Promise<{ schema: string; name: string; type: string; columns: Array<{ name: string; type: string; nullable: boolean }> }>;
 }
 

@@ -3,7 +3,7 @@
  * mysql, csv, webhook), setup (script, project.yml, .env), CDC syncs with their state in
  * `_service.cdc_state`, the webhook inbox and file import. index.ts only wires.
  */
-import { CONNECTOR_TYPES, definePlugin } from '../../sdk/index.js';
+import { CONNECTOR_TYPES, definePlugin, SCHEDULER_JOBS, SCRIPT_CONTEXT } from '../../sdk/index.js';
 import { registerCommands } from './commands.js';
 import { CONNECTORS_CONFIG } from './config.js';
 import { ImportService } from './import.js';
@@ -12,6 +12,7 @@ import { TypeRegistry } from './registry.js';
 import { registerRoutes } from './routes.js';
 import { ConnectorsService } from './service.js';
 import { CdcStateStore, MIGRATIONS } from './state.js';
+import { scheduleJob, scriptContext } from './scripts.js';
 import { SyncEngine } from './sync.js';
 import { csvType } from './types/csv.js';
 import { mysqlType } from './types/mysql.js';
@@ -39,6 +40,11 @@ export default definePlugin({
     const service = new ConnectorsService(ctx, registry, projectFile, state, engine, async (c) => {
       if (c.type === 'webhook') await inbox.ensure(c.name);
     });
+
+    // With the streams plugin: generated scripts call ctx.connectors.sync(name), and connector
+    // schedules run on its scheduler (no-ops when streams is disabled).
+    ctx.extend(SCRIPT_CONTEXT, scriptContext(engine));
+    ctx.extend(SCHEDULER_JOBS, scheduleJob(projectFile, engine, ctx.log));
 
     registerRoutes(ctx, service, inbox, imports);
     registerCommands(ctx, service);

@@ -93,7 +93,20 @@ export function buildFullDag(input: FullDagInput): { nodes: DagNode[]; edges: Da
   for (const src of input.sources) {
     for (const t of src.tables) {
       const id = `${src.schema}.${t.name}`;
-      addNode({ id, type: 'source', label: id, source: src.name, schema: src.schema, name: t.name, description: t.description ?? src.description ?? '', declared: true });
+      addNode({
+        id,
+        type: 'source',
+        label: id,
+        source: src.name,
+        schema: src.schema,
+        name: t.name,
+        description: t.description ?? src.description ?? '',
+        declared: true,
+        // What the catalog and freshness pages show beside the node.
+        connection: src.connection ?? null,
+        freshness_hours: src.freshness_hours ?? null,
+        loaded_at_column: t.loaded_at_column ?? null,
+      });
     }
   }
   for (const t of input.importTables) {

@@ -155,6 +155,7 @@ export default definePlugin({
     const service: QualityPluginService = {
       evaluateAssertions: (relationName, expressions) => evaluateAssertions(ctx, relationName, expressions, { audience: STORED_AUDIENCE }),
       runContracts: (filter) => runContracts(ctx, filter),
+      contracts: () => loadContracts(ctx),
       profile: async (schema, table, caller) => (await profileForCaller(ctx, schema, table, caller)) as unknown as Record<string, unknown>,
       drainAlerts: () => alerts.drain(),
       drainRecords: () => recorder.drain(),

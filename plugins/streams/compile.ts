@@ -37,6 +37,26 @@ export interface CompiledScript {
   lineOffset?: number;
 }
 
+/** Compiled modules kept in .dp/scripts/; the least recently written beyond this are removed. */
+const KEEP_MODULES = 200;
+
+/** Writes a compiled module once (atomically) under its hash, pruning the oldest beyond KEEP_MODULES. */
+function writeModule(outDir: string, hash: string, text: string): string {
+  const file = path.join(outDir, `${hash}.mjs`);
+  if (fs.existsSync(file)) return file;
+  fs.mkdirSync(outDir, { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, text);
+  fs.renameSync(tmp, file);
+  // A module already imported stays in Node's cache, so removing its file harms no run.
+  const modules = fs.readdirSync(outDir).filter((f) => f.endsWith('.mjs'));
+  if (modules.length > KEEP_MODULES) {
+    const byAge = modules.map((f) => ({ f, t: fs.statSync(path.join(outDir, f)).mtimeMs })).sort((a, b) => a.t - b.t);
+    for (const { f } of byAge.slice(0, modules.length - KEEP_MODULES)) fs.rmSync(path.join(outDir, f), { force: true });
+  }
+  return file;
+}
+
 /** dp's own folder: bare imports a project does not provide resolve from here. */
 const DP_RESOLVE_DIR = path.dirname(fileURLToPath(import.meta.url));
 
@@ -86,15 +106,8 @@ export async function compileScript(root: string, abs: string): Promise<Compiled
   const js = result.outputFiles.find((f) => f.path.endsWith('.mjs'))!;
   const mapFile = result.outputFiles.find((f) => f.path.endsWith('.map'))!;
   const hash = crypto.createHash('sha256').update(js.contents).digest('hex').slice(0, 32);
-  const file = path.join(outDir, `${hash}.mjs`);
-  if (!fs.existsSync(file)) {
-    fs.mkdirSync(outDir, { recursive: true });
-    // The map's comment would point at script.mjs.map, which is never written: drop it.
-    const text = js.text.replace(/\n\/\/# sourceMappingURL=\S+\s*$/, '\n');
-    const tmp = `${file}.${process.pid}.tmp`;
-    fs.writeFileSync(tmp, text);
-    fs.renameSync(tmp, file);
-  }
+  // The map's comment would point at script.mjs.map, which is never written: drop it.
+  const file = writeModule(outDir, hash, js.text.replace(/\n\/\/# sourceMappingURL=\S+\s*$/, '\n'));
   const payload = JSON.parse(mapFile.text) as { sources: string[] };
   const sources = payload.sources.map((s) => path.relative(root, path.resolve(outDir, s)).split(path.sep).join('/'));
   return { url: pathToFileURL(file).href, file, map: new SourceMap({ ...payload, sources } as never), sources };
@@ -163,13 +176,7 @@ export async function compileCell(root: string, label: string, source: string): 
     throw badRequest('script_compile_error', `${label}${line ? ` line ${line}` : ''}: ${first.text}`, { path: label.split('#')[0], line });
   }
   const hash = crypto.createHash('sha256').update(out.code).digest('hex').slice(0, 32);
-  const file = path.join(outDir, `${hash}.mjs`);
-  if (!fs.existsSync(file)) {
-    fs.mkdirSync(outDir, { recursive: true });
-    const tmp = `${file}.${process.pid}.tmp`;
-    fs.writeFileSync(tmp, out.code);
-    fs.renameSync(tmp, file);
-  }
+  const file = writeModule(outDir, hash, out.code);
   const payload = JSON.parse(out.map) as { sources: string[] };
   // The wrapper line shifts the cell by one (lineOffset): line 2 of the wrapped text is the cell's line 1.
   return { url: pathToFileURL(file).href, file, map: new SourceMap({ ...payload, sources: [label] } as never), sources: [label], lineOffset: -1 };

@@ -32,7 +32,22 @@ export class PipelineEvents implements SseSource {
     return this.runStart === null ? [] : this.buffer.since(String(this.runStart - 1));
   }
 
+  private subscribers = 0;
+
+  /** Listeners connected right now (a disconnected one is gone: the kernel unsubscribes it on close). */
+  get listeners(): number {
+    return this.subscribers;
+  }
+
   subscribe(listener: (event: SseEvent) => void): () => void {
-    return this.buffer.subscribe(listener);
+    const off = this.buffer.subscribe(listener);
+    this.subscribers++;
+    let subscribed = true;
+    return () => {
+      if (!subscribed) return;
+      subscribed = false;
+      this.subscribers--;
+      off();
+    };
   }
 }

@@ -7,6 +7,7 @@
 import {
   definePlugin,
   MODELS_SERVICE,
+  PROJECT_VALIDATORS,
   SCHEDULER_JOBS,
   SCRIPT_CONTEXT,
   SCRIPTS_SERVICE,
@@ -45,6 +46,8 @@ export default definePlugin({
     const events = new PipelineEvents();
     const streams = new StreamRunner(ctx, streamDefinitions(ctx.config(STREAMS_CONFIG)), scripts, ctx.services.get(MODELS_SERVICE), events);
     ctx.services.provide(STREAMS_SERVICE, streams);
+    // dp validate: bad cron expressions and step targets that do not exist, with their lines.
+    ctx.extend(PROJECT_VALIDATORS, { name: 'streams', validate: () => streams.validate() });
 
     const scheduler = new Scheduler(ctx.log);
     if (ctx.serving) {

@@ -80,7 +80,7 @@ export function registerRoutes(ctx: PluginContext, parts: { scripts: ScriptRunne
     url: '/api/stream/active',
     permission: 'read',
     summary: 'The active pipeline snapshot: running, operation, operation_label, stream_name, started_at, total_events, finished, status, duration_seconds',
-    handler: async () => streams.active(),
+    handler: async () => ({ ...streams.active(), listeners: events.listeners }),
   });
 
   ctx.route({

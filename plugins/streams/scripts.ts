@@ -21,6 +21,7 @@ import {
   isDpError,
   notFound,
   readNotebook,
+  withEnvReferences,
   type BulkTarget,
   type BulkWriter,
   type DbConnection,
@@ -196,7 +197,10 @@ export class ScriptRunner implements ScriptsService {
     const t0 = performance.now();
     const output: string[] = [];
     let dropped = 0;
-    const push = (line: string) => {
+    // A .env value a script prints shows as its ${VAR} reference: output goes to editors, who may not read secrets.
+    const env = this.ctx.env;
+    const push = (raw: string) => {
+      const line = withEnvReferences(raw, env);
       if (output.length < MAX_OUTPUT_LINES) output.push(line);
       else dropped++;
       options.onOutput?.(line);
@@ -234,8 +238,8 @@ export class ScriptRunner implements ScriptsService {
       status: outcome.status,
       duration_ms: Math.round((performance.now() - t0) * 100) / 100,
       output,
-      ...(outcome.status !== 'success' ? { error: outcome.error } : {}),
-      ...('stack' in outcome && outcome.stack ? { stack: outcome.stack } : {}),
+      ...(outcome.status !== 'success' ? { error: withEnvReferences(outcome.error ?? '', env) } : {}),
+      ...('stack' in outcome && outcome.stack ? { stack: withEnvReferences(outcome.stack, env) } : {}),
     };
     try {
       await recordHistory(this.ctx.db, {

@@ -212,6 +212,19 @@ export class StreamRunner implements StreamsService {
     r.controller.abort(new Error('stale: running for more than 10 minutes'));
     this.ctx.log.warn(`stream ${r.stream.name} cleared as stale after 10 minutes`, { run_id: r.runId });
     this.current = null;
+    this.last = {
+      running: false,
+      operation: 'stream',
+      operation_label: `${r.stream.name}: cleared as stale`,
+      stream_name: r.stream.name,
+      started_at: r.startedAt.toISOString(),
+      total_events: r.events,
+      finished: true,
+      status: 'cancelled',
+      duration_seconds: Math.round((Date.now() - r.startedAt.getTime()) / 100) / 10,
+      run_id: r.runId,
+      step: null,
+    };
   }
 
   /** Registers the run as current synchronously (so `already_running` is exact) and runs it in the background. */

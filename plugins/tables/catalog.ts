@@ -1,4 +1,4 @@
-import { notFound, type DatabasePort } from '../../sdk/index.js';
+import { notFound, qualified, type DatabasePort } from '../../sdk/index.js';
 
 export interface TableEntry {
   schema: string;
@@ -31,6 +31,22 @@ export async function listTables(db: DatabasePort, schema?: string): Promise<Tab
      ORDER BY 1, 2`,
   );
   return rows.filter((r) => !isHiddenSchema(r.schema) && (schema === undefined || r.schema === schema));
+}
+
+/**
+ * Exact row counts of tables, in one statement; views get null: a view's rows exist only when it
+ * runs, and a listing must not run every view. The names come from the catalog (never from input).
+ */
+export async function withRowCounts(db: DatabasePort, tables: TableEntry[]): Promise<Array<TableEntry & { rows: number | null }>> {
+  const base = tables.filter((t) => t.type === 'table');
+  const counts = new Map<string, number>();
+  // A few hundred tables per statement keeps the text small; most projects need one.
+  for (let i = 0; i < base.length; i += 200) {
+    const part = base.slice(i, i + 200);
+    const sql = part.map((t, j) => `SELECT ${j} AS i, count(*) AS n FROM ${qualified(t.schema, t.name)}`).join(' UNION ALL ');
+    for (const r of await db.all<{ i: number; n: number | bigint }>(sql)) counts.set(`${part[r.i]!.schema}.${part[r.i]!.name}`, Number(r.n));
+  }
+  return tables.map((t) => ({ ...t, rows: t.type === 'table' ? (counts.get(`${t.schema}.${t.name}`) ?? 0) : null }));
 }
 
 export async function describeTable(db: DatabasePort, schema: string, table: string): Promise<{ schema: string; name: string; type: string; columns: ColumnEntry[] }> {

@@ -1,5 +1,5 @@
 import { definePlugin, qualified, TABLES_SERVICE, type JsonSchema } from '../../sdk/index.js';
-import { autocompleteCatalog, describeTable, listTables } from './catalog.js';
+import { autocompleteCatalog, describeTable, listTables, withRowCounts } from './catalog.js';
 
 const tableParams: JsonSchema = {
   type: 'object',
@@ -10,7 +10,10 @@ const tableParams: JsonSchema = {
 export default definePlugin({
   setup(ctx) {
     ctx.services.provide(TABLES_SERVICE, {
-      list: (schema?: string) => listTables(ctx.db, schema),
+      list: async (schema?: string, options?: { rowCounts?: boolean }) => {
+        const tables = await listTables(ctx.db, schema);
+        return options?.rowCounts ? withRowCounts(ctx.db, tables) : tables;
+      },
       describe: (schema: string, table: string) => describeTable(ctx.db, schema, table),
     });
 
@@ -73,9 +76,9 @@ export default definePlugin({
     });
 
     ctx.command('tables', async (args, io) => {
-      const rows = await listTables(ctx.db, args.schema as string | undefined);
+      const rows = await withRowCounts(ctx.db, await listTables(ctx.db, args.schema as string | undefined));
       if (io.wantsJson) io.json(rows);
-      else io.table(rows as unknown as Array<Record<string, unknown>>, ['schema', 'name', 'type']);
+      else io.table(rows.map((r) => ({ ...r, rows: r.rows ?? '' })), ['schema', 'name', 'type', 'rows']);
     });
   },
 });

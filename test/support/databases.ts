@@ -124,10 +124,16 @@ export async function startPostgres(options: { user?: string; password?: string;
   );
   running.add(child);
   await waitForPort(port, child, 'postgres');
-  const created = spawnSync(path.join(PG_BIN, 'createdb'), ['-h', '127.0.0.1', '-p', String(port), '-U', user, database], {
-    encoding: 'utf8',
-    env: { ...process.env, PGPASSWORD: password },
-  });
+  // The port opens before recovery ends ("the database system is starting up"): retry until it accepts.
+  let created = spawnSync('true', { encoding: 'utf8' });
+  for (const deadline = Date.now() + 60_000; ; ) {
+    created = spawnSync(path.join(PG_BIN, 'createdb'), ['-h', '127.0.0.1', '-p', String(port), '-U', user, database], {
+      encoding: 'utf8',
+      env: { ...process.env, PGPASSWORD: password },
+    });
+    if (created.status === 0 || !/starting up|shutting down/.test(String(created.stderr)) || Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
   if (created.status !== 0) {
     await stopChild(child, 'SIGINT');
     throw new Error(`createdb failed: ${created.stderr}`);

@@ -179,8 +179,18 @@ async function* readPostgres(config: PostgresConfig, req: ConnectorReadRequest):
     let columns: ConnectorColumn[] | undefined;
     let parsers: Parse[] = [];
     let sent = false;
+    const fetchNext = () => {
+      const q = c.query({ text: `FETCH ${batch} FROM dp_sync`, rowMode: 'array' });
+      q.catch(() => undefined); // awaited below; an early return must not leave it unhandled
+      return q;
+    };
+    // The next FETCH is sent before a batch is converted and handed on, so PostgreSQL produces
+    // rows while DuckDB appends the previous ones.
+    let pending = fetchNext();
     for (;;) {
-      const r = await c.query({ text: `FETCH ${batch} FROM dp_sync`, rowMode: 'array' });
+      const r = await pending;
+      const full = r.rows.length === batch;
+      if (full) pending = fetchNext();
       if (!columns) {
         const described = r.fields.map(columnOf);
         columns = described.map((d) => d.column);
@@ -191,7 +201,7 @@ async function* readPostgres(config: PostgresConfig, req: ConnectorReadRequest):
       // The first batch goes out even when empty: it carries the columns.
       if (rows.length > 0 || !sent) yield { columns, rows };
       sent = true;
-      if (rows.length < batch) break;
+      if (!full) break;
     }
     await c.query('COMMIT');
   } finally {

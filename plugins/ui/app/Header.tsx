@@ -85,6 +85,7 @@ export function Header({ health, onHealth }: { health: Health | null; onHealth: 
         {switchError ? <ErrorBox error={switchError} /> : null}
       </div>
       <div className="dp-header-right">
+        <GitStatus />
         <PluginsMenu />
         <span className={`dp-health ${ok ? 'dp-health-ok' : 'dp-health-bad'}`} title={ok ? 'Server and database answer' : (health?.error ?? 'Not healthy')} data-testid="health">
           <span className="dp-dot" aria-hidden="true" /> {ok ? 'healthy' : (health?.status ?? '…')}
@@ -117,6 +118,69 @@ function Popover({ label, children, testId }: { label: ReactNode; children: Reac
         {label}
       </button>
       {open ? <div className="dp-popover-panel">{children}</div> : null}
+    </div>
+  );
+}
+
+interface GitStatusAnswer {
+  is_repo: boolean;
+  branch?: string | null;
+  dirty?: boolean;
+  changed_files?: Array<{ path: string; status: string }>;
+  last_commit?: { hash: string; message: string; author: string; date: string } | null;
+}
+
+const GIT_EVERY_MS = 60_000;
+
+/**
+ * The project's git branch and changed files (the catalog plugin's GET /api/git/status). Shows
+ * nothing outside a repository or when the catalog plugin is disabled (404).
+ */
+function GitStatus() {
+  const git = useApi<GitStatusAnswer>(
+    (signal) => api.get<GitStatusAnswer>('/api/git/status', { signal }).catch((e: { status?: number }): GitStatusAnswer | Promise<never> => (e.status === 404 ? { is_repo: false } : Promise.reject(e))),
+    [],
+  );
+  useEffect(() => {
+    const timer = setInterval(() => git.reload(), GIT_EVERY_MS);
+    return () => clearInterval(timer);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, []);
+  const g = git.data;
+  if (!g?.is_repo) return null;
+  const changed = g.changed_files ?? [];
+  return (
+    <div data-testid="git-status">
+      <Popover
+        label={
+          <span title={g.dirty ? `${changed.length} changed file(s)` : 'No uncommitted changes'}>
+            <span aria-hidden="true">⎇</span> {g.branch ?? 'detached'} {g.dirty ? <Badge tone="warn">{changed.length} changed</Badge> : <Badge tone="ok">clean</Badge>}
+          </span>
+        }
+        testId="git-menu"
+      >
+        <div className="dp-col" style={{ gap: 6, minWidth: 260 }}>
+          {g.last_commit ? (
+            <div>
+              <div className="dp-muted" style={{ fontSize: 12 }}>
+                Last commit {g.last_commit.hash.slice(0, 8)} by {g.last_commit.author}
+              </div>
+              <div>{g.last_commit.message}</div>
+            </div>
+          ) : (
+            <div className="dp-muted">No commits yet</div>
+          )}
+          {changed.length ? (
+            <ul data-testid="git-changed-files">
+              {changed.map((f) => (
+                <li key={f.path}>
+                  <Badge tone={f.status === 'untracked' ? 'info' : f.status === 'deleted' ? 'bad' : 'warn'}>{f.status}</Badge> <code>{f.path}</code>
+                </li>
+              ))}
+            </ul>
+          ) : null}
+        </div>
+      </Popover>
     </div>
   );
 }

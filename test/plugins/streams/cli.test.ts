@@ -1,7 +1,7 @@
 /** `dp jobs run` and `dp jobs list` with the real binary on a copy of examples/shop. */
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import { copyShop, runCli } from '../../helpers.js';
+import { copyShop, makeProject, runCli } from '../../helpers.js';
 
 describe('dp jobs', () => {
   let root: string;
@@ -40,5 +40,24 @@ describe('dp jobs', () => {
     const unknown = runCli(['jobs', 'run', 'nope', '--project', root]);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /No stream 'nope' in project\.yml \(streams: daily, events_hourly\)/);
+  });
+
+  it('reports bad schedules and targets in dp validate, with their lines', () => {
+    const project = makeProject({
+      'project.yml': 'name: v\ndatabase:\n  path: v.duckdb\nstreams:\n  nightly:\n    schedule: "0 25 * * *"\n    steps:\n      - ingest: [missing]\n      - transform: [all]\n',
+    });
+    const r = runCli(['validate', '--project', project, '--json']);
+    assert.equal(r.code, 1, r.stderr + r.stdout);
+    const report = JSON.parse(r.stdout) as { problems: Array<{ source: string; file: string; line?: number; message: string }> };
+    const mine = report.problems.filter((p) => p.source === 'streams');
+    assert.deepEqual(
+      mine.map((p) => [p.file, p.line, p.message.replace(/: .*$/, '')]),
+      [
+        ['project.yml', 6, 'streams.nightly.schedule'],
+        ['project.yml', 8, 'streams.nightly.steps[0] (ingest)'],
+      ],
+    );
+    assert.match(mine[0].message, /'0 25 \* \* \*' is not a valid cron expression/);
+    assert.match(mine[1].message, /no script 'missing' in ingest\//);
   });
 });

@@ -130,7 +130,7 @@ describe('script runner: POST /api/run and SCRIPT_CONTEXT', () => {
       auth: true,
       files: {
         'ingest/greet.ts': "export default async (ctx: any) => { console.log(ctx.greeter.greet('ada')); console.log(typeof ctx.signal.aborted, Object.isFrozen(ctx.config)); };\n",
-        'ingest/secret.ts': "export default async (ctx: any) => { if (ctx.secrets.get('API_KEY') !== 'k-123456789') throw new Error('no secret'); if (ctx.env.API_KEY !== 'k-123456789') throw new Error('no env'); console.log('ok'); };\n",
+        'ingest/secret.ts': "export default async (ctx: any) => { if (ctx.secrets.get('API_KEY') !== 'k-123456789') throw new Error('no secret'); if (ctx.env.API_KEY !== 'k-123456789') throw new Error('no env'); console.log('key', ctx.secrets.get('API_KEY')); throw new Error('bad key ' + ctx.env.API_KEY); };\n",
         'ingest/million.ts': `
 export default async (ctx: any) => {
   const total = 1_000_000;
@@ -165,8 +165,12 @@ export default async (ctx: any) => {
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body.status, 'success');
     assert.deepEqual(r.body.output, ['greeting ada from ingest/greet.ts', 'hello ada', 'boolean true']);
+    // The script reads .env through ctx; what it prints or throws shows the reference, never the value.
     const secret = await editor.request('POST', '/api/run', { script_path: 'ingest/secret.ts' });
-    assert.equal(secret.body.status, 'success', secret.text);
+    assert.equal(secret.body.status, 'error', secret.text);
+    assert.deepEqual(secret.body.output, ['key ${API_KEY}']);
+    assert.equal(secret.body.error, 'bad key ${API_KEY}');
+    assert.ok(!secret.text.includes('k-123456789'));
   });
 
   it('answers 403 to a viewer and runs nothing', async () => {

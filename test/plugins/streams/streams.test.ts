@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, mock } from 'node:test';
 import { App } from '../../../kernel/app.js';
 import { startTestServer, type PluginTestServer, type TestCaller } from '../../../sdk/testing.js';
 import { makeProject } from '../../helpers.js';
@@ -135,6 +135,7 @@ describe('streams', () => {
   }
 };\n`,
         'ingest/after.ts': "export default async (ctx: any) => { await ctx.db.run('CREATE TABLE after_ran AS SELECT 1 AS x'); };\n",
+        '.env': 'HOOK_TOKEN=tok-8f3a9c1d\n',
       },
       projectYml: [
         'streams:',
@@ -165,6 +166,10 @@ describe('streams', () => {
         '    steps:',
         '      - ingest: [endless.ts]',
         '      - ingest: [ingest/after.ts]',
+        '  secret_hook:',
+        '    webhook_url: http://127.0.0.1:9/hook?token=${HOOK_TOKEN}',
+        '    steps:',
+        '      - ingest: [load]',
         '  bad_target:',
         '    steps:',
         '      - ingest: [nope]',
@@ -223,8 +228,11 @@ describe('streams', () => {
     assert.ok(got.every((m, i) => i === 0 || Number(m.id) > Number(got[i - 1].id)));
     // Idle now: keepalive comments keep the connection open.
     await first.until((ms) => ms.slice(ms.indexOf(got.at(-1)!)).some((m) => m.comment === 'keepalive'), 5_000);
+    assert.equal((await viewer.request('GET', '/api/stream/active')).body.listeners, 2);
     first.close();
     second.close();
+    // A listener that disconnects is dropped: nothing stays subscribed.
+    await waitFor(() => viewer.request('GET', '/api/stream/active'), (r) => r.body.listeners === 0);
 
     assert.deepEqual(await s.db.all('SELECT n::INT AS n, revenue FROM marts.totals'), [{ n: 5, revenue: 6.5 }]);
     const active = await viewer.request('GET', '/api/stream/active');
@@ -321,6 +329,27 @@ describe('streams', () => {
     assert.equal(await s.db.value("SELECT count(*)::INT FROM information_schema.tables WHERE table_name = 'after_ran'"), 0);
   });
 
+  it('clears a run older than 10 minutes when the snapshot is read, and cancels it', async () => {
+    const started = await editor.request('POST', '/api/stream/endless/start');
+    assert.equal(started.body.status, 'started');
+    assert.equal((await viewer.request('GET', '/api/stream/active')).body.running, true);
+    // Only Date moves (timers and the server run on): the run now looks 11 minutes old.
+    mock.timers.enable({ apis: ['Date'], now: Date.now() + 11 * 60_000 });
+    let active;
+    try {
+      active = await viewer.request('GET', '/api/stream/active');
+    } finally {
+      mock.timers.reset();
+    }
+    assert.equal(active.body.running, false);
+    assert.equal(active.body.stream_name, 'endless');
+    assert.equal(active.body.status, 'cancelled');
+    assert.match(active.body.operation_label, /cleared as stale/);
+    const history = await waitFor(() => viewer.request('GET', '/api/history?name=endless&limit=1'), (r) => r.body.runs[0]?.run_id === started.body.run_id);
+    assert.equal(history.body.runs[0].status, 'cancelled');
+    assert.match(history.body.runs[0].error, /stale/);
+  });
+
   it('a forced start cancels the running stream and starts the new one after it', async () => {
     assert.equal((await editor.request('POST', '/api/stream/endless/start')).body.status, 'started');
     await new Promise((r) => setTimeout(r, 200));
@@ -343,6 +372,9 @@ describe('streams', () => {
     assert.equal((await viewer.request('GET', '/api/stream/active')).body.stream_name, 'flaky', 'nothing ran');
     const denied = await viewer.request('POST', '/api/stream/etl/start');
     assert.equal(denied.status, 403);
+    const anonymous = await fetch(`${s.url}/api/stream/events`);
+    assert.equal(anonymous.status, 401);
+    await anonymous.body?.cancel();
     const history = await viewer.request('GET', '/api/history?limit=0');
     assert.equal(history.status, 400);
   });
@@ -355,6 +387,9 @@ describe('streams', () => {
     assert.equal(etl.retries, 0);
     assert.equal(etl.retry_delay, 5);
     assert.equal(etl.schedule, null);
+    const hooked = r.body.streams.find((x: { name: string }) => x.name === 'secret_hook');
+    assert.equal(hooked.webhook_url, 'http://127.0.0.1:9/hook?token=${HOOK_TOKEN}');
+    assert.ok(!r.text.includes('tok-8f3a9c1d'), 'a .env value never shows');
     const problems = await s.app.services.get<{ validate(): Promise<Array<{ file: string; line?: number; message: string }>> }>('streams').validate();
     assert.deepEqual(
       problems.map((p) => p.message),

@@ -81,18 +81,24 @@ describe('tables plugin', () => {
 });
 
 describe('dp tables', () => {
-  it('prints the listing and --json', async () => {
+  it('prints the listing with row counts and --json', async () => {
     const root = makeProject();
     const q = runCli(['query', 'SELECT 1', '--project', root]);
     assert.equal(q.code, 0);
     const { bootApp } = await import('../../helpers.js');
     const app = await bootApp(root);
-    await app.db.run('CREATE SCHEMA s; CREATE TABLE s.a (x INT)');
+    await app.db.run(`CREATE SCHEMA s; CREATE TABLE s.a (x INT); CREATE TABLE "s"."odd name" AS SELECT * FROM range(3); CREATE VIEW s.v AS SELECT 1 AS y`);
     await app.close();
     const out = runCli(['tables', '--project', root]);
     assert.equal(out.code, 0, out.stderr);
-    assert.match(out.stdout, /s\s+a\s+table/);
+    assert.match(out.stdout, /schema\s+name\s+type\s+rows/);
+    assert.match(out.stdout, /s\s+a\s+table\s+0/);
+    assert.match(out.stdout, /s\s+odd name\s+table\s+3/);
     const json = runCli(['tables', '--json', '--schema', 's', '--project', root]);
-    assert.deepEqual(JSON.parse(json.stdout), [{ schema: 's', name: 'a', type: 'table' }]);
+    assert.deepEqual(JSON.parse(json.stdout), [
+      { schema: 's', name: 'a', type: 'table', rows: 0 },
+      { schema: 's', name: 'odd name', type: 'table', rows: 3 },
+      { schema: 's', name: 'v', type: 'view', rows: null },
+    ]);
   });
 });

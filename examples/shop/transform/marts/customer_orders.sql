@@ -1,3 +1,5 @@
+-- One row per customer: contact details, number of orders, lifetime value
+-- and first and last order dates (returned orders left out).
 -- @config materialized=table, schema=marts
 -- @assert row_count > 0
 -- @assert unique(customer_id)

@@ -1,3 +1,5 @@
+-- Revenue and order count per month and payment method, from completed and
+-- shipped orders only.
 -- @config materialized=table, schema=marts
 -- @assert row_count >= 1
 -- @assert "sum(revenue) > 0"

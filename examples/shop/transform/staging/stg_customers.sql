@@ -1,3 +1,4 @@
+-- Customers from the CRM export, with a full name, a lower-case email and a typed signup date.
 -- @config materialized=view, schema=staging
 -- @assert unique(customer_id)
 -- @assert no_nulls(email)

@@ -1,3 +1,4 @@
+-- Orders with typed dates and amounts.
 -- @config materialized=view, schema=staging
 -- @assert unique(order_id)
 -- @assert accepted_values(status, ['completed', 'shipped', 'returned', 'pending'])

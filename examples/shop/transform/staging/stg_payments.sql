@@ -1,3 +1,4 @@
+-- Payments with typed amounts and payment dates.
 -- @config materialized=view, schema=staging
 -- @assert no_nulls(order_id)
 SELECT

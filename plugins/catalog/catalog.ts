@@ -1,0 +1,128 @@
+/**
+ * Sources, exposures and the overview (SPEC "Catalog"). Sources belong to the models plugin's
+ * `sources:` key and exposures to the lineage plugin's `exposures:` key: the catalog reads both
+ * through their owners' services and adds what the warehouse knows (does the table exist, how many
+ * rows; which relations an exposure names that the project does not define).
+ *
+ * Every free-text value comes back with `.env` values shown as their `${VAR}` reference: project.yml
+ * is expanded before plugins see it, and a token in an exposure URL must not reach a viewer.
+ */
+import {
+  schemaHiddenFrom,
+  withEnvReferences,
+  type ExposureConfig,
+  type LineageService,
+  type ModelsService,
+  type PluginContext,
+  type Role,
+  type SemanticService,
+  type SourceConfig,
+  type TablesService,
+} from '../../sdk/index.js';
+
+export interface CatalogDeps {
+  ctx: PluginContext;
+  models: () => ModelsService;
+  /** Absent when the lineage plugin is disabled: no exposures (its key), no column lineage. */
+  lineage: () => LineageService | undefined;
+  /** Absent when the tables plugin is disabled: no table listing or row counts. */
+  tables: () => TablesService | undefined;
+  semantic: () => SemanticService | undefined;
+}
+
+/** A copy of a config value with every string passed through withEnvReferences. */
+export function shownAsWritten<T>(value: T, env: Readonly<Record<string, string>>): T {
+  if (typeof value === 'string') return withEnvReferences(value, env) as T;
+  if (Array.isArray(value)) return value.map((v) => shownAsWritten(v, env)) as T;
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, shownAsWritten(v, env)])) as T;
+  return value;
+}
+
+const relationKey = (schema: string, name: string) => `${schema}.${name}`.toLowerCase();
+
+/** Row counts of every visible table by lower-case `schema.name` (views: null). */
+async function warehouse(deps: CatalogDeps, role: Role) {
+  const all = (await deps.tables()?.list(undefined, { rowCounts: true })) ?? [];
+  const visible = all.filter((t) => !schemaHiddenFrom(t.schema, role));
+  return { list: visible, byName: new Map(visible.map((t) => [relationKey(t.schema, t.name), t])) };
+}
+
+export interface SourceEntry extends SourceConfig {
+  tables: Array<SourceConfig['tables'][number] & { exists: boolean; type: 'table' | 'view' | null; rows: number | null }>;
+}
+
+/** `sources:` with each table's presence in the warehouse and its row count. */
+export async function listSources(deps: CatalogDeps, role: Role): Promise<SourceEntry[]> {
+  const { byName } = await warehouse(deps, role);
+  return deps
+    .models()
+    .sources()
+    .map((src) => ({
+      ...shownAsWritten(src, deps.ctx.env),
+      tables: src.tables.map((t) => {
+        const found = byName.get(relationKey(src.schema, t.name));
+        return { ...shownAsWritten(t, deps.ctx.env), exists: Boolean(found), type: found?.type ?? null, rows: found?.rows ?? null };
+      }),
+    }));
+}
+
+export interface ExposureEntry extends ExposureConfig {
+  /** Names in depends_on that are no model, seed or declared source of the project. */
+  unknown_dependencies: string[];
+}
+
+/** `exposures:` with the names they depend on that the project does not define. */
+export async function listExposures(deps: CatalogDeps): Promise<ExposureEntry[]> {
+  const models = deps.models();
+  const known = new Set<string>();
+  for (const m of await models.list()) {
+    known.add(m.full_name.toLowerCase());
+    known.add(m.name.toLowerCase());
+  }
+  for (const s of await models.seeds()) known.add(s.full_name.toLowerCase());
+  for (const src of models.sources()) for (const t of src.tables) known.add(relationKey(src.schema, t.name));
+  return (deps.lineage()?.exposures() ?? []).map((e) => ({
+    ...shownAsWritten(e, deps.ctx.env),
+    depends_on: e.depends_on ?? [],
+    unknown_dependencies: (e.depends_on ?? []).filter((d) => !known.has(d.toLowerCase())),
+  }));
+}
+
+/** The overview (SPEC: schemas, tables, rows, recent runs, connectors). */
+export async function overview(deps: CatalogDeps, role: Role) {
+  const { list } = await warehouse(deps, role);
+  const schemas = new Map<string, { name: string; tables: number; views: number; rows: number }>();
+  for (const t of list) {
+    const s = schemas.get(t.schema) ?? { name: t.schema, tables: 0, views: 0, rows: 0 };
+    if (t.type === 'table') {
+      s.tables += 1;
+      s.rows += t.rows ?? 0;
+    } else s.views += 1;
+    schemas.set(t.schema, s);
+  }
+  const models = deps.models();
+  const semantic = deps.semantic();
+  const project = deps.ctx.project;
+  // Names and types only: a connection's other keys hold hosts, users and secrets.
+  const connections = Object.entries(project.config.connections ?? {}).map(([name, c]) => ({ name, type: typeof c.type === 'string' ? c.type : null }));
+  const modelList = (await models.list()).filter((m) => !schemaHiddenFrom(m.schema, role));
+  return {
+    project: project.config.name,
+    environment: project.env,
+    totals: {
+      schemas: schemas.size,
+      tables: list.filter((t) => t.type === 'table').length,
+      views: list.filter((t) => t.type === 'view').length,
+      rows: [...schemas.values()].reduce((n, s) => n + s.rows, 0),
+      models: modelList.length,
+      seeds: (await models.seeds()).length,
+      sources: models.sources().reduce((n, s) => n + s.tables.length, 0),
+      exposures: deps.lineage()?.exposures().length ?? 0,
+      metrics: semantic ? (await semantic.metrics()).metrics.length : null,
+    },
+    schemas: [...schemas.values()],
+    tables: list.map((t) => ({ schema: t.schema, name: t.name, type: t.type, rows: t.rows ?? null })),
+    recent_runs: await models.runs(10),
+    connectors: connections,
+  };
+}

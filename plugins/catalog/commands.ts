@@ -1,0 +1,25 @@
+/** `dp docs [--out file]`. */
+import path from 'node:path';
+import { LOCAL_ADMIN, type PluginContext, type QualityService } from '../../sdk/index.js';
+import type { CatalogDeps } from './catalog.js';
+import { renderMarkdown, structuredDocs } from './docs.js';
+
+export function registerCommands(ctx: PluginContext, deps: CatalogDeps, quality: () => QualityService | undefined): void {
+  ctx.command('docs', async (args, io) => {
+    const docs = await structuredDocs(deps, LOCAL_ADMIN.role, quality());
+    if (io.wantsJson && !args.out) {
+      io.json(docs);
+      return 0;
+    }
+    const markdown = renderMarkdown(docs, ctx.env);
+    if (!args.out) {
+      process.stdout.write(markdown.endsWith('\n') ? markdown : markdown + '\n');
+      return 0;
+    }
+    // --out is relative to the current folder, and must land inside the project (writeFile refuses the rest).
+    const target = ctx.project.relative(path.resolve(process.cwd(), String(args.out)));
+    ctx.project.writeFile(target, markdown.endsWith('\n') ? markdown : markdown + '\n');
+    io.err(`wrote ${target} (${docs.counts.models} models, ${docs.counts.metrics} metrics)`);
+    return 0;
+  });
+}

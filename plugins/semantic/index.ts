@@ -1,0 +1,17 @@
+/** The semantic layer: wires the service, routes and CLI (see README.md). */
+import { definePlugin, MODELS_SERVICE, PROJECT_VALIDATORS, SEMANTIC_SERVICE } from '../../sdk/index.js';
+import { registerCommands } from './commands.js';
+import { registerRoutes } from './routes.js';
+import { createSemanticService } from './service.js';
+import { metricsValidator } from './validator.js';
+
+export default definePlugin({
+  setup(ctx) {
+    const service = createSemanticService(ctx);
+    ctx.services.provide(SEMANTIC_SERVICE, service);
+    registerRoutes(ctx, service);
+    registerCommands(ctx, service);
+    // `dp validate` lists the metrics' problems with the rest of the project's.
+    ctx.extend(PROJECT_VALIDATORS, metricsValidator(ctx.project, ctx.db, () => ctx.services.get(MODELS_SERVICE)));
+  },
+});

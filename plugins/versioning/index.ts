@@ -1,0 +1,37 @@
+/**
+ * The versioning plugin: metadata snapshots, Parquet versions (diff, restore, timeline, cleanup)
+ * and backups of the database file. This file only wires; see README.md.
+ */
+import { definePlugin, errorMessage } from '../../sdk/index.js';
+import { BackupStore } from './backups.js';
+import { registerCommands } from './commands.js';
+import { VERSIONING_CONFIG } from './config.js';
+import { registerRoutes } from './routes.js';
+import { SNAPSHOT_MIGRATIONS, SnapshotStore } from './snapshots.js';
+import { VERSION_MIGRATIONS, VersionStore } from './versions.js';
+
+export default definePlugin({
+  config: [VERSIONING_CONFIG],
+  setup(ctx) {
+    const config = ctx.config(VERSIONING_CONFIG);
+    ctx.migrate([...VERSION_MIGRATIONS, ...SNAPSHOT_MIGRATIONS]);
+    const stores = { versions: new VersionStore(ctx, config.compression), snapshots: new SnapshotStore(ctx), backups: new BackupStore(ctx) };
+    // After a crash or a backup restore, _snapshots/ and _service.version_history agree again.
+    ctx.onStart(async () => {
+      await stores.versions.reconcile();
+    });
+    registerRoutes(ctx, stores);
+    registerCommands(ctx, stores);
+
+    ctx.tap('pipelineEnd', async (pipeline) => {
+      if (!ctx.config(VERSIONING_CONFIG).after_pipeline || pipeline.status !== 'success') return;
+      try {
+        const v = await stores.versions.create({ trigger: 'pipeline', description: `after pipeline ${pipeline.streamName} (run ${pipeline.runId})` });
+        ctx.log.info('version created after a pipeline run', { version_id: v.version_id, stream: pipeline.streamName });
+      } catch (e) {
+        // A version that fails must not turn a successful run into a failed one.
+        ctx.log.error('version after a pipeline run failed', { stream: pipeline.streamName, error: errorMessage(e) });
+      }
+    });
+  },
+});

@@ -1,0 +1,459 @@
+/**
+ * Versions: full copies of every user table as Parquet, one file per table plus `_manifest.json`
+ * in `_snapshots/<version_id>/`, with a record in `_service.version_history`.
+ *
+ * Crash safety: a version is written into a hidden temporary folder (`.tmp-<id>-<pid>`), its
+ * files and manifest synced, and only then renamed to `<version_id>` (one atomic rename) and
+ * recorded. A process killed before the rename leaves only the temporary folder, which the next
+ * start removes; one killed between the rename and the record leaves a complete folder, which
+ * the next start records from its manifest. Either way a version lists complete or not at all.
+ * All tables are read in one transaction, so a version is one consistent state of the warehouse.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { badRequest, conflict, errorMessage, notFound, qualified, quoteIdent, quoteLiteral, type DbConnection, type PluginContext } from '../../sdk/index.js';
+import { columnsHash, matchTable, userTables, type ColumnInfo, type TableInfo } from './catalog.js';
+import { assertVersionId, fsyncPath, insideFolder, ownFolder, SNAPSHOTS_DIR, stamp, VERSION_ID, withoutRoot, writeFileDurably } from './paths.js';
+
+export const VERSION_MIGRATIONS = [
+  {
+    id: 'versioning-001',
+    sql: `CREATE TABLE IF NOT EXISTS _service.version_history (
+     version_id VARCHAR PRIMARY KEY,
+     number INTEGER NOT NULL,
+     created_at VARCHAR NOT NULL,
+     description VARCHAR,
+     trigger VARCHAR NOT NULL,
+     table_count INTEGER NOT NULL,
+     total_rows BIGINT NOT NULL,
+     size_bytes BIGINT NOT NULL,
+     tables JSON NOT NULL
+   )`,
+  },
+];
+
+export type VersionTrigger = 'manual' | 'restore' | 'pipeline';
+
+/** One table of a version (in `_manifest.json` and the record's `tables`). */
+export interface VersionTable {
+  table: string;
+  schema: string;
+  name: string;
+  /** The Parquet file, relative to the version folder. */
+  file: string;
+  row_count: number;
+  columns: ColumnInfo[];
+  key: string[];
+  /** DuckDB's CREATE TABLE of the table (constraints, defaults): a restore recreates it from this. */
+  ddl: string;
+  bytes: number;
+}
+
+export interface VersionManifest {
+  format: 1;
+  version_id: string;
+  number: number;
+  created_at: string;
+  description: string | null;
+  trigger: VersionTrigger;
+  total_rows: number;
+  size_bytes: number;
+  tables: VersionTable[];
+}
+
+/** The version record of SPEC.md, plus the number and the bytes on disk. */
+export interface VersionRecord {
+  version_id: string;
+  created_at: string;
+  description: string | null;
+  trigger: string;
+  table_count: number;
+  total_rows: number;
+  size_bytes: number;
+}
+
+export interface RestoreTableResult {
+  table: string;
+  status: 'success' | 'error' | 'skipped';
+  rows?: number;
+  error?: string;
+  reason?: string;
+}
+
+export interface CreateOptions {
+  description?: string | null;
+  trigger?: VersionTrigger;
+  /** Called after each table is written. */
+  onTable?: (table: string, rows: number, index: number, total: number) => void;
+}
+
+const MANIFEST = '_manifest.json';
+const TMP_PREFIX = '.tmp-';
+
+/** A file name for a table: its name with anything outside [A-Za-z0-9_.-] replaced (never a path). */
+function fileNameFor(t: TableInfo, taken: Set<string>): string {
+  const safe = `${t.schema}.${t.name}`.replace(/[^A-Za-z0-9_.-]/g, '_').replace(/^\.+/, '_');
+  let name = `${safe}.parquet`;
+  for (let i = 2; taken.has(name.toLowerCase()); i++) name = `${safe}_${i}.parquet`;
+  taken.add(name.toLowerCase());
+  return name;
+}
+
+interface RecordRow {
+  version_id: string;
+  number: number;
+  created_at: string;
+  description: string | null;
+  trigger: string;
+  table_count: number;
+  total_rows: number | bigint;
+  size_bytes: number | bigint;
+  tables: string | VersionTable[];
+}
+
+function toRecord(r: RecordRow): VersionRecord {
+  return {
+    version_id: r.version_id,
+    created_at: r.created_at,
+    description: r.description,
+    trigger: r.trigger,
+    table_count: Number(r.table_count),
+    total_rows: Number(r.total_rows),
+    size_bytes: Number(r.size_bytes),
+  };
+}
+
+function tablesOf(r: RecordRow): VersionTable[] {
+  return typeof r.tables === 'string' ? (JSON.parse(r.tables) as VersionTable[]) : r.tables;
+}
+
+export class VersionStore {
+  /** Creates, deletes and cleanups of this process run one at a time (version numbers stay unique). */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  /** @param compression Parquet compression of version files (`versioning.compression`). */
+  constructor(
+    private readonly ctx: PluginContext,
+    private readonly compression: string,
+  ) {}
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(fn, fn);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  /** `_snapshots/`, created when missing (real path). */
+  folder(): string {
+    return ownFolder(this.ctx.project, SNAPSHOTS_DIR);
+  }
+
+  private versionFolder(id: string): string {
+    assertVersionId(id);
+    return insideFolder(this.folder(), id, 'version_path_outside', `Version folder ${id}`);
+  }
+
+  // ------------------------------------------------------------------ create
+
+  create(options: CreateOptions = {}): Promise<VersionRecord> {
+    return this.serial(() => this.createNow(options));
+  }
+
+  private async nextNumber(): Promise<number> {
+    const fromRecords = Number((await this.ctx.db.value<number>('SELECT max(number) FROM _service.version_history')) ?? 0);
+    let fromFolders = 0;
+    for (const name of fs.readdirSync(this.folder())) {
+      const m = /^(?:\.tmp-)?v(\d+)-/.exec(name);
+      if (m) fromFolders = Math.max(fromFolders, Number(m[1]));
+    }
+    return Math.max(fromRecords, fromFolders) + 1;
+  }
+
+  private async createNow(options: CreateOptions): Promise<VersionRecord> {
+    const folder = this.folder();
+    const at = new Date();
+    const number = await this.nextNumber();
+    const id = `v${number}-${stamp(at)}`;
+    const tmp = path.join(folder, `${TMP_PREFIX}${id}-${process.pid}`);
+    fs.mkdirSync(tmp);
+    const compression = this.compression;
+    try {
+      const tables = await this.ctx.db.withConnection((c) =>
+        c.transaction(async (tx) => {
+          const infos = await userTables(tx);
+          const ddl = new Map(
+            (await tx.all<{ schema: string; name: string; sql: string }>(
+              `SELECT schema_name AS schema, table_name AS name, sql FROM duckdb_tables() WHERE database_name = current_database()`,
+            )).map((r) => [`${r.schema}.${r.name}`, r.sql]),
+          );
+          const taken = new Set<string>();
+          const out: VersionTable[] = [];
+          for (const [i, t] of infos.entries()) {
+            const file = fileNameFor(t, taken);
+            const target = path.join(tmp, file);
+            // COPY answers the number of rows it wrote: no second scan to count them.
+            const written = await tx.value<number | bigint>(
+              `COPY (SELECT * FROM ${qualified(t.schema, t.name)}) TO ${quoteLiteral(target)} (FORMAT parquet, COMPRESSION ${compression})`,
+            );
+            const rows = Number(written ?? 0);
+            out.push({ table: t.table, schema: t.schema, name: t.name, file, row_count: rows, columns: t.columns, key: t.key, ddl: ddl.get(t.table) ?? '', bytes: 0 });
+            options.onTable?.(t.table, rows, i + 1, infos.length);
+          }
+          return out;
+        }),
+      );
+      // Durable before the rename makes the version exist; the files are synced side by side.
+      await Promise.all(
+        tables.map(async (t) => {
+          const handle = await fs.promises.open(path.join(tmp, t.file), 'r');
+          try {
+            t.bytes = (await handle.stat()).size;
+            await handle.sync();
+          } finally {
+            await handle.close();
+          }
+        }),
+      );
+      const manifest: VersionManifest = {
+        format: 1,
+        version_id: id,
+        number,
+        created_at: at.toISOString(),
+        description: options.description ?? null,
+        trigger: options.trigger ?? 'manual',
+        total_rows: tables.reduce((s, t) => s + t.row_count, 0),
+        size_bytes: tables.reduce((s, t) => s + t.bytes, 0),
+        tables,
+      };
+      writeFileDurably(path.join(tmp, MANIFEST), JSON.stringify(manifest, null, 2) + '\n');
+      fsyncPath(tmp);
+      // The one step that makes the version exist: the folder appears complete or not at all.
+      fs.renameSync(tmp, path.join(folder, id));
+      fsyncPath(folder);
+      await this.record(manifest);
+      return this.recordOf(manifest);
+    } catch (e) {
+      fs.rmSync(tmp, { recursive: true, force: true });
+      throw e;
+    }
+  }
+
+  private recordOf(m: VersionManifest): VersionRecord {
+    return {
+      version_id: m.version_id,
+      created_at: m.created_at,
+      description: m.description,
+      trigger: m.trigger,
+      table_count: m.tables.length,
+      total_rows: m.total_rows,
+      size_bytes: m.size_bytes,
+    };
+  }
+
+  private async record(m: VersionManifest, c?: DbConnection): Promise<void> {
+    const db = c ?? this.ctx.db;
+    await db.run(
+      `INSERT INTO _service.version_history (version_id, number, created_at, description, trigger, table_count, total_rows, size_bytes, tables)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::JSON)`,
+      [m.version_id, m.number, m.created_at, m.description, m.trigger, m.tables.length, m.total_rows, m.size_bytes, JSON.stringify(m.tables)],
+    );
+  }
+
+  // ------------------------------------------------------------------ read
+
+  async list(): Promise<VersionRecord[]> {
+    const rows = await this.ctx.db.all<RecordRow>('SELECT * EXCLUDE (tables), \'[]\' AS tables FROM _service.version_history ORDER BY number DESC');
+    return rows.map(toRecord);
+  }
+
+  private async row(id: string): Promise<RecordRow> {
+    assertVersionId(id);
+    const [r] = await this.ctx.db.all<RecordRow>('SELECT * FROM _service.version_history WHERE version_id = $1', [id]);
+    if (!r) throw notFound('version_not_found', `No version '${id}'`, { version_id: id });
+    return r;
+  }
+
+  /** The record with each table's row count and columns. */
+  async show(id: string): Promise<VersionRecord & { tables: Array<Pick<VersionTable, 'table' | 'row_count' | 'columns' | 'key' | 'bytes'>> }> {
+    const r = await this.row(id);
+    return { ...toRecord(r), tables: tablesOf(r).map((t) => ({ table: t.table, row_count: t.row_count, columns: t.columns, key: t.key, bytes: t.bytes })) };
+  }
+
+  /**
+   * The version's manifest from disk, every file it names checked to lie inside the version's
+   * folder (400 `version_path_outside`) and to exist (409 `version_incomplete`). Returns the
+   * tables with their absolute Parquet paths.
+   */
+  async manifest(id: string): Promise<{ manifest: VersionManifest; files: Map<string, string> }> {
+    await this.row(id);
+    const dir = this.versionFolder(id);
+    const manifestFile = insideFolder(dir, MANIFEST, 'version_path_outside', `The manifest of ${id}`);
+    if (!fs.existsSync(manifestFile)) throw conflict('version_incomplete', `Version ${id} has no ${MANIFEST} in ${SNAPSHOTS_DIR}/${id}/`, { version_id: id });
+    let manifest: VersionManifest;
+    try {
+      manifest = JSON.parse(fs.readFileSync(manifestFile, 'utf8')) as VersionManifest;
+    } catch (e) {
+      throw conflict('version_incomplete', `The manifest of version ${id} does not parse: ${errorMessage(e)}`, { version_id: id });
+    }
+    const files = new Map<string, string>();
+    for (const t of manifest.tables ?? []) {
+      const abs = insideFolder(dir, String(t.file), 'version_path_outside', `File '${t.file}' of version ${id}`);
+      if (path.dirname(abs) !== dir) throw badRequest('version_path_outside', `File '${t.file}' of version ${id} is not directly in its folder`, { path: t.file });
+      if (!fs.existsSync(abs)) throw conflict('version_incomplete', `Version ${id} lacks its file ${t.file}`, { version_id: id, file: t.file });
+      files.set(t.table, abs);
+    }
+    return { manifest, files };
+  }
+
+  /** Newest first: each version holding the table, with its row count and columns there. */
+  async timeline(tableName: string): Promise<Array<{ version_id: string; created_at: string; row_count: number; columns: ColumnInfo[] }>> {
+    const rows = await this.ctx.db.all<RecordRow>('SELECT * FROM _service.version_history ORDER BY number DESC');
+    const names = [...new Set(rows.flatMap((r) => tablesOf(r).map((t) => t.table)))];
+    const table = matchTable(tableName, names) ?? tableName;
+    const out: Array<{ version_id: string; created_at: string; row_count: number; columns: ColumnInfo[] }> = [];
+    for (const r of rows) {
+      const t = tablesOf(r).find((x) => x.table === table);
+      if (t) out.push({ version_id: r.version_id, created_at: r.created_at, row_count: t.row_count, columns: t.columns });
+    }
+    return out;
+  }
+
+  // ------------------------------------------------------------------ delete, cleanup
+
+  delete(id: string): Promise<{ deleted: string }> {
+    return this.serial(async () => {
+      await this.row(id);
+      await this.remove(id);
+      return { deleted: id };
+    });
+  }
+
+  /** The folder (checked inside _snapshots/, links included) and the record of one version. */
+  private async remove(id: string): Promise<void> {
+    const dir = this.versionFolder(id);
+    if (fs.existsSync(dir) && fs.lstatSync(dir).isSymbolicLink()) {
+      throw badRequest('version_path_outside', `Version folder ${id} is a link; it is not followed to delete`, { version_id: id });
+    }
+    fs.rmSync(dir, { recursive: true, force: true });
+    await this.ctx.db.run('DELETE FROM _service.version_history WHERE version_id = $1', [id]);
+  }
+
+  cleanup(keep: unknown): Promise<{ deleted: string[]; kept: number }> {
+    if (typeof keep !== 'number' || !Number.isInteger(keep) || keep < 1) throw badRequest('invalid_keep', "'keep' must be an integer of at least 1", { keep });
+    return this.serial(async () => {
+      const all = await this.list();
+      const drop = all.slice(keep);
+      // Every path is checked before anything is deleted.
+      for (const v of drop) this.versionFolder(v.version_id);
+      for (const v of drop) await this.remove(v.version_id);
+      return { deleted: drop.map((v) => v.version_id), kept: all.length - drop.length };
+    });
+  }
+
+  // ------------------------------------------------------------------ reconcile
+
+  /**
+   * At start: temporary folders of writes that never finished are removed, complete folders
+   * without a record (a process killed after the rename, or a backup restored from before them)
+   * are recorded from their manifest, and records whose folder is gone are dropped.
+   */
+  async reconcile(): Promise<{ removedTemp: number; adopted: string[]; dropped: string[] }> {
+    const folder = this.folder();
+    let removedTemp = 0;
+    const adopted: string[] = [];
+    const dropped: string[] = [];
+    const recorded = new Set((await this.ctx.db.all<{ version_id: string }>('SELECT version_id FROM _service.version_history')).map((r) => r.version_id));
+    const present = new Set<string>();
+    for (const name of fs.readdirSync(folder)) {
+      const abs = path.join(folder, name);
+      if (name.startsWith(TMP_PREFIX)) {
+        fs.rmSync(abs, { recursive: true, force: true });
+        removedTemp++;
+        continue;
+      }
+      if (!VERSION_ID.test(name) || fs.lstatSync(abs).isSymbolicLink() || !fs.statSync(abs).isDirectory()) continue;
+      present.add(name);
+      if (recorded.has(name)) continue;
+      try {
+        const m = JSON.parse(fs.readFileSync(path.join(abs, MANIFEST), 'utf8')) as VersionManifest;
+        if (m.version_id !== name || !Array.isArray(m.tables)) continue;
+        if (!m.tables.every((t) => fs.existsSync(insideFolder(abs, String(t.file), 'version_path_outside', 'file')))) continue;
+        await this.record(m);
+        adopted.push(name);
+      } catch (e) {
+        this.ctx.log.warn('a version folder without a record has no readable manifest; left as is', { version_id: name, error: errorMessage(e) });
+      }
+    }
+    for (const id of recorded) {
+      if (!present.has(id)) {
+        await this.ctx.db.run('DELETE FROM _service.version_history WHERE version_id = $1', [id]);
+        dropped.push(id);
+      }
+    }
+    if (removedTemp || adopted.length || dropped.length) this.ctx.log.info('versions reconciled with _snapshots/', { removed_temp: removedTemp, adopted, dropped });
+    return { removedTemp, adopted, dropped };
+  }
+
+  // ------------------------------------------------------------------ restore
+
+  /**
+   * Restores a version's tables (all, or those named). Unknown names are refused before anything
+   * changes. Under the write lock: a version of the current data (trigger `restore`) is written
+   * first, then each table is replaced in a transaction of its own, so a table that fails stays
+   * as it was and reports `error` while the others are restored.
+   */
+  async restore(id: string, requested?: string[]): Promise<{ version_id: string; restore_version: string; status: 'success' | 'error'; tables: RestoreTableResult[] }> {
+    const { manifest, files } = await this.manifest(id);
+    const names = manifest.tables.map((t) => t.table);
+    let selected = manifest.tables;
+    if (requested && requested.length) {
+      const chosen = new Set<string>();
+      for (const r of requested) {
+        const m = matchTable(r, names);
+        if (!m) throw badRequest('table_not_in_version', `Version ${id} has no table '${r}'`, { version_id: id, table: r, tables: names });
+        chosen.add(m);
+      }
+      selected = manifest.tables.filter((t) => chosen.has(t.table));
+    }
+    return this.ctx.db.exclusive(async () => {
+      const safety = await this.create({ trigger: 'restore', description: `before restoring ${id}` });
+      const current = new Map((await userTables(this.ctx.db)).map((t) => [t.table, t]));
+      const results: RestoreTableResult[] = [];
+      for (const t of selected) {
+        try {
+          const rows = await this.restoreTable(t, files.get(t.table)!, current.get(t.table));
+          results.push({ table: t.table, status: 'success', rows });
+        } catch (e) {
+          results.push({ table: t.table, status: 'error', error: withoutRoot(errorMessage(e), this.ctx.project.root) });
+        }
+      }
+      if (!requested?.length) {
+        for (const name of current.keys()) if (!names.includes(name)) results.push({ table: name, status: 'skipped', reason: `not in version ${id}; left as it is` });
+      }
+      return { version_id: id, restore_version: safety.version_id, status: results.some((r) => r.status === 'error') ? 'error' : 'success', tables: results };
+    });
+  }
+
+  private async restoreTable(t: VersionTable, file: string, now: TableInfo | undefined): Promise<number> {
+    const target = qualified(t.schema, t.name);
+    return this.ctx.db.withConnection((c) =>
+      c.transaction(async (tx) => {
+        if (now && columnsHash(now.columns) === columnsHash(t.columns)) {
+          // Same columns: the table (its constraints, defaults, dependants) stays; only rows change.
+          await tx.run(`DELETE FROM ${target}`);
+        } else {
+          await tx.run(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(t.schema)}`);
+          if (now) await tx.run(`DROP TABLE ${target}`);
+          // The manifest is a file on disk: its DDL runs only as the one CREATE TABLE statement it claims to be.
+          const ddlIsCreate = /^\s*CREATE\s+TABLE\s/i.test(t.ddl ?? '') && (await tx.countStatements(t.ddl)) === 1;
+          if (!ddlIsCreate) throw new Error(`${t.table}: the version's manifest holds no CREATE TABLE statement for it`);
+          await tx.run(t.ddl);
+        }
+        await tx.run(`INSERT INTO ${target} SELECT * FROM read_parquet(${quoteLiteral(file)})`);
+        const n = Number(await tx.value(`SELECT count(*) FROM ${target}`));
+        if (n !== t.row_count) throw new Error(`${t.table}: ${n} rows after the restore, the version holds ${t.row_count}`);
+        return n;
+      }),
+    );
+  }
+}
