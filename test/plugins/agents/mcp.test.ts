@@ -27,7 +27,7 @@ async function call(client: Client, name: string, args: Record<string, unknown> 
   return { isError: Boolean(r.isError), body, text };
 }
 
-const ALL_TOOLS = ['check', 'describe_table', 'get_model', 'impact', 'list_models', 'list_tables', 'model_lineage', 'query', 'run_history', 'run_transform'];
+const ALL_TOOLS = ['check', 'describe_table', 'get_model', 'impact', 'list_metrics', 'list_models', 'list_tables', 'model_lineage', 'query', 'query_metric', 'run_history', 'run_transform'];
 
 describe('dp mcp over stdio (the real binary)', () => {
   let project: string;
@@ -109,6 +109,15 @@ describe('dp mcp over stdio (the real binary)', () => {
       const impact = await call(client, 'impact', { name: 'staging.stg_orders', column: 'amount' });
       assert.ok(impact.body.downstream_models.includes('marts.customer_orders'));
       assert.ok(impact.body.affected_columns.some((c: any) => c.model === 'marts.customer_orders' && c.column === 'lifetime_value'));
+
+      const metrics = await call(client, 'list_metrics');
+      assert.ok(metrics.body.metrics.some((m: any) => m.name === 'total_revenue' && m.dimensions.includes('payment_method')), metrics.text);
+      const revenue = await call(client, 'query_metric', { metric: 'total_revenue', dimensions: ['payment_method'] });
+      assert.equal(revenue.isError, false, revenue.text);
+      assert.ok(revenue.body.rows.length > 0);
+      assert.ok(revenue.body.columns.includes('payment_method'));
+      const badMetric = await call(client, 'query_metric', { metric: 'nope' });
+      assert.equal(badMetric.isError, true);
 
       const history = await call(client, 'run_history');
       assert.equal(history.isError, false, history.text);
