@@ -75,8 +75,8 @@ function allowInlineScripts(reply: FastifyReply, hashes: string[]): void {
   reply.header('content-security-policy', policy.replace(/(^|;)script-src ([^;]*)/, (_m, lead: string, sources: string) => `${lead}script-src ${sources} ${valid.join(' ')}`));
 }
 
-/** Paths the SPA fallback never answers: an API, the API docs and sockets keep their JSON 404. */
-const NOT_SPA = /^\/(api|docs|ws)(\/|$)/;
+/** Paths the SPA fallback never answers: an API, the API docs, sockets and the MCP endpoint keep their JSON 404. */
+const NOT_SPA = /^\/(api|docs|ws|mcp)(\/|$)/;
 
 /**
  * The Content-Security-Policy: the UI's own scripts, styles, images (and data: images), fonts

@@ -123,6 +123,17 @@ export interface ModelsService {
   sources(): SourceConfig[];
   /** The latest transform runs, newest first (what `GET /api/transform/runs` answers). */
   runs(limit?: number): Promise<Array<Record<string, unknown>>>;
+  /** What `dp check` runs (validation, inline assertions, contracts) and its report; `status` `fail` when `dp check` exits 1. */
+  check(): Promise<CheckReportSummary>;
+}
+
+/** `dp check`'s report as other plugins see it (the models plugin's report has these fields and more). */
+export interface CheckReportSummary {
+  status: 'pass' | 'fail';
+  exit_code: 0 | 1;
+  validation: { passed: number; failed: number; models: Array<{ model: string; valid: boolean; errors: string[]; warnings: string[] }>; errors: Array<{ code: string; message: string }> };
+  assertions: { evaluated: boolean; total: number; passed: number; failed: number; results: Array<{ model: string; expression: string; passed: boolean }> };
+  contracts: { evaluated: boolean; total?: number; passed?: number; failed?: number; results?: Array<{ contract_name: string; model: string; passed: boolean; severity: string; error: string | null }> };
 }
 
 export interface AssertionOutcome {
@@ -185,12 +196,25 @@ export interface ModelLineage {
   kinds?: Record<string, 'pass' | 'computed' | 'count'>;
 }
 
+/** What a change to a model (or one of its columns) reaches downstream (`dp impact`). */
+export interface ImpactResult {
+  model: string;
+  column?: string;
+  /** Every model downstream, transitively, nearest first. */
+  downstream_models: string[];
+  affected_columns: Array<{ model: string; column: string }>;
+  /** The model and each downstream model → the models that depend on it directly. */
+  impact_chain: Record<string, string[]>;
+}
+
 export interface LineageService {
   lineage(model: string): Promise<ModelLineage>;
   /** Lineage of every model (cached per model by content hash and upstream columns). */
   all(): Promise<ModelLineage[]>;
   /** The project's `exposures:` (the lineage plugin owns that key), `depends_on` defaulted to []. */
   exposures(): ExposureConfig[];
+  /** Impact of a model (or a seed or source models read); with `column`, of that column only. Throws 404 `model_not_found` / `column_not_found`. */
+  impact(model: string, column?: string): Promise<ImpactResult>;
 }
 
 export interface MaskingService {

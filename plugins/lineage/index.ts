@@ -137,7 +137,12 @@ export default definePlugin({
   setup(ctx) {
     const models = () => ctx.services.get(MODELS_SERVICE);
     const engine = new LineageEngine(ctx.db, models, ctx.log);
-    const service: LineageService = { lineage: (model) => engine.one(model), all: () => engine.all(), exposures: () => ctx.config(EXPOSURES_CONFIG) };
+    const service: LineageService = {
+      lineage: (model) => engine.one(model),
+      all: () => engine.all(),
+      exposures: () => ctx.config(EXPOSURES_CONFIG),
+      impact: (model, column) => impact(ctx, engine, model, column),
+    };
     ctx.services.provide(LINEAGE_SERVICE, service);
     ctx.extend(MODEL_VIEW, { section: 'lineage', render: (model) => engine.one(model.full_name) });
 

@@ -11,6 +11,7 @@ import {
   type SourceConfig,
   type TransformSummary,
 } from '../../sdk/index.js';
+import { runCheck, type CheckReport } from './check.js';
 import { SOURCES_CONFIG } from './config.js';
 import { ModelExtensions } from './extensions.js';
 import { buildGraph, dagOf, findModel, type ModelGraph } from './dag.js';
@@ -77,6 +78,10 @@ export class ModelsEngine implements ModelsService {
 
   async dag(): Promise<{ nodes: DagNode[]; edges: DagEdge[] }> {
     return dagOf(await this.graph());
+  }
+
+  check(): Promise<CheckReport> {
+    return runCheck(this.ctx, this);
   }
 
   transform(options: TransformOptions): Promise<TransformSummary> {

@@ -1,0 +1,78 @@
+/**
+ * The agents plugin: the project for AI agents. `dp mcp` serves the MCP tools of tools.ts over
+ * stdio as the local user; `POST /mcp` on `dp serve` serves them over streamable HTTP to the
+ * authenticated caller, with that caller's role (stateless: one server per request, so no
+ * session outlives the request or crosses callers). `dp context` writes the project's
+ * description (context.ts). Other plugins are reached only through their sdk services.
+ */
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { badRequest, definePlugin, DpError, LOCAL_ADMIN } from '../../sdk/index.js';
+import { projectContext } from './context.js';
+import { createMcpServer } from './server.js';
+
+const VERSION = '1.0.0';
+
+export default definePlugin({
+  setup(ctx) {
+    ctx.route({
+      method: 'POST',
+      url: '/mcp',
+      permission: 'read',
+      summary: 'MCP over streamable HTTP (stateless, JSON responses): the tools of `dp mcp` with the caller\'s role',
+      bodyLimit: 4 * 1024 * 1024,
+      handler: async (req, reply) => {
+        // What the transport would refuse with a JSON-RPC body is refused first in dp's error shape.
+        const accept = String(req.headers.accept ?? '');
+        if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
+          throw new DpError(406, 'mcp_not_acceptable', 'An MCP client must accept both application/json and text/event-stream', { accept });
+        }
+        const messages = Array.isArray(req.body) ? req.body : [req.body];
+        if (!messages.length || !messages.every((m) => m && typeof m === 'object' && (m as { jsonrpc?: unknown }).jsonrpc === '2.0')) {
+          throw badRequest('mcp_invalid_message', 'The body must be a JSON-RPC 2.0 message (or a batch of them)', {});
+        }
+        const server = createMcpServer(ctx, req.caller, { readOnly: false }, VERSION);
+        const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+        reply.raw.once('close', () => {
+          void transport.close();
+          void server.close();
+        });
+        await server.connect(transport);
+        // The transport writes the response itself (JSON-RPC status codes, headers).
+        reply.hijack();
+        await transport.handleRequest(req.raw.raw, reply.raw, req.body);
+        return reply;
+      },
+    });
+
+    ctx.command('mcp', async (args) => {
+      const server = createMcpServer(ctx, LOCAL_ADMIN, { readOnly: Boolean(args['read-only']) }, VERSION);
+      const transport = new StdioServerTransport();
+      // Runs until the client closes stdin (or the transport closes); then the CLI closes the
+      // database as after any command. stdout carries the protocol only: logs go to stderr.
+      const closed = new Promise<void>((resolve) => {
+        transport.onclose = () => resolve();
+        process.stdin.once('end', () => resolve());
+        process.stdin.once('close', () => resolve());
+      });
+      await server.connect(transport);
+      ctx.log.info('mcp: serving on stdio', { read_only: Boolean(args['read-only']) });
+      await closed;
+      await server.close();
+      return 0;
+    });
+
+    ctx.command('context', async (args, io) => {
+      const text = await projectContext(ctx);
+      if (args.out) {
+        const rel = String(args.out);
+        ctx.project.resolve(rel); // refuses a path outside the project before anything is written
+        ctx.project.writeFile(rel, text);
+        io.err(`wrote ${rel}`);
+      } else {
+        process.stdout.write(text);
+      }
+      return 0;
+    });
+  },
+});

@@ -1,0 +1,56 @@
+/**
+ * `dp context` on a built copy of examples/shop: every model, source, contract and metric is
+ * named, masking is described in words, and no secret or raw masked value appears.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { before, describe, it } from 'node:test';
+import { copyShop, runCli } from '../../helpers.js';
+
+const SECRET = 'sk_live_ctx_9f8e7d6c5b4a';
+
+describe('dp context', () => {
+  let project: string;
+  before(() => {
+    project = copyShop({ '.env': `CRM_API_TOKEN=${SECRET}\n` });
+    for (const cmd of [['seed'], ['transform']]) assert.equal(runCli([...cmd, '--project', project]).code, 0);
+    const policy = runCli(['query', "CREATE MASKING POLICY ON marts.customer_orders.email METHOD partial CONFIG '{\"show_first\": 2}' EXEMPT admin", '--project', project]);
+    assert.equal(policy.code, 0, policy.stderr);
+  });
+
+  it('writes AGENTS.md naming every model, with lineage, sources, contracts, metrics, masking in words and commands', () => {
+    const r = runCli(['context', '--out', 'AGENTS.md', '--project', project]);
+    assert.equal(r.code, 0, r.stderr);
+    const text = fs.readFileSync(path.join(project, 'AGENTS.md'), 'utf8');
+    for (const model of ['staging.stg_customers', 'staging.stg_orders', 'staging.stg_payments', 'marts.customer_orders', 'marts.revenue_by_month']) {
+      assert.match(text, new RegExp(`### ${model.replace('.', '\\.')}\\n`), `names ${model}`);
+    }
+    // Column lineage with types from the built warehouse.
+    assert.match(text, /\| email \| VARCHAR \| staging\.stg_customers\.email \|/);
+    assert.match(text, /`landing\.events`: One row per page view/);
+    assert.match(text, /`customer_orders_contract` on `marts\.customer_orders`/);
+    assert.match(text, /`total_revenue`: Revenue from completed and shipped orders/);
+    assert.match(text, /`marts\.customer_orders\.email`: partial method; exempt: admin/);
+    assert.match(text, /`dp transform/);
+    assert.match(text, /`crm_api`: rest_api/);
+
+    // No secret, no data value of the masked column, no masking configuration.
+    assert.ok(!text.includes(SECRET));
+    assert.ok(!text.includes('${CRM_API_TOKEN}'));
+    const emails = fs.readFileSync(path.join(project, 'seeds', 'customers.csv'), 'utf8').match(/[\w.+-]+@[\w.-]+/g) ?? [];
+    assert.ok(emails.length > 0);
+    for (const email of emails) assert.ok(!text.includes(email), `no raw email ${email}`);
+    assert.ok(!text.includes('show_first'));
+  });
+
+  it('prints to stdout without --out and refuses a path outside the project', () => {
+    const r = runCli(['context', '--project', project]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^# shop\n/);
+    const out = runCli(['context', '--out', '../escape.md', '--project', project]);
+    assert.equal(out.code, 1);
+    assert.match(out.stderr, /outside/);
+    assert.ok(!fs.existsSync(path.join(project, '..', 'escape.md')));
+  });
+});
