@@ -1,3 +1,4 @@
+import { errorLocation } from './sql-location.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -90,7 +91,7 @@ export function translateDbError(e: unknown): unknown {
   if (/^Permission Error:/i.test(msg)) return new DpError(400, 'file_access_denied', 'The query tries to read or write a file outside what the engine allows', { kind: 'permission' });
   if (/^IO Error:.*(No files found|Cannot open file|Could not open file|No such file|does not exist|Is a directory|Permission denied)/i.test(msg)) return new DpError(400, 'file_access_denied', 'The query tries to read or write a file the engine cannot open', { kind: 'io' });
   const m = /^(Parser|Binder|Catalog|Conversion|Invalid Input|Constraint|Out of Range|Not implemented|Invalid)\s*Error:\s*([\s\S]*)$/i.exec(msg);
-  if (m) return new DpError(400, 'sql_error', msg.split('\n')[0], { kind: m[1].toLowerCase().replace(/\s+/g, '_') });
+  if (m) return new DpError(400, 'sql_error', msg.split('\n')[0], { kind: m[1].toLowerCase().replace(/\s+/g, '_'), ...errorLocation(msg) });
   return e;
 }
 
@@ -797,7 +798,8 @@ export class DuckDatabase implements DatabasePort {
     let parsed: ParsedSql;
     if (tree.error) {
       const error = String(tree.error_message ?? 'unparseable SQL');
-      parsed = { ok: false, error, errorType: tree.error_type, notSelect: /only SELECT statements/i.test(error) };
+      const position = Number(tree.position);
+      parsed = { ok: false, error, errorType: tree.error_type, notSelect: /only SELECT statements/i.test(error), ...(Number.isInteger(position) && position >= 0 ? { position } : {}) };
     } else {
       parsed = { ok: true, tree: tree as SerializedSql, json };
     }

@@ -1,6 +1,6 @@
 import type { ProjectConfig } from '../sdk/config.js';
 import type { DatabasePort, DbConnection, SerializedSql, SqlNode } from '../sdk/db.js';
-import { badRequest, type DpError, errorMessage, isDpError } from '../sdk/errors.js';
+import { badRequest, DpError, errorMessage, isDpError } from '../sdk/errors.js';
 import type { KernelHooks, QueryContext, QueryResult } from '../sdk/hooks.js';
 import type { Logger, QueryRunner, UserQueryRequest } from '../sdk/plugin.js';
 import { type Connection, translateDbError } from './database.js';
@@ -40,6 +40,23 @@ function pagesTopLevel(tree: SerializedSql, firstRows?: number): boolean {
         ? param(m.limit, WINDOW_LIMIT_PARAM) && param(m.offset, WINDOW_OFFSET_PARAM)
         : constant(m.limit, firstRows) && m.offset == null,
   );
+}
+
+/**
+ * An SQL error's line and column point into the text that ran; the caller sees its own text. A
+ * location is kept where that line is the caller's own, the line alone where only the line's
+ * content changed (a masked scan spliced in), and dropped where the lines do not correspond.
+ */
+function locatedInSent(e: unknown, ctx: QueryContext | undefined): unknown {
+  if (!ctx || ctx.sql === ctx.originalSql || !isDpError(e) || e.code !== 'sql_error' || typeof e.details.line !== 'number') return e;
+  const { line, column: _column, ...rest } = e.details as { line: number; column?: number };
+  const sent = ctx.originalSql.split('\n');
+  const ran = ctx.sql.split('\n');
+  if (line > sent.length) return new DpError(e.status, e.code, e.message, rest);
+  if (ran[line - 1] === sent[line - 1]) return e;
+  // The runner's page adds one line after the statement.
+  const sameLines = ran.length === sent.length || (ran.length === sent.length + 1 && /^LIMIT /.test(ran[ran.length - 1]));
+  return new DpError(e.status, e.code, e.message, sameLines ? { ...rest, line } : rest);
 }
 
 export class GuardedQueryRunner implements QueryRunner {
@@ -214,13 +231,15 @@ export class GuardedQueryRunner implements QueryRunner {
     const control = this.control(req);
     let result: QueryResult;
     let ctx: QueryContext;
+    /** The context once prepared, for the error's location. */
+    let located: QueryContext | undefined;
     try {
       // Every page is asked in SQL when the query allows it (its validation and masking are kept
       // per text, so the appended window costs no parse): the result is then bounded and comes
       // back in one DuckDB call. Otherwise skipped rows are dropped chunk by chunk.
       const prepared = await control.guard(this.prepareInternal(req, { limit, offset }));
       if (prepared.answered) return prepared.answered;
-      ctx = prepared.ctx;
+      ctx = located = prepared.ctx;
       const sql = ctx.sql;
       const params = ctx.params;
       const read = await this.execute(control, (c) =>
@@ -229,11 +248,12 @@ export class GuardedQueryRunner implements QueryRunner {
       const truncated = read.rows.length > limit;
       result = { columns: read.columns, column_types: read.column_types, rows: read.rows.slice(0, limit), truncated, offset, limit };
     } catch (e) {
-      throw translateDbError(e);
+      throw locatedInSent(translateDbError(e), located);
     } finally {
       control.finish();
     }
     for (const t of ctx.rowTransforms) result.rows = t(result.columns, result.rows);
+    result.masked_columns = ctx.maskedColumns?.(result.columns) ?? [];
     if (ctx.notes.length) result.notes = [...ctx.notes];
     await this.hooks.afterQuery.promise(ctx, result);
     return result;
@@ -262,8 +282,10 @@ export class GuardedQueryRunner implements QueryRunner {
     };
     let prepared: Prepared;
     let result: Awaited<ReturnType<DbConnection['stream']>>;
+    let located: QueryContext | undefined;
     try {
       prepared = await control.guard(this.prepareInternal(req));
+      located = prepared.ctx;
       if (prepared.answered) throw badRequest('not_a_query', 'This statement is a command, not a query: send it to /api/query');
       release = await this.slots.acquire(control.deadline.role, control.signal);
       const connecting = this.db.connect();
@@ -275,7 +297,7 @@ export class GuardedQueryRunner implements QueryRunner {
       result = await control.guard(conn.stream(prepared.ctx.sql, prepared.ctx.params));
     } catch (e) {
       end();
-      throw translateDbError(e);
+      throw locatedInSent(translateDbError(e), located);
     }
     const ctx = prepared.ctx;
     const { columns, column_types } = result;

@@ -3,6 +3,7 @@ import type { MacroBody } from '../sdk/hooks.js';
 import { badRequest, forbidden } from '../sdk/errors.js';
 import { walkSqlTree } from '../sdk/sql.js';
 import type { Connection } from './database.js';
+import { locationAt } from './sql-location.js';
 
 /**
  * Table functions a read-only query may call. Everything else (read_csv*, read_parquet,
@@ -100,7 +101,7 @@ async function validate(db: DatabasePort, sql: string, options: { allowServiceSc
   const parsed = await db.parse(sql);
   if (!parsed.ok) {
     if (parsed.notSelect) throw readOnlyError('the statement is not a SELECT (mutations, DDL, COPY, ATTACH, INSTALL/LOAD, PRAGMA, SET and CALL are refused)');
-    throw badRequest('sql_error', parsed.error, { kind: parsed.errorType ?? 'parser' });
+    throw badRequest('sql_error', parsed.error, { kind: parsed.errorType ?? 'parser', ...locationAt(sql, parsed.position) });
   }
   const statements = parsed.tree.statements;
   if (statements.length !== 1) throw readOnlyError(`send exactly one statement (got ${statements.length})`);

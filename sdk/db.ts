@@ -101,7 +101,7 @@ export interface BulkLoadResult {
  */
 export type ParsedSql =
   | { ok: true; tree: SerializedSql; json: string }
-  | { ok: false; error: string; errorType?: string; notSelect: boolean };
+  | { ok: false; error: string; errorType?: string; notSelect: boolean; /** Byte offset of the error in the SQL, when the parser gives one. */ position?: number };
 
 export interface SerializedSql {
   error: false;

@@ -2,6 +2,7 @@ import type { AsyncSeriesBailHook, AsyncSeriesHook } from 'tapable';
 import type { Caller } from './auth.js';
 import type { DatabasePort, SerializedSql, TabularResult } from './db.js';
 import type { Materialization } from './models.js';
+import type { MaskedResultColumn } from './masking.js';
 
 /**
  * Why a user query runs: an open string, so a new plugin (semantic layer, notebooks) names its
@@ -62,6 +63,11 @@ export interface QueryContext {
    * expands macros after beforeQuery, so a tap that guards tables must look inside these.
    */
   macros?: MacroBody[];
+  /**
+   * Set by a beforeQuery tap that masks: which result columns it masked, given the result's
+   * column names (called once per result, never per row). Absent when nothing is masked.
+   */
+  maskedColumns?: (columns: string[]) => MaskedResultColumn[];
 }
 
 /** A user macro (`schema.name` when the call was qualified) and the parse of its body. */
@@ -75,6 +81,8 @@ export interface QueryResult extends TabularResult {
   offset: number;
   limit: number;
   notes?: string[];
+  /** Result columns the server masked for the caller (empty when none). */
+  masked_columns?: MaskedResultColumn[];
 }
 
 export type ModelBuildStatus = 'built' | 'skipped' | 'error' | 'assertion_failed' | 'upstream_failed';

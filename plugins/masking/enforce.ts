@@ -52,6 +52,7 @@ import {
 } from './rewrite.js';
 import { findUnmaskedLate, type LatePlan, lateTemplateSql, planLate, type ResolveSource, spliceLate } from './late.js';
 import { spliceRewrite } from './splice.js';
+import { marksByName, planResultMarks, type ResultMarks, resolveMarks, type ScanColumns } from './result-columns.js';
 import { DECLASSIFY_METHOD, DerivedPolicies } from './derived.js';
 
 const CACHE_MAX = 1000;
@@ -98,6 +99,8 @@ interface CachedRewrite {
   verify?: (tree: SerializedSql) => void;
   /** Policies of a table the catalog snapshot shows without the policy's column (never cached). */
   stale?: MaskingPolicy[];
+  /** Which result columns the rewrite masks (the response's `masked_columns`), planned with it. */
+  marks?: ResultMarks;
 }
 
 /** A wrapper, parsed and checked once per distinct mask set. */
@@ -234,7 +237,7 @@ export class MaskingEnforcer {
       if (!policy) continue;
       // A condition on a column that is itself masked here would reveal it by which rows are masked: mask every row.
       const conditionMasked = Boolean(policy.condition_column && chosen.has(policy.condition_column.toLowerCase()));
-      out.push({ column: col.name, expression: this.maskExpression(policy, rel, col.name, col.type, qualifier, conditionMasked) });
+      out.push({ column: col.name, expression: this.maskExpression(policy, rel, col.name, col.type, qualifier, conditionMasked), policy });
     }
     return out;
   }
@@ -367,6 +370,8 @@ export class MaskingEnforcer {
       // a statement that could return it under another name is refused.
       q.rowTransforms.push(postExecutionMask(this.catalog, hit.stale, q.originalSql, q.caller.role));
     }
+    const marks = hit.marks ?? (hit.stale ? marksByName(hit.stale) : undefined);
+    if (marks) q.maskedColumns = (columns) => resolveMarks(marks, columns);
     if (hit.verify) {
       // The keys the masks read must be in their table before the statement runs.
       if (this.catalog.keys.dirty) {
@@ -436,6 +441,14 @@ export class MaskingEnforcer {
     return null;
   }
 
+  /** The result-column tracer's view of the same plan: each relation's columns and its masks. */
+  private scanColumns(snap: CatalogSnapshot, policies: MaskingPolicy[]): ScanColumns {
+    return (ref) => {
+      const rel = RelationCatalog.resolve(snap, ref);
+      return rel ? { columns: rel.columns.map((c) => c.name), masks: this.masksFor(rel, policies) } : undefined;
+    };
+  }
+
   /** Late masking's view of the same plan: each relation's columns and its masks under a given qualifier. */
   private sources(snap: CatalogSnapshot, policies: MaskingPolicy[]): ResolveSource {
     return (ref) => {
@@ -492,6 +505,7 @@ export class MaskingEnforcer {
     if (macro) return result({ sql: q.sql, macro });
     if (plan.wraps.length === 0) return result({ sql: q.sql });
 
+    const marks = planResultMarks(statements[0]?.node, this.scanColumns(snap, policies), plan.wraps.flatMap((w) => w.masks));
     // A plain SELECT over tables with every column qualified: mask where the columns are used.
     const resolve = this.sources(snap, policies);
     const late = planLate(statements, resolve);
@@ -501,7 +515,7 @@ export class MaskingEnforcer {
       const sql = spliceLate(q.sql, late);
       if (sql !== null) {
         this.stats.late++;
-        return result({ sql, verify: this.lateVerifier(resolve, expressions) });
+        return result({ sql, verify: this.lateVerifier(resolve, expressions), marks });
       }
     }
 
@@ -525,7 +539,7 @@ export class MaskingEnforcer {
       if (!sql) throw new Error('json_deserialize_sql returned no SQL');
       this.stats.deparsed++;
     }
-    return result({ sql, verify: this.verifier(planFor, (masks) => templates.get(wrapperSql(masks))?.replaceList) });
+    return result({ sql, verify: this.verifier(planFor, (masks) => templates.get(wrapperSql(masks))?.replaceList), marks });
   }
 
   /** The final check of a late rewrite: on DuckDB's parse of the SQL that will run, every masked column is read through its mask. */
@@ -560,6 +574,8 @@ export class MaskingEnforcer {
     q.notes.push(note);
     this.log.warn(`masking: ${note}`, { purpose: q.purpose });
     q.rowTransforms.push(postExecutionMask(this.catalog, policies, q.originalSql, q.caller.role));
+    const marks = marksByName(policies);
+    q.maskedColumns = (columns) => resolveMarks(marks, columns);
   }
 }
 

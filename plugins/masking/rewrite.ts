@@ -20,6 +20,7 @@
  * aggregate's ORDER BY/FILTER (docs/decisions.md "Errors" 1: those answer 403).
  */
 import { type SerializedSql, type SqlNode, walkSqlTree } from '../../sdk/index.js';
+import type { MaskingPolicy } from './policies.js';
 import type { RelationRef } from './relations.js';
 
 export interface ColumnMask {
@@ -27,6 +28,8 @@ export interface ColumnMask {
   column: string;
   /** SQL expression over the physical columns of the same relation. */
   expression: string;
+  /** The policy behind the mask (which result columns were masked, result-columns.ts). */
+  policy?: MaskingPolicy;
 }
 
 /** What to do with one table scan: masks (possibly none), or undefined when the relation is unknown. */

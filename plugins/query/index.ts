@@ -29,6 +29,30 @@ const querySchema: JsonSchema = {
   },
 };
 
+/** Which result columns the server masked for the caller (sdk/masking.ts MaskedResultColumn). */
+const maskedColumnsSchema: JsonSchema = {
+  type: 'array',
+  description: 'Result columns the server masked for the caller, as the masking rewrite that ran planned them (empty when none)',
+  items: {
+    type: 'object',
+    required: ['index', 'name', 'method', 'via'],
+    properties: {
+      index: { type: 'integer', description: 'Position in columns (0-based)' },
+      name: { type: 'string', description: 'The column name as in columns' },
+      method: { type: 'string', description: "The policy's masking method (for a computed column, that of its masked input)" },
+      via: { type: 'string', enum: ['column', 'expression'], description: 'column: the masked value passed through or renamed; expression: computed from masked input' },
+      policy: { type: 'string', description: 'Policy id (derived:schema.table.column for a policy derived from lineage)' },
+      source: { type: 'string', description: "schema.table.column of the policy's column" },
+      derived: { type: 'boolean', description: 'The policy was derived from column lineage' },
+    },
+  },
+};
+
+/** The masked columns as a response header of the CSV export (JSON, ASCII only). */
+function maskedColumnsHeader(masked: unknown[]): string {
+  return JSON.stringify(masked).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 const resultSchema: JsonSchema = {
   type: 'object',
   properties: {
@@ -40,6 +64,7 @@ const resultSchema: JsonSchema = {
     limit: { type: 'integer' },
     notes: { type: 'array', items: { type: 'string' } },
     message: { type: 'string' },
+    masked_columns: maskedColumnsSchema,
   },
 };
 
@@ -113,7 +138,8 @@ export default definePlugin({
         checkParams(req.body.params);
         // A client that leaves (before or after the first chunk) stops the query; so does the role's deadline.
         const signal = clientLeaves(reply);
-        const { columns, chunks } = await ctx.queries.stream({ sql: req.body.sql, params: req.body.params, caller: req.caller, purpose: 'export', signal });
+        const { columns, chunks, context } = await ctx.queries.stream({ sql: req.body.sql, params: req.body.params, caller: req.caller, purpose: 'export', signal });
+        reply.header('x-dp-masked-columns', maskedColumnsHeader(context.maskedColumns?.(columns) ?? []));
         reply.header('content-type', 'text/csv; charset=utf-8');
         reply.header('content-disposition', 'attachment; filename="export.csv"');
         return reply.send(Readable.from(csvLines(columns, chunks)));
