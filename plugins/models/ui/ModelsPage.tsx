@@ -7,7 +7,7 @@
  */
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { Link, Route, Routes, useLocation, useNavigate, useParams } from 'react-router-dom';
-import { api, ApiError, Badge, Dialog, Empty, ErrorBox, Field, Icon, Loading, seg, StatusBadge, Table, Tabs, useApi, useCan, usePersistentState, type PageProps } from '@dp/ui';
+import { api, ApiError, Badge, Dialog, Empty, ErrorBox, Field, Icon, Loading, seg, StatusBadge, Table, Tabs, useApi, useCan, useLineageMasks, usePersistentState, type PageProps } from '@dp/ui';
 import { CodeEditor } from '@dp/ui/editor';
 import { Graph, type GraphEdge, type GraphNode } from '@dp/ui/graph';
 
@@ -478,20 +478,22 @@ interface Lineage {
 function LineageGraph({ base, model, models }: { base: string; model: string; models: ModelInfo[] }) {
   const navigate = useNavigate();
   const lineage = useApi((signal) => api.get<Lineage>(`/api/lineage/${seg(model)}`, { signal }), [model]);
+  // Masked columns (explicit and derived policies) carry a lock and a tooltip saying how.
+  const maskOf = useLineageMasks();
   const graph = useMemo(() => {
     const nodes = new Map<string, GraphNode>();
     const edges: GraphEdge[] = [];
     for (const [column, sources] of Object.entries(lineage.data?.columns ?? {})) {
       const id = `${model}.${column}`;
-      nodes.set(id, { id, label: column, sublabel: model, kind: 'selected' });
+      nodes.set(id, { id, label: column, sublabel: model, kind: 'selected', masked: maskOf(model, column)?.title });
       for (const s of sources) {
         const sid = `${s.source_table}.${s.source_column}`;
-        nodes.set(sid, { id: sid, label: s.source_column, sublabel: s.source_table, kind: 'source' });
+        nodes.set(sid, { id: sid, label: s.source_column, sublabel: s.source_table, kind: 'source', masked: maskOf(s.source_table, s.source_column)?.title });
         edges.push({ from: sid, to: id });
       }
     }
     return { nodes: [...nodes.values()], edges };
-  }, [lineage.data, model]);
+  }, [lineage.data, model, maskOf]);
   if (lineage.error) return <ErrorBox error={lineage.error} onRetry={lineage.reload} />;
   if (!lineage.data) return <Loading label="Tracing columns…" />;
   const modelNames = new Set(models.map((m) => m.full_name));

@@ -6,7 +6,7 @@
  */
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useLocation, useNavigate } from 'react-router-dom';
-import { api, ApiError, Badge, download, Empty, ErrorBox, Loading, maskedColumns, ResultsGrid, useMaskingPolicies, usePersistentState, useSession, type PageProps } from '@dp/ui';
+import { api, ApiError, Badge, download, Empty, ErrorBox, Loading, ResultsGrid, usePersistentState, type PageProps } from '@dp/ui';
 import { SqlEditor } from '@dp/ui/editor';
 
 interface QueryResult {
@@ -18,6 +18,26 @@ interface QueryResult {
   limit: number;
   notes?: string[];
   message?: string;
+  /** Result columns the server masked for this caller, as its masking rewrite planned them. */
+  masked_columns?: MaskedColumn[];
+}
+
+/** One entry of `masked_columns` (the query plugin's response schema). */
+interface MaskedColumn {
+  index: number;
+  name: string;
+  method: string;
+  via: 'column' | 'expression';
+  policy?: string;
+  source?: string;
+  derived?: boolean;
+}
+
+/** The tooltip of a masked column: how and from which policy the server masked it. */
+export function maskedTitle(m: MaskedColumn): string {
+  const how = m.via === 'expression' ? `computed from a column masked with '${m.method}'` : `masked with '${m.method}'`;
+  const from = m.source ? ` (${m.derived ? 'derived through lineage from' : 'policy on'} ${m.source})` : '';
+  return `${m.name}: ${how}${from}`;
 }
 
 interface HistoryEntry {
@@ -49,23 +69,19 @@ function paramValue(text: string): string | number | boolean | null {
 }
 
 /**
- * The 1-based line of `sql` an engine error points at: `details.line` or DuckDB's `LINE n:` when
- * the server passes them on, else the first line naming what the message quotes
- * (`Referenced column "x" not found`, `syntax error at or near "FORM"`).
+ * The 1-based line of `sql` an SQL error points at: the server's `details.line` (DuckDB's own
+ * location, in the text as sent), when it is a line of that text.
  */
 export function errorLineOf(error: unknown, sql: string): number | null {
   if (!(error instanceof ApiError)) return null;
-  const fromDetails = (error.details as { line?: unknown }).line;
-  if (typeof fromDetails === 'number') return fromDetails;
-  const m = /LINE (\d+):/.exec(error.message);
-  if (m) return Number(m[1]);
-  const quoted = /"([^"]+)"/.exec(error.message)?.[1];
-  if (!quoted) return null;
-  const escaped = quoted.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  const word = new RegExp(`(^|[^A-Za-z0-9_])${escaped}($|[^A-Za-z0-9_])`, 'i');
-  const lines = sql.split('\n');
-  const at = lines.findIndex((l) => word.test(l));
-  return at >= 0 ? at + 1 : null;
+  const line = (error.details as { line?: unknown }).line;
+  return typeof line === 'number' && Number.isInteger(line) && line >= 1 && line <= sql.split('\n').length ? line : null;
+}
+
+/** The editor line of line 1 of `ran` (the trimmed text or the selection that ran) within `doc`. */
+export function firstLineIn(doc: string, ran: string): number {
+  const at = doc.indexOf(ran);
+  return at < 0 ? 1 : doc.slice(0, at).split('\n').length;
 }
 
 export default function SqlPage(_props: PageProps) {
@@ -85,8 +101,6 @@ export default function SqlPage(_props: PageProps) {
   const [counting, setCounting] = useState(false);
   const [showHistory, setShowHistory] = useState(false);
   const inflight = useRef<AbortController | null>(null);
-  const session = useSession();
-  const policies = useMaskingPolicies();
   const location = useLocation();
   const navigate = useNavigate();
 
@@ -184,7 +198,11 @@ export default function SqlPage(_props: PageProps) {
     }
   };
 
-  const masked = useMemo(() => (result && ranSql ? maskedColumns(policies, session.user.role, result.columns, { sql: ranSql }) : []), [policies, result, ranSql, session.user.role]);
+  const errorLine = ranSqlForError ? errorLineOf(error, ranSqlForError) : null;
+  const editorErrorLine = errorLine !== null && ranSqlForError ? firstLineIn(sql, ranSqlForError) + errorLine - 1 : null;
+  // What the server says it masked (never guessed here from policies and the SQL text).
+  const masked = useMemo(() => result?.masked_columns ?? [], [result]);
+  const maskedAt = useMemo(() => new Map(masked.map((m) => [m.index, maskedTitle(m)])), [masked]);
   const offset = result?.offset ?? 0;
   const rowsShown = result?.rows.length ?? 0;
 
@@ -224,7 +242,7 @@ export default function SqlPage(_props: PageProps) {
       </div>
       <div className="dp-sql-top">
         <div className="dp-grow" style={{ height: '100%' }}>
-          <SqlEditor value={sql} onChange={setSql} onRun={(text) => void run(text)} errorLine={ranSqlForError ? errorLineOf(error, ranSqlForError) : null} />
+          <SqlEditor value={sql} onChange={setSql} onRun={(text) => void run(text)} errorLine={editorErrorLine} />
         </div>
         {showHistory ? (
           <aside className="dp-sql-history" aria-label="Query history">
@@ -283,8 +301,8 @@ export default function SqlPage(_props: PageProps) {
             </span>
             {elapsed !== null ? <span className="dp-muted">{elapsed} ms</span> : null}
             {masked.length ? (
-              <Badge tone="info" title="The server masks these columns for your role">
-                masked: {masked.join(', ')}
+              <Badge tone="info" title={masked.map(maskedTitle).join('\n')}>
+                masked: {masked.map((m) => m.name).join(', ')}
               </Badge>
             ) : null}
             {(result.notes ?? []).map((n) => (
@@ -307,7 +325,7 @@ export default function SqlPage(_props: PageProps) {
             </div>
           </div>
           <div className="dp-sql-results">
-            {result.columns.length ? <ResultsGrid columns={result.columns} columnTypes={result.column_types} rows={result.rows} masked={masked} firstRowNumber={offset + 1} /> : <Empty>The statement returned no columns.</Empty>}
+            {result.columns.length ? <ResultsGrid columns={result.columns} columnTypes={result.column_types} rows={result.rows} maskedAt={maskedAt} firstRowNumber={offset + 1} /> : <Empty>The statement returned no columns.</Empty>}
           </div>
         </>
       ) : running ? (

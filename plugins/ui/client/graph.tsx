@@ -6,6 +6,7 @@ import { useMemo } from 'react';
 import { Background, Controls, MarkerType, MiniMap, ReactFlow, type Edge, type Node, type NodeMouseHandler } from '@xyflow/react';
 import '@xyflow/react/dist/style.css';
 import { Graph as DagreGraph, layout } from '@dagrejs/dagre';
+import { Icon } from './components';
 
 export interface GraphNode {
   id: string;
@@ -14,6 +15,8 @@ export interface GraphNode {
   sublabel?: string;
   /** Colours the node: model, source, seed, table, column, selected, error, ok … */
   kind?: string;
+  /** Set for a masked column: the tooltip saying how it is masked; the node shows a lock. */
+  masked?: string;
 }
 
 export interface GraphEdge {
@@ -63,17 +66,20 @@ export function Graph({ nodes, edges, onNodeClick, direction = 'LR', height = 48
       position: pos.get(n.id)!,
       data: {
         label: (
-          <div className="dp-node-label" data-node-id={n.id}>
-            <div className="dp-node-title">{n.label}</div>
+          <div className="dp-node-label" data-node-id={n.id} data-masked={n.masked ? 'true' : undefined} title={n.masked}>
+            <div className="dp-node-title">
+              {n.masked ? <Icon name="lock" size={12} /> : null}
+              {n.label}
+            </div>
             {n.sublabel ? <div className="dp-node-sub">{n.sublabel}</div> : null}
           </div>
         ),
       },
-      className: `dp-node dp-node-${n.kind ?? 'default'}${selected === n.id ? ' dp-node-selected' : ''}`,
+      className: `dp-node dp-node-${n.kind ?? 'default'}${selected === n.id ? ' dp-node-selected' : ''}${n.masked ? ' dp-node-masked' : ''}`,
       style: { width: NODE_W, height: NODE_H },
       sourcePosition: (direction === 'LR' ? 'right' : 'bottom') as Node['sourcePosition'],
       targetPosition: (direction === 'LR' ? 'left' : 'top') as Node['targetPosition'],
-      ariaLabel: n.label,
+      ariaLabel: n.masked ? `${n.label} (masked)` : n.label,
     }));
     const rfEdges: Edge[] = edges
       .filter((e) => ids.has(e.from) && ids.has(e.to))

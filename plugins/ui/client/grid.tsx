@@ -14,6 +14,11 @@ export interface ResultsGridProps {
   rows: unknown[][];
   /** Columns whose values the server masked for this caller: shown with a lock. */
   masked?: Iterable<string>;
+  /**
+   * Masked columns by position, with the tooltip saying how (the query response's
+   * `masked_columns`); exact where two result columns share a name.
+   */
+  maskedAt?: ReadonlyMap<number, string>;
   /** Height of the scrolling area (CSS length; default fills the parent). */
   height?: number | string;
   /** Row number of the first row (for pages past the first). */
@@ -23,17 +28,21 @@ export interface ResultsGridProps {
 const ROW_HEIGHT = 28;
 const CHAR_PX = 7.6;
 
-export function ResultsGrid({ columns, columnTypes = [], rows, masked, height = '100%', firstRowNumber = 1 }: ResultsGridProps) {
+export function ResultsGrid({ columns, columnTypes = [], rows, masked, maskedAt, height = '100%', firstRowNumber = 1 }: ResultsGridProps) {
   const scroller = useRef<HTMLDivElement>(null);
-  const maskedSet = useMemo(() => new Set(masked ?? []), [masked]);
+  // Per column: the masked tooltip, or undefined when the column is not masked.
+  const maskTitles = useMemo(() => {
+    const names = new Set(masked ?? []);
+    return columns.map((c, i) => maskedAt?.get(i) ?? (names.has(c) ? `${c}: masked for your role` : undefined));
+  }, [columns, masked, maskedAt]);
   // Column widths from the header and a sample of values: stable while scrolling.
   const widths = useMemo(() => {
     const sample = rows.slice(0, 200);
     return columns.map((c, i) => {
-      const longest = Math.max(c.length + (maskedSet.has(c) ? 3 : 0), (columnTypes[i] ?? '').length, ...sample.map((r) => Math.min(60, formatValue(r[i]).length)));
+      const longest = Math.max(c.length + (maskTitles[i] ? 3 : 0), (columnTypes[i] ?? '').length, ...sample.map((r) => Math.min(60, formatValue(r[i]).length)));
       return Math.round(Math.max(64, Math.min(420, longest * CHAR_PX + 24)));
     });
-  }, [columns, columnTypes, rows, maskedSet]);
+  }, [columns, columnTypes, rows, maskTitles]);
   const numberWidth = Math.max(40, String(firstRowNumber + rows.length).length * CHAR_PX + 16);
   const template = `${numberWidth}px ${widths.map((w) => `${w}px`).join(' ')}`;
   const total = numberWidth + widths.reduce((a, b) => a + b, 0);
@@ -49,12 +58,12 @@ export function ResultsGrid({ columns, columnTypes = [], rows, masked, height = 
           <div
             key={i}
             role="columnheader"
-            className={`dp-grid-th${maskedSet.has(c) ? ' dp-masked' : ''}${isNumericType(columnTypes[i]) ? ' dp-num' : ''}`}
-            title={maskedSet.has(c) ? `${c}: masked for your role` : `${c} ${columnTypes[i] ?? ''}`}
-            data-masked={maskedSet.has(c) ? 'true' : undefined}
+            className={`dp-grid-th${maskTitles[i] ? ' dp-masked' : ''}${isNumericType(columnTypes[i]) ? ' dp-num' : ''}`}
+            title={maskTitles[i] ?? `${c} ${columnTypes[i] ?? ''}`}
+            data-masked={maskTitles[i] ? 'true' : undefined}
           >
             <span className="dp-grid-name">
-              {maskedSet.has(c) ? <Icon name="lock" size={12} /> : null}
+              {maskTitles[i] ? <Icon name="lock" size={12} /> : null}
               {c}
             </span>
             <span className="dp-grid-type">{columnTypes[i] ?? ''}</span>
@@ -69,14 +78,14 @@ export function ResultsGrid({ columns, columnTypes = [], rows, masked, height = 
               <div className="dp-grid-rownum" role="rowheader">
                 {firstRowNumber + v.index}
               </div>
-              {columns.map((c, i) => {
+              {columns.map((_c, i) => {
                 const value = row[i];
                 const text = formatValue(value);
                 return (
                   <div
                     key={i}
                     role="gridcell"
-                    className={`dp-grid-td${value === null || value === undefined ? ' dp-null' : ''}${isNumericType(columnTypes[i]) ? ' dp-num' : ''}${maskedSet.has(c) ? ' dp-masked' : ''}`}
+                    className={`dp-grid-td${value === null || value === undefined ? ' dp-null' : ''}${isNumericType(columnTypes[i]) ? ' dp-num' : ''}${maskTitles[i] ? ' dp-masked' : ''}`}
                     title={text.length > 40 ? text : undefined}
                   >
                     {text}

@@ -10,3 +10,4 @@ export { Badge, Dialog, Empty, ErrorBox, Field, formatValue, Icon, ICON_NAMES, i
 export { ResultsGrid, toCsv, type ResultsGridProps } from './grid';
 export type { PageProps } from './page';
 export { loadMaskingPolicies, maskedColumns, useMaskingPolicies, type MaskingPolicyView } from './masking';
+export { columnMaskMark, useLineageMasks, type ColumnMaskMark } from './lineage-masks';
