@@ -47,7 +47,7 @@ export const errors = defineErrors({
   // queries and the database
   invalid_limit: { status: 400, meaning: "'limit' is not an integer from 1 to the configured maximum." },
   invalid_offset: { status: 400, meaning: "'offset' is not a non-negative integer." },
-  sql_error: { status: 400, meaning: "DuckDB refused the SQL (parser, binder, catalog, conversion or constraint error); details.kind says which." },
+  sql_error: { status: 400, meaning: "DuckDB refused the SQL (parser, binder, catalog, conversion or constraint error); details.kind says which, details.line (and details.column when DuckDB points at one) where, in the SQL as sent." },
   not_a_query: { status: 400, meaning: 'The statement is a command, not a query that returns rows.' },
   read_only_violation: { status: 400, meaning: 'The SQL is not a single read-only SELECT (or reaches files, settings, sequences or credentials).' },
   internal_table: { status: 403, meaning: 'The query reads a _service table that holds credentials.' },

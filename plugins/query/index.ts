@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
-import { badRequest, type DbConnection, definePlugin, LOCAL_ADMIN, type JsonSchema } from '../../sdk/index.js';
+import { badRequest, type DbConnection, definePlugin, DpError, isDpError, LOCAL_ADMIN, type JsonSchema } from '../../sdk/index.js';
 import { csvLines } from './csv.js';
 
 interface QueryBody {
@@ -83,9 +83,22 @@ function clientLeaves(reply: FastifyReply): AbortSignal {
   return left.signal;
 }
 
+const EXPLAIN = 'EXPLAIN ';
+
+/**
+ * An SQL error of `EXPLAIN <sql>` located in the SQL as sent: the prefix shifts line 1's column,
+ * and a column of a text the masking rewrite changed is dropped (the line is kept).
+ */
+function locatedInExplained(e: unknown, rewritten: boolean): unknown {
+  if (!isDpError(e) || e.code !== 'sql_error' || typeof e.details.column !== 'number') return e;
+  const { column: at, ...rest } = e.details as { column: number };
+  const column = e.details.line === 1 ? at - EXPLAIN.length : at;
+  return new DpError(e.status, e.code, e.message, !rewritten && column >= 1 ? { ...rest, column } : rest);
+}
+
 /** EXPLAIN of the guarded SQL: DuckDB's JSON plan (structured) and its text rendering (raw). */
 async function explain(c: DbConnection, sql: string, params?: Record<string, unknown>) {
-  const raw = await c.query(`EXPLAIN ${sql}`, params);
+  const raw = await c.query(`${EXPLAIN}${sql}`, params);
   const text = raw.rows.map((r) => String(r[1] ?? '')).join('\n');
   const json = await c.query(`EXPLAIN (FORMAT JSON) ${sql}`, params);
   let structured: unknown = null;
@@ -121,10 +134,16 @@ export default definePlugin({
         checkParams(req.body.params);
         const request = { sql: req.body.sql, params: req.body.params, caller: req.caller, purpose: 'explain' as const, signal: clientLeaves(reply) };
         // Planning runs on a DuckDB worker too: the same deadline and slot as any query.
-        return ctx.queries.withDeadline(request, async (c) => {
-          const prepared = await ctx.queries.prepare(request);
-          return explain(c, prepared.sql, prepared.params);
-        });
+        let explained: { rewritten: boolean } | null = null;
+        try {
+          return await ctx.queries.withDeadline(request, async (c) => {
+            const prepared = await ctx.queries.prepare(request);
+            explained = { rewritten: prepared.sql !== req.body.sql };
+            return await explain(c, prepared.sql, prepared.params);
+          });
+        } catch (e) {
+          throw explained ? locatedInExplained(e, (explained as { rewritten: boolean }).rewritten) : e;
+        }
       },
     });
 

@@ -161,3 +161,20 @@ describe('SQL errors carry their line', () => {
     assert.equal(paged.body.error.details.line, 3);
   });
 });
+
+describe('SQL errors carry their line on explain', () => {
+  let s: TestServer;
+  before(async () => {
+    s = await startServer(makeProject({ 'seeds/people.csv': PEOPLE }));
+    await s.app.services.get<any>('models').loadSeeds({});
+  });
+  after(async () => s?.close());
+
+  it('locates a binder error of the explained SQL in the text as sent', async () => {
+    const one = await s.request('POST', '/api/query/explain', { sql: 'SELECT nope FROM seeds.people' });
+    assert.equal(one.status, 400, one.text);
+    assert.deepEqual([one.body.error.details.line, one.body.error.details.column], [1, 8]);
+    const two = await s.request('POST', '/api/query/explain', { sql: 'SELECT id,\n  nope\nFROM seeds.people' });
+    assert.deepEqual([two.body.error.details.line, two.body.error.details.column], [2, 3]);
+  });
+});
