@@ -63,7 +63,7 @@ export default definePlugin({
           purpose: 'sample',
           table: { schema, table },
         });
-        return { schema, table, columns: result.columns, rows: result.rows, limit: result.limit, offset: result.offset };
+        return { schema, table, columns: result.columns, rows: result.rows, limit: result.limit, offset: result.offset, masked_columns: result.masked_columns ?? [] };
       },
     });
 

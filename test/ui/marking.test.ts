@@ -68,6 +68,23 @@ describe('masked columns marked in the web UI (shop)', { timeout: 240_000 }, () 
     }
   });
 
+  it("the explorer's sample marks what the server masked, here through lineage in a mart", async () => {
+    const v = await openPage(server, '/explorer/marts/customer_orders');
+    try {
+      await login(v.page, 'vic', 'viewer12');
+      await v.page.getByRole('tab', { name: 'Sample rows' }).click();
+      await v.page.getByTestId('results-grid').getByText('Ada Lovelace').waitFor();
+      const headers = await maskedHeaders(v.page);
+      assert.deepEqual(
+        headers.map((h) => h.name),
+        ['email'],
+      );
+      assert.match(headers[0]!.title, /derived through lineage from seeds\.customers\.email/);
+    } finally {
+      await v.close();
+    }
+  });
+
   it('marks nothing for the exempt admin', async () => {
     const a = await openPage(server, '/sql');
     try {

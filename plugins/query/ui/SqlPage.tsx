@@ -6,7 +6,7 @@
  */
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useLocation, useNavigate } from 'react-router-dom';
-import { api, ApiError, Badge, download, Empty, ErrorBox, Loading, ResultsGrid, usePersistentState, type PageProps } from '@dp/ui';
+import { api, ApiError, Badge, download, Empty, ErrorBox, Loading, maskedAtOf, maskedResultTitle, ResultsGrid, usePersistentState, type MaskedResultColumn, type PageProps } from '@dp/ui';
 import { SqlEditor } from '@dp/ui/editor';
 
 interface QueryResult {
@@ -19,25 +19,7 @@ interface QueryResult {
   notes?: string[];
   message?: string;
   /** Result columns the server masked for this caller, as its masking rewrite planned them. */
-  masked_columns?: MaskedColumn[];
-}
-
-/** One entry of `masked_columns` (the query plugin's response schema). */
-interface MaskedColumn {
-  index: number;
-  name: string;
-  method: string;
-  via: 'column' | 'expression';
-  policy?: string;
-  source?: string;
-  derived?: boolean;
-}
-
-/** The tooltip of a masked column: how and from which policy the server masked it. */
-export function maskedTitle(m: MaskedColumn): string {
-  const how = m.via === 'expression' ? `computed from a column masked with '${m.method}'` : `masked with '${m.method}'`;
-  const from = m.source ? ` (${m.derived ? 'derived through lineage from' : 'policy on'} ${m.source})` : '';
-  return `${m.name}: ${how}${from}`;
+  masked_columns?: MaskedResultColumn[];
 }
 
 interface HistoryEntry {
@@ -202,7 +184,7 @@ export default function SqlPage(_props: PageProps) {
   const editorErrorLine = errorLine !== null && ranSqlForError ? firstLineIn(sql, ranSqlForError) + errorLine - 1 : null;
   // What the server says it masked (never guessed here from policies and the SQL text).
   const masked = useMemo(() => result?.masked_columns ?? [], [result]);
-  const maskedAt = useMemo(() => new Map(masked.map((m) => [m.index, maskedTitle(m)])), [masked]);
+  const maskedAt = useMemo(() => maskedAtOf(masked), [masked]);
   const offset = result?.offset ?? 0;
   const rowsShown = result?.rows.length ?? 0;
 
@@ -301,7 +283,7 @@ export default function SqlPage(_props: PageProps) {
             </span>
             {elapsed !== null ? <span className="dp-muted">{elapsed} ms</span> : null}
             {masked.length ? (
-              <Badge tone="info" title={masked.map(maskedTitle).join('\n')}>
+              <Badge tone="info" title={masked.map(maskedResultTitle).join('\n')}>
                 masked: {masked.map((m) => m.name).join(', ')}
               </Badge>
             ) : null}

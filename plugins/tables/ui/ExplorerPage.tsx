@@ -5,7 +5,7 @@
  */
 import { useMemo, useState } from 'react';
 import { Link, Route, Routes, useNavigate, useParams } from 'react-router-dom';
-import { api, Badge, Empty, ErrorBox, Icon, isNumericType, Loading, maskedColumns, PageHeader, ResultsGrid, seg, Table, Tabs, useApi, useMaskingPolicies, usePersistentState, useSession, type PageProps } from '@dp/ui';
+import { api, Badge, Empty, ErrorBox, Icon, isNumericType, Loading, maskedAtOf, PageHeader, ResultsGrid, seg, Table, Tabs, useApi, usePersistentState, useSession, type MaskedResultColumn, type PageProps } from '@dp/ui';
 import { BarChart } from '@dp/ui/chart';
 
 interface TableEntry {
@@ -23,6 +23,8 @@ interface Sample {
   rows: unknown[][];
   limit: number;
   offset: number;
+  /** The columns the server masked for this caller. */
+  masked_columns?: MaskedResultColumn[];
 }
 
 interface ProfileColumn {
@@ -159,8 +161,6 @@ const SAMPLE_PAGE = 100;
 function SampleView({ schema, table, types }: { schema: string; table: string; types: string[] }) {
   const [offset, setOffset] = useState(0);
   const sample = useApi((signal) => api.get<Sample>(`/api/tables/${seg(schema)}/${seg(table)}/sample`, { signal, query: { limit: SAMPLE_PAGE, offset } }), [schema, table, offset]);
-  const policies = useMaskingPolicies();
-  const role = useSession().user.role;
   if (sample.error) return <ErrorBox error={sample.error} onRetry={sample.reload} />;
   if (!sample.data) return <Loading />;
   const s = sample.data;
@@ -176,7 +176,7 @@ function SampleView({ schema, table, types }: { schema: string; table: string; t
         </button>
       </div>
       <div style={{ height: 480, display: 'flex' }}>
-        <ResultsGrid columns={s.columns} columnTypes={types} rows={s.rows} firstRowNumber={offset + 1} masked={maskedColumns(policies, role, s.columns, { schema, table })} />
+        <ResultsGrid columns={s.columns} columnTypes={types} rows={s.rows} firstRowNumber={offset + 1} maskedAt={maskedAtOf(s.masked_columns)} />
       </div>
     </>
   );

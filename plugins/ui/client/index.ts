@@ -9,5 +9,5 @@ export { useApi, useHotkey, usePersistentState, type Loaded } from './hooks';
 export { Badge, Dialog, Empty, ErrorBox, Field, formatValue, Icon, ICON_NAMES, isNumericType, Loading, PageHeader, StatusBadge, Table, Tabs, type Column } from './components';
 export { ResultsGrid, toCsv, type ResultsGridProps } from './grid';
 export type { PageProps } from './page';
-export { loadMaskingPolicies, maskedColumns, useMaskingPolicies, type MaskingPolicyView } from './masking';
-export { columnMaskMark, useLineageMasks, type ColumnMaskMark } from './lineage-masks';
+export { loadMaskingPolicies, useMaskingPolicies, type MaskingPolicyView } from './masking';
+export { columnMaskMark, maskedAtOf, maskedResultTitle, useLineageMasks, type ColumnMaskMark, type MaskedResultColumn } from './masked-columns';

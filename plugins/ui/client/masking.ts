@@ -1,11 +1,11 @@
 /**
- * Which columns of a result are masked for the current role, from the masking policies
- * (GET /api/masking/policies, readable by every role), to mark them in grids. Marking only:
- * the server masks the values whatever the UI shows.
+ * The masking policies (GET /api/masking/policies, readable by every role), for pages that show
+ * them. Which columns of a result are masked comes from the result itself (`masked_columns`,
+ * masked-columns.ts), never guessed from these.
  */
 import { useEffect, useState } from 'react';
 import { api } from './api';
-import { useSession, type Role } from './session';
+import { useSession } from './session';
 
 export interface MaskingPolicyView {
   id: string;
@@ -22,25 +22,6 @@ let policies: Promise<MaskingPolicyView[]> | null = null;
 export function loadMaskingPolicies(refresh = false): Promise<MaskingPolicyView[]> {
   if (!policies || refresh) policies = api.get<MaskingPolicyView[]>('/api/masking/policies').catch(() => []);
   return policies;
-}
-
-const words = (sql: string) => new Set(sql.toLowerCase().match(/[a-z_][a-z0-9_$]*/g) ?? []);
-
-/**
- * Result columns masked for `role`: those named like a policy's column on a table the SQL names
- * (or on `table` when given, for a table's sample), unless the role is exempt.
- */
-export function maskedColumns(all: MaskingPolicyView[], role: Role, columns: string[], source: { sql: string } | { schema: string; table: string }): string[] {
-  const applies = all.filter((p) => !p.exempted_roles.includes(role));
-  const relevant =
-    'sql' in source
-      ? (() => {
-          const w = words(source.sql);
-          return applies.filter((p) => w.has(p.table_name.toLowerCase()));
-        })()
-      : applies.filter((p) => p.schema_name.toLowerCase() === source.schema.toLowerCase() && p.table_name.toLowerCase() === source.table.toLowerCase());
-  const names = new Set(relevant.map((p) => p.column_name.toLowerCase()));
-  return columns.filter((c) => names.has(c.toLowerCase()));
 }
 
 /** The masking policies as state (empty until loaded). */

@@ -1,5 +1,7 @@
 /**
- * Masked columns in lineage views: a column is marked when an explicit policy or one derived
+ * Masked columns, marked as the server reports them. A query result (`/api/query`, a table's
+ * sample) says which of its columns were masked (`masked_columns`); `maskedResultTitle` is the
+ * tooltip of one. Lineage views: a column is marked when an explicit policy or one derived
  * through column lineage (`GET /api/masking/policies?derived=true`) masks it, with the same
  * precedence the server applies (docs/security.md "Masking through lineage"): an explicit policy
  * on the very table, then a derived one, then a policy on a namesake column elsewhere; a
@@ -33,6 +35,29 @@ export interface ColumnMaskMark {
 }
 
 const lc = (s: string) => s.toLowerCase();
+
+/** One entry of a result's `masked_columns` (the query plugin's response schema). */
+export interface MaskedResultColumn {
+  index: number;
+  name: string;
+  method: string;
+  via: 'column' | 'expression';
+  policy?: string;
+  source?: string;
+  derived?: boolean;
+}
+
+/** The tooltip of a masked result column: how, and from which policy's column, the server masked it. */
+export function maskedResultTitle(m: MaskedResultColumn): string {
+  const how = m.via === 'expression' ? `computed from a column masked with '${m.method}'` : `masked with '${m.method}'`;
+  const from = m.source ? ` (${m.derived ? 'derived through lineage from' : 'policy on'} ${m.source})` : '';
+  return `${m.name}: ${how}${from}`;
+}
+
+/** `masked_columns` as the grid's `maskedAt` (position → tooltip). */
+export function maskedAtOf(masked: readonly MaskedResultColumn[] | undefined): ReadonlyMap<number, string> {
+  return new Map((masked ?? []).map((m) => [m.index, maskedResultTitle(m)]));
+}
 
 /** The mark of `relation.column` (relation as `schema.table`), or null when no policy masks it. */
 export function columnMaskMark(explicit: PolicyLike[], derived: PolicyLike[], relation: string, column: string, role: Role): ColumnMaskMark | null {
