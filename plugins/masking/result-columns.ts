@@ -73,8 +73,13 @@ class Tracer {
       const name = lower(entry.key);
       const before: Ctes = new Map(ctes);
       let memo: Traced[] | null | undefined;
-      // A recursive CTE's own name inside it is the CTE: its columns come from the anchor (left side).
-      ctes.set(name, () => (memo !== undefined ? memo : (memo = renamed(this.query(entry.value?.query?.node, before), entry.value?.aliases))));
+      ctes.set(name, () => {
+        if (memo !== undefined) return memo;
+        // A recursive CTE names itself in its recursive term: unknown there, its columns come from the anchor.
+        memo = null;
+        const self: Ctes = new Map([...before, [name, () => null]]);
+        return (memo = renamed(this.query(entry.value?.query?.node, self), entry.value?.aliases));
+      });
     }
     return ctes;
   }
