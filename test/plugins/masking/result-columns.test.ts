@@ -78,6 +78,12 @@ describe('masked_columns in the query response', () => {
     { case: 'a UNION of masked and unmasked', sql: 'SELECT name AS v FROM seeds.people UNION ALL SELECT email FROM seeds.people', viewer: ['v@0:partial:column'] },
     { case: 'a scalar subquery over a masked column', sql: 'SELECT id, (SELECT max(email) FROM seeds.people) AS top FROM seeds.people', viewer: ['top@1:partial:expression'] },
     { case: 'a view renaming a masked column', sql: 'SELECT dept, view_mail FROM m.plain_view', viewer: ['view_mail@1:partial:column'] },
+    {
+      case: 'a recursive CTE',
+      sql: 'WITH RECURSIVE r(n, e) AS (SELECT 1, email FROM seeds.people WHERE id = 1 UNION ALL SELECT n + 1, e FROM r WHERE n < 3) SELECT n, e FROM r',
+      viewer: ['e@1:partial:column'],
+    },
+    { case: 'the same column twice (marked by position)', sql: 'SELECT email, name, email FROM seeds.people', viewer: ['email@0:partial:column', 'email@2:partial:column'] },
     { case: 'nothing masked', sql: 'SELECT id, name, dept FROM seeds.people', viewer: [] },
   ];
 
