@@ -33,6 +33,7 @@ function inputFiles() {
     const dir = path.join(root, 'plugins', name);
     if (!fs.existsSync(path.join(dir, 'plugin.json'))) continue;
     files.push(path.join(dir, 'plugin.json'));
+    files.push(path.join(dir, 'api-types.ts'));
     walk(path.join(dir, 'ui'));
   }
   walk(path.join(root, 'plugins', 'ui', 'app'));

@@ -6,85 +6,9 @@
 import { useState } from 'react';
 import { api, Badge, Dialog, Empty, ErrorBox, Field, Loading, PageHeader, seg, StatusBadge, Table, Tabs, useApi, useCan, usePersistentState, type PageProps } from '@dp/ui';
 import { LineChart } from '@dp/ui/chart';
+import type { BackupEntry, BackupRestoreResult, DiffResult, RestoreResult, SnapshotDiff, SnapshotSummary, TimelineEntry, VerifyResult, VersionDetail, VersionRecord } from '../api-types';
 
 type TabKey = 'versions' | 'snapshots' | 'backups';
-
-interface Version {
-  version_id: string;
-  created_at: string;
-  description: string | null;
-  trigger: string;
-  table_count: number;
-  total_rows: number;
-  size_bytes: number;
-}
-
-interface VersionDetail extends Version {
-  tables: Array<{ table: string; row_count: number; columns: Array<{ name: string; type: string }>; key: string[] }>;
-}
-
-interface Change {
-  table: string;
-  change: 'added' | 'removed' | 'modified';
-  rows?: number;
-  rows_before?: number;
-  rows_after?: number;
-  row_diff?: number;
-  rows_added?: number;
-  rows_removed?: number;
-  rows_changed?: number | null;
-  compared_by?: 'key' | 'row';
-  columns_added?: string[];
-  columns_removed?: string[];
-  columns_type_changed?: string[];
-}
-
-interface DiffResult {
-  from_version: string;
-  to_version: string;
-  tables_compared: number;
-  changes: Change[];
-}
-
-interface RestoreResult {
-  version_id: string;
-  restore_version: string;
-  status: string;
-  tables: Array<{ table: string; status: string; rows?: number; error?: string; reason?: string }>;
-}
-
-interface Snapshot {
-  name: string;
-  created_at: string;
-  project_hash: string;
-  file_count: number;
-  table_count: number;
-}
-
-interface SnapshotDiff {
-  snapshot: string;
-  changed: boolean;
-  files: { added: string[]; modified: string[]; removed: string[] };
-  tables: Array<{ table: string; status: string; rows_before: number | null; rows_after: number | null; schema_changed: boolean }>;
-}
-
-interface Backup {
-  path: string;
-  size_bytes: number;
-  sha256: string;
-  timestamp: string;
-  note: string | null;
-  kind: string;
-}
-
-interface VerifyResult {
-  path: string;
-  valid: boolean;
-  checksum_ok: boolean;
-  opens: boolean;
-  tables: number | null;
-  error: string | null;
-}
 
 const bytes = (n: number) => (n >= 1e9 ? `${(n / 1e9).toFixed(1)} GB` : n >= 1e6 ? `${(n / 1e6).toFixed(1)} MB` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} kB` : `${n} B`);
 const when = (iso: string) => new Date(iso).toLocaleString();
@@ -114,7 +38,7 @@ export default function VersioningPage({ page }: PageProps) {
 
 function Versions() {
   const [tick, setTick] = useState(0);
-  const versions = useApi((signal) => api.get<Version[]>('/api/versions', { signal }), [tick]);
+  const versions = useApi((signal) => api.get<VersionRecord[]>('/api/versions', { signal }), [tick]);
   const canWrite = useCan('write');
   const [description, setDescription] = useState('');
   const [busy, setBusy] = useState<string | null>(null);
@@ -152,7 +76,7 @@ function Versions() {
           disabled={!canWrite || busy !== null}
           title={canWrite ? 'Write every table to _snapshots/ as Parquet' : 'Needs the editor role'}
           onClick={() => void act('create', async () => {
-            const v = await api.post<Version>('/api/versions', { description: description || undefined });
+            const v = await api.post<VersionRecord>('/api/versions', { description: description || undefined });
             setDescription('');
             setSelected(v.version_id);
           })}
@@ -236,7 +160,7 @@ function Versions() {
   );
 }
 
-function VersionDetails({ id, versions, diffTarget, onDiffTarget, refresh }: { id: string; versions: Version[]; diffTarget: string; onDiffTarget: (t: string) => void; refresh: number }) {
+function VersionDetails({ id, versions, diffTarget, onDiffTarget, refresh }: { id: string; versions: VersionRecord[]; diffTarget: string; onDiffTarget: (t: string) => void; refresh: number }) {
   const detail = useApi((signal) => api.get<VersionDetail>(`/api/versions/${seg(id)}`, { signal }), [id]);
   const diff = useApi(
     (signal) => api.get<DiffResult>(`/api/versions/${seg(id)}/diff`, { signal, query: { to_version: diffTarget === 'current' ? undefined : diffTarget } }),
@@ -313,7 +237,7 @@ function VersionDetails({ id, versions, diffTarget, onDiffTarget, refresh }: { i
 }
 
 function Timeline({ table }: { table: string }) {
-  const timeline = useApi((signal) => api.get<Array<{ version_id: string; created_at: string; row_count: number; columns: Array<{ name: string }> }>>(`/api/versions/timeline/${seg(table)}`, { signal }), [table]);
+  const timeline = useApi((signal) => api.get<TimelineEntry[]>(`/api/versions/timeline/${seg(table)}`, { signal }), [table]);
   if (timeline.error) return <ErrorBox error={timeline.error} onRetry={timeline.reload} />;
   if (!timeline.data) return <Loading />;
   const oldestFirst = [...timeline.data].reverse();
@@ -406,7 +330,7 @@ function RestoreReport({ result, onClose }: { result: RestoreResult; onClose: ()
 
 function Snapshots() {
   const [tick, setTick] = useState(0);
-  const snapshots = useApi((signal) => api.get<Snapshot[]>('/api/snapshots', { signal }), [tick]);
+  const snapshots = useApi((signal) => api.get<SnapshotSummary[]>('/api/snapshots', { signal }), [tick]);
   const canWrite = useCan('write');
   const [name, setName] = useState('');
   const [error, setError] = useState<unknown>(null);
@@ -431,7 +355,7 @@ function Snapshots() {
           className="dp-btn dp-btn-primary"
           disabled={!canWrite}
           onClick={() => void act(async () => {
-            const s = await api.post<Snapshot>('/api/snapshot', name ? { name } : {});
+            const s = await api.post<SnapshotSummary>('/api/snapshot', name ? { name } : {});
             setName('');
             setSelected(s.name);
           })}
@@ -514,14 +438,14 @@ function SnapshotChanges({ name }: { name: string }) {
 
 function Backups() {
   const [tick, setTick] = useState(0);
-  const backups = useApi((signal) => api.get<Backup[]>('/api/backups', { signal }), [tick]);
+  const backups = useApi((signal) => api.get<BackupEntry[]>('/api/backups', { signal }), [tick]);
   const canWrite = useCan('write');
   const [note, setNote] = useState('');
   const [verifyCopy, setVerifyCopy] = useState(true);
   const [busy, setBusy] = useState<string | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [checks, setChecks] = useState<Record<string, VerifyResult>>({});
-  const [confirm, setConfirm] = useState<Backup | null>(null);
+  const [confirm, setConfirm] = useState<BackupEntry | null>(null);
   const [message, setMessage] = useState<string | null>(null);
   const [keep, setKeep] = useState(5);
   const act = async (label: string, fn: () => Promise<unknown>) => {
@@ -551,7 +475,7 @@ function Backups() {
           className="dp-btn dp-btn-primary"
           disabled={!canWrite || busy !== null}
           onClick={() => void act('backup', async () => {
-            const b = await api.post<Backup>('/api/backup', { note: note || undefined, no_verify: !verifyCopy });
+            const b = await api.post<BackupEntry>('/api/backup', { note: note || undefined, no_verify: !verifyCopy });
             setNote('');
             setMessage(`Backup ${b.path} written`);
           })}
@@ -626,7 +550,7 @@ function Backups() {
                   const b = confirm;
                   setConfirm(null);
                   void act('restore', async () => {
-                    const r = await api.post<{ restored: string; replaced_backup: Backup }>('/api/backup/restore', { path: b.path });
+                    const r = await api.post<BackupRestoreResult>('/api/backup/restore', { path: b.path });
                     setMessage(`Restored ${r.restored}; the replaced database is kept as ${r.replaced_backup.path}`);
                   });
                 }}
