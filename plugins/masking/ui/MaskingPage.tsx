@@ -255,14 +255,7 @@ function PolicyDialog({ policy, methods, onClose, onSaved }: { policy: MaskingPo
       {existing ? null : (
         <>
           <Field label="Table">
-            <select value={target} onChange={(e) => (setTarget(e.target.value), setColumn(''))} aria-label="Table">
-              <option value="">Choose a table…</option>
-              {(tables.data ?? []).map((t) => (
-                <option key={`${t.schema}.${t.name}`} value={`${t.schema}.${t.name}`}>
-                  {t.schema}.{t.name}
-                </option>
-              ))}
-            </select>
+            <TableSelect tables={tables.data ?? []} value={target} onChange={(table) => (setTarget(table), setColumn(''))} label="Table" />
           </Field>
           <Field label="Column">
             <select value={column} onChange={(e) => setColumn(e.target.value)} aria-label="Column" disabled={!columns.data?.length}>
@@ -367,14 +360,7 @@ function Preview() {
   return (
     <>
       <div className="dp-row">
-        <select value={target} onChange={(e) => setTarget(e.target.value)} aria-label="Table to preview">
-          <option value="">Choose a table…</option>
-          {(tables.data ?? []).map((t) => (
-            <option key={`${t.schema}.${t.name}`} value={`${t.schema}.${t.name}`}>
-              {t.schema}.{t.name}
-            </option>
-          ))}
-        </select>
+        <TableSelect tables={tables.data ?? []} value={target} onChange={setTarget} label="Table to preview" />
         <label className="dp-row">
           as
           <select value={role} onChange={(e) => setRole(e.target.value as Role)} aria-label="Role to preview as">
@@ -408,5 +394,19 @@ function Preview() {
         <Empty>Pick a table and a role to see its sample as that role sees it.</Empty>
       )}
     </>
+  );
+}
+
+/** A select of the tables by `schema.name`, empty until one is chosen. */
+function TableSelect({ tables, value, onChange, label }: { tables: TableEntry[]; value: string; onChange: (table: string) => void; label: string }) {
+  return (
+    <select value={value} onChange={(e) => onChange(e.target.value)} aria-label={label}>
+      <option value="">Choose a table…</option>
+      {tables.map((t) => (
+        <option key={`${t.schema}.${t.name}`} value={`${t.schema}.${t.name}`}>
+          {t.schema}.{t.name}
+        </option>
+      ))}
+    </select>
   );
 }
