@@ -29,3 +29,26 @@ export interface TableProfile {
   profiled_at: string;
   notes?: string[];
 }
+
+/** A contract from contracts/*.yml (GET /api/contracts). */
+export interface Contract {
+  name: string;
+  model: string;
+  description: string;
+  severity: 'error' | 'warn';
+  assertions: string[];
+  /** Project-relative file that defines it. */
+  file: string;
+}
+
+/** A stored result of an inline assertion (GET /api/assertions). */
+export interface StoredAssertionResult {
+  id: string;
+  run_id: string | null;
+  model: string;
+  expression: string;
+  form: string | null;
+  passed: boolean;
+  detail: Record<string, unknown>;
+  checked_at: string;
+}
