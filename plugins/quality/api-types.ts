@@ -3,6 +3,7 @@
  * and the pages read (both `import type` it; types only, so a page's bundle takes nothing from the
  * server side). The explorer page (tables plugin) shows GET /api/tables/:schema/:table/profile.
  */
+import type { ContractDefinition } from '../../sdk/services.js';
 
 export interface ColumnProfile {
   name: string;
@@ -30,16 +31,8 @@ export interface TableProfile {
   notes?: string[];
 }
 
-/** A contract from contracts/*.yml (GET /api/contracts). */
-export interface Contract {
-  name: string;
-  model: string;
-  description: string;
-  severity: 'error' | 'warn';
-  assertions: string[];
-  /** Project-relative file that defines it. */
-  file: string;
-}
+/** A contract from contracts/*.yml (GET /api/contracts): the sdk's definition, which the quality service also answers with. */
+export type Contract = ContractDefinition;
 
 /** A stored result of an inline assertion (GET /api/assertions). */
 export interface StoredAssertionResult {
