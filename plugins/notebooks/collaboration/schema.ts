@@ -1,10 +1,10 @@
 /**
  * A file as a shared Y.Doc and back. A `.dpnb` notebook is `cells`: a Y.Array of Y.Map
- * {id: string, type: string, source: Y.Text}, so two people typing in one cell merge character
+ * {id: string, type: string, source: Y.Text} (`id` is the cell's name from the file, '' when it
+ * has none: it is the name later cells use, so collaboration never invents one), so two people typing in one cell merge character
  * by character and adding, moving or deleting cells are array operations. Any other text file is
  * one Y.Text `content`.
  */
-import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import * as Y from 'yjs';
 import { readNotebook } from '../../../sdk/index.js';
@@ -32,18 +32,15 @@ function storedNotebook(content: string, rel: string): { cells: StoredCell[]; [f
 
 const sourceText = (source: unknown) => (Array.isArray(source) ? source.join('') : String(source ?? ''));
 
-/** Fills an empty Y.Doc from the file's content. Cells without an id (or with a repeated one) get a new one, written on the next save. */
+/** Fills an empty Y.Doc from the file's content. */
 export function seedDocument(doc: Y.Doc, kind: DocumentKind, content: string, rel: string): void {
   doc.transact(() => {
     if (kind === 'text') {
       doc.getText(TEXT_CONTENT).insert(0, content);
       return;
     }
-    const seen = new Set<string>();
     const cells = storedNotebook(content, rel).cells.map((c) => {
-      let id = typeof c?.id === 'string' && c.id ? c.id : randomUUID();
-      if (seen.has(id)) id = randomUUID();
-      seen.add(id);
+      const id = typeof c?.id === 'string' ? c.id : '';
       const cell = new Y.Map<unknown>();
       cell.set('id', id);
       cell.set('type', String(c?.type ?? 'code'));
@@ -57,7 +54,8 @@ export function seedDocument(doc: Y.Doc, kind: DocumentKind, content: string, re
 /**
  * The file content of the document. For a notebook, `previous` (the file as it is on disk) keeps
  * what the shared document does not hold: top-level fields, and each cell's other fields (saved
- * `outputs`) matched by id, outputs only while the cell's type and source are unchanged.
+ * `outputs`, `metadata`) matched by id (a cell without one: the cell at the same index), outputs
+ * only while the cell's type and source are unchanged.
  */
 export function documentContent(doc: Y.Doc, kind: DocumentKind, previous: string | null, rel: string): string {
   if (kind === 'text') return doc.getText(TEXT_CONTENT).toString();
@@ -67,17 +65,18 @@ export function documentContent(doc: Y.Doc, kind: DocumentKind, previous: string
   } catch {
     /* an unreadable file on disk keeps nothing */
   }
-  const byId = new Map(stored.cells.filter((c) => typeof c?.id === 'string').map((c) => [c.id as string, c]));
+  const byId = new Map(stored.cells.filter((c) => typeof c?.id === 'string' && c.id).map((c) => [c.id as string, c]));
   const cells = doc
     .getArray<Y.Map<unknown>>(NOTEBOOK_CELLS)
     .toArray()
-    .map((cell) => {
-      const id = String(cell.get('id') ?? randomUUID());
+    .map((cell, index) => {
+      const id = typeof cell.get('id') === 'string' ? (cell.get('id') as string) : '';
       const type = String(cell.get('type') ?? 'code');
       const source = String(cell.get('source') ?? '');
-      const { id: _id, type: oldType, source: oldSource, outputs, ...rest } = byId.get(id) ?? {};
+      const previousCell = id ? byId.get(id) : stored.cells[index] && !stored.cells[index].id ? stored.cells[index] : undefined;
+      const { id: _id, type: oldType, source: oldSource, outputs, ...rest } = previousCell ?? {};
       const unchanged = oldType === type && sourceText(oldSource) === source;
-      return { id, type, source, ...rest, ...(unchanged && outputs !== undefined ? { outputs } : {}) };
+      return { ...(id ? { id } : {}), type, source, ...rest, ...(unchanged && outputs !== undefined ? { outputs } : {}) };
     });
   return JSON.stringify({ ...stored, cells }, null, 2) + '\n';
 }
