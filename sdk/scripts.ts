@@ -59,6 +59,12 @@ export interface ScriptsService {
    * that status. `.env` values in output, error and stack show as `${VAR}`.
    */
   run(projectPath: string, options?: ScriptRunOptions): Promise<ScriptRunResult>;
+  /**
+   * The `ctx` a script run gets (the same guarded `db`, config, env, secrets and SCRIPT_CONTEXT
+   * contributions), for code that runs script-like cells itself (notebook sessions). Its
+   * database calls are refused and its borrowed connections interrupted once `signal` aborts.
+   */
+  context(projectPath: string, options: { signal: AbortSignal; log: Logger }): ScriptContext;
 }
 
 export const SCRIPTS_SERVICE = createServiceRef<ScriptsService>('scripts');

@@ -290,6 +290,10 @@ export class ScriptRunner implements ScriptsService {
     });
   }
 
+  context(projectPath: string, options: { signal: AbortSignal; log: Logger }): ScriptContext {
+    return this.scriptContext(projectPath, options.signal, options.log);
+  }
+
   /** What `export default async (ctx) => {}` receives. */
   private scriptContext(rel: string, signal: AbortSignal, log: Logger): ScriptContext {
     const secrets = this.ctx.secrets;
