@@ -11,7 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { fork } from 'node:child_process';
 import { startTestServer } from '../sdk/testing.js';
-import { COLLAB_PLUGIN } from '../test/plugins/notebooks/collaboration-support.js';
+import { COLLAB_PLUGINS } from '../test/plugins/notebooks/collaboration-support.js';
 import type { BenchResult } from './util.js';
 
 const CLIENTS = 20;
@@ -21,7 +21,7 @@ const DURATION_MS = 5000;
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 
 export default async function (): Promise<BenchResult[]> {
-  const s = await startTestServer({ plugins: [COLLAB_PLUGIN], builtIn: ['files'], files: { 'notebooks/shared.sql': '-- typed together\n' } });
+  const s = await startTestServer({ plugins: [], builtIn: COLLAB_PLUGINS, files: { 'notebooks/shared.sql': '-- typed together\n' } });
   try {
     const load = os.loadavg()[0];
     const elu = performance.eventLoopUtilization();

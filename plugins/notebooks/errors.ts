@@ -1,7 +1,9 @@
 /** Error codes of the notebooks plugin (generated into docs/errors.md); invalid_notebook, file_not_found and query_timeout are shared. */
 import { defineErrors } from '../../sdk/index.js';
+import { collaborationErrors } from './collaboration/errors.js';
 
 export const errors = defineErrors({
+  ...collaborationErrors,
   notebook_path_refused: { status: 400, meaning: 'The path is not a .dpnb file under notebooks/, ingest/ or export/ of the project (symlinks resolved).' },
   invalid_cell_index: { status: 400, meaning: 'cell_index is not an integer naming a cell of the notebook.' },
   notebook_cell_error: { status: 400, meaning: 'A code or ingest cell threw or did not compile; details carry cell_index and the line within the cell.' },

@@ -4,13 +4,14 @@
  * notebooks (`dp run`, streams) stay with the streams plugin's script runner.
  */
 import { definePlugin, SCRIPTS_SERVICE } from '../../sdk/index.js';
+import { COLLABORATION_CONFIG, registerCollaboration } from './collaboration/index.js';
 import { registerCommands } from './commands.js';
 import { NOTEBOOKS_CONFIG } from './config.js';
 import { registerRoutes } from './routes.js';
 import { NotebookSessions } from './session.js';
 
 export default definePlugin({
-  config: [NOTEBOOKS_CONFIG],
+  config: [NOTEBOOKS_CONFIG, COLLABORATION_CONFIG],
   setup(ctx) {
     const settings = ctx.config(NOTEBOOKS_CONFIG);
     const sessions = new NotebookSessions(ctx, ctx.services.get(SCRIPTS_SERVICE), { idleSeconds: settings.session_idle_seconds, rowLimit: settings.row_limit });
@@ -18,5 +19,6 @@ export default definePlugin({
     ctx.onBeforeStop(() => sessions.releaseAll());
     registerRoutes(ctx, sessions);
     registerCommands(ctx);
+    registerCollaboration(ctx);
   },
 });

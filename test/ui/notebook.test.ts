@@ -20,7 +20,28 @@ const NOTEBOOK = JSON.stringify({
 });
 
 const cellEditor = (page: Page, index: number) => page.getByTestId('notebook-cell').nth(index).locator('.cm-content');
-const cellTexts = (page: Page) => page.getByTestId('notebook-cell').locator('.cm-content').allInnerTexts();
+
+/** The cells' texts as the page shows them, without the remote cursors' name labels (y-codemirror.next draws them inside the text). */
+function cellTexts(page: Page): Promise<string[]> {
+  return page.evaluate(() =>
+    [...document.querySelectorAll('[data-testid="notebook-cell"] .cm-content')].map((el) => {
+      const copy = el.cloneNode(true) as HTMLElement;
+      for (const caret of copy.querySelectorAll('.cm-ySelectionCaret')) caret.remove();
+      return [...copy.querySelectorAll('.cm-line')].map((l) => l.textContent).join('\n');
+    }),
+  );
+}
+
+async function waitForTexts(page: Page, expected: string[], what: string): Promise<void> {
+  const until = Date.now() + 20_000;
+  let seen: string[] = [];
+  while (Date.now() < until) {
+    seen = await cellTexts(page);
+    if (JSON.stringify(seen) === JSON.stringify(expected)) return;
+    await page.waitForTimeout(50);
+  }
+  assert.deepEqual(seen, expected, what);
+}
 
 describe('notebooks page', { timeout: 240_000 }, () => {
   let server: DpServer;
@@ -57,12 +78,9 @@ describe('notebooks page', { timeout: 240_000 }, () => {
       await cellEditor(b.page, 1).click();
       await b.page.keyboard.press('Control+Home');
       await Promise.all([a.page.keyboard.type(' from A', { delay: 15 }), b.page.keyboard.type('-- B\n', { delay: 15 })]);
-      for (const p of [a.page, b.page]) {
-        await p.waitForFunction(() => {
-          const texts = [...document.querySelectorAll('[data-testid="notebook-cell"] .cm-content')].map((e) => (e as HTMLElement).innerText);
-          return texts[0] === '# Orders together from A' && texts[1] === '-- B\nSELECT 41 + 1 AS answer';
-        });
-      }
+      const merged = ['# Orders together from A', '-- B\nSELECT 41 + 1 AS answer', 'const a = 1;\nthrow new Error("boom");'];
+      await waitForTexts(a.page, merged, 'A sees both edits');
+      await waitForTexts(b.page, merged, 'B sees both edits');
       // B sees A's cursor (y-codemirror.next's remote caret).
       await b.page.locator('.cm-ySelectionCaret').first().waitFor();
 
@@ -71,11 +89,11 @@ describe('notebooks page', { timeout: 240_000 }, () => {
       await b.page.getByTestId('notebook-cell').nth(3).waitFor();
       await cellEditor(b.page, 3).click();
       await b.page.keyboard.type('SELECT 7');
-      await a.page.getByTestId('notebook-cell').nth(3).locator('.cm-content', { hasText: 'SELECT 7' }).waitFor();
+      await waitForTexts(a.page, [...merged, 'SELECT 7'], 'A sees the added cell with B’s text');
       await b.page.getByRole('button', { name: 'Move cell 4 up' }).click();
-      await a.page.getByTestId('notebook-cell').nth(2).locator('.cm-content', { hasText: 'SELECT 7' }).waitFor();
+      await waitForTexts(a.page, [merged[0], merged[1], 'SELECT 7', merged[2]], 'A sees the move');
       await a.page.getByRole('button', { name: 'Delete cell 3' }).click();
-      await b.page.waitForFunction(() => document.querySelectorAll('[data-testid="notebook-cell"]').length === 3);
+      await waitForTexts(b.page, merged, 'B sees the delete');
       await screenshot(b.page, 'notebook-together');
 
       await a.page.getByRole('button', { name: 'Save', exact: true }).click();

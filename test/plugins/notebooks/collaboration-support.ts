@@ -1,11 +1,9 @@
 /** Shared by the collaboration tests and benchmark: real Yjs clients over the `ws` package. */
-import path from 'node:path';
 import WebSocket from 'ws';
 import { CollaborationClient, type CollaborationClientOptions, type SocketLike } from '../../../plugins/notebooks/collaboration/client.js';
-import { REPO_ROOT } from '../../helpers.js';
 
-/** The plugin that hosts collaboration in these tests (the test host until the notebooks plugin carries it). */
-export const COLLAB_PLUGIN = path.join(REPO_ROOT, 'test', 'plugins', 'notebooks', 'collaboration-host');
+/** The built-in plugins a collaboration server needs (notebooks carries it; files saves). */
+export const COLLAB_PLUGINS = ['notebooks', 'streams', 'models', 'files'];
 
 export const wsUrl = (httpUrl: string, doc: string, query = '') => `${httpUrl.replace(/^http/, 'ws')}/ws/collaborate?doc=${encodeURIComponent(doc)}${query}`;
 

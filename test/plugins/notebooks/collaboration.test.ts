@@ -10,7 +10,7 @@ import * as Y from 'yjs';
 import { startTestServer, type PluginTestServer } from '../../../sdk/testing.js';
 import type { CollaborationClient } from '../../../plugins/notebooks/collaboration/client.js';
 import { NOTEBOOK_CELLS, TEXT_CONTENT } from '../../../plugins/notebooks/collaboration/protocol.js';
-import { COLLAB_PLUGIN, connect, upgradeStatus, waitFor, wsUrl } from './collaboration-support.js';
+import { COLLAB_PLUGINS, connect, upgradeStatus, waitFor, wsUrl } from './collaboration-support.js';
 
 const NOTEBOOK = JSON.stringify({
   metadata: { kernel: 'dp' },
@@ -34,8 +34,8 @@ describe('collaboration without auth', () => {
   };
   before(async () => {
     s = await startTestServer({
-      plugins: [COLLAB_PLUGIN],
-      builtIn: ['files'],
+      plugins: [],
+      builtIn: COLLAB_PLUGINS,
       files: { 'transform/staging/a.sql': 'SELECT 1\n', 'notebooks/n.dpnb': NOTEBOOK, 'notebooks/idle.dpnb': NOTEBOOK, 'transform/staging/gone.sql': 'SELECT 2\n', 'data.csv': 'a\n1\n' },
       projectYml: 'collaboration:\n  idle_release_seconds: 0.3\n',
     });
@@ -158,7 +158,7 @@ describe('collaboration with auth', () => {
   let viewerToken: string;
   const open: CollaborationClient[] = [];
   before(async () => {
-    s = await startTestServer({ plugins: [COLLAB_PLUGIN], builtIn: ['files'], auth: true, files: { 'transform/staging/a.sql': 'SELECT 1\n' } });
+    s = await startTestServer({ plugins: [], builtIn: COLLAB_PLUGINS, auth: true, files: { 'transform/staging/a.sql': 'SELECT 1\n' } });
     editorToken = (await s.caller('editor')).token;
     viewerToken = (await s.caller('viewer')).token;
   });
