@@ -273,6 +273,11 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
   /** Sockets whose caller presented no credential and sends the token as its first message (tokenInFirstMessage). */
   const awaitingToken = new WeakSet<FastifyRequest>();
 
+  const internalSocketError = (req: FastifyRequest, e: unknown) => {
+    app.log.error('websocket route failed', { url: req.url.split('?')[0], error: errorMessage(e) });
+    return new DpError(500, 'internal_error', 'An unexpected error occurred; the server log has details');
+  };
+
   /** Refuses a socket after the upgrade: the error as a text frame, then close code 4000 + status. */
   const refuseSocket = (socket: RouteSocket, err: DpError) => {
     if (socket.readyState === 1) socket.send(JSON.stringify(withoutAbsolutePaths(err, projectFolders).toBody()));
@@ -306,28 +311,26 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
         return;
       }
       req.headers.authorization = `Bearer ${token}`;
-      (async () => {
-        await checkCaller(req, route.permission, `GET ${route.url}`);
-        await route.accept?.(routeRequest(req));
-      })().then(
-        async () => {
+      void (async () => {
+        try {
+          await checkCaller(req, route.permission, `GET ${route.url}`);
+          await route.accept?.(routeRequest(req));
+        } catch (e) {
           state = 'done';
-          if (socket.readyState !== 1) return;
+          return refuseSocket(socket, isDpError(e) ? e : internalSocketError(req, e));
+        }
+        state = 'done';
+        if (socket.readyState !== 1) return;
+        try {
           // The handler attaches its listeners when called, before any await: replay right after.
           const handled = route.handler(socket, routeRequest(req));
           const emitter = socket as unknown as { emit(event: 'message', data: Buffer, isBinary: boolean): boolean };
           for (const [d, b] of held.splice(0)) emitter.emit('message', d, b);
           await handled;
-        },
-        (e: unknown) => {
-          state = 'done';
-          if (isDpError(e)) refuseSocket(socket, e);
-          else {
-            app.log.error('websocket authentication failed', { url: req.url.split('?')[0], error: errorMessage(e) });
-            refuseSocket(socket, new DpError(500, 'internal_error', 'An unexpected error occurred; the server log has details'));
-          }
-        },
-      );
+        } catch (e) {
+          refuseSocket(socket, isDpError(e) ? e : internalSocketError(req, e));
+        }
+      })();
     });
   };
 
