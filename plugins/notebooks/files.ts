@@ -99,15 +99,26 @@ export function listNotebooks(ctx: PluginContext): NotebookSummary[] {
   return out;
 }
 
-/** The text a notebook is saved as: stable two-space JSON with a final newline (diffs stay small). */
+/**
+ * The text a notebook is saved as: two-space JSON with a final newline and keys in one order
+ * (cell: type, id, source, outputs, metadata), so the same notebook is always the same bytes
+ * whoever wrote it (the API, the converter, the editor) and diffs stay small.
+ */
 export function notebookText(notebook: Notebook): string {
-  return JSON.stringify(notebook, null, 2) + '\n';
+  const cells = notebook.cells.map((c) => ({
+    type: c.type,
+    ...(c.id !== undefined ? { id: c.id } : {}),
+    source: c.source,
+    ...(c.outputs !== undefined ? { outputs: c.outputs } : {}),
+    ...(c.metadata !== undefined ? { metadata: c.metadata } : {}),
+  }));
+  return JSON.stringify(notebook.metadata === undefined ? { cells } : { cells, metadata: notebook.metadata }, null, 2) + '\n';
 }
 
 /** Validates, then writes atomically; a refused notebook leaves the file as it was. */
 export function saveNotebook(ctx: PluginContext, file: NotebookFile, body: unknown): NotebookSaveResponse {
   const notebook = assertNotebook(body, file.rel);
-  const text = notebookText(notebook.metadata === undefined ? { cells: notebook.cells } : { cells: notebook.cells, metadata: notebook.metadata });
+  const text = notebookText(notebook);
   if (Buffer.byteLength(text) > MAX_NOTEBOOK_BYTES) throw badRequest('file_too_large', `'${file.rel}' would be larger than 5 MiB`, { path: file.rel });
   if (fs.existsSync(file.abs) && fs.statSync(file.abs).isDirectory()) throw badRequest('is_directory', `'${file.rel}' is a folder`, { path: file.rel });
   const created = !fs.existsSync(file.abs);
