@@ -345,8 +345,9 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
         try {
           await checkCaller(req, route.permission, `GET ${route.url}`);
         } catch (e) {
-          // No credential at all: with tokenInFirstMessage the token comes over the socket.
-          if (route.tokenInFirstMessage && isDpError(e) && e.code === 'auth_required') {
+          // No credential at all on a real upgrade: with tokenInFirstMessage the token comes over the socket.
+          const upgrading = String(req.headers.upgrade ?? '').toLowerCase() === 'websocket';
+          if (route.tokenInFirstMessage && upgrading && isDpError(e) && e.code === 'auth_required') {
             awaitingToken.add(req);
             return;
           }
