@@ -161,13 +161,15 @@ export async function compileCell(root: string, label: string, source: string, s
     throw { message: 'the cell does not compile', line: null } satisfies CellCompileError;
   }
   const file = writeModule(root, text);
+  const bodyLines = lines.length;
   return {
     url: pathToFileURL(file).href,
     file,
     exports,
     hasValue,
     cellLine(moduleLine, column) {
-      if (moduleLine < 2) return null;
+      // Line 1 is the wrapper, the lines after the body its footer: neither is the cell's.
+      if (moduleLine < 2 || moduleLine - 1 > bodyLines) return null;
       const entry = map.findEntry(moduleLine - 2, Math.max(0, column - 1)) as { originalLine?: number };
       return entry.originalLine !== undefined ? entry.originalLine + 1 : null;
     },
@@ -184,6 +186,24 @@ export function errorLine(error: unknown, compiled: CompiledCell): number | null
     return compiled.cellLine(Number(m[2]), Number(m[3]));
   }
   return null;
+}
+
+/**
+ * The stack of an error thrown by a cell, trimmed to the cell's own frames on its own lines
+ * (`Error: boom\n    at notebooks/a.dpnb#cell3:2:7`), as the script runner reports scripts.
+ */
+export function cellStack(error: unknown, compiled: CompiledCell, label: string): string | undefined {
+  if (!(error instanceof Error) || typeof error.stack !== 'string') return undefined;
+  const frames: string[] = [];
+  for (const line of error.stack.split('\n').slice(1)) {
+    const m = /^\s*at (?:(.*?) \()?((?:file:\/\/)?[^\s()]+):(\d+):(\d+)\)?\s*$/.exec(line);
+    if (!m || (m[2] !== compiled.url && m[2] !== compiled.file)) continue;
+    const at = compiled.cellLine(Number(m[3]), Number(m[4]));
+    if (at === null) continue;
+    const fn = m[1] && !m[1].includes('__dpCell') && !m[1].startsWith('async ') ? m[1] : '';
+    frames.push(`    at ${fn ? `${fn} (` : ''}${label}:${at}:${m[4]}${fn ? ')' : ''}`);
+  }
+  return [`${error.name}: ${error.message}`, ...frames].join('\n');
 }
 
 /** A cell compile failure as the standard 400. */

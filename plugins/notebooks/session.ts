@@ -31,6 +31,7 @@ import {
 } from '../../sdk/index.js';
 import type { CellResult, CodeCellResult, CodeOutputLine, Notebook, SqlCellResult } from './api-types.js';
 import { cellCompileError, compileCell, errorLine, type CellCompileError } from './compile.js';
+import { stripTrailingSemicolons, withReferences } from './names.js';
 import { jsonSafe } from './render.js';
 import { cellSource } from './schema.js';
 
@@ -115,46 +116,12 @@ export class NotebookSessions {
 
   // ---------------------------------------------------------------- sql
 
-  /** The ids of earlier sql cells `sql` names (and the ids those name), in cell order. */
-  private referencedCells(notebook: Notebook, index: number): number[] {
-    const named = new Map<string, number>();
-    notebook.cells.forEach((c, i) => {
-      if (i < index && c.type === 'sql' && c.id) named.set(c.id.toLowerCase(), i);
-    });
-    if (named.size === 0) return [];
-    const words = (text: string) => new Set((text.match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []).map((w) => w.toLowerCase()));
-    const found = new Set<number>();
-    const visit = (text: string, before: number) => {
-      for (const w of words(text)) {
-        const i = named.get(w);
-        if (i === undefined || i >= before || found.has(i)) continue;
-        found.add(i);
-        visit(cellSource(notebook.cells[i].source), i);
-      }
-    };
-    visit(cellSource(notebook.cells[index].source), index);
-    return [...found].sort((a, b) => a - b);
-  }
-
-  /** The cell's SQL with the earlier cells it names as table expressions, and how many lines they add. */
-  private withReferences(notebook: Notebook, index: number): { sql: string; addedLines: number } {
-    const own = stripTrailingSemicolons(cellSource(notebook.cells[index].source));
-    const refs = this.referencedCells(notebook, index);
-    if (refs.length === 0) return { sql: own, addedLines: 0 };
-    const ctes = refs.map((i) => `${notebook.cells[i].id} AS (\n${stripTrailingSemicolons(cellSource(notebook.cells[i].source))}\n)`).join(',\n');
-    // A cell that starts its own WITH continues the list (RECURSIVE moves to the front).
-    const head = /^((?:\s|--[^\n]*\n|\/\*[\s\S]*?\*\/)*)WITH(\s+RECURSIVE)?\s/i.exec(own);
-    const prefix = head ? `WITH${head[2] ? ' RECURSIVE' : ''} ${ctes},\n` : `WITH ${ctes}\n`;
-    const body = head ? own.slice(head[0].length) : own;
-    return { sql: prefix + body, addedLines: prefix.split('\n').length - 1 - (head ? head[0].split('\n').length - 1 : 0) };
-  }
-
   private async runSql(s: Session, req: ExecuteRequest): Promise<SqlCellResult> {
     const cell = req.notebook.cells[req.cellIndex];
     const source = stripTrailingSemicolons(cellSource(cell.source));
     const t0 = performance.now();
     if (!source.trim()) return { type: 'sql', cell_index: req.cellIndex, columns: [], column_types: [], rows: [], truncated: false, duration_ms: 0 };
-    const { sql, addedLines } = this.withReferences(req.notebook, req.cellIndex);
+    const { sql, addedLines } = withReferences(req.notebook.cells, req.cellIndex);
     let result: Omit<SqlCellResult, 'type' | 'cell_index' | 'duration_ms'>;
     try {
       try {
@@ -289,10 +256,6 @@ export class NotebookSessions {
       duration_ms: round(performance.now() - t0),
     };
   }
-}
-
-function stripTrailingSemicolons(sql: string): string {
-  return sql.replace(/[\s;]+$/, '');
 }
 
 /** A sql cell's error with the cell in its details and DuckDB's line counted within the cell. */

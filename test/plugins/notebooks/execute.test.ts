@@ -259,3 +259,48 @@ describe('notebooks API (real HTTP, real DuckDB)', () => {
     assert.equal(await s.db.value("SELECT count(*)::INTEGER FROM duckdb_tables() WHERE table_name = 'p_never'"), 0);
   });
 });
+
+describe('notebook sessions and the API description', () => {
+  let s: PluginTestServer;
+  before(async () => {
+    s = await startTestServer({
+      plugins: [],
+      builtIn: ['notebooks', 'streams', 'models', 'query'],
+      projectYml: 'notebooks:\n  session_idle_seconds: 1\n',
+      files: {
+        'notebooks/s.dpnb': JSON.stringify({ cells: [{ type: 'code', source: 'export const x = 41;' }, { type: 'code', source: 'x + 1' }] }),
+        'notebooks/other.dpnb': JSON.stringify({ cells: [{ type: 'code', source: 'typeof x' }] }),
+      },
+    });
+  });
+  after(() => s.close());
+
+  it('keeps exports per notebook and releases an idle session', async () => {
+    assert.equal((await s.request('POST', '/api/notebooks/notebooks/s.dpnb/execute', { cell_index: 0 })).status, 200);
+    const next = await s.request('POST', '/api/notebooks/notebooks/s.dpnb/execute', { cell_index: 1 });
+    assert.equal(next.body.value, 42, next.text);
+    // Another notebook has its own session.
+    assert.equal((await s.request('POST', '/api/notebooks/notebooks/other.dpnb/execute', { cell_index: 0 })).body.value, 'undefined');
+    await new Promise((r) => setTimeout(r, 1600));
+    const released = await s.request('POST', '/api/notebooks/notebooks/s.dpnb/execute', { cell_index: 1 });
+    assert.equal(released.status, 400, released.text);
+    assert.match(released.body.error.message, /x is not defined/);
+    assert.equal(released.body.error.details.line, 1);
+  });
+
+  it('describes every notebook route with its request and response schema at /docs', async () => {
+    const docs = await s.request('GET', '/docs/json');
+    assert.equal(docs.status, 200);
+    const paths = docs.body.paths as Record<string, Record<string, any>>;
+    const list = paths['/api/notebooks'];
+    assert.ok(list?.get?.responses?.['200'], 'GET /api/notebooks');
+    const one = Object.entries(paths).find(([p]) => p.startsWith('/api/notebooks/'));
+    assert.ok(one, Object.keys(paths).filter((p) => p.includes('notebook')).join(', '));
+    const [, ops] = one;
+    assert.ok(ops.get?.responses?.['200']);
+    assert.ok(ops.put?.requestBody && ops.put?.responses?.['200']);
+    assert.ok(ops.post?.requestBody && ops.post?.responses?.['200']);
+    assert.match(JSON.stringify(ops.post.requestBody), /cell_index/);
+    assert.match(JSON.stringify(ops.put.requestBody), /markdown/);
+  });
+});
