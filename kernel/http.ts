@@ -45,6 +45,9 @@ function errorReply(reply: FastifyReply, err: DpError): FastifyReply {
  */
 export const TOKEN_QUERY_PARAMS = ['access_token', 'token'] as const;
 
+/** How long a socket that sends its token as the first message has to send it. */
+const FIRST_MESSAGE_TIMEOUT_MS = 10_000;
+
 /** A URL as logged: the path, and the query with the token parameter blanked. */
 function loggedUrl(url: string): string {
   const q = url.indexOf('?');
@@ -267,6 +270,70 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
     if (req.headers.authorization === undefined && typeof token === 'string' && token) req.headers.authorization = `Bearer ${token}`;
   };
 
+  /** Sockets whose caller presented no credential and sends the token as its first message (tokenInFirstMessage). */
+  const awaitingToken = new WeakSet<FastifyRequest>();
+
+  const internalSocketError = (req: FastifyRequest, e: unknown) => {
+    app.log.error('websocket route failed', { url: req.url.split('?')[0], error: errorMessage(e) });
+    return new DpError(500, 'internal_error', 'An unexpected error occurred; the server log has details');
+  };
+
+  /** Refuses a socket after the upgrade: the error as a text frame, then close code 4000 + status. */
+  const refuseSocket = (socket: RouteSocket, err: DpError) => {
+    if (socket.readyState === 1) socket.send(JSON.stringify(withoutAbsolutePaths(err, projectFolders).toBody()));
+    socket.close(4000 + err.status, err.code);
+  };
+
+  /**
+   * The first message's token, then the same checks as before an upgrade; the messages that
+   * arrive meanwhile are replayed to the route's handler in order once it listens.
+   */
+  const authenticateFirstMessage = (route: WebSocketRouteDefinition, socket: RouteSocket, req: FastifyRequest) => {
+    const held: Array<[Buffer, boolean]> = [];
+    let state: 'token' | 'checking' | 'done' = 'token';
+    const timer = setTimeout(() => {
+      if (state === 'token') refuseSocket(socket, new DpError(401, 'auth_required', 'Log in first: send {"token": "<token>"} as the first message'));
+    }, FIRST_MESSAGE_TIMEOUT_MS);
+    socket.on('close', () => clearTimeout(timer));
+    socket.on('message', (data: Buffer, isBinary: boolean) => {
+      if (state === 'checking') held.push([data, isBinary]);
+      if (state !== 'token') return;
+      state = 'checking';
+      clearTimeout(timer);
+      let token: unknown = null;
+      try {
+        token = isBinary ? null : (JSON.parse(data.toString('utf8')) as { token?: unknown })?.token;
+      } catch {
+        /* not JSON: refused below */
+      }
+      if (typeof token !== 'string' || !token) {
+        refuseSocket(socket, new DpError(401, 'auth_required', 'Log in first: send {"token": "<token>"} as the first message'));
+        return;
+      }
+      req.headers.authorization = `Bearer ${token}`;
+      void (async () => {
+        try {
+          await checkCaller(req, route.permission, `GET ${route.url}`);
+          await route.accept?.(routeRequest(req));
+        } catch (e) {
+          state = 'done';
+          return refuseSocket(socket, isDpError(e) ? e : internalSocketError(req, e));
+        }
+        state = 'done';
+        if (socket.readyState !== 1) return;
+        try {
+          // The handler attaches its listeners when called, before any await: replay right after.
+          const handled = route.handler(socket, routeRequest(req));
+          const emitter = socket as unknown as { emit(event: 'message', data: Buffer, isBinary: boolean): boolean };
+          for (const [d, b] of held.splice(0)) emitter.emit('message', d, b);
+          await handled;
+        } catch (e) {
+          refuseSocket(socket, isDpError(e) ? e : internalSocketError(req, e));
+        }
+      })();
+    });
+  };
+
   const registerWebSocket = (route: WebSocketRouteDefinition, tag: string) => {
     server.route({
       method: 'GET',
@@ -275,11 +342,23 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
       schema: { ...describe(route.summary, route.permission, 'WebSocket (upgrade).'), tags: [tag] },
       preValidation: async (req: FastifyRequest) => {
         tokenFromQuery(req);
-        await checkCaller(req, route.permission, `GET ${route.url}`);
+        try {
+          await checkCaller(req, route.permission, `GET ${route.url}`);
+        } catch (e) {
+          // No credential at all on a real upgrade: with tokenInFirstMessage the token comes over the socket.
+          const upgrading = String(req.headers.upgrade ?? '').toLowerCase() === 'websocket';
+          if (route.tokenInFirstMessage && upgrading && isDpError(e) && e.code === 'auth_required') {
+            awaitingToken.add(req);
+            return;
+          }
+          throw e;
+        }
+        await route.accept?.(routeRequest(req));
       },
       handler: (socket: RouteSocket, req: FastifyRequest) => {
         const opened = performance.now();
         socket.on('close', () => logRequest(req, 101, performance.now() - opened));
+        if (awaitingToken.has(req)) return authenticateFirstMessage(route, socket, req);
         return route.handler(socket, routeRequest(req));
       },
     } as never);

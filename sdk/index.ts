@@ -15,3 +15,4 @@ export * from './semantic.js';
 export * from './models.js';
 export * from './ui.js';
 export * from './masking.js';
+export * from './files.js';

@@ -210,6 +210,8 @@ export interface NotebookCell {
   type: string;
   /** The cell's text (a list of lines joined). */
   source: string;
+  /** The name later cells use for this cell's result (notebooks plugin), when it has one. */
+  id?: string;
 }
 
 /**
@@ -225,9 +227,10 @@ export function readNotebook(text: string, file: string): { cells: NotebookCell[
   }
   if (!json || typeof json !== 'object' || !Array.isArray(json.cells)) throw badRequest('invalid_notebook', `${file}: a notebook needs a "cells" list`, { path: file });
   return {
-    cells: json.cells.map((c: { type?: unknown; source?: unknown }) => ({
+    cells: json.cells.map((c: { type?: unknown; source?: unknown; id?: unknown }) => ({
       type: String(c?.type ?? ''),
       source: Array.isArray(c?.source) ? c.source.join('') : String(c?.source ?? ''),
+      ...(typeof c?.id === 'string' ? { id: c.id } : {}),
     })),
   };
 }

@@ -26,7 +26,21 @@ export interface WebSocketRouteDefinition {
   url: string;
   permission: RoutePermission;
   summary?: string;
-  /** Runs once the caller passed the permission check and the connection is upgraded. */
+  /**
+   * Checks the request once the caller is known (the `doc` a socket names, say); a DpError it
+   * throws refuses the socket with that status (before the upgrade: a plain 4xx response).
+   */
+  accept?(req: RouteRequest): void | Promise<void>;
+  /**
+   * Lets a client that presented no credential upgrade and send its token as the first message,
+   * a text frame `{"token": "..."}` (auth on only). The kernel resolves it and checks the
+   * permission and `accept` before `handler` runs; messages that arrive meanwhile are handed to
+   * the handler in order. A refusal is a text frame `{"error": {code, message, details}}` and a
+   * close with code 4000 + the HTTP status (4401, 4403, 4400, 4404); no first message within
+   * 10 s closes with 4401.
+   */
+  tokenInFirstMessage?: boolean;
+  /** Runs once the caller passed the permission check (and `accept`) and the connection is upgraded. */
   handler(socket: RouteSocket, req: RouteRequest): void | Promise<void>;
 }
 

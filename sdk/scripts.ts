@@ -6,6 +6,7 @@
 import type { Caller } from './auth.js';
 import type { DbConnection, DatabasePort } from './db.js';
 import type { Logger } from './plugin.js';
+import type { NotebookCell } from './project-files.js';
 import type { ProjectProblem } from './services.js';
 import { createExtensionPoint, createServiceRef } from './plugin.js';
 
@@ -59,6 +60,12 @@ export interface ScriptsService {
    * that status. `.env` values in output, error and stack show as `${VAR}`.
    */
   run(projectPath: string, options?: ScriptRunOptions): Promise<ScriptRunResult>;
+  /**
+   * The `ctx` a script run gets (the same guarded `db`, config, env, secrets and SCRIPT_CONTEXT
+   * contributions), for code that runs script-like cells itself (notebook sessions). Its
+   * database calls are refused and its borrowed connections interrupted once `signal` aborts.
+   */
+  context(projectPath: string, options: { signal: AbortSignal; log: Logger }): ScriptContext;
 }
 
 export const SCRIPTS_SERVICE = createServiceRef<ScriptsService>('scripts');
@@ -68,6 +75,22 @@ export interface ScriptContextContribution {
   key: string;
   create(run: { signal: AbortSignal; log: Logger; path: string }): unknown;
 }
+
+/**
+ * How the cells of a notebook run inside a script run (`dp run`, a stream's step): the notebooks
+ * plugin contributes one, so a pipeline run gives cells what an interactive session gives them
+ * (earlier cells' exports, sql cells named by id). Without one the streams plugin runs each cell
+ * on its own. One contribution at most.
+ */
+export interface NotebookCellRunner {
+  /** State for one run of the notebook at `path`; `push` takes output lines. */
+  start(path: string, ctx: ScriptContext, push: (line: string) => void): {
+    /** Runs `cells[index]` (code, ingest or sql); throws when it fails (the message names the line within the cell when known). */
+    runCell(cells: NotebookCell[], index: number): Promise<void>;
+  };
+}
+
+export const NOTEBOOK_CELL_RUNNER = createExtensionPoint<NotebookCellRunner>('streams.notebookCellRunner');
 
 /** Offered by the streams plugin (extension point names start with their owner's name). */
 export const SCRIPT_CONTEXT = createExtensionPoint<ScriptContextContribution>('streams.scriptContext');

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { badRequest, conflict, definePlugin, MODELS_SERVICE, notFound, qualified, readNotebook, readYaml, type PluginContext } from '../../sdk/index.js';
+import { badRequest, conflict, definePlugin, FILES_SERVICE, MODELS_SERVICE, notFound, qualified, readNotebook, readYaml, type Caller, type FilesService, type PluginContext, type ProjectFileRead, type ProjectFileSaved } from '../../sdk/index.js';
 import { assertReadableData, withSecretReferences } from './exposure.js';
 import { guardFs, projectPath, protectedFileTest, servableLink } from './paths.js';
 import { isHidden, languageOf, SAVEABLE_EXTENSIONS } from './rules.js';
@@ -69,8 +69,65 @@ async function dropObject(ctx: PluginContext, obj: { schema: string; name: strin
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
+/** Throws 400 `extension_not_allowed` unless a save may write files like `rel`. */
+function assertSaveable(rel: string): void {
+  const ext = path.extname(rel).toLowerCase();
+  if (!SAVEABLE_EXTENSIONS.includes(ext)) {
+    throw badRequest('extension_not_allowed', `Files ending in '${ext || '(none)'}' cannot be saved; allowed: ${SAVEABLE_EXTENSIONS.join(', ')}`, {
+      path: rel,
+      allowed: SAVEABLE_EXTENSIONS,
+    });
+  }
+}
+
+/** GET /api/files/* and the service's read. */
+async function readFile(ctx: PluginContext, requested: string | undefined, caller: Caller): Promise<ProjectFileRead> {
+  const { abs, rel, realRel } = projectPath(ctx, requested);
+  const stat = guardFs(() => (fs.existsSync(abs) ? fs.statSync(abs) : null), rel);
+  if (!stat || !stat.isFile()) throw notFound('file_not_found', `No file '${rel}'`, { path: rel });
+  if (stat.size > MAX_READ_BYTES) throw badRequest('file_too_large', `'${rel}' is larger than 5 MiB`, { path: rel });
+  const content = guardFs(() => fs.readFileSync(abs), rel);
+  await assertReadableData(ctx, caller, { rel, realRel }, content);
+  // sha256 of the bytes on disk: a save that passes it back is refused if the file changed since.
+  return { path: rel, content: withSecretReferences(ctx, content.toString('utf8')), sha256: sha256(content) };
+}
+
+/** PUT /api/files/* and the service's write. */
+function saveFile(ctx: PluginContext, requested: string | undefined, content: string, baseSha256: string | null | undefined): ProjectFileSaved {
+  const { abs, rel } = projectPath(ctx, requested);
+  assertSaveable(rel);
+  if (guardFs(() => fs.existsSync(abs) && fs.statSync(abs).isDirectory(), rel)) throw badRequest('is_directory', `'${rel}' is a folder`, { path: rel });
+  validateContent(rel, content);
+  const created = !fs.existsSync(abs);
+  if (baseSha256 !== undefined) {
+    const current = created ? null : sha256(guardFs(() => fs.readFileSync(abs), rel));
+    if (current !== baseSha256) {
+      throw conflict('file_conflict', `'${rel}' changed since it was read (${created ? 'it no longer exists' : 'someone saved another version'}); reload it and apply your change again`, {
+        path: rel,
+        current_sha256: current,
+      });
+    }
+  }
+  guardFs(() => ctx.project.writeFile(rel, content), rel);
+  ctx.log.info('file saved', { path: rel, bytes: Buffer.byteLength(content) });
+  return { path: rel, created, sha256: sha256(Buffer.from(content, 'utf8')) };
+}
+
+function filesService(ctx: PluginContext): FilesService {
+  return {
+    check(requested, options = {}) {
+      const { rel } = projectPath(ctx, requested);
+      if (options.save) assertSaveable(rel);
+      return rel;
+    },
+    read: (requested, caller) => readFile(ctx, requested, caller),
+    write: (requested, content, options = {}) => saveFile(ctx, requested, content, options.baseSha256),
+  };
+}
+
 export default definePlugin({
   setup(ctx) {
+    ctx.services.provide(FILES_SERVICE, filesService(ctx));
     ctx.route({
       method: 'GET',
       url: '/api/files',
@@ -85,14 +142,8 @@ export default definePlugin({
       permission: 'read',
       summary: 'Read a project file: {path, content, language}',
       handler: async (req) => {
-        const { abs, rel, realRel } = projectPath(ctx, req.params['*']);
-        const stat = guardFs(() => (fs.existsSync(abs) ? fs.statSync(abs) : null), rel);
-        if (!stat || !stat.isFile()) throw notFound('file_not_found', `No file '${rel}'`, { path: rel });
-        if (stat.size > MAX_READ_BYTES) throw badRequest('file_too_large', `'${rel}' is larger than 5 MiB`, { path: rel });
-        const content = guardFs(() => fs.readFileSync(abs), rel);
-        await assertReadableData(ctx, req.caller, { rel, realRel }, content);
-        // sha256 of the bytes on disk: a save that passes it back is refused if the file changed since.
-        return { path: rel, content: withSecretReferences(ctx, content.toString('utf8')), language: languageOf(rel), sha256: sha256(content) };
+        const file = await readFile(ctx, req.params['*'], req.caller);
+        return { path: file.path, content: file.content, language: languageOf(file.path), sha256: file.sha256 };
       },
     });
 
@@ -114,29 +165,8 @@ export default definePlugin({
         },
       },
       handler: (req) => {
-        const { abs, rel } = projectPath(ctx, req.params['*']);
-        const ext = path.extname(rel).toLowerCase();
-        if (!SAVEABLE_EXTENSIONS.includes(ext)) {
-          throw badRequest('extension_not_allowed', `Files ending in '${ext || '(none)'}' cannot be saved; allowed: ${SAVEABLE_EXTENSIONS.join(', ')}`, {
-            path: rel,
-            allowed: SAVEABLE_EXTENSIONS,
-          });
-        }
-        if (guardFs(() => fs.existsSync(abs) && fs.statSync(abs).isDirectory(), rel)) throw badRequest('is_directory', `'${rel}' is a folder`, { path: rel });
-        validateContent(rel, req.body.content);
-        const created = !fs.existsSync(abs);
-        if (req.body.base_sha256 !== undefined) {
-          const current = created ? null : sha256(guardFs(() => fs.readFileSync(abs), rel));
-          if (current !== req.body.base_sha256) {
-            throw conflict('file_conflict', `'${rel}' changed since it was read (${created ? 'it no longer exists' : 'someone saved another version'}); reload it and apply your change again`, {
-              path: rel,
-              current_sha256: current,
-            });
-          }
-        }
-        guardFs(() => ctx.project.writeFile(rel, req.body.content), rel);
-        ctx.log.info('file saved', { path: rel, bytes: Buffer.byteLength(req.body.content) });
-        return { path: rel, saved: true, created, language: languageOf(rel), sha256: sha256(Buffer.from(req.body.content, 'utf8')) };
+        const saved = saveFile(ctx, req.params['*'], req.body.content, req.body.base_sha256);
+        return { path: saved.path, saved: true, created: saved.created, language: languageOf(saved.path), sha256: saved.sha256 };
       },
     });
 

@@ -7,11 +7,13 @@
 import {
   definePlugin,
   MODELS_SERVICE,
+  NOTEBOOK_CELL_RUNNER,
   PROJECT_VALIDATORS,
   SCHEDULER_JOBS,
   SCRIPT_CONTEXT,
   SCRIPTS_SERVICE,
   STREAMS_SERVICE,
+  type NotebookCellRunner,
   type ScheduledJob,
   type ScriptContextContribution,
 } from '../../sdk/index.js';
@@ -41,7 +43,13 @@ export default definePlugin({
     const jobs: ScheduledJob[] = [];
     ctx.provideExtensionPoint(SCHEDULER_JOBS, (job) => jobs.push(job));
 
-    const scripts = new ScriptRunner(ctx, contributions);
+    const cellRunners: NotebookCellRunner[] = [];
+    ctx.provideExtensionPoint(NOTEBOOK_CELL_RUNNER, (runner, from) => {
+      if (cellRunners.length > 0) throw new Error(`Plugin '${from}' contributes a second notebook cell runner`);
+      cellRunners.push(runner);
+    });
+
+    const scripts = new ScriptRunner(ctx, contributions, cellRunners);
     ctx.services.provide(SCRIPTS_SERVICE, scripts);
     const events = new PipelineEvents();
     const streams = new StreamRunner(ctx, streamDefinitions(ctx.config(STREAMS_CONFIG)), scripts, ctx.services.get(MODELS_SERVICE), events);

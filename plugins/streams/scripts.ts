@@ -26,6 +26,7 @@ import {
   type BulkWriter,
   type DbConnection,
   type Logger,
+  type NotebookCellRunner,
   type PluginContext,
   type ScriptContext,
   type ScriptContextContribution,
@@ -150,6 +151,8 @@ export class ScriptRunner implements ScriptsService {
   constructor(
     private readonly ctx: PluginContext,
     private readonly contributions: ScriptContextContribution[],
+    /** The notebooks plugin's cell runner, when enabled (filled during setup). */
+    private readonly cellRunners: NotebookCellRunner[] = [],
   ) {
     installScriptConsole();
   }
@@ -290,6 +293,10 @@ export class ScriptRunner implements ScriptsService {
     });
   }
 
+  context(projectPath: string, options: { signal: AbortSignal; log: Logger }): ScriptContext {
+    return this.scriptContext(projectPath, options.signal, options.log);
+  }
+
   /** What `export default async (ctx) => {}` receives. */
   private scriptContext(rel: string, signal: AbortSignal, log: Logger): ScriptContext {
     const secrets = this.ctx.secrets;
@@ -321,13 +328,17 @@ export class ScriptRunner implements ScriptsService {
   private async runNotebook(file: ScriptFile, signal: AbortSignal, log: Logger, push: (line: string) => void): Promise<void> {
     const { cells } = readNotebook(fs.readFileSync(file.abs, 'utf8'), file.path);
     const scriptCtx = this.scriptContext(file.path, signal, log);
+    const cellSession = this.cellRunners[0]?.start(file.path, scriptCtx, push);
     for (const [i, cell] of cells.entries()) {
       if (signal.aborted) throw cancelledError(signal);
       const label = `cell ${i + 1} (${cell.type})`;
       try {
         if (cell.type === 'markdown') continue;
         if (!cell.source.trim()) continue;
-        if (cell.type === 'sql') {
+        if (cellSession && (cell.type === 'sql' || cell.type === 'code' || cell.type === 'ingest')) {
+          await currentRun.run({ push }, () => cellSession.runCell(cells, i));
+          push(`${label}: ok`);
+        } else if (cell.type === 'sql') {
           await scriptCtx.db.run(cell.source);
           push(`${label}: ok`);
         } else if (cell.type === 'code' || cell.type === 'ingest') {

@@ -1,0 +1,354 @@
+/**
+ * Notebooks: the list of notebooks, and one notebook edited together. The open notebook is the
+ * shared Yjs document of /ws/collaborate (cells: a Y.Array of Y.Map {id, type, source: Y.Text});
+ * each cell's CodeMirror is bound to its Y.Text with y-codemirror.next, so everyone's typing and
+ * cursors show live. Adding, moving and deleting cells are array operations on the same document.
+ * Running a cell saves the document, then runs the saved cell (POST …/execute).
+ * Routes: /notebooks (the list), /notebooks/<path of the .dpnb> (one notebook).
+ */
+import { useEffect, useMemo, useReducer, useRef, useState } from 'react';
+import { Route, Routes, useNavigate, useParams } from 'react-router-dom';
+import * as Y from 'yjs';
+import { basicSetup } from 'codemirror';
+import { sql, PostgreSQL } from '@codemirror/lang-sql';
+import { EditorState, type Extension } from '@codemirror/state';
+import { EditorView } from '@codemirror/view';
+import { yCollab } from 'y-codemirror.next';
+import { api, ApiError, Badge, Empty, ErrorBox, formatValue, Loading, PageHeader, ResultsGrid, seg, Table, useApi, useCan, useSession, type PageProps } from '@dp/ui';
+import type { CellResult, CellErrorDetails, CellType, NotebookList, NotebookSummary } from '../api-types';
+import { CollaborationClient } from '../collaboration/client';
+import { CELL_TYPES, NOTEBOOK_CELLS } from '../collaboration/protocol';
+import './notebooks.css';
+
+export default function NotebooksPage({ page }: PageProps) {
+  return (
+    <Routes>
+      <Route index element={<NotebookIndex title={page.title} />} />
+      <Route path="*" element={<NotebookRoute />} />
+    </Routes>
+  );
+}
+
+function NotebookIndex({ title }: { title: string }) {
+  const list = useApi((signal) => api.get<NotebookList>('/api/notebooks', { signal }), []);
+  const navigate = useNavigate();
+  return (
+    <div className="dp-page">
+      <PageHeader title={title} subtitle="Open a notebook to edit it together: everyone's edits and cursors show live." />
+      <ErrorBox error={list.error} onRetry={list.reload} />
+      {list.data ? (
+        <Table<NotebookSummary>
+          rows={list.data.notebooks}
+          rowKey={(n) => n.path}
+          onRowClick={(n) => navigate(n.path)}
+          empty="No notebooks yet: .dpnb files under notebooks/, ingest/ or export/."
+          columns={[
+            { key: 'title', header: 'Notebook', render: (n) => <a href={`#${n.path}`} onClick={(e) => e.preventDefault()}>{n.title}</a> },
+            { key: 'path', header: 'File', render: (n) => <code>{n.path}</code> },
+            { key: 'cell_count', header: 'Cells', align: 'right' },
+            { key: 'modified', header: 'Modified', render: (n) => new Date(n.modified).toLocaleString() },
+            { key: 'valid', header: '', render: (n) => (n.valid ? null : <Badge tone="bad" title={n.error}>invalid</Badge>) },
+          ]}
+        />
+      ) : (
+        <Loading />
+      )}
+    </div>
+  );
+}
+
+const COLORS = ['#30bced', '#6eeb83', '#ffbc42', '#ee6352', '#9ac2c9', '#8acb88', '#1be7ff', '#c38dd6'];
+
+/** One CollaborationClient per open notebook, re-rendering on its state changes. */
+function useCollaboration(path: string, userName: string) {
+  const client = useMemo(() => {
+    const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+    return new CollaborationClient(`${scheme}://${location.host}/ws/collaborate?doc=${encodeURIComponent(path)}`);
+  }, [path]);
+  useEffect(() => {
+    const color = COLORS[client.doc.clientID % COLORS.length];
+    client.awareness.setLocalStateField('user', { name: userName, color, colorLight: `${color}33` });
+    return () => client.destroy();
+  }, [client, userName]);
+  const [, setVersion] = useState(0);
+  useEffect(() => client.onChange(() => setVersion((v) => v + 1)), [client]);
+  return client;
+}
+
+/** Re-renders on changes of a Yjs type (shallow, or deep for nested changes) and returns `read()`. `any`: Yjs types its event handlers per type. */
+function useY<T>(type: Y.AbstractType<any>, read: () => T, deep = false): T {
+  const [, changed] = useReducer((n: number) => n + 1, 0);
+  useEffect(() => {
+    const handler = () => changed();
+    if (deep) type.observeDeep(handler);
+    else type.observe(handler);
+    // A change between the render and this subscription (the first sync) is caught here.
+    changed();
+    return () => (deep ? type.unobserveDeep(handler) : type.unobserve(handler));
+  }, [type, deep]);
+  return read();
+}
+
+function NotebookRoute() {
+  const path = useParams()['*'] ?? '';
+  return <NotebookEditor key={path} path={path} />;
+}
+
+function NotebookEditor({ path }: { path: string }) {
+  const session = useSession();
+  const navigate = useNavigate();
+  const userName = session.user.display_name || session.user.username || 'anonymous';
+  const client = useCollaboration(path, userName);
+  const cells = client.doc.getArray<Y.Map<unknown>>(NOTEBOOK_CELLS);
+  const cellList = useY(cells, () => cells.toArray());
+  const others = useAwarenessNames(client);
+  const readOnly = client.access !== 'read-write';
+  const [saveState, setSaveState] = useState<{ at: Date } | { error: unknown } | null>(null);
+  const [newType, setNewType] = useState<CellType>('sql');
+
+  const save = async () => {
+    try {
+      await client.save();
+      setSaveState({ at: new Date() });
+    } catch (e) {
+      setSaveState({ error: e });
+    }
+  };
+
+  const addCell = (at: number) => {
+    const cell = new Y.Map<unknown>();
+    cell.set('id', '');
+    cell.set('type', newType);
+    cell.set('source', new Y.Text());
+    cells.insert(at, [cell]);
+  };
+
+  /** Yjs arrays have no move: the cell is re-created at its new place in one transaction. */
+  const moveCell = (from: number, to: number) => {
+    if (to < 0 || to >= cells.length) return;
+    client.doc.transact(() => {
+      const old = cells.get(from);
+      const copy = new Y.Map<unknown>();
+      copy.set('id', old.get('id') ?? '');
+      copy.set('type', old.get('type') ?? 'code');
+      copy.set('source', new Y.Text(String(old.get('source') ?? '')));
+      cells.delete(from, 1);
+      cells.insert(to, [copy]);
+    });
+  };
+
+  const status = client.error ? null : client.closed ? <Badge tone="bad">disconnected</Badge> : client.synced ? <Badge tone="ok">live</Badge> : <Badge>connecting…</Badge>;
+  return (
+    <div className="dp-page dp-notebook">
+      <PageHeader
+        title={path.split('/').pop() ?? path}
+        subtitle={<code>{path}</code>}
+      >
+        {status}
+        {client.access === 'read-only' ? <Badge tone="warn" title="Your role may read but not change this notebook">read-only</Badge> : null}
+        <span className="dp-muted" data-testid="notebook-editors">
+          {others.length ? `also here: ${others.join(', ')}` : 'nobody else here'}
+        </span>
+        <button className="dp-btn" onClick={() => navigate('..')}>All notebooks</button>
+        <button className="dp-btn dp-btn-primary" onClick={save} disabled={readOnly || !client.synced}>
+          Save
+        </button>
+      </PageHeader>
+      {client.error ? <ErrorBox error={new ApiError(client.closed ? client.closed.code - 4000 : 400, client.error.code, client.error.message, client.error.details)} /> : null}
+      {saveState && 'error' in saveState ? <ErrorBox error={saveState.error} /> : saveState ? <span className="dp-muted" role="status">Saved at {saveState.at.toLocaleTimeString()}</span> : null}
+      {!client.synced && !client.error ? <Loading label="Joining…" /> : null}
+      {client.synced ? (
+        <div className="dp-notebook-cells">
+          {cellList.length === 0 ? <Empty>No cells yet.</Empty> : null}
+          {cellList.map((cell, i) => (
+            <CellView key={cellKey(cell)} cell={cell} index={i} count={cellList.length} client={client} path={path} readOnly={readOnly} onMove={moveCell} onDelete={() => cells.delete(i, 1)} onSave={save} />
+          ))}
+          {readOnly ? null : (
+            <div className="dp-row">
+              <select aria-label="New cell type" value={newType} onChange={(e) => setNewType(e.target.value as CellType)}>
+                {CELL_TYPES.map((t) => (
+                  <option key={t}>{t}</option>
+                ))}
+              </select>
+              <button className="dp-btn" onClick={() => addCell(cells.length)}>
+                Add cell
+              </button>
+            </div>
+          )}
+        </div>
+      ) : null}
+    </div>
+  );
+}
+
+const keys = new WeakMap<Y.Map<unknown>, number>();
+let nextKey = 1;
+const cellKey = (cell: Y.Map<unknown>) => {
+  if (!keys.has(cell)) keys.set(cell, nextKey++);
+  return keys.get(cell)!;
+};
+
+/** The names of the other people in the notebook (awareness states with a user). */
+function useAwarenessNames(client: CollaborationClient): string[] {
+  const [names, setNames] = useState<string[]>([]);
+  useEffect(() => {
+    const update = () =>
+      setNames(
+        [...client.awareness.getStates().entries()]
+          .filter(([id, state]) => id !== client.doc.clientID && (state as { user?: { name?: string } }).user?.name)
+          .map(([, state]) => (state as { user: { name: string } }).user.name),
+      );
+    update();
+    client.awareness.on('change', update);
+    return () => client.awareness.off('change', update);
+  }, [client]);
+  return names;
+}
+
+type RunState = { running: true } | { result: CellResult } | { error: unknown } | null;
+
+function CellView({ cell, index, count, client, path, readOnly, onMove, onDelete, onSave }: { cell: Y.Map<unknown>; index: number; count: number; client: CollaborationClient; path: string; readOnly: boolean; onMove: (from: number, to: number) => void; onDelete: () => void; onSave: () => void }) {
+  const type = useY(cell, () => String(cell.get('type') ?? 'code')) as CellType;
+  const text = cell.get('source') as Y.Text;
+  const canExecute = useCan('execute');
+  const [run, setRun] = useState<RunState>(null);
+  const host = useRef<HTMLDivElement>(null);
+  const runRef = useRef<() => void>(() => {});
+
+  const execute = async () => {
+    setRun({ running: true });
+    try {
+      // The server runs the saved notebook: save the shared document first (editors only).
+      if (!readOnly) await client.save();
+      const url = `/api/notebooks/${path.split('/').map(seg).join('/')}/execute`;
+      setRun({ result: await api.post<CellResult>(url, { cell_index: index }) });
+    } catch (e) {
+      setRun({ error: e });
+    }
+  };
+  runRef.current = execute;
+
+  useEffect(() => {
+    const undoManager = new Y.UndoManager(text);
+    const extensions: Extension[] = [
+      basicSetup,
+      EditorView.lineWrapping,
+      yCollab(text, client.awareness, { undoManager }),
+      EditorState.readOnly.of(readOnly),
+      EditorView.editable.of(!readOnly),
+      EditorView.contentAttributes.of({ 'aria-label': `Cell ${index + 1} (${type})` }),
+      EditorView.domEventHandlers({
+        keydown: (e) => {
+          if ((e.ctrlKey || e.metaKey || e.shiftKey) && e.key === 'Enter' && type !== 'markdown') {
+            e.preventDefault();
+            runRef.current();
+            return true;
+          }
+          if ((e.ctrlKey || e.metaKey) && e.key === 's') {
+            e.preventDefault();
+            onSave();
+            return true;
+          }
+          return false;
+        },
+      }),
+    ];
+    if (type === 'sql') extensions.push(sql({ dialect: PostgreSQL }));
+    const view = new EditorView({ parent: host.current!, state: EditorState.create({ doc: text.toString(), extensions }) });
+    return () => {
+      view.destroy();
+      undoManager.destroy();
+    };
+    // The editor is re-created when the cell's type (language) or the access changes.
+  }, [text, client, type, readOnly]);
+
+  const error = run && 'error' in run ? run.error : null;
+  const errorLine = error instanceof ApiError ? (error.details as Partial<CellErrorDetails>).line : null;
+  const errorOutput = error instanceof ApiError ? (error.details as Partial<CellErrorDetails>).output : undefined;
+  return (
+    <section className={`dp-card dp-notebook-cell dp-notebook-cell-${type}`} data-testid="notebook-cell" aria-label={`Cell ${index + 1}`}>
+      <div className="dp-row dp-notebook-cell-bar">
+        <span className="dp-muted">[{index + 1}]</span>
+        <select aria-label={`Cell ${index + 1} type`} value={type} disabled={readOnly} onChange={(e) => cell.set('type', e.target.value)}>
+          {CELL_TYPES.map((t) => (
+            <option key={t}>{t}</option>
+          ))}
+        </select>
+        {cell.get('id') ? <code title="The cell's name">{String(cell.get('id'))}</code> : null}
+        <span className="dp-grow" />
+        {type !== 'markdown' ? (
+          <button className="dp-btn dp-btn-small" onClick={execute} disabled={(run !== null && 'running' in run) || (type !== 'sql' && !canExecute)} title="Save, then run this cell (Ctrl+Enter)">
+            Run
+          </button>
+        ) : null}
+        {readOnly ? null : (
+          <>
+            <button className="dp-btn dp-btn-small" aria-label={`Move cell ${index + 1} up`} onClick={() => onMove(index, index - 1)} disabled={index === 0}>
+              ↑
+            </button>
+            <button className="dp-btn dp-btn-small" aria-label={`Move cell ${index + 1} down`} onClick={() => onMove(index, index + 1)} disabled={index === count - 1}>
+              ↓
+            </button>
+            <button className="dp-btn dp-btn-small dp-btn-danger" aria-label={`Delete cell ${index + 1}`} onClick={onDelete}>
+              Delete
+            </button>
+          </>
+        )}
+      </div>
+      <div className="dp-notebook-editor" ref={host} />
+      {run && 'running' in run ? <Loading label="Running…" /> : null}
+      {run && 'result' in run ? <CellOutput result={run.result} /> : null}
+      {error ? (
+        <div className="dp-notebook-output" data-testid="cell-error">
+          <ErrorBox error={error} />
+          {errorLine ? <div className="dp-muted">at line {errorLine} of this cell</div> : null}
+          {errorOutput?.length ? <OutputLines lines={errorOutput} /> : null}
+        </div>
+      ) : null}
+    </section>
+  );
+}
+
+function OutputLines({ lines }: { lines: Array<{ stream: string; text: string }> }) {
+  return (
+    <pre className="dp-notebook-console">
+      {lines.map((l, i) => (
+        <span key={i} className={l.stream === 'stderr' ? 'dp-notebook-stderr' : undefined}>
+          {l.text}
+          {l.text.endsWith('\n') ? '' : '\n'}
+        </span>
+      ))}
+    </pre>
+  );
+}
+
+function CellOutput({ result }: { result: CellResult }) {
+  if (result.type === 'sql') {
+    return (
+      <div className="dp-notebook-output" data-testid="cell-output">
+        <div className="dp-muted">
+          {result.rows.length} row{result.rows.length === 1 ? '' : 's'}
+          {result.truncated ? ' (truncated)' : ''} · {result.duration_ms} ms
+        </div>
+        {result.columns.length ? (
+          <div className="dp-notebook-grid">
+            <ResultsGrid columns={result.columns} columnTypes={result.column_types} rows={result.rows} height={Math.min(320, 64 + result.rows.length * 28)} />
+          </div>
+        ) : null}
+      </div>
+    );
+  }
+  if (result.type === 'code') {
+    return (
+      <div className="dp-notebook-output" data-testid="cell-output">
+        {result.output.length ? <OutputLines lines={result.output} /> : null}
+        {result.value !== null && result.value !== undefined ? <pre className="dp-notebook-value">{typeof result.value === 'string' ? result.value : JSON.stringify(result.value, null, 2) ?? formatValue(result.value)}</pre> : null}
+        <div className="dp-muted">
+          {result.exports.length ? `exports ${result.exports.join(', ')} · ` : ''}
+          {result.duration_ms} ms
+        </div>
+      </div>
+    );
+  }
+  return null;
+}
