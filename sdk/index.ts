@@ -14,3 +14,4 @@ export * from './connectors.js';
 export * from './semantic.js';
 export * from './models.js';
 export * from './ui.js';
+export * from './catalog.js';
