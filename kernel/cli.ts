@@ -123,7 +123,7 @@ function addManifestCommand(y: Argv, cmd: ManifestCommand, parents: string[], al
           const chosen = alternatives.find((o) => argv[o] !== undefined && argv[o] !== false);
           const key = commandKey(pathKey, chosen);
           // While `dp serve` holds this project's database, the command runs in it (docs/cli.md).
-          if (!cmd.withoutProject && (await runThroughServer(argv, key)) === 'ran') return;
+          if (!cmd.withoutProject && !cmd.runsBesideServer && (await runThroughServer(argv, key)) === 'ran') return;
           const scaffold = cmd.withoutProject && !fs.existsSync(path.join(path.resolve(String(argv.project)), 'project.yml')) ? emptyProject() : null;
           if (scaffold) argv = { ...argv, project: scaffold };
           try {

@@ -177,6 +177,20 @@ export async function readLine(prompt: string, options: { secret?: boolean } = {
   }
 }
 
+/** The headers that authenticate this CLI user at the server: their login with --auth, none otherwise. */
+function authHeaders(server: LiveServer): Record<string, string> {
+  if (!server.auth) return {};
+  const stored = storedLogin(server, (m) => process.stderr.write(`warning: ${m}\n`));
+  if (!stored) throw new DpError(401, 'login_required', "The server of this project runs with --auth: log in with 'dp login' first", {});
+  return { authorization: `Bearer ${stored.token}` };
+}
+
+/** ctx.localServer() of a CLI command: the running server of the project and how to call it as this user. */
+export async function localServerFor(projectRoot: string): Promise<{ url: string; headers: Record<string, string> } | null> {
+  const server = await findLiveServer(projectRoot, (m) => process.stderr.write(`warning: ${m}\n`));
+  return server ? { url: server.url, headers: authHeaders(server) } : null;
+}
+
 // ---------------------------------------------------------------- running a command in the server
 
 /** The parsed options a handler sees, without yargs' bookkeeping (the server sets --project itself). */
@@ -193,12 +207,7 @@ function commandArgs(argv: Record<string, unknown>): Record<string, unknown> {
  * it exactly as for a local run.
  */
 export async function runInServer(server: LiveServer, command: string, argv: Record<string, unknown>): Promise<'ran' | 'local'> {
-  const headers: Record<string, string> = { 'content-type': 'application/json', [LOCAL_TOKEN_HEADER]: server.token };
-  if (server.auth) {
-    const stored = storedLogin(server, (m) => process.stderr.write(`warning: ${m}\n`));
-    if (!stored) throw new DpError(401, 'login_required', "The server of this project runs with --auth: log in with 'dp login' first", {});
-    headers.authorization = `Bearer ${stored.token}`;
-  }
+  const headers: Record<string, string> = { 'content-type': 'application/json', [LOCAL_TOKEN_HEADER]: server.token, ...authHeaders(server) };
   const res = await request(`${server.url}/api/cli/run`, {
     method: 'POST',
     headers,

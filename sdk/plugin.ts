@@ -55,6 +55,11 @@ export interface ManifestCommand {
   /** A stronger permission the command needs when an option is given (`docs --out` writes a file: `{ "out": "write" }`). */
   permissionWhenOption?: Record<string, Permission>;
   /**
+   * The command runs in the CLI's own process even while `dp serve` holds the database, because
+   * it relays to the server itself (`ctx.localServer()`), as `dp mcp` does.
+   */
+  runsBesideServer?: boolean;
+  /**
    * Set when the command cannot run inside a running server (it serves stdio, replaces the
    * database, creates a project): the reason, shown to a user who tries while `dp serve` holds
    * the database.
@@ -295,6 +300,14 @@ export interface PluginContext {
   readonly env: Readonly<Record<string, string>>;
   /** True when the process is `dp serve` (false for one-shot CLI commands). */
   readonly serving: boolean;
+  /**
+   * For a CLI command that relays to a running `dp serve` of this project (manifest
+   * `runsBesideServer`, e.g. `dp mcp` relaying stdio to `/mcp`): the server's address and the
+   * headers that authenticate this CLI user there (their `dp login` token with --auth), or null
+   * when no server of the project runs. Throws `login_required` when the server needs a login
+   * the user has not made. Absent in contexts the kernel did not make (tests).
+   */
+  localServer?(): Promise<{ url: string; headers: Record<string, string> } | null>;
   /** Every enabled plugin (manifest and folder), in setup order: for plugins that present others' contributions, such as the web UI. */
   enabledPlugins(): ReadonlyArray<EnabledPlugin>;
   /** Registers an HTTP route declared in the manifest (with the same `kind`). */

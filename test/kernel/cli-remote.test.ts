@@ -9,6 +9,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { copyShop, DP_BIN, runCli } from '../helpers.js';
 
 const SERVER_FILE = path.join('.dp', 'server.json');
@@ -54,6 +56,19 @@ async function serve(root: string, extra: string[] = []): Promise<Served> {
         child.kill('SIGTERM');
       }),
   };
+}
+
+/** `dp mcp` of the real binary, driven by the MCP SDK's client over stdio. */
+async function mcpOverStdio(root: string, env: Record<string, string>): Promise<Client> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [DP_BIN, 'mcp', '--project', root],
+    env: { ...(process.env as Record<string, string>), DP_LOG_SILENT: '1', ...env },
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'dp-test', version: '1.0.0' });
+  await client.connect(transport);
+  return client;
 }
 
 /** The commands compared; each is run offline and through the server, in this order. */
@@ -163,9 +178,22 @@ describe('the CLI beside a running dp serve (no auth)', () => {
     const restore = runCli(['backup-restore', 'backups/x.duckdb', '--project', root]);
     assert.equal(restore.code, 1);
     assert.match(restore.stderr, /cannot run through the running server: it replaces the database file/);
-    const mcp = runCli(['mcp', '--project', root], { input: '' });
-    assert.equal(mcp.code, 1);
-    assert.match(mcp.stderr, /\/mcp endpoint/);
+  });
+
+  it('dp mcp relays stdio to the running server (the SDK client drives it)', async () => {
+    const client = await mcpOverStdio(root, {});
+    try {
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      assert.ok(names.includes('run_transform') && names.includes('query'));
+      // The server holds the file: a local dp mcp could not answer this.
+      const q = (await client.callTool({ name: 'query', arguments: { sql: 'SELECT count(*) AS n FROM seeds.customers' } })) as { isError?: boolean; content: Array<{ text: string }> };
+      assert.ok(!q.isError, q.content[0].text);
+      assert.equal(Number(JSON.parse(q.content[0].text).rows[0][0]), 10);
+      const docs = await client.readResource({ uri: 'dp://docs/project' });
+      assert.ok(docs.contents.length === 1);
+    } finally {
+      await client.close();
+    }
   });
 
   it('ignores a credential file other users may read (and says so)', () => {
@@ -276,6 +304,20 @@ describe('the CLI beside a running dp serve --auth (dp login)', () => {
     // A viewer cannot read a file outside the project through `dp query @file`.
     const outside = runCli(['query', '@/etc/hostname', '--project', root], { env: as() });
     assert.equal(outside.code, 1);
+  });
+
+  it("dp mcp relays as the logged-in viewer: no run_transform, masked query", async () => {
+    const client = await mcpOverStdio(root, as());
+    try {
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      assert.ok(names.includes('query'));
+      assert.ok(!names.includes('run_transform') && !names.includes('check'), names.join(' '));
+      const q = (await client.callTool({ name: 'query', arguments: { sql: 'SELECT email FROM seeds.customers ORDER BY customer_id LIMIT 1' } })) as { isError?: boolean; content: Array<{ text: string }> };
+      assert.ok(!q.isError, q.content[0].text);
+      assert.doesNotMatch(q.content[0].text, /@example\.com/);
+    } finally {
+      await client.close();
+    }
   });
 
   it('dp logout revokes the token and forgets it', () => {
