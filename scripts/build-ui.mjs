@@ -33,8 +33,11 @@ function inputFiles() {
     const dir = path.join(root, 'plugins', name);
     if (!fs.existsSync(path.join(dir, 'plugin.json'))) continue;
     files.push(path.join(dir, 'plugin.json'));
+    files.push(path.join(dir, 'api-types.ts'));
     walk(path.join(dir, 'ui'));
   }
+  // The plugins' api-types.ts may take their types from the sdk's contracts.
+  walk(path.join(root, 'sdk'));
   walk(path.join(root, 'plugins', 'ui', 'app'));
   walk(path.join(root, 'plugins', 'ui', 'client'));
   files.push(path.join(root, 'plugins', 'ui', 'vite.config.mjs'));

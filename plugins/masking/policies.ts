@@ -5,22 +5,10 @@
  */
 import crypto from 'node:crypto';
 import { badRequest, conflict, type DatabasePort, isRole, notFound, ROLES } from '../../sdk/index.js';
+import type { MaskingPolicy } from './api-types.js';
 import type { MethodCatalog } from './catalog.js';
 
-export interface MaskingPolicy {
-  id: string;
-  schema_name: string;
-  table_name: string;
-  column_name: string;
-  method: string;
-  method_config: Record<string, unknown>;
-  condition_column: string | null;
-  condition_value: string | null;
-  exempted_roles: string[];
-  /** Why a column is declassified (`method: none`); null for other methods. */
-  reason?: string | null;
-  created_at: string;
-}
+export type { MaskingPolicy };
 
 /** Lifts masking of one column, in particular one masked through lineage (admin only, with a reason). */
 export const DECLASSIFY = 'none';

@@ -16,6 +16,7 @@ import {
   type SqlNode,
   walkSqlTree,
 } from '../../sdk/index.js';
+import type { StoredAssertionResult } from './api-types.js';
 import { isoUtc, isServiceSchema, MASKED_VALUE, maskedColumnsFor, maskedNamesFor, parseJson, redactQuoted, relationExists, splitRelation, utcNow, type Relation } from './relations.js';
 
 export type AssertionForm = 'row_count' | 'unique' | 'no_nulls' | 'accepted_values' | 'expression';
@@ -335,17 +336,6 @@ export async function evaluateAssertions(ctx: PluginContext, relationName: strin
     out.push(await evaluateOne(ctx, rel, parsed, hidden, options.full ?? false));
   }
   return out;
-}
-
-export interface StoredAssertionResult {
-  id: string;
-  run_id: string | null;
-  model: string;
-  expression: string;
-  form: string | null;
-  passed: boolean;
-  detail: Record<string, unknown>;
-  checked_at: string;
 }
 
 export async function recordAssertionResults(ctx: PluginContext, runId: string | null, model: string, outcomes: AssertionOutcome[]): Promise<void> {

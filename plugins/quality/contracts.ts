@@ -7,18 +7,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Ajv } from 'ajv';
 import { ajvFieldError, errorMessage, isDpError, notFound, readYaml, walkProjectFiles, type ContractRunResult, type PluginContext } from '../../sdk/index.js';
+import type { Contract } from './api-types.js';
 import { evaluateAssertions } from './assertions.js';
 import { isoUtc, parseJson, relationExists, splitRelation, STORED_AUDIENCE, utcNow } from './relations.js';
-
-export interface Contract {
-  name: string;
-  model: string;
-  description: string;
-  severity: 'error' | 'warn';
-  assertions: string[];
-  /** Project-relative file that defines it. */
-  file: string;
-}
 
 export interface ContractLoadError {
   file: string;

@@ -25,7 +25,8 @@ import { evaluateAssertions, lastExpressions, listAssertionResults, recordAssert
 import { ALERTS_CONFIG, QUALITY_CONFIG } from './config.js';
 import { contractHistory, hasBlockingFailure, loadContracts, runContracts, type ContractRun } from './contracts.js';
 import { isStaleSource, modelFreshness, sourceFreshness } from './freshness.js';
-import { computeStats, profileForCaller, profileHistory, type TableProfile } from './profiles.js';
+import type { TableProfile } from './api-types.js';
+import { computeStats, profileForCaller, profileHistory } from './profiles.js';
 import { BuildRecorder } from './recorder.js';
 import { assertVisible, maskedNamesFor, modelsService, redactQuoted, relationExists, resolveModel, splitRelation, STORED_AUDIENCE, utcNow, visibleTo, type Relation } from './relations.js';
 

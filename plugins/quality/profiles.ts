@@ -6,33 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { errorMessage, qualified, quoteIdent, quoteLiteral, type Caller, type PluginContext } from '../../sdk/index.js';
+import type { ColumnProfile, TableProfile } from './api-types.js';
 import { assertVisible, isoUtc, isServiceSchema, maskedColumnsFor, parseJson, type ColumnInfo } from './relations.js';
-
-export interface ColumnProfile {
-  name: string;
-  type: string;
-  null_count: number;
-  /** Percentage of rows that are NULL (0–100). */
-  null_pct: number;
-  distinct_count: number;
-  min: unknown;
-  max: unknown;
-  /** Numeric columns only. */
-  avg: number | null;
-  sample_values?: unknown[];
-  /** True when the caller sees this column masked: min/max are withheld, samples are masked. */
-  masked?: boolean;
-}
-
-export interface TableProfile {
-  schema: string;
-  table: string;
-  row_count: number;
-  column_count: number;
-  columns: ColumnProfile[];
-  profiled_at: string;
-  notes?: string[];
-}
 
 /** What is stored per build: metrics only, never data values. */
 export interface StoredColumnMetrics {

@@ -4,6 +4,7 @@
  */
 import crypto from 'node:crypto';
 import type { DatabasePort, PluginContext } from '../../sdk/index.js';
+import type { HistoryRecord } from './api-types.js';
 
 export const MIGRATIONS = [
   {
@@ -22,19 +23,6 @@ export const MIGRATIONS = [
     )`,
   },
 ];
-
-export interface HistoryRecord {
-  run_id: string;
-  kind: 'stream' | 'script';
-  name: string;
-  trigger: string;
-  status: string;
-  started_at: string;
-  finished_at: string;
-  duration_ms: number;
-  error?: string | null;
-  steps?: unknown;
-}
 
 export function newRunId(prefix: string): string {
   const stamp = new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14);

@@ -1,5 +1,6 @@
 /** HTTP routes of the streams plugin (declared in plugin.json with the same permissions). */
 import { badRequest, withEnvReferences, type PluginContext, type StreamDefinition } from '../../sdk/index.js';
+import type { SchedulerState } from './api-types.js';
 import type { PipelineEvents } from './events.js';
 import { readHistory } from './history.js';
 import type { Scheduler } from './scheduler.js';
@@ -124,6 +125,6 @@ export function registerRoutes(ctx: PluginContext, parts: { scripts: ScriptRunne
     url: '/api/scheduler',
     permission: 'read',
     summary: 'Scheduler status and every schedule with its next run',
-    handler: async () => ({ running: scheduler.running, schedules: scheduler.list() }),
+    handler: async (): Promise<SchedulerState> => ({ running: scheduler.running, schedules: scheduler.list() }),
   });
 }

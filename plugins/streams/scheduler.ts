@@ -11,6 +11,7 @@
  */
 import { CronExpressionParser } from 'cron-parser';
 import { errorMessage, type Logger, type ScheduledJob, type StreamDefinition, type StreamsService } from '../../sdk/index.js';
+import type { ScheduleStatus } from './api-types.js';
 
 export interface Clock {
   now(): number;
@@ -46,23 +47,6 @@ export function cronProblem(expr: string): string | null {
 /** The next run of `expr` strictly after `after` (ms), in the server's local time. */
 export function nextRun(expr: string, after: number): number {
   return CronExpressionParser.parse(expr.trim(), { currentDate: new Date(after) }).next().getTime();
-}
-
-export interface ScheduleStatus {
-  name: string;
-  /** `stream` for a stream's schedule, `job` for one another plugin registered. */
-  kind: 'stream' | 'job';
-  cron: string;
-  /** ISO time of the next run; null when the expression is invalid or the scheduler is stopped. */
-  next_run: string | null;
-  running: boolean;
-  last_run: string | null;
-  last_status: 'success' | 'error' | 'skipped' | null;
-  last_error?: string;
-  /** Ticks skipped because the previous run was still going. */
-  skipped: number;
-  /** Why the schedule never runs (a bad cron expression). */
-  error?: string;
 }
 
 interface Entry {

@@ -19,29 +19,8 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Transform } from 'node:stream';
 import { badRequest, conflict, errorMessage, notFound, type PluginContext } from '../../sdk/index.js';
+import type { BackupEntry, BackupRestoreResult, VerifyResult } from './api-types.js';
 import { BACKUPS_DIR, fsyncPath, insideFolder, ownFolder, stamp, writeFileDurably } from './paths.js';
-
-export interface BackupEntry {
-  /** Project-relative: `_backups/<file>`. */
-  path: string;
-  size_bytes: number;
-  sha256: string;
-  timestamp: string;
-  note: string | null;
-  /** `manual`, or `pre-restore` for the file a restore replaced. */
-  kind: 'manual' | 'pre-restore';
-}
-
-export interface VerifyResult {
-  path: string;
-  valid: boolean;
-  checksum_ok: boolean;
-  opens: boolean;
-  expected_sha256: string;
-  actual_sha256: string | null;
-  tables: number | null;
-  error: string | null;
-}
 
 const MANIFEST = 'manifest.json';
 
@@ -196,7 +175,7 @@ export class BackupStore {
    * Replaces the database with a verified backup through the kernel's maintenance. The replaced
    * file is kept in `_backups/` (kind `pre-restore`), so a restore can itself be undone.
    */
-  async restore(requested: unknown, progress: (text: string) => void = () => {}): Promise<{ restored: string; sha256: string; replaced_backup: BackupEntry }> {
+  async restore(requested: unknown, progress: (text: string) => void = () => {}): Promise<BackupRestoreResult> {
     const { abs, entry } = this.resolve(requested);
     progress(`verifying ${entry.path}`);
     const v = await this.verify(entry.path);

@@ -6,11 +6,7 @@
  */
 import crypto from 'node:crypto';
 import { qualified, type DatabasePort, type DbConnection } from '../../sdk/index.js';
-
-export interface ColumnInfo {
-  name: string;
-  type: string;
-}
+import type { ColumnInfo } from './api-types.js';
 
 export interface TableInfo {
   schema: string;

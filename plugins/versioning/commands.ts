@@ -1,8 +1,9 @@
 /** CLI commands of the versioning plugin: snapshot, diff --snapshot, versions …, backup … */
 import type { CliIO, PluginContext } from '../../sdk/index.js';
 import type { BackupStore } from './backups.js';
-import { diffVersions, type DiffResult } from './diff.js';
-import type { SnapshotDiff, SnapshotStore } from './snapshots.js';
+import type { DiffResult, SnapshotDiff } from './api-types.js';
+import { diffVersions } from './diff.js';
+import type { SnapshotStore } from './snapshots.js';
 import type { VersionStore } from './versions.js';
 
 const list = (v: unknown): string[] | undefined => (v === undefined ? undefined : (Array.isArray(v) ? v : [v]).flatMap((x) => String(x).split(',')).filter(Boolean));

@@ -6,7 +6,8 @@
  * row counts as one removed and one added).
  */
 import { qualified, quoteIdent, quoteLiteral, type DatabasePort } from '../../sdk/index.js';
-import { rowCount, userTables, type ColumnInfo } from './catalog.js';
+import type { ColumnInfo, DiffResult, TableChange } from './api-types.js';
+import { rowCount, userTables } from './catalog.js';
 import type { VersionStore } from './versions.js';
 
 /** One side of a table comparison: its columns, key, row count and the SQL relation that reads it. */
@@ -16,32 +17,6 @@ interface Side {
   key: string[];
   rows: number;
   relation: string;
-}
-
-export interface TableChange {
-  table: string;
-  change: 'added' | 'removed' | 'modified';
-  /** Rows of an added table. */
-  rows?: number;
-  rows_before?: number;
-  rows_after?: number;
-  row_diff?: number;
-  rows_added?: number;
-  rows_removed?: number;
-  /** Rows whose key is on both sides with other values (null when compared by whole row). */
-  rows_changed?: number | null;
-  compared_by?: 'key' | 'row';
-  key?: string[];
-  columns_added?: string[];
-  columns_removed?: string[];
-  columns_type_changed?: string[];
-}
-
-export interface DiffResult {
-  from_version: string;
-  to_version: string;
-  tables_compared: number;
-  changes: TableChange[];
 }
 
 async function versionSides(store: VersionStore, id: string): Promise<Map<string, Side>> {

@@ -7,6 +7,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { badRequest, conflict, notFound, walkProjectFiles, type PluginContext } from '../../sdk/index.js';
+import type { SnapshotDiff, SnapshotSummary } from './api-types.js';
 import { columnsHash, rowCount, userTables } from './catalog.js';
 import { stamp } from './paths.js';
 
@@ -37,24 +38,6 @@ export interface ProjectState {
   /** `schema.table` → signature. */
   tables: Record<string, TableSignature>;
   project_hash: string;
-}
-
-export interface SnapshotSummary {
-  name: string;
-  created_at: string;
-  project_hash: string;
-  file_count: number;
-  table_count: number;
-}
-
-export interface SnapshotDiff {
-  snapshot: string;
-  created_at: string;
-  changed: boolean;
-  project_hash_before: string;
-  project_hash_now: string;
-  files: { added: string[]; modified: string[]; removed: string[] };
-  tables: Array<{ table: string; status: 'added' | 'modified' | 'removed'; rows_before: number | null; rows_after: number | null; schema_changed: boolean }>;
 }
 
 const sha256 = (data: string | Buffer) => crypto.createHash('sha256').update(data).digest('hex');

@@ -12,7 +12,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { badRequest, conflict, errorMessage, notFound, qualified, quoteIdent, quoteLiteral, type DbConnection, type PluginContext } from '../../sdk/index.js';
-import { columnsHash, matchTable, userTables, type ColumnInfo, type TableInfo } from './catalog.js';
+import type { ColumnInfo, RestoreResult, RestoreTableResult, TimelineEntry, VersionDetail, VersionRecord } from './api-types.js';
+import { columnsHash, matchTable, userTables, type TableInfo } from './catalog.js';
 import { assertVersionId, fsyncPath, insideFolder, ownFolder, SNAPSHOTS_DIR, stamp, VERSION_ID, withoutRoot, writeFileDurably } from './paths.js';
 
 export const VERSION_MIGRATIONS = [
@@ -59,25 +60,6 @@ export interface VersionManifest {
   total_rows: number;
   size_bytes: number;
   tables: VersionTable[];
-}
-
-/** The version record of SPEC.md, plus the number and the bytes on disk. */
-export interface VersionRecord {
-  version_id: string;
-  created_at: string;
-  description: string | null;
-  trigger: string;
-  table_count: number;
-  total_rows: number;
-  size_bytes: number;
-}
-
-export interface RestoreTableResult {
-  table: string;
-  status: 'success' | 'error' | 'skipped';
-  rows?: number;
-  error?: string;
-  reason?: string;
 }
 
 export interface CreateOptions {
@@ -274,7 +256,7 @@ export class VersionStore {
   }
 
   /** The record with each table's row count and columns. */
-  async show(id: string): Promise<VersionRecord & { tables: Array<Pick<VersionTable, 'table' | 'row_count' | 'columns' | 'key' | 'bytes'>> }> {
+  async show(id: string): Promise<VersionDetail> {
     const r = await this.row(id);
     return { ...toRecord(r), tables: tablesOf(r).map((t) => ({ table: t.table, row_count: t.row_count, columns: t.columns, key: t.key, bytes: t.bytes })) };
   }
@@ -306,11 +288,11 @@ export class VersionStore {
   }
 
   /** Newest first: each version holding the table, with its row count and columns there. */
-  async timeline(tableName: string): Promise<Array<{ version_id: string; created_at: string; row_count: number; columns: ColumnInfo[] }>> {
+  async timeline(tableName: string): Promise<TimelineEntry[]> {
     const rows = await this.ctx.db.all<RecordRow>('SELECT * FROM _service.version_history ORDER BY number DESC');
     const names = [...new Set(rows.flatMap((r) => tablesOf(r).map((t) => t.table)))];
     const table = matchTable(tableName, names) ?? tableName;
-    const out: Array<{ version_id: string; created_at: string; row_count: number; columns: ColumnInfo[] }> = [];
+    const out: TimelineEntry[] = [];
     for (const r of rows) {
       const t = tablesOf(r).find((x) => x.table === table);
       if (t) out.push({ version_id: r.version_id, created_at: r.created_at, row_count: t.row_count, columns: t.columns });
@@ -402,7 +384,7 @@ export class VersionStore {
    * first, then each table is replaced in a transaction of its own, so a table that fails stays
    * as it was and reports `error` while the others are restored.
    */
-  async restore(id: string, requested?: string[]): Promise<{ version_id: string; restore_version: string; status: 'success' | 'error'; tables: RestoreTableResult[] }> {
+  async restore(id: string, requested?: string[]): Promise<RestoreResult> {
     const { manifest, files } = await this.manifest(id);
     const names = manifest.tables.map((t) => t.table);
     let selected = manifest.tables;

@@ -10,42 +10,23 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Caller } from '../../sdk/index.js';
-import { makeProject, startServer, type TestServer } from '../helpers.js';
+import { makeProject } from '../helpers.js';
+import { startServerWithRoles, type Role, type RoleServer } from '../support/role-server.js';
 
-type Role = 'viewer' | 'editor' | 'admin';
 const ROLES: Role[] = ['viewer', 'editor', 'admin'];
 const BOUND: Role[] = ['viewer', 'editor'];
 
 const EMAILS = ['ada@example.com', 'alan@example.org', 'grace@navy.mil', 'ada@example.com'];
 const CODES = ['A1', 'B2', 'C3', 'D4'];
 
-interface Server {
-  s: TestServer;
-  root: string;
-  tokens: Record<Role, string>;
-}
-
-async function boot(root: string): Promise<Server> {
-  const s = await startServer(root, { auth: true });
-  const setup = await s.request('POST', '/api/auth/setup', { username: 'root', password: 'rootpw', role: 'admin' });
-  assert.equal(setup.status, 200, setup.text);
-  const tokens = { admin: setup.body.token } as Record<Role, string>;
-  for (const role of ['viewer', 'editor'] as const) {
-    const created = await s.request('POST', '/api/users', { username: role, password: `${role}pw`, role }, { token: tokens.admin });
-    assert.ok(created.status < 300, created.text);
-    tokens[role] = (await s.request('POST', '/api/auth/login', { username: role, password: `${role}pw` })).body.token;
-  }
-  return { s, root, tokens };
-}
-
-async function policy(srv: Server, body: Record<string, unknown>): Promise<string> {
+async function policy(srv: RoleServer, body: Record<string, unknown>): Promise<string> {
   const r = await srv.s.request('POST', '/api/masking/policies', body, { token: srv.tokens.admin });
   assert.equal(r.status, 201, r.text);
   return r.body.id;
 }
 
 /** Runs SQL on each query route; returns [route, response] pairs. */
-async function everyRoute(srv: Server, role: Role, sql: string) {
+async function everyRoute(srv: RoleServer, role: Role, sql: string) {
   const out: Array<[string, { status: number; text: string; body: any }]> = [];
   for (const route of ['/api/query', '/api/query/explain', '/api/query/export-csv']) {
     out.push([route, await srv.s.request('POST', route, { sql }, { token: srv.tokens[role] })]);
@@ -54,13 +35,13 @@ async function everyRoute(srv: Server, role: Role, sql: string) {
 }
 
 describe('security: masking', () => {
-  let srv: Server;
+  let srv: RoleServer;
   /** Every piece of key material: the .env key, the padded keys in the key table, the seed_keys. */
   let keyMaterial: string[] = [];
 
   before(async () => {
     const root = makeProject({ '.env': 'OTHER=1\n' });
-    srv = await boot(root);
+    srv = await startServerWithRoles(root);
     await srv.s.app.db.run(`CREATE SCHEMA sec;
       CREATE TABLE sec.people (id INTEGER, email VARCHAR, code VARCHAR, salary INTEGER, born DATE, tier VARCHAR, note VARCHAR, ssn VARCHAR);
       INSERT INTO sec.people VALUES
@@ -398,11 +379,11 @@ const EDGE_VALUES: Record<string, string[]> = {
 };
 
 describe('security: every masking method over edge values', () => {
-  let srv: Server;
+  let srv: RoleServer;
   const tables: Array<{ table: string; method: string; type: string }> = [];
 
   before(async () => {
-    srv = await boot(makeProject());
+    srv = await startServerWithRoles(makeProject());
     const statements = ['CREATE SCHEMA edge'];
     let n = 0;
     for (const [method] of METHODS) {
@@ -459,7 +440,7 @@ describe('security: every masking method over edge values', () => {
 describe('security: masking and the catalog race (issue 22)', () => {
   it('a policy column missing from the cached catalog is re-read before answering: a seed reloaded with the column is masked at once', async () => {
     const root = makeProject({ 'seeds/customers.csv': 'id,email\n1,ada@example.com\n2,alan@example.org\n' });
-    const srv = await boot(root);
+    const srv = await startServerWithRoles(root);
     try {
       const load = async () => {
         const r = await srv.s.request('POST', '/api/seeds', { force: true }, { token: srv.tokens.admin });

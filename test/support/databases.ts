@@ -95,6 +95,27 @@ process.on('exit', () => {
 });
 
 /**
+ * The handle of a started server: how to connect, and stop() that ends it with `stopSignal` (the
+ * server's own fast, clean shutdown) and removes its data folder.
+ */
+function runningDatabase(
+  connection: { port: number; user: string; password: string; database: string },
+  child: ChildProcess,
+  stopSignal: NodeJS.Signals,
+  dir: string,
+): RunningDatabase {
+  return {
+    host: '127.0.0.1',
+    ...connection,
+    async stop() {
+      await stopChild(child, stopSignal);
+      running.delete(child);
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
  * A fresh PostgreSQL 15 cluster: superuser `dp` with password auth (scram) over TCP, database `source`.
  */
 export async function startPostgres(options: { user?: string; password?: string; database?: string } = {}): Promise<RunningDatabase> {
@@ -138,18 +159,7 @@ export async function startPostgres(options: { user?: string; password?: string;
     await stopChild(child, 'SIGINT');
     throw new Error(`createdb failed: ${created.stderr}`);
   }
-  return {
-    host: '127.0.0.1',
-    port,
-    user,
-    password,
-    database,
-    async stop() {
-      await stopChild(child, 'SIGINT');
-      running.delete(child);
-      fs.rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  return runningDatabase({ port, user, password, database }, child, 'SIGINT', dir);
 }
 
 /**
@@ -206,16 +216,5 @@ export async function startMariaDb(options: { user?: string; password?: string; 
   );
   running.add(child);
   await waitForPort(port, child, 'mariadbd');
-  return {
-    host: '127.0.0.1',
-    port,
-    user,
-    password,
-    database,
-    async stop() {
-      await stopChild(child, 'SIGTERM');
-      running.delete(child);
-      fs.rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  return runningDatabase({ port, user, password, database }, child, 'SIGTERM', dir);
 }

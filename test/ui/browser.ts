@@ -4,9 +4,11 @@
  * Chromium driven by playwright-core (never a downloaded browser). One browser per test file;
  * each test takes a fresh page (or context) from it.
  */
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { after, before } from 'node:test';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { copyShop, DP_BIN, REPO_ROOT, runCli } from '../helpers.js';
 
@@ -45,6 +47,36 @@ export async function startShop(options: ShopOptions = {}): Promise<DpServer> {
     }
   }
   return serveProject(root, { auth: options.auth });
+}
+
+/**
+ * The test file's shop server: started (startShop) before the file's tests, stopped after them
+ * together with the file's browser. The returned server stands for the started one, so tests
+ * read `server.url` and `server.root` as usual.
+ */
+export function shopForTests(options: ShopOptions = {}): DpServer {
+  let started: DpServer | undefined;
+  const current = (): DpServer => {
+    if (!started) throw new Error('the shop server is not started yet (use it inside a test)');
+    return started;
+  };
+  before(async () => {
+    started = await startShop(options);
+  });
+  after(async () => {
+    await closeBrowser();
+    await started?.close();
+  });
+  return {
+    get url() {
+      return current().url;
+    },
+    get root() {
+      return current().root;
+    },
+    output: () => current().output(),
+    close: () => current().close(),
+  };
 }
 
 /** `dp serve` on a project folder; resolves once it prints its URL. */
@@ -114,11 +146,17 @@ export interface OpenedPage {
   close(): Promise<void>;
 }
 
+export interface OpenPageOptions {
+  /** The system theme the page sees (default light). */
+  colorScheme?: 'light' | 'dark';
+  viewport?: { width: number; height: number };
+}
+
 /**
  * A fresh browser context (its own cookies and localStorage) with one page at `url + path`.
  * `colorScheme` picks the system theme the page sees.
  */
-export async function openPage(server: { url: string }, urlPath = '/', options: { colorScheme?: 'light' | 'dark'; viewport?: { width: number; height: number } } = {}): Promise<OpenedPage> {
+export async function openPage(server: { url: string }, urlPath = '/', options: OpenPageOptions = {}): Promise<OpenedPage> {
   const b = await browser();
   const context = await b.newContext({ baseURL: server.url, colorScheme: options.colorScheme ?? 'light', viewport: options.viewport ?? { width: 1400, height: 900 } });
   const page = await context.newPage();
@@ -130,6 +168,34 @@ export async function openPage(server: { url: string }, urlPath = '/', options: 
   });
   await page.goto(urlPath);
   return { page, context, errors, close: () => context.close() };
+}
+
+export interface PageStepOptions extends OpenPageOptions {
+  /**
+   * Console errors the steps provoke on purpose (the browser logs a refused request as
+   * "… status of 409"); every other console or page error still fails the step.
+   */
+  expectedErrors?: RegExp;
+}
+
+/**
+ * One step of a UI test: opens `urlPath` in a fresh context, runs `steps` on the page, checks
+ * that the page logged no console or page errors (but the `expectedErrors`), and closes the
+ * context, also when a step fails.
+ */
+export async function onPage(server: { url: string }, urlPath: string, steps: (page: Page, opened: OpenedPage) => Promise<void>, options: PageStepOptions = {}): Promise<void> {
+  const { expectedErrors, ...openOptions } = options;
+  const opened = await openPage(server, urlPath, openOptions);
+  try {
+    await steps(opened.page, opened);
+    assert.deepEqual(
+      opened.errors.filter((e) => !expectedErrors?.test(e)),
+      [],
+      `the page at ${urlPath} logged errors`,
+    );
+  } finally {
+    await opened.close();
+  }
 }
 
 /** Saves a full-page screenshot as test/artifacts/<name>.png. */

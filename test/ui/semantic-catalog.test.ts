@@ -8,29 +8,23 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { closeBrowser, gridColumn, openPage, screenshot, startShop, type DpServer } from './browser.js';
+import { before, describe, it } from 'node:test';
+import { gridColumn, onPage, screenshot, shopForTests } from './browser.js';
 
 const git = (cwd: string, ...args: string[]) =>
   execFileSync('git', ['-c', 'user.name=Ada Lovelace', '-c', 'user.email=ada@example.com', '-c', 'init.defaultBranch=main', '-c', 'commit.gpgsign=false', ...args], { cwd, encoding: 'utf8' });
 
 describe('web UI: metrics, docs and guide, overview, git status', { timeout: 300_000 }, () => {
-  let server: DpServer;
-  before(async () => {
-    server = await startShop();
+  const server = shopForTests();
+  before(() => {
     git(server.root, 'init', '-q');
     git(server.root, 'add', '-A');
     git(server.root, 'commit', '-q', '-m', 'shop as shipped');
     fs.appendFileSync(path.join(server.root, 'transform', 'marts', 'customer_orders.sql'), '-- edited\n');
   });
-  after(async () => {
-    await closeBrowser();
-    await server?.close();
-  });
 
   it('explores a metric: dimensions, grain and range, the compiled SQL, the table and a chart', async () => {
-    const { page, errors, close } = await openPage(server, '/metrics');
-    try {
+    await onPage(server, '/metrics', async (page) => {
       await page.getByLabel('Metric').selectOption('order_count');
       await page.getByRole('checkbox', { name: 'status' }).check();
       await page.getByLabel('Grain').selectOption('quarter');
@@ -50,15 +44,11 @@ describe('web UI: metrics, docs and guide, overview, git status', { timeout: 300
       await page.getByRole('checkbox', { name: 'status' }).uncheck();
       await page.getByRole('button', { name: 'Run' }).click();
       await page.getByTestId('line-chart').waitFor();
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('reads the project docs and the guide, and searches the guide', async () => {
-    const { page, errors, close } = await openPage(server, '/guide');
-    try {
+    await onPage(server, '/guide', async (page) => {
       const content = page.getByTestId('guide-content');
       await content.getByRole('heading', { name: 'marts.customer_orders' }).waitFor();
       await content.getByRole('heading', { name: 'total_revenue' }).waitFor();
@@ -71,15 +61,11 @@ describe('web UI: metrics, docs and guide, overview, git status', { timeout: 300
       await results.getByRole('link', { name: /Column masking/ }).click();
       await content.getByRole('heading', { name: 'Column masking', level: 2 }).waitFor();
       await screenshot(page, 'guide-reader');
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('shows the overview: totals, tables with row counts, recent runs, sources and exposures', async () => {
-    const { page, errors, close } = await openPage(server, '/overview');
-    try {
+    await onPage(server, '/overview', async (page) => {
       await page.getByTestId('total-models').getByText('5').waitFor();
       await page.getByTestId('total-metrics').getByText('4').waitFor();
       const row = page.getByRole('row', { name: /seeds\.orders/ });
@@ -88,24 +74,17 @@ describe('web UI: metrics, docs and guide, overview, git status', { timeout: 300
       await page.getByRole('cell', { name: 'revenue_dashboard' }).waitFor();
       await page.getByText('success').first().waitFor();
       await screenshot(page, 'overview');
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('shows the git branch and the changed file in the header', async () => {
-    const { page, errors, close } = await openPage(server, '/overview');
-    try {
+    await onPage(server, '/overview', async (page) => {
       const status = page.getByTestId('git-status');
       await status.getByText('main').waitFor();
       await status.getByText('1 changed').waitFor();
       await page.getByTestId('git-menu').click();
       await page.getByTestId('git-changed-files').getByText('transform/marts/customer_orders.sql').waitFor();
       await page.getByText('shop as shipped').waitFor();
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 });

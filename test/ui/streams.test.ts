@@ -6,32 +6,24 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { SHOP_EXAMPLE } from '../helpers.js';
-import { closeBrowser, openPage, screenshot, startShop, type DpServer } from './browser.js';
+import { onPage, screenshot, shopForTests } from './browser.js';
 
 const SHOP_YML = fs.readFileSync(path.join(SHOP_EXAMPLE, 'project.yml'), 'utf8');
 
 describe('streams page', { timeout: 240_000 }, () => {
-  let server: DpServer;
-  before(async () => {
-    // Not built beforehand: the stream's seed and transform steps build every model.
-    server = await startShop({
-      build: false,
-      files: {
-        'ingest/slow.ts': 'export default async (ctx: any) => { while (!ctx.signal.aborted) await new Promise((r) => setTimeout(r, 50)); };\n',
-        'project.yml': SHOP_YML.replace(/^streams:\n/m, 'streams:\n  slow:\n    description: Waits until cancelled\n    steps:\n      - ingest: [slow]\n      - seed: [all]\n'),
-      },
-    });
-  });
-  after(async () => {
-    await closeBrowser();
-    await server?.close();
+  // Not built beforehand: the stream's seed and transform steps build every model.
+  const server = shopForTests({
+    build: false,
+    files: {
+      'ingest/slow.ts': 'export default async (ctx: any) => { while (!ctx.signal.aborted) await new Promise((r) => setTimeout(r, 50)); };\n',
+      'project.yml': SHOP_YML.replace(/^streams:\n/m, 'streams:\n  slow:\n    description: Waits until cancelled\n    steps:\n      - ingest: [slow]\n      - seed: [all]\n'),
+    },
   });
 
   it('starts a stream and shows each step and model live, then its history with a chart and the scheduler', async () => {
-    const { page, errors, close } = await openPage(server, '/streams');
-    try {
+    await onPage(server, '/streams', async (page) => {
       await page.getByRole('button', { name: 'Run daily' }).click();
       const live = page.getByRole('region', { name: 'Live run' });
       await live.getByRole('cell', { name: 'marts.customer_orders' }).waitFor();
@@ -52,23 +44,16 @@ describe('streams page', { timeout: 240_000 }, () => {
       await page.getByRole('cell', { name: 'stream:daily' }).waitFor();
       const row = await page.getByRole('row', { name: /stream:daily/ }).innerText();
       assert.match(row, /0 6 \* \* \*/);
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('cancels a running stream from the page', async () => {
-    const { page, errors, close } = await openPage(server, '/streams');
-    try {
+    await onPage(server, '/streams', async (page) => {
       await page.getByRole('button', { name: 'Run slow' }).click();
       await page.getByRole('button', { name: 'Cancel slow' }).click();
       await page.getByRole('region', { name: 'Live run' }).getByRole('heading', { name: /slow/ }).getByText('cancelled').waitFor();
       const r = await fetch(`${server.url}/api/history?name=slow&limit=1`);
       assert.equal((await r.json()).runs[0].status, 'cancelled');
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 });

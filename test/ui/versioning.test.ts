@@ -6,18 +6,11 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { closeBrowser, openPage, screenshot, startShop, type DpServer } from './browser.js';
+import { describe, it } from 'node:test';
+import { onPage, screenshot, shopForTests } from './browser.js';
 
 describe('versioning page', { timeout: 300_000 }, () => {
-  let server: DpServer;
-  before(async () => {
-    server = await startShop();
-  });
-  after(async () => {
-    await closeBrowser();
-    await server?.close();
-  });
+  const server = shopForTests();
 
   const api = async (method: string, urlPath: string, body?: unknown) => {
     const r = await fetch(`${server.url}${urlPath}`, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -25,8 +18,7 @@ describe('versioning page', { timeout: 300_000 }, () => {
   };
 
   it('creates a version, shows its diff and a timeline, and restores it after confirmation', async () => {
-    const { page, errors, close } = await openPage(server, '/versioning');
-    try {
+    await onPage(server, '/versioning', async (page) => {
       await page.getByRole('link', { name: 'Versioning', exact: true }).waitFor();
       await page.getByRole('tab', { name: 'Versions' }).click();
       await page.getByLabel('Version description').fill('from the page');
@@ -63,15 +55,11 @@ describe('versioning page', { timeout: 300_000 }, () => {
       assert.equal(versions[0].trigger, 'restore');
       await page.getByRole('cell', { name: versions[0].version_id }).waitFor();
       await screenshot(page, 'versioning-versions');
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('takes a snapshot and shows what changed since', async () => {
-    const { page, errors, close } = await openPage(server, '/versioning');
-    try {
+    await onPage(server, '/versioning', async (page) => {
       await page.getByRole('tab', { name: 'Snapshots' }).click();
       await page.getByLabel('Snapshot name').fill('ui-snap');
       await page.getByRole('button', { name: 'Take snapshot' }).click();
@@ -82,15 +70,11 @@ describe('versioning page', { timeout: 300_000 }, () => {
       await page.getByRole('tab', { name: 'Snapshots' }).click();
       await page.getByRole('cell', { name: 'ui-snap' }).click();
       await page.getByTestId('snapshot-diff').getByRole('cell', { name: 'transform/marts/ui_extra.sql' }).waitFor();
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('backs up, verifies and restores a backup after confirmation', async () => {
-    const { page, errors, close } = await openPage(server, '/versioning');
-    try {
+    await onPage(server, '/versioning', async (page) => {
       await page.getByRole('tab', { name: 'Backups' }).click();
       await page.getByLabel('Backup note').fill('ui backup');
       await page.getByRole('button', { name: 'Back up now' }).click();
@@ -104,9 +88,6 @@ describe('versioning page', { timeout: 300_000 }, () => {
       await page.getByRole('status').getByText(`Restored ${b.path}`).waitFor();
       await page.getByText('pre-restore', { exact: true }).waitFor();
       await screenshot(page, 'versioning-backups');
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 });

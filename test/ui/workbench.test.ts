@@ -6,18 +6,11 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { closeBrowser, gridColumn, openPage, runSql, screenshot, startShop, type DpServer } from './browser.js';
+import { describe, it } from 'node:test';
+import { gridColumn, onPage, runSql, screenshot, shopForTests } from './browser.js';
 
 describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
-  let server: DpServer;
-  before(async () => {
-    server = await startShop();
-  });
-  after(async () => {
-    await closeBrowser();
-    await server?.close();
-  });
+  const server = shopForTests();
 
   it('serves the shell at / with an import map allowed by the CSP, and client-side routes load it', async () => {
     const res = await fetch(`${server.url}/sql`, { headers: { accept: 'text/html' } });
@@ -33,8 +26,7 @@ describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
   });
 
   it('runs a query with Ctrl+Enter and shows its rows and column types', async () => {
-    const { page, errors, close } = await openPage(server, '/sql');
-    try {
+    await onPage(server, '/sql', async (page) => {
       await page.locator('.dp-sql .cm-content').waitFor();
       await runSql(page, 'SELECT customer_id, full_name FROM staging.stg_customers ORDER BY customer_id LIMIT 3');
       await page.getByTestId('result-status').getByText('Rows 1–3').waitFor();
@@ -43,15 +35,11 @@ describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
       const header = await page.locator('[data-testid="results-grid"] [role="columnheader"]').allInnerTexts();
       assert.ok(header.some((h) => /customer_id\s*\n?\s*(INTEGER|BIGINT)/.test(h)), header.join(' | '));
       await screenshot(page, 'sql-workspace');
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('completes tables and columns from /api/autocomplete in the editor', async () => {
-    const { page, close } = await openPage(server, '/sql');
-    try {
+    await onPage(server, '/sql', async (page) => {
       const editor = page.locator('.dp-sql .cm-content');
       await editor.click();
       await page.keyboard.press('Control+A');
@@ -63,14 +51,11 @@ describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
       await page.waitForTimeout(200);
       await page.keyboard.press('Enter');
       assert.match(await editor.innerText(), /FROM marts\.customer_orders/);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('marks an engine error at its line and shows the API message', async () => {
-    const { page, close } = await openPage(server, '/sql');
-    try {
+    await onPage(server, '/sql', async (page) => {
       await runSql(page, 'SELECT 1 AS ok\nFROM staging.stg_customers\nWHERE no_such_column = 1');
       const alert = page.getByRole('alert');
       await alert.waitFor();
@@ -78,14 +63,12 @@ describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
       await page.locator('.cm-dp-error-line').waitFor();
       const marked = await page.locator('.cm-dp-error-line').innerText();
       assert.match(marked, /WHERE no_such_column/);
-    } finally {
-      await close();
-    }
+      // The query's 400 is the browser's own network log line.
+    }, { expectedErrors: /status of 400/ });
   });
 
   it('binds $parameters, pages through a result with a row count, explains, exports CSV and keeps a history', async () => {
-    const { page, errors, close } = await openPage(server, '/sql');
-    try {
+    await onPage(server, '/sql', async (page) => {
       await page.getByLabel('Rows per page').selectOption('100');
       await runSql(page, 'SELECT order_id FROM staging.stg_orders WHERE order_id > $min ORDER BY order_id');
       await page.getByLabel('Parameter min').fill('5');
@@ -110,15 +93,11 @@ describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
       await page.reload();
       await page.getByRole('button', { name: /History \(\d+\)/ }).click();
       await page.getByLabel('Query history').getByText('WHERE order_id > $min').first().waitFor();
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('explores a table: sample rows, columns and a profile with a chart per column', async () => {
-    const { page, errors, close } = await openPage(server, '/explorer');
-    try {
+    await onPage(server, '/explorer', async (page) => {
       await page.getByRole('link', { name: /customer_orders/ }).click();
       await page.waitForURL('**/explorer/marts/customer_orders');
       await page.getByRole('tab', { name: 'Sample rows' }).click();
@@ -130,15 +109,11 @@ describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
       // A chart per column (eight), each drawn on its canvas once its distribution query answered.
       await page.waitForFunction(() => document.querySelectorAll('[data-testid="bar-chart"] canvas').length === 8);
       await screenshot(page, 'explorer-profile');
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('opens the DAG, clicks a model and sees its column lineage and impact graphs', async () => {
-    const { page, errors, close } = await openPage(server, '/models');
-    try {
+    await onPage(server, '/models', async (page) => {
       const node = page.locator('[data-testid="graph"] [data-node-id="marts.customer_orders"]');
       await node.waitFor();
       await screenshot(page, 'models-dag');
@@ -157,15 +132,11 @@ describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
       await page.getByRole('link', { name: 'Full DAG' }).or(page.getByRole('tab', { name: 'Full DAG' })).first().click();
       await page.locator('[data-testid="graph"] [data-node-id="seeds.customers"]').waitFor();
       await screenshot(page, 'models-full-dag');
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('runs check, lint and diff from the models page and shows their results', async () => {
-    const { page, errors, close } = await openPage(server, '/models');
-    try {
+    await onPage(server, '/models', async (page) => {
       const panel = page.getByTestId('result-panel');
       await page.getByRole('button', { name: 'Check', exact: true }).click();
       await panel.getByText(/validation \d+ passed, 0 failed/).waitFor();
@@ -174,63 +145,57 @@ describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
       await page.getByRole('button', { name: 'Diff', exact: true }).click();
       await panel.getByRole('cell', { name: 'staging.stg_orders' }).waitFor();
       assert.ok((await panel.getByText('unchanged').count()) >= 1);
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('edits and saves a model, refuses a save over someone else’s change, and rebuilds it with live status', async () => {
-    const { page, errors, close } = await openPage(server, '/models/m/marts.revenue_by_month');
-    try {
-      const editor = page.locator('[data-testid="model-view"] .cm-content');
-      await editor.waitFor();
-      await editor.click();
-      await page.keyboard.press('Control+End');
-      await page.keyboard.insertText('\n-- edited in the browser');
-      await page.getByRole('button', { name: 'Save', exact: true }).click();
-      await page.getByText(/^saved /).waitFor();
-      const file = path.join(server.root, 'transform', 'marts', 'revenue_by_month.sql');
-      assert.match(fs.readFileSync(file, 'utf8'), /-- edited in the browser$/);
-      // Someone else changes the file: the next save is refused, and nothing is overwritten.
-      fs.appendFileSync(file, '\n-- edited elsewhere');
-      await editor.click();
-      await page.keyboard.press('Control+End');
-      await page.keyboard.insertText('\n-- second browser edit');
-      await page.keyboard.press('Control+s');
-      await page.getByRole('alert').getByText(/changed since it was read/).waitFor();
-      assert.match(fs.readFileSync(file, 'utf8'), /-- edited elsewhere$/);
-      await page.getByRole('button', { name: 'Reload theirs (drop mine)' }).click();
-      await page.locator('[data-testid="model-view"] .cm-content').getByText('-- edited elsewhere').waitFor();
-      // Rebuild it: the status comes in live from the transform event stream.
-      await page.getByRole('button', { name: 'Build', exact: true }).click();
-      await page.getByTestId('result-panel').getByRole('cell', { name: 'marts.revenue_by_month' }).waitFor();
-      await page.locator('[data-testid="model-view"]').getByText('built', { exact: true }).waitFor();
-      await screenshot(page, 'model-edit');
+    await onPage(
+      server,
+      '/models/m/marts.revenue_by_month',
+      async (page) => {
+        const editor = page.locator('[data-testid="model-view"] .cm-content');
+        await editor.waitFor();
+        await editor.click();
+        await page.keyboard.press('Control+End');
+        await page.keyboard.insertText('\n-- edited in the browser');
+        await page.getByRole('button', { name: 'Save', exact: true }).click();
+        await page.getByText(/^saved /).waitFor();
+        const file = path.join(server.root, 'transform', 'marts', 'revenue_by_month.sql');
+        assert.match(fs.readFileSync(file, 'utf8'), /-- edited in the browser$/);
+        // Someone else changes the file: the next save is refused, and nothing is overwritten.
+        fs.appendFileSync(file, '\n-- edited elsewhere');
+        await editor.click();
+        await page.keyboard.press('Control+End');
+        await page.keyboard.insertText('\n-- second browser edit');
+        await page.keyboard.press('Control+s');
+        await page.getByRole('alert').getByText(/changed since it was read/).waitFor();
+        assert.match(fs.readFileSync(file, 'utf8'), /-- edited elsewhere$/);
+        await page.getByRole('button', { name: 'Reload theirs (drop mine)' }).click();
+        await page.locator('[data-testid="model-view"] .cm-content').getByText('-- edited elsewhere').waitFor();
+        // Rebuild it: the status comes in live from the transform event stream.
+        await page.getByRole('button', { name: 'Build', exact: true }).click();
+        await page.getByTestId('result-panel').getByRole('cell', { name: 'marts.revenue_by_month' }).waitFor();
+        await page.locator('[data-testid="model-view"]').getByText('built', { exact: true }).waitFor();
+        await screenshot(page, 'model-edit');
+      },
       // The refused save is the browser's own network log line; nothing else.
-      assert.deepEqual(errors.filter((e) => !/status of 409/.test(e)), []);
-    } finally {
-      await close();
-    }
+      { expectedErrors: /status of 409/ },
+    );
   });
 
   it('creates a model from the dialog and opens it', async () => {
-    const { page, close } = await openPage(server, '/models');
-    try {
+    await onPage(server, '/models', async (page) => {
       await page.getByRole('button', { name: '+ New model' }).click();
       await page.getByLabel('Name').fill('orders_by_country');
       await page.getByLabel('SQL').fill('SELECT country, count(*) AS customers FROM staging.stg_customers GROUP BY 1');
       await page.getByRole('button', { name: 'Create', exact: true }).click();
       await page.waitForURL('**/models/m/marts.orders_by_country');
       assert.ok(fs.existsSync(path.join(server.root, 'transform', 'marts', 'orders_by_country.sql')));
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('shows quality: runs contracts and lists their history, assertions and freshness', async () => {
-    const { page, errors, close } = await openPage(server, '/quality');
-    try {
+    await onPage(server, '/quality', async (page) => {
       await page.getByRole('tab', { name: 'Contracts' }).click();
       await page.getByRole('cell', { name: 'customer_orders_contract' }).waitFor();
       await page.getByRole('button', { name: 'Run all contracts' }).click();
@@ -243,43 +208,37 @@ describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
       await page.getByRole('tab', { name: 'Freshness' }).click();
       await page.getByRole('cell', { name: 'raw_events' }).waitFor();
       await screenshot(page, 'quality');
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('follows the system theme: dark colours in a dark browser', async () => {
-    const { page, close } = await openPage(server, '/sql', { colorScheme: 'dark' });
-    try {
+    await onPage(server, '/sql', async (page) => {
       await page.locator('.dp-sql .cm-content').waitFor();
       const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
       assert.equal(bg, 'rgb(20, 23, 28)');
       await screenshot(page, 'sql-dark');
-    } finally {
-      await close();
-    }
+    }, { colorScheme: 'dark' });
   });
 
   it('switches the environment from the header (admin), last because it changes the database for everyone', async () => {
-    const { page, errors, close } = await openPage(server, '/sql');
-    try {
-      await page.getByTestId('project-name').getByText('shop').waitFor();
-      await page.locator('select#dp-env').selectOption('prod');
-      await page.waitForFunction(() => (document.querySelector('#dp-env') as HTMLSelectElement | null)?.value === 'prod');
-      const env = await (await fetch(`${server.url}/api/environment`)).json();
-      assert.equal(env.active, 'prod');
-      await page.getByTestId('health').getByText('healthy').waitFor();
+    await onPage(
+      server,
+      '/sql',
+      async (page) => {
+        await page.getByTestId('project-name').getByText('shop').waitFor();
+        await page.locator('select#dp-env').selectOption('prod');
+        await page.waitForFunction(() => (document.querySelector('#dp-env') as HTMLSelectElement | null)?.value === 'prod');
+        const env = await (await fetch(`${server.url}/api/environment`)).json();
+        assert.equal(env.active, 'prod');
+        await page.getByTestId('health').getByText('healthy').waitFor();
+      },
       // Reads that met the switch's brief 503 were retried; the browser still logs the 503 itself.
-      assert.deepEqual(errors.filter((e) => !/status of 503/.test(e)), []);
-    } finally {
-      await close();
-    }
+      { expectedErrors: /status of 503/ },
+    );
   });
 
   it('works from the keyboard: skip link, navigation links and Ctrl+Enter', async () => {
-    const { page, close } = await openPage(server, '/sql');
-    try {
+    await onPage(server, '/sql', async (page) => {
       await page.locator('.dp-sql .cm-content').waitFor();
       await page.keyboard.press('Tab');
       assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content');
@@ -290,8 +249,6 @@ describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
       }
       await page.keyboard.press('Enter');
       await page.waitForURL('**/explorer');
-    } finally {
-      await close();
-    }
+    });
   });
 });

@@ -4,21 +4,7 @@
  */
 import { useEffect, useMemo, useState } from 'react';
 import { api, Badge, Dialog, Empty, ErrorBox, Field, loadMaskingPolicies, Loading, PageHeader, ResultsGrid, seg, Table, Tabs, useApi, useCan, usePersistentState, useSession, type PageProps, type Role } from '@dp/ui';
-
-interface Policy {
-  id: string;
-  schema_name: string;
-  table_name: string;
-  column_name: string;
-  method: string;
-  method_config: Record<string, unknown>;
-  condition_column: string | null;
-  condition_value: string | null;
-  exempted_roles: string[];
-  /** Why the column is declassified (method `none`). */
-  reason?: string | null;
-  created_at: string;
-}
+import type { MaskingPolicy } from '../api-types';
 
 /** A policy derived through column lineage (GET /api/masking/policies?derived=true). */
 interface DerivedPolicy {
@@ -60,7 +46,7 @@ const ROLES: Role[] = ['viewer', 'editor', 'admin'];
 export default function MaskingPage({ page }: PageProps) {
   const [tab, setTab] = usePersistentState<TabKey>('masking.tab', 'policies');
   const methods = useApi((signal) => api.get<Method[]>('/api/masking/methods', { signal }), []);
-  const policies = useApi((signal) => api.get<Policy[]>('/api/masking/policies', { signal }), []);
+  const policies = useApi((signal) => api.get<MaskingPolicy[]>('/api/masking/policies', { signal }), []);
   const reload = () => {
     policies.reload();
     // Grids elsewhere mark masked columns from the policies: let them see the change.
@@ -109,11 +95,11 @@ function Derived() {
   );
 }
 
-function Policies({ policies, methods, onChange }: { policies: Policy[]; methods: Method[]; onChange: () => void }) {
+function Policies({ policies, methods, onChange }: { policies: MaskingPolicy[]; methods: Method[]; onChange: () => void }) {
   const canWrite = useCan('write');
-  const [editing, setEditing] = useState<Policy | 'new' | null>(null);
+  const [editing, setEditing] = useState<MaskingPolicy | 'new' | null>(null);
   const [error, setError] = useState<unknown>(null);
-  const remove = async (p: Policy) => {
+  const remove = async (p: MaskingPolicy) => {
     if (!window.confirm(`Remove the policy on ${p.schema_name}.${p.table_name}.${p.column_name}?`)) return;
     setError(null);
     try {
@@ -212,7 +198,7 @@ function ConfigForm({ method, value, onChange }: { method: Method | undefined; v
   );
 }
 
-function PolicyDialog({ policy, methods, onClose, onSaved }: { policy: Policy | 'new' | null; methods: Method[]; onClose: () => void; onSaved: () => void }) {
+function PolicyDialog({ policy, methods, onClose, onSaved }: { policy: MaskingPolicy | 'new' | null; methods: Method[]; onClose: () => void; onSaved: () => void }) {
   const existing = policy && policy !== 'new' ? policy : null;
   const tables = useApi((signal) => (policy === 'new' ? api.get<TableEntry[]>('/api/tables', { signal }) : Promise.resolve([] as TableEntry[])), [policy === 'new']);
   const [target, setTarget] = useState(existing ? `${existing.schema_name}.${existing.table_name}` : '');
@@ -269,14 +255,7 @@ function PolicyDialog({ policy, methods, onClose, onSaved }: { policy: Policy | 
       {existing ? null : (
         <>
           <Field label="Table">
-            <select value={target} onChange={(e) => (setTarget(e.target.value), setColumn(''))} aria-label="Table">
-              <option value="">Choose a table…</option>
-              {(tables.data ?? []).map((t) => (
-                <option key={`${t.schema}.${t.name}`} value={`${t.schema}.${t.name}`}>
-                  {t.schema}.{t.name}
-                </option>
-              ))}
-            </select>
+            <TableSelect tables={tables.data ?? []} value={target} onChange={(table) => (setTarget(table), setColumn(''))} label="Table" />
           </Field>
           <Field label="Column">
             <select value={column} onChange={(e) => setColumn(e.target.value)} aria-label="Column" disabled={!columns.data?.length}>
@@ -363,7 +342,7 @@ function Preview() {
   const [role, setRole] = useState<Role>('viewer');
   const [result, setResult] = useState<{ columns: string[]; column_types: string[]; rows: unknown[][]; notes?: string[] } | null>(null);
   const [error, setError] = useState<unknown>(null);
-  const policies = useApi((signal) => api.get<Policy[]>('/api/masking/policies', { signal }), []);
+  const policies = useApi((signal) => api.get<MaskingPolicy[]>('/api/masking/policies', { signal }), []);
   const [schema, table] = target.split(/\.(.*)/s);
   const masked = useMemo(
     () => (policies.data ?? []).filter((p) => p.schema_name === schema && p.table_name === table && !p.exempted_roles.includes(role)).map((p) => p.column_name),
@@ -381,14 +360,7 @@ function Preview() {
   return (
     <>
       <div className="dp-row">
-        <select value={target} onChange={(e) => setTarget(e.target.value)} aria-label="Table to preview">
-          <option value="">Choose a table…</option>
-          {(tables.data ?? []).map((t) => (
-            <option key={`${t.schema}.${t.name}`} value={`${t.schema}.${t.name}`}>
-              {t.schema}.{t.name}
-            </option>
-          ))}
-        </select>
+        <TableSelect tables={tables.data ?? []} value={target} onChange={setTarget} label="Table to preview" />
         <label className="dp-row">
           as
           <select value={role} onChange={(e) => setRole(e.target.value as Role)} aria-label="Role to preview as">
@@ -422,5 +394,19 @@ function Preview() {
         <Empty>Pick a table and a role to see its sample as that role sees it.</Empty>
       )}
     </>
+  );
+}
+
+/** A select of the tables by `schema.name`, empty until one is chosen. */
+function TableSelect({ tables, value, onChange, label }: { tables: TableEntry[]; value: string; onChange: (table: string) => void; label: string }) {
+  return (
+    <select value={value} onChange={(e) => onChange(e.target.value)} aria-label={label}>
+      <option value="">Choose a table…</option>
+      {tables.map((t) => (
+        <option key={`${t.schema}.${t.name}`} value={`${t.schema}.${t.name}`}>
+          {t.schema}.{t.name}
+        </option>
+      ))}
+    </select>
   );
 }

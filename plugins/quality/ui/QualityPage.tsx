@@ -5,17 +5,10 @@
 import { useMemo, useState } from 'react';
 import { api, Badge, Empty, ErrorBox, Loading, PageHeader, seg, StatusBadge, Table, Tabs, useApi, useCan, usePersistentState, type PageProps } from '@dp/ui';
 import { LineChart } from '@dp/ui/chart';
+import type { Contract, StoredAssertionResult } from '../api-types';
 
 type TabKey = 'contracts' | 'assertions' | 'freshness' | 'anomalies' | 'alerts';
 
-interface Contract {
-  name: string;
-  model: string;
-  description: string;
-  severity: string;
-  assertions: string[];
-  file: string;
-}
 
 interface ContractRun {
   id: string;
@@ -29,15 +22,6 @@ interface ContractRun {
   checked_at: string;
 }
 
-interface AssertionResult {
-  id: string;
-  run_id: string;
-  model: string;
-  expression: string;
-  passed: boolean;
-  detail: Record<string, unknown>;
-  checked_at: string;
-}
 
 export default function QualityPage({ page }: PageProps) {
   const [tab, setTab] = usePersistentState<TabKey>('quality.tab', 'contracts');
@@ -159,7 +143,7 @@ function Contracts() {
 }
 
 function Assertions() {
-  const results = useApi((signal) => api.get<{ results: AssertionResult[] }>('/api/assertions', { signal }), []);
+  const results = useApi((signal) => api.get<{ results: StoredAssertionResult[] }>('/api/assertions', { signal }), []);
   const [model, setModel] = useState<string | null>(null);
   if (results.error) return <ErrorBox error={results.error} onRetry={results.reload} />;
   if (!results.data) return <Loading />;

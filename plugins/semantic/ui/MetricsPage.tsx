@@ -6,40 +6,13 @@
 import { useEffect, useMemo, useState } from 'react';
 import { api, Badge, Empty, ErrorBox, Field, Loading, PageHeader, ResultsGrid, useApi, usePersistentState, type PageProps } from '@dp/ui';
 import { BarChart, LineChart } from '@dp/ui/chart';
+import type { MetricDefinition, MetricList, MetricQueryResult } from '../api-types';
 import './metrics.css';
-
-interface Metric {
-  name: string;
-  model: string;
-  measure: string;
-  description: string;
-  dimensions: string[];
-  time_dimension: string | null;
-  filters: string[];
-  file: string;
-}
-
-interface LoadError {
-  file: string;
-  metric: string | null;
-  line?: number;
-  reason: string;
-}
-
-interface QueryResult {
-  metric: string;
-  sql: string;
-  params: Record<string, string>;
-  columns: string[];
-  column_types: string[];
-  rows: unknown[][];
-  truncated: boolean;
-}
 
 const GRAINS = ['hour', 'day', 'week', 'month', 'quarter', 'year'];
 
 export default function MetricsPage({ page }: PageProps) {
-  const loaded = useApi((signal) => api.get<{ metrics: Metric[]; errors: LoadError[] }>('/api/semantic/metrics', { signal }), []);
+  const loaded = useApi((signal) => api.get<MetricList>('/api/semantic/metrics', { signal }), []);
   const [name, setName] = usePersistentState<string>('metrics.metric', '');
   const metrics = loaded.data?.metrics ?? [];
   const metric = metrics.find((m) => m.name === name) ?? metrics[0];
@@ -93,7 +66,7 @@ export default function MetricsPage({ page }: PageProps) {
   );
 }
 
-function MetricFacts({ metric }: { metric: Metric }) {
+function MetricFacts({ metric }: { metric: MetricDefinition }) {
   return (
     <div className="dp-col dp-muted dp-metric-facts" style={{ fontSize: 13, gap: 4 }}>
       {metric.description ? <div>{metric.description}</div> : null}
@@ -120,12 +93,12 @@ function MetricFacts({ metric }: { metric: Metric }) {
   );
 }
 
-function Explorer({ metric }: { metric: Metric }) {
+function Explorer({ metric }: { metric: MetricDefinition }) {
   const [dimensions, setDimensions] = useState<string[]>([]);
   const [grain, setGrain] = useState<string>(metric.time_dimension ? 'month' : '');
   const [start, setStart] = useState('');
   const [end, setEnd] = useState('');
-  const [result, setResult] = useState<QueryResult | null>(null);
+  const [result, setResult] = useState<MetricQueryResult | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [running, setRunning] = useState(false);
 
@@ -136,7 +109,7 @@ function Explorer({ metric }: { metric: Metric }) {
     setRunning(true);
     setError(null);
     try {
-      setResult(await api.post<QueryResult>('/api/semantic/query', { ...request, limit: 5000 }));
+      setResult(await api.post<MetricQueryResult>('/api/semantic/query', { ...request, limit: 5000 }));
     } catch (e) {
       setResult(null);
       setError(e);
@@ -208,7 +181,7 @@ function Explorer({ metric }: { metric: Metric }) {
 }
 
 /** The chart: a line over time for one series, bars per row otherwise. */
-function MetricChart({ result, grain }: { result: QueryResult; grain: string }) {
+function MetricChart({ result, grain }: { result: MetricQueryResult; grain: string }) {
   const valueIndex = result.columns.length - 1;
   const numeric = (v: unknown) => (typeof v === 'number' ? v : Number(v));
   const data = useMemo(() => {
@@ -224,7 +197,7 @@ function MetricChart({ result, grain }: { result: QueryResult; grain: string }) 
   return <BarChart labels={data.labels.slice(0, 60)} values={data.values.slice(0, 60)} height={180} ariaLabel={`${result.metric} by ${result.columns.slice(0, valueIndex).join(', ') || 'total'}`} />;
 }
 
-function MetricResult({ result, grain }: { result: QueryResult; grain: string }) {
+function MetricResult({ result, grain }: { result: MetricQueryResult; grain: string }) {
   return (
     <div className="dp-col" data-testid="metric-result">
       <div className="dp-card">

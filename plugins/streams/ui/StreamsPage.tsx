@@ -8,6 +8,7 @@ import { useEffect, useMemo, useState } from 'react';
 import { Route, Routes, useLocation, useNavigate } from 'react-router-dom';
 import { api, Badge, Empty, ErrorBox, Loading, PageHeader, seg, StatusBadge, Table, Tabs, useApi, useCan, type PageProps } from '@dp/ui';
 import { LineChart } from '@dp/ui/chart';
+import type { HistoryRecord, SchedulerState } from '../api-types';
 
 interface StreamInfo {
   name: string;
@@ -29,28 +30,7 @@ interface Active {
   total_events: number;
 }
 
-interface HistoryRun {
-  run_id: string;
-  kind: string;
-  name: string;
-  trigger: string;
-  status: string;
-  started_at: string;
-  duration_ms: number;
-  error: string | null;
-}
 
-interface Schedule {
-  name: string;
-  kind: string;
-  cron: string;
-  next_run: string | null;
-  running: boolean;
-  last_run: string | null;
-  last_status: string | null;
-  skipped: number;
-  error?: string;
-}
 
 interface LiveStep {
   index: number;
@@ -278,7 +258,7 @@ function ModelTable({ models }: { models: LiveModel[] }) {
 }
 
 function HistoryView({ live }: { live: LiveRun }) {
-  const history = useApi((signal) => api.get<{ runs: HistoryRun[] }>('/api/history', { signal, query: { kind: 'stream', limit: 200 } }), [live.status]);
+  const history = useApi((signal) => api.get<{ runs: HistoryRecord[] }>('/api/history', { signal, query: { kind: 'stream', limit: 200 } }), [live.status]);
   const names = useMemo(() => [...new Set((history.data?.runs ?? []).map((r) => r.name))].sort(), [history.data]);
   const [chosen, setChosen] = useState<string | null>(null);
   const name = chosen ?? names[0] ?? null;
@@ -319,7 +299,7 @@ function HistoryView({ live }: { live: LiveRun }) {
 }
 
 function SchedulerView({ live }: { live: LiveRun }) {
-  const scheduler = useApi((signal) => api.get<{ running: boolean; schedules: Schedule[] }>('/api/scheduler', { signal }), [live.status]);
+  const scheduler = useApi((signal) => api.get<SchedulerState>('/api/scheduler', { signal }), [live.status]);
   if (scheduler.error) return <ErrorBox error={scheduler.error} onRetry={scheduler.reload} />;
   if (!scheduler.data) return <Loading />;
   return (

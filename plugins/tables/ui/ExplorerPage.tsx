@@ -7,6 +7,7 @@ import { useMemo, useState } from 'react';
 import { Link, Route, Routes, useNavigate, useParams } from 'react-router-dom';
 import { api, Badge, Empty, ErrorBox, Icon, isNumericType, Loading, maskedColumns, PageHeader, ResultsGrid, seg, Table, Tabs, useApi, useMaskingPolicies, usePersistentState, useSession, type PageProps } from '@dp/ui';
 import { BarChart } from '@dp/ui/chart';
+import type { ColumnProfile, TableProfile } from '../../quality/api-types';
 
 interface TableEntry {
   schema: string;
@@ -23,26 +24,6 @@ interface Sample {
   rows: unknown[][];
   limit: number;
   offset: number;
-}
-
-interface ProfileColumn {
-  name: string;
-  type: string;
-  null_count: number;
-  null_pct: number;
-  distinct_count: number;
-  min: unknown;
-  max: unknown;
-  avg: number | null;
-  sample_values?: unknown[];
-  masked?: boolean;
-}
-
-interface Profile {
-  row_count: number;
-  column_count: number;
-  columns: ProfileColumn[];
-  notes?: string[];
 }
 
 export default function ExplorerPage({ page }: PageProps) {
@@ -188,7 +169,7 @@ function ProfileView({ schema, table }: { schema: string; table: string }) {
 }
 
 function Profiled({ schema, table }: { schema: string; table: string }) {
-  const profile = useApi((signal) => api.get<Profile>(`/api/tables/${seg(schema)}/${seg(table)}/profile`, { signal }), [schema, table]);
+  const profile = useApi((signal) => api.get<TableProfile>(`/api/tables/${seg(schema)}/${seg(table)}/profile`, { signal }), [schema, table]);
   if (profile.error) {
     return <ErrorBox error={profile.error} onRetry={profile.reload} />;
   }
@@ -228,7 +209,7 @@ function Profiled({ schema, table }: { schema: string; table: string }) {
 const quoteIdent = (s: string) => `"${s.replace(/"/g, '""')}"`;
 
 /** A histogram (numbers: ten equal-width buckets) or the top values (anything else), through /api/query (masked like any query). */
-function ColumnChart({ schema, table, column }: { schema: string; table: string; column: ProfileColumn }) {
+function ColumnChart({ schema, table, column }: { schema: string; table: string; column: ColumnProfile }) {
   const from = `${quoteIdent(schema)}.${quoteIdent(table)}`;
   const col = quoteIdent(column.name);
   const numeric = isNumericType(column.type) && typeof column.min === 'number' && typeof column.max === 'number' && column.max > column.min;

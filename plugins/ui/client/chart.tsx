@@ -27,25 +27,49 @@ function usePlot(make: (width: number) => uPlot.Options, data: uPlot.AlignedData
   return host;
 }
 
+interface ChartTheme {
+  /** Bars and lines. */
+  accent: string;
+  /** Grid lines. */
+  grid: uPlot.Axis.Grid;
+}
+
+/**
+ * The options every chart shares: its size, no legend, the axes in the muted text colour and a
+ * small font, and one data series. The colours are read from the page's CSS variables when the
+ * chart is drawn, so they follow the theme.
+ */
+function chartOptions(
+  width: number,
+  height: number,
+  build: (theme: ChartTheme) => { axes: [uPlot.Axis, uPlot.Axis]; series: uPlot.Series } & Omit<Partial<uPlot.Options>, 'axes' | 'series'>,
+): uPlot.Options {
+  const fg = cssVar('--dp-fg-muted', '#667085');
+  const theme: ChartTheme = { accent: cssVar('--dp-accent', '#2f6fde'), grid: { stroke: cssVar('--dp-border', '#ddd'), width: 1 } };
+  const { axes, series, ...rest } = build(theme);
+  return {
+    width,
+    height,
+    legend: { show: false },
+    ...rest,
+    axes: axes.map((axis) => ({ stroke: fg, font: '10px sans-serif', ...axis })),
+    series: [{}, series],
+  };
+}
+
 /** Bars over labelled buckets; the label of each bar shows on hover. */
 export function BarChart({ labels, values, height = 120, ariaLabel = 'Bar chart' }: { labels: string[]; values: number[]; height?: number; ariaLabel?: string }) {
   const host = usePlot(
-    (width) => {
-      const fg = cssVar('--dp-fg-muted', '#667085');
-      const accent = cssVar('--dp-accent', '#2f6fde');
-      return {
-        width,
-        height,
-        legend: { show: false },
+    (width) =>
+      chartOptions(width, height, ({ accent, grid }) => ({
         cursor: { points: { show: false } },
         scales: { x: { time: false, range: [-0.5, labels.length - 0.5] } },
         axes: [
-          { stroke: fg, grid: { show: false }, ticks: { show: false }, values: (_u, splits) => splits.map((s) => (Number.isInteger(s) ? (labels[s] ?? '') : '')), size: 28, font: '10px sans-serif' },
-          { stroke: fg, grid: { stroke: cssVar('--dp-border', '#ddd'), width: 1 }, size: 40, font: '10px sans-serif' },
+          { grid: { show: false }, ticks: { show: false }, values: (_u, splits) => splits.map((s) => (Number.isInteger(s) ? (labels[s] ?? '') : '')), size: 28 },
+          { grid, size: 40 },
         ],
-        series: [{}, { stroke: accent, fill: accent, paths: uPlot.paths.bars!({ size: [0.7, 60] }), points: { show: false } }],
-      };
-    },
+        series: { stroke: accent, fill: accent, paths: uPlot.paths.bars!({ size: [0.7, 60] }), points: { show: false } },
+      })),
     [labels.map((_, i) => i), values],
     [labels.join('\u0000'), values.join(',')],
   );
@@ -55,20 +79,11 @@ export function BarChart({ labels, values, height = 120, ariaLabel = 'Bar chart'
 /** A line over time: `times` in seconds since the epoch. */
 export function LineChart({ times, values, height = 160, label = 'value' }: { times: number[]; values: number[]; height?: number; label?: string }) {
   const host = usePlot(
-    (width) => {
-      const fg = cssVar('--dp-fg-muted', '#667085');
-      const accent = cssVar('--dp-accent', '#2f6fde');
-      return {
-        width,
-        height,
-        legend: { show: false },
-        axes: [
-          { stroke: fg, grid: { stroke: cssVar('--dp-border', '#ddd'), width: 1 }, font: '10px sans-serif' },
-          { stroke: fg, grid: { stroke: cssVar('--dp-border', '#ddd'), width: 1 }, size: 50, font: '10px sans-serif' },
-        ],
-        series: [{}, { label, stroke: accent, width: 2, points: { show: true, size: 5 } }],
-      };
-    },
+    (width) =>
+      chartOptions(width, height, ({ accent, grid }) => ({
+        axes: [{ grid }, { grid, size: 50 }],
+        series: { label, stroke: accent, width: 2, points: { show: true, size: 5 } },
+      })),
     [times, values],
     [times.join(','), values.join(',')],
   );

@@ -3,91 +3,78 @@
  * per-table timeline, cleanup), metadata snapshots with their diff, and backups with verify and
  * restore. Every action goes through the plugin's API; the role only hides buttons.
  */
-import { useState } from 'react';
+import { useState, type ReactNode } from 'react';
 import { api, Badge, Dialog, Empty, ErrorBox, Field, Loading, PageHeader, seg, StatusBadge, Table, Tabs, useApi, useCan, usePersistentState, type PageProps } from '@dp/ui';
 import { LineChart } from '@dp/ui/chart';
+import type { BackupEntry, BackupRestoreResult, DiffResult, RestoreResult, SnapshotDiff, SnapshotSummary, TimelineEntry, VerifyResult, VersionDetail, VersionRecord } from '../api-types';
 
 type TabKey = 'versions' | 'snapshots' | 'backups';
 
-interface Version {
-  version_id: string;
-  created_at: string;
-  description: string | null;
-  trigger: string;
-  table_count: number;
-  total_rows: number;
-  size_bytes: number;
-}
-
-interface VersionDetail extends Version {
-  tables: Array<{ table: string; row_count: number; columns: Array<{ name: string; type: string }>; key: string[] }>;
-}
-
-interface Change {
-  table: string;
-  change: 'added' | 'removed' | 'modified';
-  rows?: number;
-  rows_before?: number;
-  rows_after?: number;
-  row_diff?: number;
-  rows_added?: number;
-  rows_removed?: number;
-  rows_changed?: number | null;
-  compared_by?: 'key' | 'row';
-  columns_added?: string[];
-  columns_removed?: string[];
-  columns_type_changed?: string[];
-}
-
-interface DiffResult {
-  from_version: string;
-  to_version: string;
-  tables_compared: number;
-  changes: Change[];
-}
-
-interface RestoreResult {
-  version_id: string;
-  restore_version: string;
-  status: string;
-  tables: Array<{ table: string; status: string; rows?: number; error?: string; reason?: string }>;
-}
-
-interface Snapshot {
-  name: string;
-  created_at: string;
-  project_hash: string;
-  file_count: number;
-  table_count: number;
-}
-
-interface SnapshotDiff {
-  snapshot: string;
-  changed: boolean;
-  files: { added: string[]; modified: string[]; removed: string[] };
-  tables: Array<{ table: string; status: string; rows_before: number | null; rows_after: number | null; schema_changed: boolean }>;
-}
-
-interface Backup {
-  path: string;
-  size_bytes: number;
-  sha256: string;
-  timestamp: string;
-  note: string | null;
-  kind: string;
-}
-
-interface VerifyResult {
-  path: string;
-  valid: boolean;
-  checksum_ok: boolean;
-  opens: boolean;
-  tables: number | null;
-  error: string | null;
-}
-
 const bytes = (n: number) => (n >= 1e9 ? `${(n / 1e9).toFixed(1)} GB` : n >= 1e6 ? `${(n / 1e6).toFixed(1)} MB` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} kB` : `${n} B`);
 const when = (iso: string) => new Date(iso).toLocaleString();
+
+/**
+ * Runs the tab's actions: `busy` names the one under way, its error is kept for the ErrorBox,
+ * and `tick` moves after each success so the lists read again. `onStart` clears what the
+ * previous action left (a message).
+ */
+function useActionRunner(onStart?: () => void) {
+  const [tick, setTick] = useState(0);
+  const [busy, setBusy] = useState<string | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const act = async (label: string, fn: () => Promise<unknown>) => {
+    setBusy(label);
+    setError(null);
+    onStart?.();
+    try {
+      await fn();
+      setTick((t) => t + 1);
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(null);
+    }
+  };
+  return { tick, busy, error, act };
+}
+
+/** "Keep newest [N] Clean up": deletes all but the newest N (of versions or backups). */
+function CleanupControls({ what, canWrite, busy, onCleanup }: { what: 'Versions' | 'Backups'; canWrite: boolean; busy: string | null; onCleanup: (keep: number) => void }) {
+  const [keep, setKeep] = useState(5);
+  return (
+    <>
+      <span className="dp-muted">Keep newest</span>
+      <input type="number" min={1} aria-label={`${what} to keep`} value={keep} onChange={(e) => setKeep(Number(e.target.value))} style={{ width: 70 }} disabled={!canWrite} />
+      <button type="button" className="dp-btn" disabled={!canWrite || busy !== null} onClick={() => onCleanup(keep)}>
+        Clean up
+      </button>
+      {busy ? <span className="dp-muted">Working ({busy})…</span> : null}
+    </>
+  );
+}
+
+/** A dialog that asks before a destructive action: Cancel, or the red button that runs it. */
+function ConfirmDialog({ title, confirmLabel, confirmDisabled, onConfirm, onClose, children }: { title: string; confirmLabel: string; confirmDisabled?: boolean; onConfirm: () => void; onClose: () => void; children: ReactNode }) {
+  return (
+    <Dialog
+      open
+      title={title}
+      onClose={onClose}
+      footer={
+        <>
+          <button type="button" className="dp-btn" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="button" className="dp-btn dp-btn-danger" disabled={confirmDisabled} onClick={onConfirm}>
+            {confirmLabel}
+          </button>
+        </>
+      }
+    >
+      {children}
+    </Dialog>
+  );
+}
 
 export default function VersioningPage({ page }: PageProps) {
   const [tab, setTab] = usePersistentState<TabKey>('versioning.tab', 'versions');
@@ -113,32 +100,16 @@ export default function VersioningPage({ page }: PageProps) {
 // ------------------------------------------------------------------ versions
 
 function Versions() {
-  const [tick, setTick] = useState(0);
-  const versions = useApi((signal) => api.get<Version[]>('/api/versions', { signal }), [tick]);
+  const { tick, busy, error, act } = useActionRunner();
+  const versions = useApi((signal) => api.get<VersionRecord[]>('/api/versions', { signal }), [tick]);
   const canWrite = useCan('write');
   const [description, setDescription] = useState('');
-  const [busy, setBusy] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
   const [selected, setSelected] = useState<string | null>(null);
   // Bumped on each click of a version: the diff against the current tables is computed again.
   const [looked, setLooked] = useState(0);
   const [diffTarget, setDiffTarget] = useState<string>('current');
   const [restoring, setRestoring] = useState<VersionDetail | null>(null);
   const [restored, setRestored] = useState<RestoreResult | null>(null);
-  const [keep, setKeep] = useState(5);
-
-  const act = async (label: string, fn: () => Promise<unknown>) => {
-    setBusy(label);
-    setError(null);
-    try {
-      await fn();
-      setTick((t) => t + 1);
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(null);
-    }
-  };
 
   if (versions.error) return <ErrorBox error={versions.error} onRetry={versions.reload} />;
   if (!versions.data) return <Loading />;
@@ -152,19 +123,14 @@ function Versions() {
           disabled={!canWrite || busy !== null}
           title={canWrite ? 'Write every table to _snapshots/ as Parquet' : 'Needs the editor role'}
           onClick={() => void act('create', async () => {
-            const v = await api.post<Version>('/api/versions', { description: description || undefined });
+            const v = await api.post<VersionRecord>('/api/versions', { description: description || undefined });
             setDescription('');
             setSelected(v.version_id);
           })}
         >
           Create version
         </button>
-        <span className="dp-muted">Keep newest</span>
-        <input type="number" min={1} aria-label="Versions to keep" value={keep} onChange={(e) => setKeep(Number(e.target.value))} style={{ width: 70 }} disabled={!canWrite} />
-        <button type="button" className="dp-btn" disabled={!canWrite || busy !== null} onClick={() => void act('cleanup', () => api.post('/api/versions/cleanup', { keep }))}>
-          Clean up
-        </button>
-        {busy ? <span className="dp-muted">Working ({busy})…</span> : null}
+        <CleanupControls what="Versions" canWrite={canWrite} busy={busy} onCleanup={(keep) => void act('cleanup', () => api.post('/api/versions/cleanup', { keep }))} />
       </div>
       <ErrorBox error={error} />
       {restored ? <RestoreReport result={restored} onClose={() => setRestored(null)} /> : null}
@@ -236,7 +202,7 @@ function Versions() {
   );
 }
 
-function VersionDetails({ id, versions, diffTarget, onDiffTarget, refresh }: { id: string; versions: Version[]; diffTarget: string; onDiffTarget: (t: string) => void; refresh: number }) {
+function VersionDetails({ id, versions, diffTarget, onDiffTarget, refresh }: { id: string; versions: VersionRecord[]; diffTarget: string; onDiffTarget: (t: string) => void; refresh: number }) {
   const detail = useApi((signal) => api.get<VersionDetail>(`/api/versions/${seg(id)}`, { signal }), [id]);
   const diff = useApi(
     (signal) => api.get<DiffResult>(`/api/versions/${seg(id)}/diff`, { signal, query: { to_version: diffTarget === 'current' ? undefined : diffTarget } }),
@@ -313,7 +279,7 @@ function VersionDetails({ id, versions, diffTarget, onDiffTarget, refresh }: { i
 }
 
 function Timeline({ table }: { table: string }) {
-  const timeline = useApi((signal) => api.get<Array<{ version_id: string; created_at: string; row_count: number; columns: Array<{ name: string }> }>>(`/api/versions/timeline/${seg(table)}`, { signal }), [table]);
+  const timeline = useApi((signal) => api.get<TimelineEntry[]>(`/api/versions/timeline/${seg(table)}`, { signal }), [table]);
   if (timeline.error) return <ErrorBox error={timeline.error} onRetry={timeline.reload} />;
   if (!timeline.data) return <Loading />;
   const oldestFirst = [...timeline.data].reverse();
@@ -339,20 +305,12 @@ function RestoreDialog({ version, onClose, onRestore }: { version: VersionDetail
   const [chosen, setChosen] = useState<Set<string>>(new Set(version.tables.map((t) => t.table)));
   const all = chosen.size === version.tables.length;
   return (
-    <Dialog
-      open
+    <ConfirmDialog
       title={`Restore ${version.version_id}`}
+      confirmLabel={`Restore ${all ? 'all tables' : `${chosen.size} table${chosen.size === 1 ? '' : 's'}`}`}
+      confirmDisabled={chosen.size === 0}
+      onConfirm={() => onRestore(all ? null : [...chosen])}
       onClose={onClose}
-      footer={
-        <>
-          <button type="button" className="dp-btn" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="button" className="dp-btn dp-btn-danger" disabled={chosen.size === 0} onClick={() => onRestore(all ? null : [...chosen])}>
-            Restore {all ? 'all tables' : `${chosen.size} table${chosen.size === 1 ? '' : 's'}`}
-          </button>
-        </>
-      }
     >
       <p>
         The chosen tables are replaced with this version's data. A version of the current data (trigger <code>restore</code>) is written first, so this can be undone.
@@ -372,7 +330,7 @@ function RestoreDialog({ version, onClose, onRestore }: { version: VersionDetail
           {t.table} <span className="dp-muted">({t.row_count} rows)</span>
         </label>
       ))}
-    </Dialog>
+    </ConfirmDialog>
   );
 }
 
@@ -405,21 +363,11 @@ function RestoreReport({ result, onClose }: { result: RestoreResult; onClose: ()
 // ------------------------------------------------------------------ snapshots
 
 function Snapshots() {
-  const [tick, setTick] = useState(0);
-  const snapshots = useApi((signal) => api.get<Snapshot[]>('/api/snapshots', { signal }), [tick]);
+  const { tick, error, act } = useActionRunner();
+  const snapshots = useApi((signal) => api.get<SnapshotSummary[]>('/api/snapshots', { signal }), [tick]);
   const canWrite = useCan('write');
   const [name, setName] = useState('');
-  const [error, setError] = useState<unknown>(null);
   const [selected, setSelected] = useState<string | null>(null);
-  const act = async (fn: () => Promise<unknown>) => {
-    setError(null);
-    try {
-      await fn();
-      setTick((t) => t + 1);
-    } catch (e) {
-      setError(e);
-    }
-  };
   if (snapshots.error) return <ErrorBox error={snapshots.error} onRetry={snapshots.reload} />;
   if (!snapshots.data) return <Loading />;
   return (
@@ -430,8 +378,8 @@ function Snapshots() {
           type="button"
           className="dp-btn dp-btn-primary"
           disabled={!canWrite}
-          onClick={() => void act(async () => {
-            const s = await api.post<Snapshot>('/api/snapshot', name ? { name } : {});
+          onClick={() => void act('snapshot', async () => {
+            const s = await api.post<SnapshotSummary>('/api/snapshot', name ? { name } : {});
             setName('');
             setSelected(s.name);
           })}
@@ -461,7 +409,7 @@ function Snapshots() {
                 disabled={!canWrite}
                 onClick={(e) => {
                   e.stopPropagation();
-                  if (window.confirm(`Delete snapshot ${s.name}?`)) void act(() => api.del(`/api/snapshots/${seg(s.name)}`));
+                  if (window.confirm(`Delete snapshot ${s.name}?`)) void act('delete', () => api.del(`/api/snapshots/${seg(s.name)}`));
                 }}
               >
                 Delete
@@ -513,30 +461,14 @@ function SnapshotChanges({ name }: { name: string }) {
 // ------------------------------------------------------------------ backups
 
 function Backups() {
-  const [tick, setTick] = useState(0);
-  const backups = useApi((signal) => api.get<Backup[]>('/api/backups', { signal }), [tick]);
+  const [message, setMessage] = useState<string | null>(null);
+  const { tick, busy, error, act } = useActionRunner(() => setMessage(null));
+  const backups = useApi((signal) => api.get<BackupEntry[]>('/api/backups', { signal }), [tick]);
   const canWrite = useCan('write');
   const [note, setNote] = useState('');
   const [verifyCopy, setVerifyCopy] = useState(true);
-  const [busy, setBusy] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
   const [checks, setChecks] = useState<Record<string, VerifyResult>>({});
-  const [confirm, setConfirm] = useState<Backup | null>(null);
-  const [message, setMessage] = useState<string | null>(null);
-  const [keep, setKeep] = useState(5);
-  const act = async (label: string, fn: () => Promise<unknown>) => {
-    setBusy(label);
-    setError(null);
-    setMessage(null);
-    try {
-      await fn();
-      setTick((t) => t + 1);
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(null);
-    }
-  };
+  const [confirm, setConfirm] = useState<BackupEntry | null>(null);
   if (backups.error) return <ErrorBox error={backups.error} onRetry={backups.reload} />;
   if (!backups.data) return <Loading />;
   return (
@@ -551,19 +483,14 @@ function Backups() {
           className="dp-btn dp-btn-primary"
           disabled={!canWrite || busy !== null}
           onClick={() => void act('backup', async () => {
-            const b = await api.post<Backup>('/api/backup', { note: note || undefined, no_verify: !verifyCopy });
+            const b = await api.post<BackupEntry>('/api/backup', { note: note || undefined, no_verify: !verifyCopy });
             setNote('');
             setMessage(`Backup ${b.path} written`);
           })}
         >
           Back up now
         </button>
-        <span className="dp-muted">Keep newest</span>
-        <input type="number" min={1} aria-label="Backups to keep" value={keep} onChange={(e) => setKeep(Number(e.target.value))} style={{ width: 70 }} disabled={!canWrite} />
-        <button type="button" className="dp-btn" disabled={!canWrite || busy !== null} onClick={() => void act('cleanup', () => api.post('/api/backup/cleanup', { keep }))}>
-          Clean up
-        </button>
-        {busy ? <span className="dp-muted">Working ({busy})…</span> : null}
+        <CleanupControls what="Backups" canWrite={canWrite} busy={busy} onCleanup={(keep) => void act('cleanup', () => api.post('/api/backup/cleanup', { keep }))} />
       </div>
       <ErrorBox error={error} />
       {message ? <div className="dp-muted" role="status">{message}</div> : null}
@@ -610,37 +537,24 @@ function Backups() {
         ]}
       />
       {confirm ? (
-        <Dialog
-          open
+        <ConfirmDialog
           title={`Restore ${confirm.path}`}
+          confirmLabel="Restore the database"
           onClose={() => setConfirm(null)}
-          footer={
-            <>
-              <button type="button" className="dp-btn" onClick={() => setConfirm(null)}>
-                Cancel
-              </button>
-              <button
-                type="button"
-                className="dp-btn dp-btn-danger"
-                onClick={() => {
-                  const b = confirm;
-                  setConfirm(null);
-                  void act('restore', async () => {
-                    const r = await api.post<{ restored: string; replaced_backup: Backup }>('/api/backup/restore', { path: b.path });
-                    setMessage(`Restored ${r.restored}; the replaced database is kept as ${r.replaced_backup.path}`);
-                  });
-                }}
-              >
-                Restore the database
-              </button>
-            </>
-          }
+          onConfirm={() => {
+            const b = confirm;
+            setConfirm(null);
+            void act('restore', async () => {
+              const r = await api.post<BackupRestoreResult>('/api/backup/restore', { path: b.path });
+              setMessage(`Restored ${r.restored}; the replaced database is kept as ${r.replaced_backup.path}`);
+            });
+          }}
         >
           <p>
             The whole database file is replaced with this backup (taken {when(confirm.timestamp)}). The server pauses for a moment: requests meanwhile get a 503 and
             can be retried. The current file is kept as a backup of its own.
           </p>
-        </Dialog>
+        </ConfirmDialog>
       ) : null}
     </>
   );

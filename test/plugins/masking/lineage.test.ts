@@ -9,9 +9,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { copyShop, makeProject, runCli, startServer, type TestServer } from '../../helpers.js';
+import { copyShop, makeProject, runCli } from '../../helpers.js';
+import { startServerWithRoles, type Role, type RoleServer } from '../../support/role-server.js';
 
-type Role = 'viewer' | 'editor' | 'admin';
 
 const PEOPLE = `id,email,name,salary,dept
 1,ada@example.com,Ada,120,eng
@@ -89,31 +89,12 @@ const RULES: Array<{ rule: string; rel: string; column: string; source?: 'email'
   { rule: 'PIVOT group column', rel: 'pivoted', column: 'id', expect: 'raw' },
 ];
 
-interface Server {
-  s: TestServer;
-  root: string;
-  tokens: Record<Role, string>;
-}
-
-async function boot(root: string): Promise<Server> {
-  const s = await startServer(root, { auth: true });
-  const setup = await s.request('POST', '/api/auth/setup', { username: 'root', password: 'rootpw', role: 'admin' });
-  assert.equal(setup.status, 200, setup.text);
-  const tokens = { admin: setup.body.token } as Record<Role, string>;
-  for (const role of ['viewer', 'editor'] as const) {
-    const created = await s.request('POST', '/api/users', { username: role, password: `${role}pw`, role }, { token: tokens.admin });
-    assert.ok(created.status < 300, created.text);
-    tokens[role] = (await s.request('POST', '/api/auth/login', { username: role, password: `${role}pw` })).body.token;
-  }
-  return { s, root, tokens };
-}
-
-async function query(srv: Server, role: Role, sql: string) {
+async function query(srv: RoleServer, role: Role, sql: string) {
   return srv.s.request('POST', '/api/query', { sql }, { token: srv.tokens[role] });
 }
 
 /** A column of a query result as objects keyed by column name. */
-async function column(srv: Server, role: Role, rel: string, col: string): Promise<Array<{ id: unknown; value: unknown }>> {
+async function column(srv: RoleServer, role: Role, rel: string, col: string): Promise<Array<{ id: unknown; value: unknown }>> {
   const r = await query(srv, role, `SELECT * FROM m.${rel}`);
   assert.equal(r.status, 200, `${rel}.${col} as ${role}: ${r.text.slice(0, 300)}`);
   const cols: string[] = r.body.columns.map((c: any) => (typeof c === 'string' ? c : c.name));
@@ -126,13 +107,13 @@ async function column(srv: Server, role: Role, rel: string, col: string): Promis
 const sortKey = (v: unknown) => JSON.stringify(v);
 
 describe('masking through lineage', () => {
-  let srv: Server;
+  let srv: RoleServer;
   /** The viewer's read of each masked seed column, by id. */
   const seedMasked: Record<'email' | 'salary', Map<string, unknown>> = { email: new Map(), salary: new Map() };
 
   before(async () => {
     const root = makeProject({ 'seeds/people.csv': PEOPLE, ...MODELS });
-    srv = await boot(root);
+    srv = await startServerWithRoles(root);
     for (const [column, method] of [['email', 'partial'], ['salary', 'range']] as const) {
       const r = await srv.s.request('POST', '/api/masking/policies', { schema_name: 'seeds', table_name: 'people', column_name: column, method }, { token: srv.tokens.admin });
       assert.equal(r.status, 201, r.text);
@@ -291,7 +272,7 @@ describe('masking through lineage', () => {
 describe('masking through lineage: examples/shop', () => {
   it('a policy on seeds.customers.last_name masks staging and mart columns computed from it', async () => {
     const root = copyShop();
-    const srv = await boot(root);
+    const srv = await startServerWithRoles(root);
     try {
       const r = await srv.s.request('POST', '/api/masking/policies', { schema_name: 'seeds', table_name: 'customers', column_name: 'last_name', method: 'partial' }, { token: srv.tokens.admin });
       assert.equal(r.status, 201, r.text);

@@ -3,18 +3,11 @@
  * examples/shop shows the staging and mart columns masked through lineage, with their source.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { closeBrowser, openPage, screenshot, startShop, type DpServer } from '../../ui/browser.js';
+import { describe, it } from 'node:test';
+import { onPage, screenshot, shopForTests } from '../../ui/browser.js';
 
 describe('masking page: derived through lineage', { timeout: 240_000 }, () => {
-  let server: DpServer;
-  before(async () => {
-    server = await startShop();
-  });
-  after(async () => {
-    await closeBrowser();
-    await server?.close();
-  });
+  const server = shopForTests();
 
   it('lists each derived column with its method and masked source', async () => {
     const res = await fetch(`${server.url}/api/masking/policies`, {
@@ -23,17 +16,13 @@ describe('masking page: derived through lineage', { timeout: 240_000 }, () => {
       body: JSON.stringify({ schema_name: 'seeds', table_name: 'customers', column_name: 'last_name', method: 'partial' }),
     });
     assert.equal(res.status, 201, await res.text());
-    const { page, errors, close } = await openPage(server, '/masking');
-    try {
+    await onPage(server, '/masking', async (page) => {
       await page.getByRole('tab', { name: 'Derived through lineage' }).click();
       const row = page.getByRole('row').filter({ hasText: 'marts.customer_orders.full_name' });
       await row.waitFor();
       assert.match(await row.innerText(), /redact[\s\S]*seeds\.customers\.last_name/);
       await page.getByRole('row').filter({ hasText: 'staging.stg_customers.full_name' }).waitFor();
       await screenshot(page, 'masking-derived');
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 });

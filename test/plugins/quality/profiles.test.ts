@@ -1,23 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import type { ColumnProfile } from '../../../plugins/quality/api-types.js';
 import type { Caller } from '../../../sdk/index.js';
 import { bootApp, makeProject, runCli, startServer, type TestServer } from '../../helpers.js';
 import { fireBuild, fireTransformEnd, quality } from './util.js';
 
 const VIEWER: Caller = { username: 'vera', role: 'viewer', authenticated: true };
 
-interface Col {
-  name: string;
-  type: string;
-  null_count: number;
-  null_pct: number;
-  distinct_count: number;
-  min: unknown;
-  max: unknown;
-  avg: number | null;
-  sample_values: unknown[];
-  masked?: boolean;
-}
+/** A profiled column as the API answers it (samples are always there when the profile is asked for). */
+type Col = ColumnProfile & { sample_values: unknown[] };
 
 describe('quality: profiles', () => {
   let s: TestServer;
