@@ -408,6 +408,7 @@ export class App {
         return app.project.envVars;
       },
       serving: this.serving,
+      localServer: async () => (app.serving ? null : (await import('./remote.js')).localServerFor(app.project.root)),
       enabledPlugins: () => app.plugins.map((p) => ({ manifest: p.manifest, dir: p.dir })),
       route: (def) => app.addRoute(manifest.name, def),
       command: (path, handler) => {

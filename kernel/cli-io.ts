@@ -1,3 +1,4 @@
+import { LOCAL_ADMIN, type Caller } from '../sdk/auth.js';
 import type { CliIO } from '../sdk/plugin.js';
 
 function cell(v: unknown): string {
@@ -20,7 +21,7 @@ export function renderTable(rows: Array<Record<string, unknown>>, columns?: stri
   return out.join('\n');
 }
 
-export function createCliIO(wantsJson: boolean): CliIO {
+export function createCliIO(wantsJson: boolean, caller: Caller = LOCAL_ADMIN): CliIO {
   const tty = Boolean(process.stderr.isTTY);
   let progressShown = false;
   const clearProgress = () => {
@@ -31,6 +32,7 @@ export function createCliIO(wantsJson: boolean): CliIO {
   };
   return {
     wantsJson,
+    caller,
     out(text) {
       clearProgress();
       process.stdout.write(text + '\n');

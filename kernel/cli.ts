@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
+import { LOCAL_ADMIN } from '../sdk/auth.js';
 import { badRequest, errorMessage, isDpError } from '../sdk/errors.js';
 import type { ManifestCommand, ManifestOption, PluginManifest } from '../sdk/plugin.js';
 import { createCliIO } from './cli-io.js';
@@ -11,7 +12,7 @@ import { readProjectFile } from './config.js';
 import { discoverPlugins } from './plugins.js';
 
 /** Kernel commands that run without loading any plugin (recovery must work with a broken plugin). */
-const PLUGIN_FREE_COMMANDS = ['env', 'secrets', 'users', 'plugins'];
+const PLUGIN_FREE_COMMANDS = ['env', 'secrets', 'users', 'plugins', 'login', 'logout'];
 
 /** Finds --project / --env in argv before yargs runs, to know which plugins are enabled. */
 function preScan(argv: string[], flag: string): string | undefined {
@@ -94,6 +95,15 @@ function emptyProject(): string {
   return dir;
 }
 
+/** Sends the command to the project's running server, if one holds the database; 'local' when the CLI should open it itself. */
+async function runThroughServer(argv: Record<string, any>, key: string): Promise<'ran' | 'local'> {
+  const root = path.resolve(String(argv.project));
+  if (!fs.existsSync(path.join(root, 'project.yml'))) return 'local';
+  const { findLiveServer, runInServer } = await import('./remote.js');
+  const server = await findLiveServer(root, (m) => process.stderr.write(`warning: ${m}\n`));
+  return server ? runInServer(server, key, argv) : 'local';
+}
+
 function addManifestCommand(y: Argv, cmd: ManifestCommand, parents: string[], alternatives: string[] = []): Argv {
   const name = cmd.command.split(' ')[0];
   const pathKey = [...parents, name].join(' ');
@@ -112,6 +122,8 @@ function addManifestCommand(y: Argv, cmd: ManifestCommand, parents: string[], al
           const { commandKey } = await import('./app.js');
           const chosen = alternatives.find((o) => argv[o] !== undefined && argv[o] !== false);
           const key = commandKey(pathKey, chosen);
+          // While `dp serve` holds this project's database, the command runs in it (docs/cli.md).
+          if (!cmd.withoutProject && !cmd.runsBesideServer && (await runThroughServer(argv, key)) === 'ran') return;
           const scaffold = cmd.withoutProject && !fs.existsSync(path.join(path.resolve(String(argv.project)), 'project.yml')) ? emptyProject() : null;
           if (scaffold) argv = { ...argv, project: scaffold };
           try {
@@ -121,7 +133,7 @@ function addManifestCommand(y: Argv, cmd: ManifestCommand, parents: string[], al
                 throw badRequest('option_required', `'dp ${pathKey}' needs ${alternatives.map((o) => `--${o}`).join(' or ')} here (the plugin that handles it otherwise is disabled)`);
               }
               if (!entry) throw new Error(`No handler for command '${key}' (its plugin did not register one)`);
-              const io = createCliIO(Boolean(argv.json));
+              const io = createCliIO(Boolean(argv.json), LOCAL_ADMIN);
               return entry.handler(argv, io);
             });
           } finally {

@@ -1,10 +1,18 @@
 import type { Argv } from 'yargs';
-import { badRequest, notFound } from '../sdk/errors.js';
+import { badRequest, DpError, notFound } from '../sdk/errors.js';
 import { usersCommands } from './auth/cli.js';
 import { createCliIO } from './cli-io.js';
 import { ACTIVE_ENV_FILE, buildConfig, databaseFile, loadProject, readActiveEnv, readProjectFile, writeActiveEnv } from './config.js';
 
-/** Commands the kernel owns: serve, env, secrets, users, plugins. */
+/** The running server of the project at `root` (for dp login), or a no_server error. */
+async function requireServer(root: string) {
+  const { findLiveServer } = await import('./remote.js');
+  const server = await findLiveServer(root, (m) => process.stderr.write(`warning: ${m}\n`));
+  if (!server) throw new DpError(409, 'no_server', "No running dp serve of this project (start 'dp serve --auth' first)", {});
+  return server;
+}
+
+/** Commands the kernel owns: serve, env, secrets, users, plugins, login, logout. */
 export function kernelCommands(y: Argv): Argv {
   return y
     .command(
@@ -127,6 +135,38 @@ export function kernelCommands(y: Argv): Argv {
         .demandCommand(1, "Name a subcommand of 'secrets'"),
     )
     .command('users', 'Manage users directly on the database (first admin, recovery)', (s) => usersCommands(s))
+    .command(
+      'login',
+      "Log in to this project's running dp serve --auth, so CLI commands run as you (token kept in your config folder, not the project)",
+      (s) =>
+        s
+          .option('username', { type: 'string', describe: 'Your username (asked when absent)' })
+          .option('password-stdin', { type: 'boolean', default: false, describe: 'Read the password from the first line of stdin (scripts)' }),
+      async (argv) => {
+        const remote = await import('./remote.js');
+        const server = await requireServer(argv.project as string);
+        const username = (argv.username as string | undefined) ?? (process.stdin.isTTY ? await remote.readLine('Username: ') : undefined);
+        if (!username) throw badRequest('username_required', 'Pass --username (stdin is not a terminal to ask on)', { field: 'username' });
+        if (!argv['password-stdin'] && !process.stdin.isTTY) throw badRequest('password_required', 'Pass --password-stdin and pipe the password (stdin is not a terminal to ask on)', { field: 'password' });
+        const password = await remote.readLine('Password: ', { secret: true });
+        const entry = await remote.login(server, username, password);
+        const io = createCliIO(Boolean(argv.json));
+        if (io.wantsJson) io.json({ username: entry.username, role: entry.role, expires_at: entry.expires_at, server: server.url });
+        else io.out(`Logged in to ${server.url} as ${entry.username} (${entry.role})`);
+      },
+    )
+    .command(
+      'logout',
+      "Log out of this project's running server and forget the stored token",
+      () => {},
+      async (argv) => {
+        const remote = await import('./remote.js');
+        const root = argv.project as string;
+        const server = await remote.findLiveServer(root);
+        const who = await remote.logout(server, root);
+        createCliIO(false).out(who ? `Logged out ${who}` : 'No stored login for this project');
+      },
+    )
     .command(
       'plugins',
       'List enabled and disabled plugins',

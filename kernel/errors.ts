@@ -72,6 +72,17 @@ export const errors = defineErrors({
   inspect_open_file: { status: 500, meaning: 'inspectFile was asked to open the database file that is already open (a bug).' },
   database_locked: { status: 409, meaning: 'Another process holds the database file (stop `dp serve` or run the command through it).' },
   database_open_failed: { status: 500, meaning: 'The database file could not be opened.' },
+  // the CLI beside a running server (docs/cli.md)
+  local_token_required: { status: 401, meaning: "A CLI route of dp serve (/api/cli/*) was called without the local token of the project's .dp/server.json." },
+  login_required: { status: 401, meaning: "The project's server runs with --auth and the CLI holds no login for it: run `dp login`." },
+  unknown_command: { status: 404, meaning: 'The CLI asked the server to run a command no enabled plugin handles.' },
+  command_runs_only_locally: { status: 409, meaning: 'The command cannot run inside a running dp serve (it serves stdio, replaces the database or makes a project); the message says why.' },
+  server_environment_differs: { status: 409, meaning: 'The CLI named another environment than the one the server works on (the CLI then opens that file itself).' },
+  no_server: { status: 409, meaning: '`dp login`/`dp logout` found no running dp serve of this project.' },
+  auth_not_enabled: { status: 409, meaning: '`dp login` against a server that runs without --auth (the CLI needs no login there).' },
+  username_required: { status: 400, meaning: '`dp login` without --username where stdin is not a terminal to ask on.' },
+  password_required: { status: 400, meaning: '`dp login` without --password-stdin where stdin is not a terminal to ask on.' },
+  server_connection_lost: { status: 502, meaning: 'The server stopped answering before a command the CLI sent it finished.' },
   // plugins and wiring (start-up errors)
   invalid_plugin_manifest: { status: 500, meaning: 'A plugin.json is not valid JSON or fails plugin-manifest.schema.json; the message names the field.' },
   plugin_path_not_found: { status: 400, meaning: 'A folder in project.yml plugins.paths does not exist.' },

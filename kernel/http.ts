@@ -15,6 +15,7 @@ import type { RouteDefinition, RouteRequest } from '../sdk/plugin.js';
 import { formatSseEvent, type RouteSocket, type SseRouteDefinition, type StaticRouteDefinition, type WebSocketRouteDefinition } from '../sdk/routes.js';
 import type { App } from './app.js';
 import { clientErrorHandler, frameworkErrorHandler, fromFastifyError, MAX_PARAM_LENGTH, routeValidatorCompiler, withoutAbsolutePaths } from './http-errors.js';
+import { cliRoutes } from './remote-server.js';
 import { kernelRoutes } from './routes.js';
 
 declare module 'fastify' {
@@ -119,6 +120,8 @@ export interface ServerOptions {
   forceCloseConnections?: boolean | 'idle';
   /** Interval of the `: keepalive` comment on SSE streams (default 15 s; tests shorten it). */
   sseHeartbeatMs?: number;
+  /** The local token of `.dp/server.json` once `dp serve` has written it (kernel/remote-server.ts); none: the CLI routes refuse. */
+  cliLocalToken?: () => string | null;
 }
 
 export async function createServer(app: App, options: ServerOptions = {}): Promise<FastifyInstance> {
@@ -469,7 +472,7 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
     });
   };
 
-  for (const r of [...kernelRoutes(app), ...app.auth.routes()]) register(r, 'kernel');
+  for (const r of [...kernelRoutes(app), ...app.auth.routes(), ...cliRoutes(app, options.cliLocalToken ?? (() => null))]) register(r, 'kernel');
   for (const r of app.routes) register(r, r.plugin);
   for (const r of app.nonJsonRoutes) {
     if (!r.permission) throw new DpError(500, 'route_without_permission', `Route ${r.method} ${r.url} declares no permission`);

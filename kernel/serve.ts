@@ -1,5 +1,6 @@
 import { App } from './app.js';
 import { createServer } from './http.js';
+import { removeServerFile, writeServerFile } from './remote-server.js';
 
 export interface ServeOptions {
   projectRoot: string;
@@ -18,10 +19,17 @@ const STOP_BUDGET_MS = 15_000;
 export async function serve(options: ServeOptions): Promise<void> {
   const app = await App.boot({ projectRoot: options.projectRoot, env: options.env, serving: true, auth: options.auth });
   await app.start();
-  const server = await createServer(app, { forceCloseConnections: 'idle' });
+  let localToken: string | null = null;
+  const server = await createServer(app, { forceCloseConnections: 'idle', cliLocalToken: () => localToken });
   await server.listen({ port: options.port, host: options.host });
   const address = server.server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
+  // The CLI of this project finds the server here and sends its commands to it (docs/cli.md).
+  const urlHost = options.host === '0.0.0.0' ? '127.0.0.1' : options.host === '::' ? '::1' : options.host;
+  const written = writeServerFile(app.project.root, { url: `http://${urlHost.includes(':') ? `[${urlHost}]` : urlHost}:${port}`, host: options.host, port, auth: options.auth });
+  localToken = written.token;
+  const forgetServerFile = () => removeServerFile(app.project.root, written.token);
+  process.on('exit', forgetServerFile);
   app.log.info(`dp serving '${app.project.config.name}' on http://${options.host}:${port}`, {
     environment: app.project.env,
     database: app.db.path,
@@ -38,6 +46,8 @@ export async function serve(options: ServeOptions): Promise<void> {
       process.exit(1);
     }
     stopping = true;
+    // From now on the CLI opens the file itself (after the server let go of it) rather than calling in.
+    forgetServerFile();
     app.log.info(`${signal}: shutting down (in-flight requests get ${graceMs / 1000} s)`);
     // The process always exits, even when a plugin's stop hangs past its own deadline.
     setTimeout(() => process.exit(1), graceMs + STOP_BUDGET_MS).unref();

@@ -16,3 +16,4 @@ export * from './models.js';
 export * from './ui.js';
 export * from './masking.js';
 export * from './files.js';
+export * from './catalog.js';

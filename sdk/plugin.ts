@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Caller, RoutePermission } from './auth.js';
+import type { Caller, Permission, RoutePermission } from './auth.js';
 import type { ConfigRef, ProjectInfo, Static, TSchema } from './config.js';
 import type { DatabasePort, DbConnection, MigrationSet } from './db.js';
 import type { FireableHook, HookKind, HookTarget, QueryContext, QueryPurpose, QueryResult, TapFn } from './hooks.js';
@@ -47,6 +47,24 @@ export interface ManifestCommand {
    * project.yml, the CLI boots on an empty temporary project, removed afterwards.
    */
   withoutProject?: boolean;
+  /**
+   * What a caller needs to run the command through a running `dp serve` (docs/cli.md): the same
+   * permissions as routes. Absent means `execute`, so a viewer never runs an undeclared command.
+   */
+  permission?: Permission;
+  /** A stronger permission the command needs when an option is given (`docs --out` writes a file: `{ "out": "write" }`). */
+  permissionWhenOption?: Record<string, Permission>;
+  /**
+   * The command runs in the CLI's own process even while `dp serve` holds the database, because
+   * it relays to the server itself (`ctx.localServer()`), as `dp mcp` does.
+   */
+  runsBesideServer?: boolean;
+  /**
+   * Set when the command cannot run inside a running server (it serves stdio, replaces the
+   * database, creates a project): the reason, shown to a user who tries while `dp serve` holds
+   * the database.
+   */
+  runsOnlyLocally?: string;
 }
 
 /** A hook point a plugin owns (`contributes.hookPoints`); others tap it by listing its name under `hooks`. */
@@ -138,6 +156,13 @@ export interface CliIO {
   progress(text: string): void;
   /** True when the user passed --json. */
   readonly wantsJson: boolean;
+  /**
+   * Who runs the command: LOCAL_ADMIN at the CLI; the logged-in user (with their role, masking
+   * and limits) when the CLI sends the command to a running `dp serve` with --auth. Handlers
+   * pass `io.caller ?? LOCAL_ADMIN` wherever a route would pass `req.caller` (the kernel always
+   * sets it; it is optional only for hand-made IOs in tests).
+   */
+  readonly caller?: Caller;
 }
 
 /** Returns the process exit code (default 0). */
@@ -275,6 +300,14 @@ export interface PluginContext {
   readonly env: Readonly<Record<string, string>>;
   /** True when the process is `dp serve` (false for one-shot CLI commands). */
   readonly serving: boolean;
+  /**
+   * For a CLI command that relays to a running `dp serve` of this project (manifest
+   * `runsBesideServer`, e.g. `dp mcp` relaying stdio to `/mcp`): the server's address and the
+   * headers that authenticate this CLI user there (their `dp login` token with --auth), or null
+   * when no server of the project runs. Throws `login_required` when the server needs a login
+   * the user has not made. Absent in contexts the kernel did not make (tests).
+   */
+  localServer?(): Promise<{ url: string; headers: Record<string, string> } | null>;
   /** Every enabled plugin (manifest and folder), in setup order: for plugins that present others' contributions, such as the web UI. */
   enabledPlugins(): ReadonlyArray<EnabledPlugin>;
   /** Registers an HTTP route declared in the manifest (with the same `kind`). */

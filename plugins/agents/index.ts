@@ -6,12 +6,46 @@
  * description (context.ts). Other plugins are reached only through their sdk services.
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { badRequest, definePlugin, DpError, LOCAL_ADMIN } from '../../sdk/index.js';
+import { badRequest, definePlugin, DpError, LOCAL_ADMIN, type PluginContext } from '../../sdk/index.js';
 import { projectContext } from './context.js';
 import { createMcpServer } from './server.js';
 
 const VERSION = '1.0.0';
+/** Header by which `dp mcp --read-only`, relaying to a running server, asks /mcp for the read-only tool set. */
+const READ_ONLY_HEADER = 'x-dp-mcp-read-only';
+
+/**
+ * `dp mcp` while `dp serve` holds the database: every JSON-RPC message from the client on stdin
+ * goes to the server's /mcp as this CLI user (their login with --auth), every answer back to
+ * stdout. The tools, resources and roles are the server's.
+ */
+async function relayToServer(ctx: PluginContext, running: { url: string; headers: Record<string, string> }, readOnly: boolean): Promise<number> {
+  const stdio = new StdioServerTransport();
+  const http = new StreamableHTTPClientTransport(new URL(`${running.url}/mcp`), {
+    requestInit: { headers: { ...running.headers, ...(readOnly ? { [READ_ONLY_HEADER]: '1' } : {}) } },
+  });
+  const closed = new Promise<void>((resolve) => {
+    stdio.onclose = () => resolve();
+    process.stdin.once('end', () => resolve());
+    process.stdin.once('close', () => resolve());
+  });
+  http.onmessage = (message) => void stdio.send(message);
+  stdio.onmessage = (message) => {
+    http.send(message).catch((e: unknown) => {
+      // A request the server refused (401, 403, the server gone) still gets its answer.
+      const id = (message as { id?: string | number }).id;
+      if (id !== undefined) void stdio.send({ jsonrpc: '2.0', id, error: { code: -32000, message: `dp serve refused the request: ${e instanceof Error ? e.message : String(e)}` } });
+    });
+  };
+  await http.start();
+  await stdio.start();
+  ctx.log.info('mcp: relaying stdio to the running server', { url: running.url, read_only: readOnly });
+  await closed;
+  await http.close();
+  return 0;
+}
 
 export default definePlugin({
   setup(ctx) {
@@ -31,7 +65,9 @@ export default definePlugin({
         if (!messages.length || !messages.every((m) => m && typeof m === 'object' && (m as { jsonrpc?: unknown }).jsonrpc === '2.0')) {
           throw badRequest('mcp_invalid_message', 'The body must be a JSON-RPC 2.0 message (or a batch of them)', {});
         }
-        const server = createMcpServer(ctx, req.caller, { readOnly: false }, VERSION);
+        // `dp mcp --read-only` relaying here while the server runs asks for the read-only tool set.
+        const readOnly = req.headers[READ_ONLY_HEADER] === '1';
+        const server = createMcpServer(ctx, req.caller, { readOnly }, VERSION);
         const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
         reply.raw.once('close', () => {
           void transport.close();
@@ -46,6 +82,8 @@ export default definePlugin({
     });
 
     ctx.command('mcp', async (args) => {
+      const running = await ctx.localServer?.();
+      if (running) return relayToServer(ctx, running, Boolean(args['read-only']));
       const server = createMcpServer(ctx, LOCAL_ADMIN, { readOnly: Boolean(args['read-only']) }, VERSION);
       const transport = new StdioServerTransport();
       // Runs until the client closes stdin (or the transport closes); then the CLI closes the

@@ -3,8 +3,8 @@
  * user on stdio; `POST /mcp` builds one per request for the authenticated caller (stateless
  * streamable HTTP), so a role always sees exactly its own tools.
  */
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { isDpError, type Caller, type PluginContext } from '../../sdk/index.js';
+import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { CATALOG_SERVICE, isDpError, type Caller, type PluginContext } from '../../sdk/index.js';
 import { agentTools, type ToolOptions } from './tools.js';
 
 /** Longest tool answer (characters of JSON): an agent's context is precious, so longer answers are cut with a note. */
@@ -46,5 +46,52 @@ export function createMcpServer(ctx: PluginContext, caller: Caller, options: Too
       },
     );
   }
+  registerResources(ctx, server, caller);
   return server;
+}
+
+/** The resource URI of the project's generated documentation. */
+export const DOCS_RESOURCE_URI = 'dp://docs/project';
+/** The resource URI template of dp's user guide (the catalog plugin's wiki pages). */
+export const WIKI_RESOURCE_TEMPLATE = 'dp://wiki/{slug}';
+
+/**
+ * Resources (when the catalog plugin is enabled): the project's generated documentation as the
+ * caller's role sees it, and every page of dp's user guide, listed and read as Markdown.
+ */
+function registerResources(ctx: PluginContext, server: McpServer, caller: Caller): void {
+  const catalog = ctx.services.find(CATALOG_SERVICE);
+  if (!catalog) return;
+  server.registerResource(
+    'project-docs',
+    DOCS_RESOURCE_URI,
+    {
+      title: `Documentation of the project '${ctx.project.config.name}'`,
+      description: 'Generated documentation of this project: models with their columns and lineage, sources, exposures, metrics and contracts (what `dp docs` prints)',
+      mimeType: 'text/markdown',
+    },
+    async (uri) => ({ contents: [{ uri: uri.href, mimeType: 'text/markdown', text: await catalog.docsMarkdown(caller.role) }] }),
+  );
+  server.registerResource(
+    'wiki',
+    new ResourceTemplate(WIKI_RESOURCE_TEMPLATE, {
+      list: () => ({
+        resources: catalog.wikiPages().map((p) => ({
+          uri: `dp://wiki/${p.slug}`,
+          name: p.slug,
+          title: p.title,
+          description: `dp user guide, ${p.category}: ${p.title}`,
+          mimeType: 'text/markdown',
+        })),
+      }),
+      complete: { slug: (value) => catalog.wikiPages().map((p) => p.slug).filter((s) => s.startsWith(value)) },
+    }),
+    { title: "dp's user guide", description: 'Pages of the dp user guide (how to use dp: models, seeds, masking, the CLI...)', mimeType: 'text/markdown' },
+    async (uri, variables) => {
+      const slug = String(Array.isArray(variables.slug) ? variables.slug[0] : variables.slug);
+      // An unknown page is the catalog's 404 (wiki_page_not_found), which the client gets as an error.
+      const page = catalog.wikiPage(slug);
+      return { contents: [{ uri: uri.href, mimeType: 'text/markdown', text: `# ${page.title}\n\n${page.content}` }] };
+    },
+  );
 }

@@ -1,8 +1,10 @@
 /** The catalog: wires sources, exposures, overview, docs, wiki and git status (see README.md). */
-import { definePlugin, LINEAGE_SERVICE, MODELS_SERVICE, QUALITY_SERVICE, SEMANTIC_SERVICE, TABLES_SERVICE } from '../../sdk/index.js';
+import { CATALOG_SERVICE, definePlugin, LINEAGE_SERVICE, MODELS_SERVICE, QUALITY_SERVICE, SEMANTIC_SERVICE, TABLES_SERVICE } from '../../sdk/index.js';
 import type { CatalogDeps } from './catalog.js';
 import { registerCommands } from './commands.js';
+import { renderMarkdown, structuredDocs } from './docs.js';
 import { registerRoutes } from './routes.js';
+import { wikiPage, wikiPages } from './wiki.js';
 
 export default definePlugin({
   setup(ctx) {
@@ -16,5 +18,13 @@ export default definePlugin({
     const quality = () => ctx.services.find(QUALITY_SERVICE);
     registerRoutes(ctx, deps, quality);
     registerCommands(ctx, deps, quality);
+    ctx.services.provide(CATALOG_SERVICE, {
+      docsMarkdown: async (role) => renderMarkdown(await structuredDocs(deps, role, quality()), ctx.env),
+      wikiPages: () => wikiPages().map(({ slug, title, category, plugin }) => ({ slug, title, category, plugin })),
+      wikiPage: (slug) => {
+        const { title, category, plugin, content } = wikiPage(slug);
+        return { slug, title, category, plugin, content };
+      },
+    });
   },
 });

@@ -577,7 +577,7 @@ export default definePlugin({
         const rel = await resolveModel(ctx, String(args.model));
         await requireRelation(ctx, rel);
         io.progress(`Profiling ${rel.full}…`);
-        const profile = await profileForCaller(ctx, rel.schema, rel.table, LOCAL_ADMIN);
+        const profile = await profileForCaller(ctx, rel.schema, rel.table, io.caller ?? LOCAL_ADMIN);
         if (io.wantsJson) io.json(profile);
         else printProfile(io, rel.full, profile);
         return 0;
@@ -605,7 +605,7 @@ export default definePlugin({
       let staleCount: number;
       let staleNames: string[];
       if (args.sources) {
-        const report = await sourceFreshness(ctx, LOCAL_ADMIN);
+        const report = await sourceFreshness(ctx, io.caller ?? LOCAL_ADMIN);
         staleCount = report.stale_count;
         staleNames = report.sources.filter(isStaleSource).map((s) => `${s.schema}.${s.table}`);
         if (io.wantsJson) io.json(report);

@@ -167,7 +167,8 @@ export default definePlugin({
 
     ctx.command('query', async (args, io) => {
       let sql = String(args.sql);
-      if (sql.startsWith('@')) sql = fs.readFileSync(sql.slice(1), 'utf8');
+      // A logged-in user running this through `dp serve` reads SQL files of the project only.
+      if (sql.startsWith('@')) sql = fs.readFileSync(io.caller?.authenticated ? ctx.project.resolve(sql.slice(1)) : sql.slice(1), 'utf8');
       const params: Record<string, unknown> = {};
       for (const p of (args.param as string[] | undefined) ?? []) {
         const at = String(p).indexOf('=');
@@ -178,13 +179,13 @@ export default definePlugin({
       checkParams(params);
       const bound = Object.keys(params).length ? params : undefined;
       if (args.csv) {
-        const { columns, chunks } = await ctx.queries.stream({ sql, params: bound, caller: LOCAL_ADMIN, purpose: 'export' });
+        const { columns, chunks } = await ctx.queries.stream({ sql, params: bound, caller: io.caller ?? LOCAL_ADMIN, purpose: 'export' });
         for await (const text of csvLines(columns, chunks)) {
           if (!process.stdout.write(text)) await new Promise((r) => process.stdout.once('drain', r));
         }
         return 0;
       }
-      const result = await ctx.queries.run({ sql, params: bound, limit: Number(args.limit), caller: LOCAL_ADMIN, purpose: 'query' });
+      const result = await ctx.queries.run({ sql, params: bound, limit: Number(args.limit), caller: io.caller ?? LOCAL_ADMIN, purpose: 'query' });
       if (io.wantsJson) {
         io.json(result);
         return 0;

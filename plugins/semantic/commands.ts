@@ -34,7 +34,7 @@ export function registerCommands(ctx: PluginContext, service: SemanticService): 
       return 0;
     }
     if (args.action === 'query') {
-      const result = await service.query(requestOf(args), LOCAL_ADMIN);
+      const result = await service.query(requestOf(args), io.caller ?? LOCAL_ADMIN);
       if (io.wantsJson) {
         io.json(result);
         return 0;

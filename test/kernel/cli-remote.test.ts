@@ -1,0 +1,337 @@
+/**
+ * The CLI beside a running server (issue 20, docs/cli.md): the real `dp` binary against a real
+ * `dp serve` on 127.0.0.1. A table of commands runs first with no server (the CLI opens the
+ * file), then with the server holding the database: stdout, exit code and --json must match.
+ */
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { copyShop, DP_BIN, runCli } from '../helpers.js';
+
+const SERVER_FILE = path.join('.dp', 'server.json');
+
+/** Timings and timestamps differ between any two runs; everything else must be equal. */
+function normalize(text: string): string {
+  return text
+    .replace(/\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}(:?\d{2})?)?/g, '<time>')
+    .replace(/\d+(\.\d+)? ?ms\b/g, '<n> ms')
+    .replace(/"(duration_ms|ms|elapsed_ms|started_at|finished_at|checked_at|run_id|id)": [^,\n}]+/g, '"$1": <v>');
+}
+
+interface Served {
+  child: ChildProcess;
+  url: string;
+  stop(): Promise<number | null>;
+}
+
+/** `dp serve` as its own process (the database lock is per process), on a free port. */
+async function serve(root: string, extra: string[] = []): Promise<Served> {
+  const child = spawn(process.execPath, [DP_BIN, 'serve', '--project', root, '--port', '0', ...extra], {
+    env: { ...process.env, DP_LOG_SILENT: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += d));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = /dp listening on (\S+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`dp serve exited (${code}): ${stderr}`)));
+  });
+  return {
+    child,
+    url,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve(child.exitCode);
+        child.once('exit', (code) => resolve(code));
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+/** `dp mcp` of the real binary, driven by the MCP SDK's client over stdio. */
+async function mcpOverStdio(root: string, env: Record<string, string>): Promise<Client> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [DP_BIN, 'mcp', '--project', root],
+    env: { ...(process.env as Record<string, string>), DP_LOG_SILENT: '1', ...env },
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'dp-test', version: '1.0.0' });
+  await client.connect(transport);
+  return client;
+}
+
+/** The commands compared; each is run offline and through the server, in this order. */
+const TABLE: string[][] = [
+  ['query', 'SELECT 1 AS x'],
+  ['--json', 'query', 'SELECT customer_id, email FROM seeds.customers ORDER BY customer_id LIMIT 3'],
+  ['query', 'SELECT email FROM seeds.customers ORDER BY customer_id LIMIT 2'],
+  ['query', '--csv', 'SELECT customer_id, country FROM seeds.customers ORDER BY customer_id'],
+  ['query', 'SELEC nothing'],
+  ['tables'],
+  ['--json', 'tables'],
+  ['lineage', 'marts.customer_orders'],
+  ['--json', 'lineage', 'marts.customer_orders'],
+  ['impact', 'staging.stg_orders'],
+  ['check'],
+  ['--json', 'check'],
+  ['contracts'],
+  ['--json', 'contracts'],
+  ['mask', 'list'],
+  ['--json', 'mask', 'list'],
+  ['metrics'],
+  ['status'],
+  ['validate'],
+  ['docs'],
+  ['seed'],
+  ['transform'],
+  ['--json', 'transform'],
+  ['lineage', 'marts.no_such_model'],
+];
+
+type Outcome = { code: number; stdout: string };
+
+function runTable(root: string, env: Record<string, string> = {}): Outcome[] {
+  return TABLE.map((args) => {
+    const r = runCli([...args, '--project', root], { env });
+    return { code: r.code, stdout: normalize(r.stdout), stderr: r.stderr } as Outcome & { stderr: string };
+  });
+}
+
+function assertSameOutcomes(offline: Outcome[], served: Outcome[], label: string): void {
+  TABLE.forEach((args, i) => {
+    const what = `dp ${args.join(' ')} (${label})`;
+    assert.equal(served[i].code, offline[i].code, `${what}: exit code; stderr: ${(served[i] as { stderr?: string }).stderr}`);
+    assert.equal(served[i].stdout, offline[i].stdout, `${what}: stdout`);
+  });
+}
+
+/** One project for both suites, and its offline outcomes (run once: each CLI start costs a second or two). */
+let shared: { root: string; offline: Outcome[] } | null = null;
+function prepared(): { root: string; offline: Outcome[] } {
+  if (!shared) {
+    const root = prepareShop();
+    shared = { root, offline: runTable(root) };
+  }
+  return shared;
+}
+
+function prepareShop(): string {
+  const root = copyShop();
+  for (const args of [['seed'], ['transform'], ['mask', 'add', '--schema', 'seeds', '--table', 'customers', '--column', 'email', '--method', 'redact', '--exempt', 'admin,editor']]) {
+    const r = runCli([...args, '--project', root]);
+    assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+  }
+  return root;
+}
+
+describe('the CLI beside a running dp serve (no auth)', () => {
+  let root: string;
+  let offline: Outcome[];
+  let server: Served | null = null;
+
+  before(() => {
+    ({ root, offline } = prepared());
+    // The table covers success and failure both.
+    assert.ok(offline.some((o) => o.code === 0) && offline.some((o) => o.code !== 0));
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  it('runs every command of the table through the server with the same stdout, exit code and --json', async () => {
+    server = await serve(root);
+    const file = path.join(root, SERVER_FILE);
+    const st = fs.statSync(file);
+    assert.equal(st.mode & 0o777, 0o600, 'the credential file is readable by its owner only');
+    const info = JSON.parse(fs.readFileSync(file, 'utf8'));
+    assert.equal(info.url, server.url);
+    assert.equal(info.pid, server.child.pid);
+    assert.match(info.token, /^[A-Za-z0-9_-]{40,}$/);
+
+    assertSameOutcomes(offline, runTable(root), 'through dp serve');
+  });
+
+  it('the command route refuses a caller without the local token, and an unknown or local-only command', async () => {
+    const token = JSON.parse(fs.readFileSync(path.join(root, SERVER_FILE), 'utf8')).token as string;
+    const call = (body: unknown, headers: Record<string, string> = {}) =>
+      fetch(`${server!.url}/api/cli/run`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+    const anonymous = await call({ command: 'query', args: { sql: 'SELECT 1', limit: 10 } });
+    assert.equal(anonymous.status, 401);
+    assert.equal(((await anonymous.json()) as { error: { code: string } }).error.code, 'local_token_required');
+    const wrong = await call({ command: 'query', args: { sql: 'SELECT 1', limit: 10 } }, { 'x-dp-local-token': token.slice(0, -2) + 'xx' });
+    assert.equal(wrong.status, 401);
+    const unknown = await call({ command: 'no-such', args: {} }, { 'x-dp-local-token': token });
+    assert.equal(unknown.status, 404);
+    assert.equal(((await unknown.json()) as { error: { code: string } }).error.code, 'unknown_command');
+
+    const restore = runCli(['backup-restore', 'backups/x.duckdb', '--project', root]);
+    assert.equal(restore.code, 1);
+    assert.match(restore.stderr, /cannot run through the running server: it replaces the database file/);
+  });
+
+  it('dp mcp relays stdio to the running server (the SDK client drives it)', async () => {
+    const client = await mcpOverStdio(root, {});
+    try {
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      assert.ok(names.includes('run_transform') && names.includes('query'));
+      // The server holds the file: a local dp mcp could not answer this.
+      const q = (await client.callTool({ name: 'query', arguments: { sql: 'SELECT count(*) AS n FROM seeds.customers' } })) as { isError?: boolean; content: Array<{ text: string }> };
+      assert.ok(!q.isError, q.content[0].text);
+      assert.equal(Number(JSON.parse(q.content[0].text).rows[0][0]), 10);
+      const docs = await client.readResource({ uri: 'dp://docs/project' });
+      assert.ok(docs.contents.length === 1);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('ignores a credential file other users may read (and says so)', () => {
+    const file = path.join(root, SERVER_FILE);
+    fs.chmodSync(file, 0o644);
+    try {
+      const r = runCli(['query', 'SELECT 1', '--project', root]);
+      assert.match(r.stderr, /ignoring \.dp\/server\.json: other users may read it \(mode 644/);
+      // Not trusted, so the CLI opens the file itself, which the server holds.
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /in use by another process|database_locked|lock/i);
+    } finally {
+      fs.chmodSync(file, 0o600);
+    }
+    assert.equal(runCli(['query', 'SELECT 1', '--project', root]).code, 0);
+  });
+
+  it('removes the file on a clean shutdown, and a stale file (dead pid, or a server that does not answer) is ignored', async () => {
+    assert.equal(await server!.stop(), 0);
+    server = null;
+    const file = path.join(root, SERVER_FILE);
+    assert.ok(!fs.existsSync(file), 'clean shutdown removes .dp/server.json');
+
+    const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+    const stale = { url: 'http://127.0.0.1:9', host: '127.0.0.1', port: 9, pid: Number(dead.stdout), project_root: fs.realpathSync(root), token: 'x'.repeat(43), auth: false, started_at: new Date().toISOString() };
+    fs.writeFileSync(file, JSON.stringify(stale), { mode: 0o600 });
+    let r = runCli(['--json', 'query', 'SELECT 42 AS answer', '--project', root]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(JSON.parse(r.stdout).rows[0][0], 42);
+
+    // A live pid (this test's own process) whose address answers nothing: also stale.
+    fs.writeFileSync(file, JSON.stringify({ ...stale, pid: process.pid }), { mode: 0o600 });
+    r = runCli(['query', 'SELECT 1', '--project', root]);
+    assert.equal(r.code, 0, r.stderr);
+    fs.rmSync(file);
+  });
+});
+
+describe('the CLI beside a running dp serve --auth (dp login)', () => {
+  let root: string;
+  let offline: Outcome[];
+  let server: Served | null = null;
+  let config: string;
+  const as = () => ({ XDG_CONFIG_HOME: config });
+
+  before(async () => {
+    ({ root, offline } = prepared());
+    for (const [user, role] of [
+      ['ada', 'admin'],
+      ['ed', 'editor'],
+      ['vic', 'viewer'],
+    ]) {
+      const r = runCli(['users', 'add', user, '--role', role, '--password', `pw-${user}-1`, '--project', root]);
+      assert.equal(r.code, 0, r.stderr);
+    }
+    config = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-test-config-'));
+    server = await serve(root, ['--auth']);
+  });
+  after(async () => {
+    await server?.stop();
+    fs.rmSync(config, { recursive: true, force: true });
+  });
+
+  it('asks for a login first, then runs the table as the logged-in editor with the same results as offline', () => {
+    const before = runCli(['query', 'SELECT 1', '--project', root], { env: as() });
+    assert.equal(before.code, 1);
+    assert.match(before.stderr, /runs with --auth: log in with 'dp login' first/);
+
+    const bad = runCli(['login', '--username', 'ed', '--password-stdin', '--project', root], { env: as(), input: 'wrong-password\n' });
+    assert.equal(bad.code, 1);
+    const ok = runCli(['login', '--username', 'ed', '--password-stdin', '--project', root], { env: as(), input: 'pw-ed-1\n' });
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stdout, /Logged in to http:\/\/127\.0\.0\.1:\d+ as ed \(editor\)/);
+
+    // The token lives in the user's config folder, private, and nowhere in the project.
+    const file = path.join(config, 'dp', 'credentials.json');
+    assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+    const stored = Object.values(JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, { token: string }>);
+    assert.equal(stored.length, 1);
+    const inProject = spawnSync('grep', ['-rl', '--binary-files=without-match', stored[0].token, root], { encoding: 'utf8' });
+    assert.equal(inProject.stdout, '', 'the login token is not written into the project');
+
+    assertSameOutcomes(offline, runTable(root, as()), 'logged in as an editor');
+  });
+
+  it("a viewer's login runs read commands (masked) and is refused transform, seed and writing commands", () => {
+    const login = runCli(['login', '--username', 'vic', '--password-stdin', '--project', root], { env: as(), input: 'pw-vic-1\n' });
+    assert.equal(login.code, 0, login.stderr);
+
+    const transform = runCli(['transform', '--project', root], { env: as() });
+    assert.equal(transform.code, 1);
+    assert.match(transform.stderr, /'dp transform' needs the 'execute' permission; role 'viewer' does not have it/);
+    for (const args of [['seed'], ['check'], ['mask', 'add', '--schema', 'seeds', '--table', 'orders', '--column', 'status', '--method', 'redact'], ['docs', '--out', 'docs.md']]) {
+      const r = runCli([...args, '--project', root], { env: as() });
+      assert.equal(r.code, 1, `dp ${args.join(' ')} as a viewer`);
+      assert.match(r.stderr, /permission; role 'viewer' does not have it/);
+    }
+    assert.ok(!fs.existsSync(path.join(root, 'docs.md')));
+
+    const tables = runCli(['tables', '--project', root], { env: as() });
+    assert.equal(tables.code, 0, tables.stderr);
+    // Masking applies to the viewer's own queries: the emails the editor saw are redacted.
+    const viewer = runCli(['--json', 'query', 'SELECT email FROM seeds.customers ORDER BY customer_id LIMIT 2', '--project', root], { env: as() });
+    assert.equal(viewer.code, 0, viewer.stderr);
+    const emails = (JSON.parse(viewer.stdout).rows as string[][]).map((r) => r[0]);
+    assert.equal(emails.length, 2);
+    for (const e of emails) assert.ok(!/@example\.com$/.test(e), `masked for a viewer: ${e}`);
+    // A viewer cannot read a file outside the project through `dp query @file`.
+    const outside = runCli(['query', '@/etc/hostname', '--project', root], { env: as() });
+    assert.equal(outside.code, 1);
+  });
+
+  it("dp mcp relays as the logged-in viewer: no run_transform, masked query", async () => {
+    const client = await mcpOverStdio(root, as());
+    try {
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      assert.ok(names.includes('query'));
+      assert.ok(!names.includes('run_transform') && !names.includes('check'), names.join(' '));
+      const q = (await client.callTool({ name: 'query', arguments: { sql: 'SELECT email FROM seeds.customers ORDER BY customer_id LIMIT 1' } })) as { isError?: boolean; content: Array<{ text: string }> };
+      assert.ok(!q.isError, q.content[0].text);
+      assert.doesNotMatch(q.content[0].text, /@example\.com/);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('dp logout revokes the token and forgets it', () => {
+    const file = path.join(config, 'dp', 'credentials.json');
+    const token = Object.values(JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, { token: string }>)[0].token;
+    const out = runCli(['logout', '--project', root], { env: as() });
+    assert.equal(out.code, 0, out.stderr);
+    assert.match(out.stdout, /Logged out vic/);
+    assert.deepEqual(JSON.parse(fs.readFileSync(file, 'utf8')), {});
+    const after = runCli(['query', 'SELECT 1', '--project', root], { env: as() });
+    assert.equal(after.code, 1);
+    assert.match(after.stderr, /dp login/);
+    // Revoked at the server too, not only forgotten.
+    const r = spawnSync(process.execPath, ['-e', `fetch(${JSON.stringify(server!.url + '/api/auth/me')}, { headers: { authorization: 'Bearer ${token}' } }).then((r) => process.stdout.write(String(r.status)))`], { encoding: 'utf8' });
+    assert.equal(r.stdout, '401');
+  });
+});
