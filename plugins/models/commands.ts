@@ -201,6 +201,7 @@ export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void
       schema: String(args.schema),
       materialized: args.materialized ? String(args.materialized) : undefined,
       force: Boolean(args.force),
+      insideProjectOnly: io.caller?.authenticated === true,
     });
     if (io.wantsJson) io.json(r);
     else io.out(`Wrote ${r.path} (${r.model}) from ${r.from}`);

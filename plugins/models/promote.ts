@@ -11,13 +11,18 @@ import { assertAbsent, checkMaterialized, checkName, modelFileText, modelPath } 
 import type { ModelsEngine } from './service.js';
 import { statementBody } from './sqltext.js';
 
-/** The SQL to promote: the last non-empty SQL cell of a .dpnb, a .sql file's text, or the input itself. */
-export function promotedSql(ctx: PluginContext, input: string): { sql: string; from: string } {
+/**
+ * The SQL to promote: the last non-empty SQL cell of a .dpnb, a .sql file's text, or the input
+ * itself. `insideProjectOnly` is set for a logged-in caller (the CLI beside a server with auth on):
+ * the file must then resolve inside the project, as a file route would require.
+ */
+export function promotedSql(ctx: PluginContext, input: string, insideProjectOnly = false): { sql: string; from: string } {
   const looksLikePath = /\.(dpnb|sql)$/i.test(input.trim()) && !/\s/.test(input.trim());
   if (looksLikePath) {
     const rel = input.trim();
     // A relative path is looked up from the working directory, then from the project root.
-    const file = [path.resolve(process.cwd(), rel), path.resolve(ctx.project.root, rel)].find((p) => fs.existsSync(p) && fs.statSync(p).isFile());
+    const candidates = insideProjectOnly ? [ctx.project.resolve(rel)] : [path.resolve(process.cwd(), rel), path.resolve(ctx.project.root, rel)];
+    const file = candidates.find((p) => fs.existsSync(p) && fs.statSync(p).isFile());
     if (!file) throw notFound('file_not_found', `No file ${rel}`, { path: rel });
     if (/\.dpnb$/i.test(rel)) {
       const cells = readNotebook(fs.readFileSync(file, 'utf8'), rel).cells.filter((c) => c.type === 'sql' && c.source.trim() !== '');
@@ -35,6 +40,8 @@ export interface PromoteOptions {
   schema: string;
   materialized?: string;
   force?: boolean;
+  /** Read an input file only from inside the project (a logged-in caller). */
+  insideProjectOnly?: boolean;
 }
 
 export async function writeModel(
@@ -60,7 +67,7 @@ export async function writeModel(
 }
 
 export async function promote(ctx: PluginContext, engine: ModelsEngine, opts: PromoteOptions) {
-  const { sql, from } = promotedSql(ctx, opts.input);
+  const { sql, from } = promotedSql(ctx, opts.input, opts.insideProjectOnly);
   const written = await writeModel(ctx, engine, { name: opts.name, schema: opts.schema, materialized: opts.materialized ?? 'table', sql, overwrite: opts.force });
   return { ...written, from };
 }

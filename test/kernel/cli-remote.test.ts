@@ -277,6 +277,13 @@ describe('the CLI beside a running dp serve --auth (dp login)', () => {
     assert.equal(inProject.stdout, '', 'the login token is not written into the project');
 
     assertSameOutcomes(offline, runTable(root, as()), 'logged in as an editor');
+
+    // A logged-in editor's `dp promote <file>` reads only files inside the project.
+    const outsideSql = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'dp-outside-')), 'secret.sql');
+    fs.writeFileSync(outsideSql, "SELECT 'outside-the-project' AS secret");
+    const promoted = runCli(['promote', outsideSql, '--name', 'leak', '--schema', 'marts', '--project', root], { env: as() });
+    assert.equal(promoted.code, 1, promoted.stdout);
+    assert.ok(!fs.existsSync(path.join(root, 'transform', 'marts', 'leak.sql')), 'nothing written from outside the project');
   });
 
   it("a viewer's login runs read commands (masked) and is refused transform, seed and writing commands", () => {
