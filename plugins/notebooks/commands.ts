@@ -6,10 +6,18 @@ import { notebookToScript, ScriptFormatError, scriptToNotebook } from './convert
 import { notebookText } from './files.js';
 import { assertNotebook, parseNotebook } from './schema.js';
 
-/** A CLI path: relative to the current folder when it exists there, else to the project. */
+/** An input path: project-relative (like `dp run`), else relative to the current folder when only that exists. */
 function cliPath(ctx: PluginContext, raw: string): string {
+  if (path.isAbsolute(raw)) return raw;
+  const fromProject = path.resolve(ctx.project.root, raw);
   const fromCwd = path.resolve(raw);
-  return fs.existsSync(fromCwd) || path.isAbsolute(raw) ? fromCwd : path.resolve(ctx.project.root, raw);
+  return !fs.existsSync(fromProject) && fs.existsSync(fromCwd) ? fromCwd : fromProject;
+}
+
+/** --out: project-relative unless absolute. */
+function outPath(ctx: PluginContext, raw: unknown, fallback: string): string {
+  if (raw === undefined || raw === null || raw === '') return fallback;
+  return path.resolve(ctx.project.root, String(raw));
 }
 
 /** Writes atomically (temp file in the same folder, then rename). */
@@ -31,7 +39,7 @@ export function registerCommands(ctx: PluginContext): void {
     if (!input.toLowerCase().endsWith('.dpnb')) throw badRequest('notebook_path_refused', `'${args.file}' is not a .dpnb notebook`, { path: String(args.file) });
     if (!fs.existsSync(input)) throw notFound('file_not_found', `No notebook '${args.file}'`, { path: String(args.file) });
     const notebook = parseNotebook(fs.readFileSync(input, 'utf8'), shown(ctx, input));
-    const out = args.out ? path.resolve(String(args.out)) : input.replace(/\.dpnb$/i, '.ts');
+    const out = outPath(ctx, args.out, input.replace(/\.dpnb$/i, '.ts'));
     writeAtomically(out, notebookToScript(notebook));
     if (io.wantsJson) io.json({ notebook: shown(ctx, input), script: shown(ctx, out), cells: notebook.cells.length });
     else io.out(`wrote ${shown(ctx, out)} (${notebook.cells.length} cells)`);
@@ -49,7 +57,7 @@ export function registerCommands(ctx: PluginContext): void {
       if (e instanceof ScriptFormatError) throw badRequest('invalid_script_for_notebook', `${shown(ctx, input)} ${e.message}`, { path: shown(ctx, input) });
       throw e;
     }
-    const out = args.out ? path.resolve(String(args.out)) : input.replace(/\.(ts|js|mjs)$/i, '.dpnb');
+    const out = outPath(ctx, args.out, input.replace(/\.(ts|js|mjs)$/i, '.dpnb'));
     writeAtomically(out, notebookText(notebook));
     if (io.wantsJson) io.json({ script: shown(ctx, input), notebook: shown(ctx, out), cells: notebook.cells.length });
     else io.out(`wrote ${shown(ctx, out)} (${notebook.cells.length} cells)`);

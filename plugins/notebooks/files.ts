@@ -84,7 +84,13 @@ export function notebookTitle(notebook: Notebook, rel: string): string {
 export function listNotebooks(ctx: PluginContext): NotebookSummary[] {
   const out: NotebookSummary[] = [];
   for (const folder of NOTEBOOK_FOLDERS) {
-    for (const entry of walkProjectFiles(ctx.project, folder, { extensions: ['.dpnb'] })) {
+    let entries: ReturnType<typeof walkProjectFiles>;
+    try {
+      entries = walkProjectFiles(ctx.project, folder, { extensions: ['.dpnb'] });
+    } catch {
+      continue; // a folder that is a link out of the project, or unreadable: nothing of it is listed
+    }
+    for (const entry of entries) {
       const modified = new Date(entry.mtimeMs ?? 0).toISOString();
       try {
         const file = locateNotebook(ctx, entry.path);
