@@ -310,10 +310,11 @@ class CopyToSink {
 
   handleCommandComplete(): void {
     if (this.failed) return;
-    // The socket stays this client's: never leave it paused past the COPY (no 'drain' follows end()).
-    this.resume();
     this.flush();
     this.sink.end();
+    // The socket stays this client's: never leave it paused past the COPY (the last write may
+    // have filled the sink, and no 'drain' follows end()).
+    this.resume();
   }
 
   handleReadyForQuery(): void {

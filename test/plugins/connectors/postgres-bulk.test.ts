@@ -4,13 +4,16 @@
  * (bytea, JSON, NULL against an empty string, quotes and line breaks inside text) arrive exact;
  * a failure on DuckDB's side (a value it cannot parse) and on PostgreSQL's side (an error after
  * rows were sent) each end the sync with the cause, without hanging, with the target, the CDC
- * state and the project folder (no pipe left behind) unchanged.
+ * state and the project folder (no pipe left behind) unchanged. A slow sink that is full at every
+ * write (backpressure pauses the socket) still gets every byte, and the connection is usable after.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { Writable } from 'node:stream';
 import pg from 'pg';
+import { postgresType } from '../../../plugins/connectors/types/postgres.js';
 import { makeProject, startServer, type TestServer } from '../../helpers.js';
 import { startPostgres, type RunningDatabase } from '../../support/databases.js';
 
@@ -79,6 +82,30 @@ describe('postgres connector: bulk path', () => {
     const types = await query("SELECT data_type FROM information_schema.columns WHERE table_schema = 'landing' AND table_name = 'odd' ORDER BY ordinal_position");
     assert.deepEqual(types.map((t) => t[0]), ['INTEGER', 'VARCHAR', 'BLOB', 'JSON', 'BOOLEAN', 'DOUBLE', 'DECIMAL(10,3)']);
     assert.deepEqual(pipesLeft(), []);
+  });
+
+  it('honours a full sink: every byte arrives and the source commits after the COPY', async () => {
+    const chunks: Buffer[] = [];
+    // Full after every write (highWaterMark 1), drained later: the socket pauses and resumes each time.
+    const sink = new Writable({
+      highWaterMark: 1,
+      write(chunk: Buffer, _enc, done) {
+        chunks.push(Buffer.from(chunk));
+        setTimeout(done, 2);
+      },
+    });
+    const ac = new AbortController();
+    const config = { host: source.host, port: source.port, database: source.database, user: source.user, password: source.password };
+    const csv = await postgresType.readCsv!(config, { table: 'public.prices', signal: ac.signal });
+    try {
+      assert.deepEqual(csv.columns.map((c) => `${c.name}:${c.type}`), ['id:INTEGER', 'amount:DECIMAL(10,2)', 'updated_at:TIMESTAMP']);
+      await csv.writeTo(sink);
+    } finally {
+      await csv.close();
+    }
+    const lines = Buffer.concat(chunks).toString('utf8').trimEnd().split('\n');
+    assert.equal(lines.length, 5000);
+    assert.equal(lines.find((l) => l.startsWith('4999,')), '4999,7498.50,2024-01-04 11:19:00');
   });
 
   it('a value DuckDB cannot take fails the table with its cause, without hanging, and changes nothing', async () => {
