@@ -36,7 +36,7 @@ export const errors = defineErrors({
   secret_not_found: { status: 404, meaning: 'No such key in .env.' },
   invalid_webhook_name: { status: 400, meaning: 'A webhook route was called without a webhook name.' },
   webhook_secret_required: { status: 401, meaning: 'A webhook call without the X-Service-Webhook-Secret header.' },
-  webhook_secret_invalid: { status: 403, meaning: 'A webhook call with the wrong shared secret.' },
+  webhook_secret_invalid: { status: 401, meaning: 'A webhook call with the wrong shared secret.' },
   webhook_not_configured: { status: 403, meaning: 'The webhook has no secret in .env (or the environment), so every call is refused.' },
   // project, environments, paths
   option_required: { status: 400, meaning: 'A CLI command that another plugin extends was run without the option its remaining plugin needs (the plugin that handles it otherwise is disabled).' },

@@ -67,6 +67,33 @@ export interface ConnectorBatch {
   rows: unknown[][];
 }
 
+/**
+ * A column of a CSV source: its DuckDB type, and when DuckDB's CSV reader cannot parse the
+ * source's text as that type directly, the type it reads (`csvType`, VARCHAR) and the SQL that
+ * converts the read value (`fromCsv(quotedColumn)`, e.g. `unhex(substr("data", 3))` for bytea).
+ */
+export interface ConnectorCsvColumn extends ConnectorColumn {
+  csvType?: string;
+  fromCsv?(quotedColumn: string): string;
+}
+
+/**
+ * A type's bulk path (optional `readCsv`): the rows as CSV text, parsed by DuckDB's own CSV
+ * reader from a pipe while the source still sends, so a sync does no per-row work in JS
+ * (postgres: `COPY … TO STDOUT`). Memory stays bounded by the pipe's buffer.
+ */
+export interface ConnectorCsvSource {
+  columns: ConnectorCsvColumn[];
+  /**
+   * Writes every row as CSV (RFC 4180, comma, `"` quotes doubled, no header; NULL is an unquoted
+   * empty field, an empty string a quoted one `""`) into `sink`, then ends it. Honours the sink's
+   * backpressure; rejects when the source fails or the sink errors (the reader went away).
+   */
+  writeTo(sink: NodeJS.WritableStream): Promise<void>;
+  /** Frees the source (connection, transaction), whatever happened; safe to call twice. */
+  close(): Promise<void>;
+}
+
 export interface ConnectorTestResult {
   ok: boolean;
   /** On failure, the cause in words: `connection refused`, `host not found`, `authentication failed`. */
@@ -89,6 +116,11 @@ export interface ConnectorType {
   generateScript(connection: { name: string; type: string; config: Record<string, unknown> }, tables: string[], targetSchema: string): string;
   /** The streaming reader syncs and generated scripts use. */
   read(config: Record<string, unknown>, request: ConnectorReadRequest): AsyncIterable<ConnectorBatch>;
+  /**
+   * Optional bulk path a sync prefers over `read`: the same rows (cursor filter included) as CSV.
+   * For a cursor read the rows need not be ordered: the sync takes the greatest cursor value itself.
+   */
+  readCsv?(config: Record<string, unknown>, request: ConnectorReadRequest): Promise<ConnectorCsvSource>;
   /** CDC modes the type supports; default `['full_refresh']`. */
   cdcModes?: CdcMode[];
   /**

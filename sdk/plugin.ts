@@ -247,7 +247,7 @@ export interface WebhookGuard {
    * Returns when the call may proceed: `SERVICE_WEBHOOK_OPEN=true`, or the header equals
    * `SERVICE_WEBHOOK_SECRET_<NAME>` (name upper-cased, other characters as `_`), else
    * `SERVICE_WEBHOOK_SECRET` (constant-time comparison). Otherwise throws DpError 401
-   * `webhook_secret_required` (no header), 403 `webhook_secret_invalid` (wrong secret) or
+   * `webhook_secret_required` (no header), 401 `webhook_secret_invalid` (wrong secret) or
    * 403 `webhook_not_configured` (no secret set). Reads the project's .env, then the process environment.
    */
   verify(webhookName: string, headerValue: string | string[] | undefined): void;

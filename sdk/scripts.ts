@@ -187,6 +187,14 @@ export interface StreamsService {
   active(): ActivePipeline;
   /** Problems of the streams without running anything: bad cron expressions, targets that do not exist (for `dp validate`). */
   validate(): Promise<ProjectProblem[]>;
+  /**
+   * Re-reads `streams:` from project.yml now (a plugin that edited it calls this: the connectors
+   * plugin after a setup or remove): new, changed and removed streams and their schedules take
+   * effect on the running server. Throws DpError 400 `invalid_project_yml` naming the field when the
+   * section is invalid; the streams in force stay then. (`list` and a run also notice an edit of
+   * the file by itself, and a serving process looks once a minute.)
+   */
+  reload(): StreamDefinition[];
 }
 
 export const STREAMS_SERVICE = createServiceRef<StreamsService>('streams');

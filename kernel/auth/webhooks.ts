@@ -17,7 +17,8 @@ export function webhookSecretVar(name: string): string {
  * - `SERVICE_WEBHOOK_OPEN=true`: accepted without any check (local development only);
  * - the secret is `SERVICE_WEBHOOK_SECRET_<NAME>`, else `SERVICE_WEBHOOK_SECRET`;
  *   neither set → 403 `webhook_not_configured` (closed by default);
- * - header missing → 401 `webhook_secret_required`; wrong → 403 `webhook_secret_invalid`.
+ * - header missing → 401 `webhook_secret_required`; wrong → 401 `webhook_secret_invalid` (the
+ *   caller failed to authenticate, as without the header; 403 stays for a webhook nobody may call).
  * The comparison is constant-time, and no message ever contains either secret.
  */
 export function verifyWebhookSecret(name: string, headerValue: string | string[] | undefined, lookup: (key: string) => string | undefined): void {
@@ -36,6 +37,6 @@ export function verifyWebhookSecret(name: string, headerValue: string | string[]
     throw unauthorized('webhook_secret_required', 'Send the webhook secret in the X-Service-Webhook-Secret header', { webhook: name, header: 'X-Service-Webhook-Secret' });
   }
   if (!constantTimeEqual(given, expected)) {
-    throw forbidden('webhook_secret_invalid', `Wrong webhook secret for '${name}'`, { webhook: name });
+    throw unauthorized('webhook_secret_invalid', `Wrong webhook secret for '${name}'`, { webhook: name });
   }
 }

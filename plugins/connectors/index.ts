@@ -3,7 +3,7 @@
  * mysql, csv, webhook), setup (script, project.yml, .env), CDC syncs with their state in
  * `_service.cdc_state`, the webhook inbox and file import. index.ts only wires.
  */
-import { CONNECTOR_TYPES, definePlugin, SCHEDULER_JOBS, SCRIPT_CONTEXT } from '../../sdk/index.js';
+import { CONNECTOR_TYPES, definePlugin, errorMessage, SCHEDULER_JOBS, SCRIPT_CONTEXT, STREAMS_SERVICE } from '../../sdk/index.js';
 import { registerCommands } from './commands.js';
 import { CONNECTORS_CONFIG } from './config.js';
 import { ImportService } from './import.js';
@@ -37,9 +37,24 @@ export default definePlugin({
     const engine = new SyncEngine(ctx, registry, projectFile, state, ctx.hook('onSync'), ctx.log);
     const inbox = new WebhookInbox(() => ctx.db);
     const imports = new ImportService(ctx);
-    const service = new ConnectorsService(ctx, registry, projectFile, state, engine, async (c) => {
-      if (c.type === 'webhook') await inbox.ensure(c.name);
-    });
+    const service = new ConnectorsService(
+      ctx,
+      registry,
+      projectFile,
+      state,
+      engine,
+      async (c) => {
+        if (c.type === 'webhook') await inbox.ensure(c.name);
+      },
+      // The sync stream a setup adds (or a remove drops) is runnable and scheduled at once.
+      () => {
+        try {
+          ctx.services.find(STREAMS_SERVICE)?.reload();
+        } catch (e) {
+          ctx.log.warn(`streams not reloaded after a connector change: ${errorMessage(e)}`);
+        }
+      },
+    );
 
     // With the streams plugin: generated scripts call ctx.connectors.sync(name), and connector
     // schedules run on its scheduler (no-ops when streams is disabled).

@@ -76,6 +76,8 @@ export class ConnectorsService {
     readonly state: CdcStateStore,
     readonly engine: SyncEngine,
     private readonly afterSetup: (connector: { name: string; type: string; targetSchema: string }) => Promise<void>,
+    /** After setup and remove edited project.yml: the running server's streams follow (streams plugin). */
+    private readonly projectChanged: () => void = () => undefined,
   ) {}
 
   available() {
@@ -204,6 +206,7 @@ export class ConnectorsService {
       }
     });
     await this.afterSetup({ name, type: registered.type.type, targetSchema });
+    this.projectChanged();
     this.ctx.log.info(`connector ${name} (${registered.type.type}) set up: ${tables.length} tables into ${targetSchema}`);
     return {
       connection_name: name,
@@ -292,6 +295,7 @@ export class ConnectorsService {
       }
       for (const v of referenced) if (v.startsWith(prefix) && otherUses(doc, v) === 0) toDelete.push(v);
     });
+    this.projectChanged();
     for (const v of toDelete) await this.ctx.secrets.delete(v);
     if (scriptRemoved) fs.rmSync(scriptFile);
     await this.state.forget(name);

@@ -3,10 +3,18 @@
  * row (docs/decisions.md "CDC" transitions), so a sync that fails midway leaves the target table
  * and the state as they were and the next sync neither loses nor duplicates rows.
  *
- * Rows stream from the type's reader in batches into `bulkLoad` (DuckDB's appender): memory stays
- * bounded by one batch whatever the table size. Under the transaction DuckDB writes large appends
+ * Types with a bulk path (`readCsv`, postgres) stream CSV through a named pipe into DuckDB's own
+ * CSV reader (`INSERT … SELECT … FROM read_csv(pipe)`): no row passes through JS, and the greatest
+ * cursor value is DuckDB's `max()` over the loaded rows. The others stream batches from `read`
+ * into `bulkLoad` (DuckDB's appender). Either way memory stays bounded (the pipe's buffer, one
+ * batch) whatever the table size; under the transaction DuckDB writes large appends
  * optimistically to the database file, not to memory.
  */
+import { execFile } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import {
   badRequest,
   errorMessage,
@@ -16,6 +24,7 @@ import {
   type CDCSyncResult,
   type CdcMode,
   type ConnectorBatch,
+  type ConnectorCsvSource,
   type ConnectorRuntime,
   type DbConnection,
   type FireableHook,
@@ -30,6 +39,16 @@ import type { CdcStateStore } from './state.js';
 
 /** Rows per batch asked of a reader. */
 export const BATCH_ROWS = 10_000;
+
+/** Where the named pipes of bulk syncs live: inside the project, the folder DuckDB's sandbox reads. */
+const PIPE_DIR = '.dp/sync';
+const TYPE_NAME = /^[A-Za-z][A-Za-z0-9_ ,()[\]]*$/;
+
+/** A DuckDB type name from a type, checked before it goes into DDL. */
+function typeSql(column: { name: string; type: string }): string {
+  if (!TYPE_NAME.test(column.type)) throw new Error(`column '${column.name}': '${column.type}' is not a DuckDB type name`);
+  return column.type;
+}
 
 export interface SyncOptions {
   /** Only these tables (source names as configured). */
@@ -52,6 +71,18 @@ function watermarkText(v: unknown): string | null {
   if (v instanceof Date) return v.toISOString();
   if (typeof v === 'object') return JSON.stringify(v);
   return String(v);
+}
+
+/**
+ * A writer still blocked opening the pipe (DuckDB failed before it opened its end) gets a reader
+ * that closes at once, so its open completes and its next write fails instead of waiting forever.
+ */
+function releaseWaitingWriter(pipe: string): void {
+  try {
+    fs.closeSync(fs.openSync(pipe, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK));
+  } catch {
+    // the pipe is gone: nothing waits on it
+  }
 }
 
 export class SyncEngine {
@@ -165,22 +196,30 @@ export class SyncEngine {
           return fire(this.result(table, 'skipped', 0, performance.now() - t0, null, null, null));
         }
       }
-      const reader = type.read(config, {
+      const request = {
         table: table.name,
         ...(table.source_query ? { sourceQuery: table.source_query } : {}),
         ...(mode === 'high_watermark' ? { cursor: { column: table.cdc_column!, after: before } } : {}),
         batchRows: BATCH_ROWS,
         signal,
         runtime: this.runtime(),
-      });
-      const { rows, watermark } = await conn.transaction(async (tx) => {
-        // High watermark without a stored watermark (first sync, or after a reset) is a full re-sync:
-        // the target is replaced, so a reset never duplicates rows.
-        const loaded = await this.load(tx, reader, { schema, table: target, replace: mode !== 'high_watermark' || before === null, cdcColumn: mode === 'high_watermark' ? table.cdc_column! : null });
-        const after = mode === 'high_watermark' ? (loaded.lastCursor ?? before) : null;
-        await this.state.put(tx, { connector: connector.name, table: table.name, mode, watermark: after, mtime, rows: loaded.rows });
-        return { rows: loaded.rows, watermark: after };
-      });
+      };
+      // High watermark without a stored watermark (first sync, or after a reset) is a full re-sync:
+      // the target is replaced, so a reset never duplicates rows.
+      const into = { schema, table: target, replace: mode !== 'high_watermark' || before === null, cdcColumn: mode === 'high_watermark' ? table.cdc_column! : null };
+      const csv = type.readCsv ? await type.readCsv(config, request) : null;
+      const { rows, watermark } = await (async () => {
+        try {
+          return await conn.transaction(async (tx) => {
+            const loaded = csv ? await this.loadCsv(tx, csv, into) : await this.load(tx, type.read(config, request), into);
+            const after = mode === 'high_watermark' ? (loaded.lastCursor ?? before) : null;
+            await this.state.put(tx, { connector: connector.name, table: table.name, mode, watermark: after, mtime, rows: loaded.rows });
+            return { rows: loaded.rows, watermark: after };
+          });
+        } finally {
+          await csv?.close();
+        }
+      })();
       return fire(this.result(table, 'success', rows, performance.now() - t0, before, watermark, null));
     } catch (e) {
       const message = signal.aborted ? 'sync cancelled' : errorMessage(e);
@@ -198,6 +237,89 @@ export class SyncEngine {
       [schema, table],
     );
     return (n ?? 0) > 0;
+  }
+
+  /**
+   * How rows go into the target: `replace` (full refresh, file tracking, a first high-watermark
+   * sync), `create` (absent), or `append` to the existing table, with the source's new columns added.
+   */
+  private async targetMode(tx: DbConnection, columns: ReadonlyArray<{ name: string; type: string }>, target: { schema: string; table: string; replace: boolean }): Promise<'replace' | 'create' | 'append'> {
+    if (target.replace) return 'replace';
+    if (!(await this.tableExists(tx, target.schema, target.table))) return 'create';
+    const existing = (await tx.all<{ column_name: string }>(
+      'SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = $1 AND table_name = $2',
+      [target.schema, target.table],
+    )).map((r) => r.column_name);
+    for (const c of columns) {
+      if (!existing.includes(c.name)) await tx.run(`ALTER TABLE ${qualified(target.schema, target.table)} ADD COLUMN ${quoteIdent(c.name)} ${typeSql(c)}`);
+    }
+    return 'append';
+  }
+
+  /**
+   * The bulk path: the source writes CSV into a named pipe while DuckDB's CSV reader parses it
+   * into `schema.table` on `tx` (one INSERT … SELECT). A failure on either side ends the other
+   * (the writer's end closed, or the pipe opened and closed for a writer still waiting), and the
+   * error rolls the transaction back.
+   */
+  private async loadCsv(
+    tx: DbConnection,
+    source: ConnectorCsvSource,
+    target: { schema: string; table: string; replace: boolean; cdcColumn: string | null },
+  ): Promise<{ rows: number; lastCursor: string | null }> {
+    const columns = source.columns;
+    if (target.cdcColumn && !columns.some((c) => c.name === target.cdcColumn)) {
+      throw new Error(`cdc_column '${target.cdcColumn}' is not a column of the source (columns: ${columns.map((c) => c.name).join(', ')})`);
+    }
+    const name = qualified(target.schema, target.table);
+    const mode = await this.targetMode(tx, columns, target);
+    if (mode !== 'append') {
+      await tx.run(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(target.schema)}`);
+      const body = columns.map((c) => `${quoteIdent(c.name)} ${typeSql(c)}`).join(', ');
+      await tx.run(`CREATE ${mode === 'replace' ? 'OR REPLACE TABLE' : 'TABLE IF NOT EXISTS'} ${name} (${body})`);
+    }
+    const db = this.ctx.db;
+    const dir = this.ctx.project.resolve(PIPE_DIR);
+    fs.mkdirSync(dir, { recursive: true });
+    const pipe = path.join(dir, `${crypto.randomUUID()}.csv`);
+    await promisify(execFile)('mkfifo', ['-m', '600', pipe]);
+    try {
+      const csvColumns = `{${columns.map((c) => `${db.literal(c.name)}: ${db.literal(typeSql({ name: c.name, type: c.csvType ?? c.type }))}`).join(', ')}}`;
+      const select = columns.map((c) => (c.fromCsv ? `${c.fromCsv(quoteIdent(c.name))} AS ${quoteIdent(c.name)}` : quoteIdent(c.name))).join(', ');
+      const insert = tx.value<bigint | number>(
+        `INSERT INTO ${name} (${columns.map((c) => quoteIdent(c.name)).join(', ')}) SELECT ${select} FROM read_csv(${db.literal(pipe)}, header = false, auto_detect = false, delim = ',', quote = '"', escape = '"', allow_quoted_nulls = false, columns = ${csvColumns})`,
+      );
+      const sink = fs.createWriteStream(pipe, { highWaterMark: 1024 * 1024 });
+      sink.on('error', () => undefined); // reported through writeTo
+      let feedError: unknown = null;
+      const feeding = source.writeTo(sink).catch((e) => {
+        feedError = e;
+        // DuckDB reads to the end of what arrived, then the rollback drops it.
+        sink.destroy();
+      });
+      let inserted: bigint | number | null = null;
+      let insertError: unknown = null;
+      try {
+        inserted = await insert;
+      } catch (e) {
+        insertError = e;
+        releaseWaitingWriter(pipe);
+      }
+      await feeding;
+      // The source's own failure is the cause; a broken pipe only follows DuckDB's.
+      if (feedError && (feedError as { code?: string }).code !== 'EPIPE') throw feedError;
+      if (insertError) throw insertError;
+      if (feedError) throw feedError;
+      const rows = Number(inserted ?? 0);
+      let lastCursor: string | null = null;
+      if (target.cdcColumn && rows > 0) {
+        // The loaded rows are all above the previous watermark, so the table's greatest value is theirs.
+        lastCursor = (await tx.value<string>(`SELECT max(${quoteIdent(target.cdcColumn)})::VARCHAR FROM ${name}`)) ?? null;
+      }
+      return { rows, lastCursor };
+    } finally {
+      fs.rmSync(pipe, { force: true });
+    }
   }
 
   /**
@@ -220,17 +342,7 @@ export class SyncEngine {
       cursorIndex = columns.findIndex((c) => c.name === target.cdcColumn);
       if (cursorIndex < 0) throw new Error(`cdc_column '${target.cdcColumn}' is not a column of the source (columns: ${columns.map((c) => c.name).join(', ')})`);
     }
-    let mode: 'replace' | 'create' | 'append' = target.replace ? 'replace' : 'create';
-    if (!target.replace && (await this.tableExists(tx, target.schema, target.table))) {
-      mode = 'append';
-      const existing = (await tx.all<{ column_name: string }>(
-        'SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = $1 AND table_name = $2',
-        [target.schema, target.table],
-      )).map((r) => r.column_name);
-      for (const c of columns) {
-        if (!existing.includes(c.name)) await tx.run(`ALTER TABLE ${qualified(target.schema, target.table)} ADD COLUMN ${quoteIdent(c.name)} ${c.type}`);
-      }
-    }
+    const mode = await this.targetMode(tx, columns, target);
     let lastCursor: string | null = null;
     const result = await tx.bulkLoad({ schema: target.schema, table: target.table, mode, columns }, async (writer) => {
       // The target's column order may differ from the source's (append to an older table).

@@ -60,16 +60,36 @@ export default definePlugin({
     const scheduler = new Scheduler(ctx.log);
     if (ctx.serving) {
       let registered = false;
+      /** The scheduler's stream entries follow the definitions: added, re-timed, dropped. */
+      const followStreams = (defs: ReturnType<typeof streams.list>) => {
+        const wanted = new Map(defs.filter((d) => d.schedule !== null).map((d) => [`stream:${d.name}`, d]));
+        for (const s of scheduler.list()) {
+          if (s.kind === 'stream' && (!wanted.has(s.name) || wanted.get(s.name)!.schedule !== s.cron)) scheduler.remove(s.name);
+        }
+        const present = new Set(scheduler.list().map((s) => s.name));
+        for (const [name, def] of wanted) if (!present.has(name)) scheduler.add(streamJob(streams, def), 'stream');
+      };
+      streams.onChange((defs) => {
+        if (registered) followStreams(defs);
+      });
+      // An edit of project.yml by another process (`dp connect` beside the server, an editor)
+      // reaches the schedules within a minute even when nobody lists or runs a stream.
+      let watch: NodeJS.Timeout | undefined;
       ctx.onStart(() => {
         // Once: the extension point is closed by now, and a restart after maintenance keeps the entries.
         if (!registered) {
           registered = true;
-          for (const def of streams.list()) if (def.schedule !== null) scheduler.add(streamJob(streams, def), 'stream');
+          followStreams(streams.list());
           for (const job of jobs) scheduler.add(job, 'job');
         }
         scheduler.start();
+        watch = setInterval(() => streams.refresh(), 60_000);
+        watch.unref();
       });
-      ctx.onBeforeStop(() => scheduler.stop());
+      ctx.onBeforeStop(() => {
+        clearInterval(watch);
+        scheduler.stop();
+      });
     }
     registerRoutes(ctx, { scripts, streams, scheduler, events });
     registerCommands(ctx, { scripts, streams, scheduler });

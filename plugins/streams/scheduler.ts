@@ -80,6 +80,17 @@ export class Scheduler {
     if (this.started && !problem) this.arm(entry, this.clock.now());
   }
 
+  /** Drops a schedule (a run it started finishes on its own); false when there is none by that name. */
+  remove(name: string): boolean {
+    const entry = this.entries.get(name);
+    if (!entry) return false;
+    if (entry.timer !== undefined) this.clock.clearTimeout(entry.timer);
+    entry.timer = undefined;
+    entry.next = undefined;
+    this.entries.delete(name);
+    return true;
+  }
+
   get running(): boolean {
     return this.started;
   }

@@ -27,6 +27,7 @@ import {
   type StreamStepResult,
 } from '../../sdk/index.js';
 import type { PipelineEventKind, PipelineEvents } from './events.js';
+import { projectFileStamp, readStreamDefinitions } from './config.js';
 import { newRunId, recordHistory } from './history.js';
 import { SUPPORTED, type ScriptRunner } from './scripts.js';
 import { streamProblems } from './validate.js';
@@ -59,15 +60,55 @@ export class StreamRunner implements StreamsService {
   /** The snapshot of the last finished run (SPEC's `finished`, `status`, `duration_seconds`). */
   private last: ActivePipeline | null = null;
 
+  private definitions: StreamDefinition[];
+  /** project.yml as the definitions were read from it (projectFileStamp). */
+  private stamp: string | null;
+  private readonly changeListeners: Array<(definitions: StreamDefinition[]) => void> = [];
+
   constructor(
     private readonly ctx: PluginContext,
-    private readonly definitions: StreamDefinition[],
+    definitions: StreamDefinition[],
     private readonly scripts: ScriptRunner,
     private readonly models: ModelsService,
     private readonly events: PipelineEvents,
-  ) {}
+  ) {
+    this.definitions = definitions;
+    this.stamp = projectFileStamp(ctx.project);
+  }
+
+  /** Called with the new definitions whenever a reload changed them (the scheduler follows). */
+  onChange(listener: (definitions: StreamDefinition[]) => void): void {
+    this.changeListeners.push(listener);
+  }
+
+  reload(): StreamDefinition[] {
+    const stamp = projectFileStamp(this.ctx.project);
+    const next = readStreamDefinitions(this.ctx.project, (name) => this.ctx.secrets.get(name) ?? process.env[name]);
+    this.stamp = stamp;
+    if (JSON.stringify(next) !== JSON.stringify(this.definitions)) {
+      this.definitions = next;
+      this.ctx.log.info(`streams reloaded from project.yml: ${next.map((d) => d.name).join(', ') || 'none'}`);
+      for (const l of this.changeListeners) l(next);
+    }
+    return this.definitions;
+  }
+
+  /**
+   * Reloads when project.yml changed on disk since the last read (another process such as
+   * `dp connect`, or an editor). An invalid section keeps the streams in force, with a warning.
+   */
+  refresh(): void {
+    if (projectFileStamp(this.ctx.project) === this.stamp) return;
+    try {
+      this.reload();
+    } catch (e) {
+      this.stamp = projectFileStamp(this.ctx.project);
+      this.ctx.log.warn(`project.yml changed but its streams were not reloaded: ${errorMessage(e)}`);
+    }
+  }
 
   list(): StreamDefinition[] {
+    this.refresh();
     return this.definitions;
   }
 
@@ -76,6 +117,7 @@ export class StreamRunner implements StreamsService {
   }
 
   get(name: string): StreamDefinition {
+    this.refresh();
     const def = this.definitions.find((d) => d.name === name);
     if (!def) {
       throw notFound('stream_not_found', `No stream '${name}' in project.yml${this.definitions.length ? ` (streams: ${this.definitions.map((d) => d.name).join(', ')})` : ''}`, { stream: name });

@@ -136,12 +136,13 @@ describe('webhook secrets', () => {
     verifyWebhookSecret('other', 'global', vars);
   });
 
-  it('answers 401 without the header, 403 with a wrong one, and stays closed when nothing is configured', () => {
+  it('answers 401 without the header and with a wrong one, and stays closed when nothing is configured', () => {
     const vars = env({ SERVICE_WEBHOOK_SECRET: 's3cret-global' });
     const missing = thrown(() => verifyWebhookSecret('orders', undefined, vars));
     assert.equal(missing.status, 401);
     const wrong = thrown(() => verifyWebhookSecret('orders', 's3cret-globaX', vars));
-    assert.equal(wrong.status, 403);
+    assert.equal(wrong.status, 401);
+    assert.equal(wrong.code, 'webhook_secret_invalid');
     assert.ok(!JSON.stringify(wrong).includes('s3cret-global') && !wrong.message.includes('s3cret-global'), 'the secret never appears in the error');
     const closed = thrown(() => verifyWebhookSecret('orders', 'anything', env({})));
     assert.equal(closed.status, 403);

@@ -4,9 +4,21 @@
  * batch. Values arrive as PostgreSQL's text and are converted per column type: exact for BIGINT,
  * NUMERIC and timestamps (microseconds kept; the session time zone is UTC), which also makes a
  * high watermark the source's own text, compared back by PostgreSQL itself.
+ *
+ * Syncs take the bulk path (`readCsv`): `COPY (SELECT …) TO STDOUT (FORMAT csv)` streamed
+ * through a pipe into DuckDB's CSV reader, so no row is parsed or converted in JS.
  */
 import pg from 'pg';
-import { connectorScript, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorType, type DiscoveredTable } from '../../../sdk/index.js';
+import {
+  connectorScript,
+  type ConnectorBatch,
+  type ConnectorColumn,
+  type ConnectorCsvColumn,
+  type ConnectorCsvSource,
+  type ConnectorReadRequest,
+  type ConnectorType,
+  type DiscoveredTable,
+} from '../../../sdk/index.js';
 import { connectionCause, withTimeout } from './connection-errors.js';
 
 export interface PostgresConfig {
@@ -58,7 +70,7 @@ async function connect(config: PostgresConfig, signal: AbortSignal | undefined):
   } catch (e) {
     throw Object.assign(new Error(connectionCause(e)), { cause: e });
   }
-  await c.query("SET TIME ZONE 'UTC'; SET DateStyle = 'ISO, YMD'; SET extra_float_digits = 3");
+  await c.query("SET TIME ZONE 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'iso_8601'; SET extra_float_digits = 3; SET bytea_output = 'hex'");
   return c;
 }
 
@@ -158,14 +170,14 @@ function columnOf(field: { name: string; dataTypeID: number; dataTypeModifier: n
 }
 
 /** The SELECT a read runs: the table or the custom query, filtered and ordered by the cursor. */
-export function readSql(c: pg.Client, config: PostgresConfig, req: Pick<ConnectorReadRequest, 'table' | 'sourceQuery' | 'cursor' | 'columns'>): string {
+export function readSql(c: pg.Client, config: PostgresConfig, req: Pick<ConnectorReadRequest, 'table' | 'sourceQuery' | 'cursor' | 'columns'>, ordered = true): string {
   const { schema, table } = splitTable(req.table, config.schema ?? 'public');
   const from = req.sourceQuery ? `(${req.sourceQuery.replace(/;\s*$/, '')}) AS src` : `${quote(schema)}.${quote(table)} AS src`;
   const cols = req.columns?.length ? req.columns.map(quote).join(', ') : '*';
   if (!req.cursor) return `SELECT ${cols} FROM ${from}`;
   const col = quote(req.cursor.column);
   const where = req.cursor.after === null || req.cursor.after === undefined ? '' : ` WHERE ${col} > ${c.escapeLiteral(String(req.cursor.after))}`;
-  return `SELECT ${cols} FROM ${from}${where} ORDER BY ${col}`;
+  return `SELECT ${cols} FROM ${from}${where}${ordered ? ` ORDER BY ${col}` : ''}`;
 }
 
 async function* readPostgres(config: PostgresConfig, req: ConnectorReadRequest): AsyncGenerator<ConnectorBatch> {
@@ -207,6 +219,162 @@ async function* readPostgres(config: PostgresConfig, req: ConnectorReadRequest):
   } finally {
     req.signal.removeEventListener('abort', onAbort);
     await c.end().catch(() => undefined);
+  }
+}
+
+/** How DuckDB's CSV reader takes a column of COPY's CSV: bytea (`\\x…` hex) and JSON as text, converted in SQL. */
+function csvColumnOf(column: ConnectorColumn): ConnectorCsvColumn {
+  if (column.type === 'BLOB') return { ...column, csvType: 'VARCHAR', fromCsv: (q) => `unhex(substr(${q}, 3))` };
+  if (column.type === 'JSON') return { ...column, csvType: 'VARCHAR', fromCsv: (q) => `${q}::JSON` };
+  return column;
+}
+
+/**
+ * `COPY … TO STDOUT` as a pg submittable: CopyData messages go straight into `sink` as bytes. When
+ * the sink is full the socket is paused (PostgreSQL then waits on TCP), so memory stays bounded.
+ */
+const WRITE_BYTES = 256 * 1024;
+
+class CopyToSink {
+  private readonly done: Promise<void>;
+  private settle!: { resolve: () => void; reject: (e: unknown) => void };
+  private failed: unknown = null;
+  private socket: { pause(): void; resume(): void } | null = null;
+  private paused = false;
+
+  constructor(
+    private readonly text: string,
+    private readonly sink: NodeJS.WritableStream,
+  ) {
+    this.done = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
+    this.done.catch(() => undefined);
+    sink.on('drain', () => this.resume());
+    sink.on('error', (e) => this.fail(e));
+  }
+
+  get promise(): Promise<void> {
+    return this.done;
+  }
+
+  private resume(): void {
+    if (this.paused) {
+      this.paused = false;
+      this.socket?.resume();
+    }
+  }
+
+  private fail(e: unknown): void {
+    if (this.failed) return;
+    this.failed = e;
+    this.resume();
+    this.settle.reject(e);
+  }
+
+  submit(connection: { query(text: string): void; stream: { pause(): void; resume(): void } }): void {
+    this.socket = connection.stream;
+    connection.query(this.text);
+  }
+
+  /**
+   * PostgreSQL sends one CopyData message per row. Their bytes are copied into a 256 KB block
+   * written when full: fewer writes, and pg's parser reuses its buffer, so a message's bytes
+   * must not be held by reference once the handler returns.
+   */
+  private block = Buffer.allocUnsafe(WRITE_BYTES);
+  private used = 0;
+
+  private flush(): void {
+    if (this.used === 0) return;
+    const data = this.block.subarray(0, this.used);
+    this.block = Buffer.allocUnsafe(WRITE_BYTES);
+    this.used = 0;
+    if (!this.sink.write(data) && !this.paused) {
+      this.paused = true;
+      this.socket?.pause();
+    }
+  }
+
+  handleCopyData(msg: { chunk: Buffer }): void {
+    if (this.failed) return;
+    const chunk = msg.chunk;
+    if (this.used + chunk.length > WRITE_BYTES) this.flush();
+    if (chunk.length > WRITE_BYTES) {
+      if (!this.sink.write(Buffer.from(chunk)) && !this.paused) {
+        this.paused = true;
+        this.socket?.pause();
+      }
+      return;
+    }
+    this.used += chunk.copy(this.block, this.used);
+  }
+
+  handleCommandComplete(): void {
+    if (this.failed) return;
+    this.flush();
+    this.sink.end();
+    // The socket stays this client's: never leave it paused past the COPY (the last write may
+    // have filled the sink, and no 'drain' follows end()).
+    this.resume();
+  }
+
+  handleReadyForQuery(): void {
+    if (this.failed) return;
+    const finished = () => this.settle.resolve();
+    // The sink has taken every byte once it finished (a file stream: closed).
+    if ((this.sink as { writableFinished?: boolean }).writableFinished) finished();
+    else this.sink.once('finish', finished);
+  }
+
+  handleError(e: unknown): void {
+    this.fail(e);
+  }
+
+  // pg calls these for messages a COPY never sends; they only guard against a protocol surprise.
+  handleRowDescription(): void {}
+  handleDataRow(): void {}
+  handleEmptyQuery(): void {}
+  handlePortalSuspended(): void {}
+  handleCopyInResponse(): void {
+    this.fail(new Error('unexpected COPY IN from the server'));
+  }
+}
+
+async function readPostgresCsv(config: PostgresConfig, req: ConnectorReadRequest): Promise<ConnectorCsvSource> {
+  const c = await connect(config, req.signal);
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    req.signal.removeEventListener('abort', onAbort);
+    await c.end().catch(() => undefined);
+  };
+  const onAbort = () => void close();
+  req.signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    // One snapshot for the column query and the COPY.
+    await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    const select = readSql(c, config, req, false);
+    const described = await c.query({ text: `SELECT * FROM (${select}) AS q LIMIT 0`, rowMode: 'array' });
+    const columns = described.fields.map((f) => csvColumnOf(columnOf(f).column));
+    return {
+      columns,
+      writeTo: async (sink) => {
+        const copy = new CopyToSink(`COPY (${select}) TO STDOUT WITH (FORMAT csv)`, sink);
+        void c.query(copy as unknown as pg.QueryConfig);
+        try {
+          await copy.promise;
+        } catch (e) {
+          // The reader went away or the server failed: this connection is done either way.
+          await close();
+          throw e;
+        }
+        await c.query('COMMIT');
+      },
+      close,
+    };
+  } catch (e) {
+    await close();
+    throw e;
   }
 }
 
@@ -254,4 +422,5 @@ export const postgresType: ConnectorType = {
   discover: (config, signal) => discoverPostgres(config as unknown as PostgresConfig, signal),
   generateScript: (connection, tables, targetSchema) => connectorScript(connection, tables, targetSchema),
   read: (config, request) => readPostgres(config as unknown as PostgresConfig, request),
+  readCsv: (config, request) => readPostgresCsv(config as unknown as PostgresConfig, request),
 };

@@ -72,7 +72,7 @@ describe('csv connector, webhook inbox and import', () => {
     assert.match(outside.body.message, /outside|escape/i);
   });
 
-  it('webhook: stores payloads with the right secret; 401/403 without it, 413 over 5 MB, nothing stored on an error', async () => {
+  it('webhook: stores payloads with the right secret; 401 without it or with a wrong one, 403 unconfigured, 413 over 5 MB, nothing stored on an error', async () => {
     const setup = await s.request('POST', '/api/connectors/setup', { connector_type: 'webhook', connection_name: 'shop_hook', config: { secret: 'another-secret-42' } });
     assert.equal(setup.status, 200, setup.text);
     assert.deepEqual(setup.body.secrets, ['SERVICE_WEBHOOK_SECRET_SHOP_HOOK']);
@@ -93,8 +93,14 @@ describe('csv connector, webhook inbox and import', () => {
     const noSecret = await post('orders_hook', '{"x":1}');
     assert.equal(noSecret.status, 401);
     const wrong = await post('orders_hook', '{"x":1}', 'wrong-secret');
-    assert.equal(wrong.status, 403);
-    assert.equal(((await wrong.json()) as { error: { code: string } }).error.code, 'webhook_secret_invalid');
+    assert.equal(wrong.status, 401);
+    const wrongBody = (await wrong.json()) as { error: { code: string; message: string; details: Record<string, unknown> } };
+    assert.deepEqual(Object.keys(wrongBody.error).sort(), ['code', 'details', 'message']);
+    assert.equal(wrongBody.error.code, 'webhook_secret_invalid');
+    assert.equal(wrongBody.error.details.webhook, 'orders_hook');
+    assert.ok(!JSON.stringify(wrongBody).includes(WEBHOOK_SECRET) && !JSON.stringify(wrongBody).includes('wrong-secret'), 'no secret in the error');
+    // The setup's own secret is no key for another webhook either.
+    assert.equal((await post('orders_hook', '{"x":1}', 'another-secret-42')).status, 401);
     const unconfigured = await post('other_hook', '{"x":1}', WEBHOOK_SECRET);
     assert.equal(unconfigured.status, 403);
     const big = await post('orders_hook', JSON.stringify({ blob: 'x'.repeat(5 * 1024 * 1024) }), WEBHOOK_SECRET);
