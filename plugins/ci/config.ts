@@ -7,8 +7,12 @@ export const CI_CONFIG = defineConfig(
     {
       /** The branch whose build the diff compares with. */
       base_branch: Type.String({ default: 'main', pattern: '^[A-Za-z0-9._/-]+$' }),
-      /** What `npm install -g` installs when no `dp` is on the PATH (a registry name, git URL or tarball). */
-      install: Type.String({ default: 'dp', minLength: 1 }),
+      /**
+       * What `npm install -g` installs when no `dp` is on the PATH: a git URL or tarball of dp (dp
+       * is not published under a registry name, and `dp` on npm is another package). Unset: the
+       * workflow reads the repository variable DP_PACKAGE.
+       */
+      install: Type.Optional(Type.String({ minLength: 1 })),
       /** Node.js major version for the GitHub Actions runner. */
       node_version: Type.String({ default: '20', pattern: '^[0-9]+(\\.[0-9]+)*$' }),
     },

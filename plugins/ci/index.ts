@@ -11,6 +11,7 @@ export default definePlugin({
         out: args.out ? String(args.out) : null,
         script: args.script ? String(args.script) : null,
         base: args.base ? String(args.base) : null,
+        install: args.install ? String(args.install) : null,
         force: Boolean(args.force),
       });
       if (io.wantsJson) io.json(made);

@@ -35,7 +35,8 @@ describe('dp ci generate', () => {
     assert.equal(steps[0].uses, 'actions/checkout@v4');
     assert.equal(steps[0].with['fetch-depth'], 0);
     assert.equal(steps[1].uses, 'actions/setup-node@v4');
-    assert.match(steps[2].run, /npm install -g/);
+    assert.match(steps[2].run, /npm install -g "\$DP_PACKAGE"/);
+    assert.equal(steps[2].env.DP_PACKAGE, '${{ vars.DP_PACKAGE }}');
     assert.equal(steps[3].run, 'bash ci/dp-ci.sh');
     assert.equal(steps[3].env.DP_BASE_REF, "${{ github.base_ref || 'main' }}");
     assert.ok(fs.statSync(path.join(root, 'ci/dp-ci.sh')).mode & 0o100, 'the script is executable');
