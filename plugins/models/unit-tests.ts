@@ -45,7 +45,7 @@ import {
 import { findModel, keyOf, type GraphModel, type ModelGraph } from './dag.js';
 import type { ModelFile } from './discovery.js';
 import type { ModelsEngine } from './service.js';
-import { forEachTableReference, tableReferences } from './sqltree.js';
+import { forEachTableReference } from './sqltree.js';
 
 export const UNIT_TESTS_DIR = 'tests/unit';
 
@@ -163,7 +163,7 @@ function fileAsModel(files: ModelFile[], name: string): Pick<GraphModel, 'file' 
 
 /** The relations a model reads, as `schema.name` in its own spelling of the reference. */
 function modelReads(m: Pick<GraphModel, 'file'>): string[] {
-  const refs = m.file.tree ? tableReferences(m.file.tree) : [];
+  const refs = m.file.parseError ? [] : m.file.refs;
   return [...new Set(refs.map((r) => `${r.schema || 'main'}.${r.table}`))];
 }
 
@@ -174,7 +174,7 @@ function modelReads(m: Pick<GraphModel, 'file'>): string[] {
 export function staticProblems(t: UnitTestSpec, graph: ModelGraph | ModelFile[]): string[] {
   const m = Array.isArray(graph) ? fileAsModel(graph, t.model) : findModel(graph, t.model);
   if (!m) return [`${where(t)}: unit test '${t.name}' names model '${t.model}', which does not exist`];
-  if (m.file.parseError || !m.file.tree) return [`${where(t)}: model ${m.info.full_name} does not parse: ${m.file.parseError}`];
+  if (m.file.parseError) return [`${where(t)}: model ${m.info.full_name} does not parse: ${m.file.parseError}`];
   const problems: string[] = [];
   const reads = modelReads(m);
   const mocked = new Map<string, string>();
