@@ -114,6 +114,7 @@ const BASE_ALIAS = '__dp_diff_base';
 
 /** Attaches the other build read-only; returns its project-relative path (for reports). */
 async function attachBase(ctx: PluginContext, c: DbConnection, file: string): Promise<string> {
+  if (file.length > 1024) throw badRequest('base_database_not_found', '--against-db: the path is too long', { field: 'against_db' });
   const abs = ctx.project.resolve(file);
   const rel = ctx.project.relative(abs);
   if (!fs.existsSync(abs) || !fs.statSync(abs).isFile()) throw badRequest('base_database_not_found', `--against-db: no database file at ${rel}`, { field: 'against_db', path: rel });
