@@ -1,7 +1,10 @@
 /**
  * Models at scale:
- * - discovery + DAG of a generated 10,000-model project, cold (the first list() and dag() after
- *   start: reading, hashing and parsing every file, resolving references, ordering);
+ * - discovery + DAG of a generated 10,000-model project (every model's SQL distinct, two references
+ *   each): first ever (no parse cache: reading, hashing and parsing every file, resolving
+ *   references, ordering), cold in a new engine with the parse cache on disk (what every CLI
+ *   command pays when few files changed), and cached in the same engine. Wall time and CPU time
+ *   (process.cpuUsage: all threads, DuckDB's included), which holds better under load;
  * - an incremental model over a 10,000,000-row source: a run that adds 1% new rows (100,000,
  *   found by incremental_filter, merged by unique_key) against a full rebuild of the same model
  *   (--full-refresh), alternating rounds so both see the same machine load.
@@ -24,40 +27,69 @@ function project(files: Record<string, string>): string {
   return root;
 }
 
+/** Wall and CPU milliseconds (all threads of the process) of fn. */
+async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; cpu: number; value: T }> {
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  const value = await fn();
+  const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(c0);
+  return { ms, cpu: (cpu.user + cpu.system) / 1000, value };
+}
+
 async function discovery10k(): Promise<BenchResult[]> {
   const files: Record<string, string> = {};
   const count = 10_000;
   for (let i = 0; i < count; i++) {
     const schema = `layer${Math.floor(i / 500)}`;
     const ref = (k: number) => `layer${Math.floor(k / 500)}.m${k}`;
+    // Two references per model spread over all earlier models, so every file's SQL is distinct
+    // (the parser sees 10,000 different statements, as in a real project).
     const sql =
       i < 50
         ? `SELECT range AS id, range % 10 AS g FROM range(10)`
-        : `WITH a AS (SELECT id, g FROM ${ref((i * 7919) % i)})\nSELECT a.id, a.g + b.g AS g FROM a JOIN ${ref((i * 104729 + 13) % i)} AS b USING (id)`;
+        : `WITH a AS (SELECT id, g FROM ${ref(Math.floor(i * ((i * 0.6180339887) % 1)))})\nSELECT a.id, a.g + b.g AS g FROM a JOIN ${ref(i - 1 - ((i * 7919) % 50))} AS b USING (id)`;
     files[`transform/${schema}/m${i}.sql`] = `-- @config materialized=table, schema=${schema}\n${sql}\n`;
   }
   const root = project(files);
-  const app = await App.boot({ projectRoot: root });
-  await app.start();
-  try {
+  const discover = async (app: App) => {
     const models = app.services.get<ModelsService>('models');
-    // The database opens on first use: open it first so that only discovery and the DAG are timed.
-    await app.db.value('SELECT 1');
-    const t0 = performance.now();
     const list = await models.list();
     const dag = await models.dag();
-    const cold = performance.now() - t0;
     if (list.length !== count || dag.edges.length < count) throw new Error(`unexpected graph: ${list.length} models, ${dag.edges.length} edges`);
-    const t1 = performance.now();
-    await models.list();
-    await models.dag();
-    const warm = performance.now() - t1;
+  };
+  const boot = async () => {
+    const app = await App.boot({ projectRoot: root });
+    await app.start();
+    // The database opens on first use: open it first so that only discovery and the DAG are timed.
+    await app.db.value('SELECT 1');
+    return app;
+  };
+  try {
+    const first = await boot();
+    let firstEver: Awaited<ReturnType<typeof timed>>;
+    let cached: Awaited<ReturnType<typeof timed>>;
+    try {
+      firstEver = await timed(() => discover(first));
+      cached = await timed(() => discover(first));
+    } finally {
+      await first.close();
+    }
+    const second = await boot();
+    let cold: Awaited<ReturnType<typeof timed>>;
+    try {
+      cold = await timed(() => discover(second));
+    } finally {
+      await second.close();
+    }
     return [
-      { name: 'discovery + DAG, 10,000 models (cold)', value: cold, unit: 'ms', target: '< 1000 ms', ok: cold < 1000 },
-      { name: 'discovery + DAG, 10,000 models (cached)', value: warm, unit: 'ms' },
+      { name: 'discovery + DAG, 10,000 models, first ever (no parse cache)', value: firstEver.ms, unit: 'ms' },
+      { name: 'the same, CPU time (all threads)', value: firstEver.cpu, unit: 'ms' },
+      { name: 'discovery + DAG, 10,000 models, cold (new engine, parse cache on disk)', value: cold.ms, unit: 'ms', target: '< 1000 ms', ok: cold.ms < 1000 },
+      { name: 'the same, CPU time (all threads)', value: cold.cpu, unit: 'ms', target: '< 1000 ms', ok: cold.cpu < 1000 },
+      { name: 'discovery + DAG, 10,000 models (cached, same engine)', value: cached.ms, unit: 'ms' },
     ];
   } finally {
-    await app.close();
     fs.rmSync(root, { recursive: true, force: true });
   }
 }
@@ -121,5 +153,6 @@ SELECT id, id % 1000 AS customer_id, (id * 31) % 997 AS amount, 'e' || (id % 7) 
 }
 
 export default async function run(): Promise<BenchResult[]> {
+  if (process.env.DP_BENCH_MODELS_SCALE === 'discovery') return discovery10k();
   return [...(await discovery10k()), ...(await incremental10m())];
 }

@@ -1,7 +1,7 @@
 /** CLI commands of the models plugin (declared in plugin.json). */
 import type { CliIO, PluginContext } from '../../sdk/index.js';
 import { runCheck, type CheckReport } from './check.js';
-import { runDiff } from './diff.js';
+import { diffMarkdown, runDiff } from './diff.js';
 import { runLint } from './lint.js';
 import { debugNotebook, promote } from './promote.js';
 import type { ModelsEngine } from './service.js';
@@ -158,9 +158,11 @@ export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void
       targets: list(args.select),
       against: args.against ? String(args.against) : null,
       target_schema: args['target-schema'] ? String(args['target-schema']) : null,
-      full: Boolean(args.full),
+      against_db: args['against-db'] ? String(args['against-db']) : null,
+      full: Boolean(args.full) || Boolean(args.markdown),
     });
     if (io.wantsJson) io.json(result);
+    else if (args.markdown) io.out(diffMarkdown(result).trimEnd());
     else if (result.models.length === 0) io.out(result.against ? `No model files differ from ${result.against}` : 'No models');
     else {
       io.table(

@@ -6,7 +6,9 @@
  * known with a key. `full` adds up to 50 sample rows of each kind of change.
  */
 import { execFileSync } from 'node:child_process';
-import { badRequest, errorMessage, qualified, quoteIdent, type DbConnection, type PluginContext } from '../../sdk/index.js';
+import fs from 'node:fs';
+import path from 'node:path';
+import { badRequest, errorMessage, qualified, quoteIdent, quoteLiteral, type DbConnection, type PluginContext } from '../../sdk/index.js';
 import { keyOf, selectModels, type GraphModel } from './dag.js';
 import type { ModelsEngine } from './service.js';
 
@@ -16,6 +18,12 @@ export interface DiffOptions {
   full?: boolean;
   /** Limit to models whose files differ from this git branch. */
   against?: string | null;
+  /**
+   * Another build of the project (a DuckDB file inside the project, e.g. the main branch's build
+   * in CI): each model is compared with the relation of the same name there instead of the one
+   * in this database. Attached read-only for the comparison.
+   */
+  against_db?: string | null;
 }
 
 export interface ColumnInfo {
@@ -84,25 +92,49 @@ export async function runDiff(ctx: PluginContext, engine: ModelsEngine, options:
   if (options.target_schema !== undefined && options.target_schema !== null && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(options.target_schema)) {
     throw badRequest('invalid_target_schema', `target_schema '${options.target_schema}' is not a valid schema name`, { field: 'target_schema' });
   }
-  const existing = new Set(
-    (await ctx.db.all<{ name: string }>(`SELECT lower(schema_name || '.' || table_name) AS name FROM duckdb_tables() UNION ALL SELECT lower(schema_name || '.' || view_name) FROM duckdb_views()`)).map((r) => r.name),
-  );
   const conn = await ctx.db.connect();
   const out: ModelDiff[] = [];
+  let base: string | null = null;
   try {
-    for (const m of selected) out.push(await diffOne(conn, m, options, existing));
+    if (options.against_db) base = await attachBase(ctx, conn, options.against_db);
+    const where = base ? `WHERE database_name = ${quoteLiteral(BASE_ALIAS)}` : `WHERE database_name = current_database()`;
+    const existing = new Set(
+      (await conn.all<{ name: string }>(`SELECT lower(schema_name || '.' || table_name) AS name FROM duckdb_tables() ${where} UNION ALL SELECT lower(schema_name || '.' || view_name) FROM duckdb_views() ${where}`)).map((r) => r.name),
+    );
+    for (const m of selected) out.push(await diffOne(conn, m, options, existing, base));
   } finally {
+    if (base) await conn.run(`DETACH ${quoteIdent(BASE_ALIAS)}`).catch(() => undefined);
     conn.close();
   }
-  return { models: out, against: options.against ?? null };
+  return { models: out, against: options.against ?? null, ...(base ? { against_db: base } : {}) };
 }
 
-async function diffOne(c: DbConnection, m: GraphModel, options: DiffOptions, existing: Set<string>): Promise<ModelDiff> {
+/** The catalog name the other build is attached under while diffing. */
+const BASE_ALIAS = '__dp_diff_base';
+
+/** Attaches the other build read-only; returns its project-relative path (for reports). */
+async function attachBase(ctx: PluginContext, c: DbConnection, file: string): Promise<string> {
+  if (file.length > 1024) throw badRequest('base_database_not_found', '--against-db: the path is too long', { field: 'against_db' });
+  const abs = ctx.project.resolve(file);
+  const rel = ctx.project.relative(abs);
+  if (!fs.existsSync(abs) || !fs.statSync(abs).isFile()) throw badRequest('base_database_not_found', `--against-db: no database file at ${rel}`, { field: 'against_db', path: rel });
+  if (path.resolve(abs) === path.resolve(ctx.project.root, ctx.project.config.database.path)) {
+    throw badRequest('base_database_is_current', '--against-db names the project\'s own database; give another build', { field: 'against_db', path: rel });
+  }
+  try {
+    await c.run(`ATTACH ${quoteLiteral(abs)} AS ${quoteIdent(BASE_ALIAS)} (READ_ONLY)`);
+  } catch (e) {
+    throw badRequest('base_database_unreadable', `--against-db: DuckDB cannot open ${rel}: ${errorMessage(e).split('\n')[0].replaceAll(abs, rel)}`, { field: 'against_db', path: rel });
+  }
+  return rel;
+}
+
+async function diffOne(c: DbConnection, m: GraphModel, options: DiffOptions, existing: Set<string>, base: string | null): Promise<ModelDiff> {
   const schema = options.target_schema || m.info.schema;
-  const before = qualified(schema, m.info.name);
+  const before = base ? `${quoteIdent(BASE_ALIAS)}.${qualified(schema, m.info.name)}` : qualified(schema, m.info.name);
   const result: ModelDiff = {
     model: m.info.full_name,
-    compared_with: `${schema}.${m.info.name}`,
+    compared_with: base ? `${base}:${schema}.${m.info.name}` : `${schema}.${m.info.name}`,
     status: 'unchanged',
     key: null,
     rows_before: null,
@@ -185,4 +217,48 @@ async function diffOne(c: DbConnection, m: GraphModel, options: DiffOptions, exi
     await c.run(`DROP TABLE IF EXISTS ${temp}`).catch(() => undefined);
   }
   return result;
+}
+
+const cell = (v: unknown): string => {
+  const text = v === null || v === undefined ? 'NULL' : typeof v === 'object' ? JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? x.toString() : x)) : String(v);
+  return text.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
+};
+
+function rowsTable(columns: string[], rows: unknown[][]): string[] {
+  return [`| ${columns.map(cell).join(' | ')} |`, `|${columns.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.map(cell).join(' | ')} |`)];
+}
+
+/**
+ * The diff as markdown (a CI job summary): one line per model, then for each changed model its
+ * schema change and the rows added, removed and modified (the samples of a `full` diff).
+ */
+export function diffMarkdown(result: { models: ModelDiff[]; against: string | null; against_db?: string }): string {
+  const lines: string[] = [];
+  const changed = result.models.filter((d) => d.status !== 'unchanged');
+  const base = result.against_db ? ` against \`${result.against_db}\`` : '';
+  lines.push(`## dp diff${base}`, '');
+  lines.push(changed.length ? `${changed.length} of ${result.models.length} models differ.` : `No differences in ${result.models.length} models.`, '');
+  lines.push('| model | status | rows before | rows after | added | removed | modified |', '|---|---|---|---|---|---|---|');
+  for (const d of result.models) {
+    const n = (v: number | null) => (v === null ? '' : String(v));
+    lines.push(`| ${d.model} | ${d.status} | ${n(d.rows_before)} | ${n(d.rows_after)} | ${n(d.added)} | ${n(d.removed)} | ${d.modified === null ? (d.status === 'changed' ? 'n/a (no key)' : '') : d.modified} |`);
+  }
+  for (const d of changed) {
+    lines.push('', `### ${d.model} (${d.status})`, '');
+    if (d.error) lines.push(`Error: ${cell(d.error)}`, '');
+    if (d.schema_change) {
+      const sc = d.schema_change;
+      const parts = [...sc.added.map((c) => `added column \`${c.name}\` ${c.type}`), ...sc.removed.map((c) => `removed column \`${c.name}\` ${c.type}`), ...sc.type_changed.map((c) => `\`${c.name}\` ${c.before} → ${c.after}`)];
+      lines.push(`Schema: ${parts.join('; ')}`, '');
+    }
+    if (d.key) lines.push(`Rows matched by key: ${d.key.join(', ')}`, '');
+    const s = d.samples;
+    if (!s) continue;
+    for (const [kind, rows, total] of [['Added', s.added, d.added], ['Removed', s.removed, d.removed], ['Modified (new values)', s.modified, d.modified]] as Array<[string, unknown[][], number | null]>) {
+      if (!rows.length) continue;
+      const shown = total !== null && total > rows.length ? ` (first ${rows.length} of ${total})` : '';
+      lines.push(`**${kind} rows${shown}**`, '', ...rowsTable(s.columns, rows), '');
+    }
+  }
+  return lines.join('\n') + '\n';
 }

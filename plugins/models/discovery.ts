@@ -1,12 +1,15 @@
 /**
  * Finds model files (transform/<schema>/<name>.sql) and seed files (seeds/*.csv), reads their
  * directives and asks DuckDB's parser for their table references. Results are cached per file by
- * (mtime, size, inode), and parse trees by content hash, so a repeated call costs one stat per file.
+ * (mtime, size, inode), so a repeated call costs one stat per file, and what the parser found
+ * (references, errors) is kept by file content hash in `.dp/model-parse-cache.json`, so a new
+ * process (every CLI command) parses only the files that changed since the last one. The parse
+ * tree itself is not kept: `Discovery.tree(file)` asks for it when a caller needs it (lint).
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { badRequest, SAFE_NAME, walkProjectFiles, type PluginContext, type SqlNode } from '../../sdk/index.js';
+import { badRequest, errorMessage, SAFE_NAME, walkProjectFiles, type PluginContext, type SqlNode } from '../../sdk/index.js';
 import { parseDirectives } from './directives.js';
 import { readModelConfig, type ConfigProblem, type Materialization, type ModelConfig } from './materializations.js';
 import { statementBody, lineAt, pivotAnalysisForm } from './sqltext.js';
@@ -48,8 +51,6 @@ export interface ModelFile {
   directiveLines: number[];
   /** Table references DuckDB's parser found (empty when the SQL does not parse). */
   refs: TableRef[];
-  /** The parse tree of the statement, when it parses. */
-  tree: SqlNode | null;
   parseError: string | null;
   /** 1-based line of the parse error, when DuckDB reports a position. */
   parseErrorLine: number | null;
@@ -73,7 +74,8 @@ interface Stamp {
 const sameStamp = (a: Stamp, b: Stamp) => a.mtimeMs === b.mtimeMs && a.size === b.size && a.ino === b.ino;
 
 export function sha256(data: string | Buffer): string {
-  return crypto.createHash('sha256').update(data).digest('hex');
+  // crypto.hash (Node ≥ 20.12) hashes in one call: no Hash object per file.
+  return typeof crypto.hash === 'function' ? crypto.hash('sha256', data, 'hex') : crypto.createHash('sha256').update(data).digest('hex');
 }
 
 function listFiles(project: PluginContext['project'], dir: string, ext: string, recursive: boolean): Array<{ abs: string; rel: string; stamp: Stamp }> {
@@ -81,17 +83,45 @@ function listFiles(project: PluginContext['project'], dir: string, ext: string, 
 }
 
 interface ParseOutcome {
-  tree: SqlNode | null;
+  /** Whether DuckDB parsed it (as one query). */
+  parses: boolean;
+  refs: TableRef[];
   /** The text that parsed (differs from the body for a simplified PIVOT). */
   query: string;
   error: string | null;
   errorLine: number | null;
 }
 
+/** Texts per parse batch below which one batch is cheaper than several. */
+const PARSE_BATCH_MIN = 500;
+/** Parse batches run at once (DuckDB connections busy with parsing). */
+const PARSE_BATCHES = 4;
+
+/** Puts a parse outcome on a model file. */
+function setParse(file: ModelFile, outcome: ParseOutcome): void {
+  file.query = outcome.query;
+  file.parseError = outcome.error;
+  file.parseErrorLine = outcome.errorLine;
+  file.refs = outcome.refs;
+}
+
+/** Where parse outcomes survive the process (dp's hidden state folder). */
+export const PARSE_CACHE_FILE = '.dp/model-parse-cache.json';
+/** Bumped when ParseOutcome's meaning changes; a file of another format (or DuckDB version) is ignored. */
+const PARSE_CACHE_FORMAT = 1;
+
+interface ParseCacheDoc {
+  format: number;
+  duckdb: string;
+  /** File content hash → outcome (query only when it differs from the body). */
+  entries: Record<string, { parses: boolean; refs: TableRef[]; query?: string; error: string | null; errorLine: number | null }>;
+}
+
 export class Discovery {
   private models = new Map<string, { stamp: Stamp; file: ModelFile }>();
   private seedCache = new Map<string, { stamp: Stamp; file: SeedFile }>();
   private parsed = new Map<string, ParseOutcome>();
+  private diskCache: { version: string; entries: ParseCacheDoc['entries'] } | null = null;
 
   constructor(private readonly ctx: PluginContext) {}
 
@@ -117,18 +147,27 @@ export class Discovery {
       out.push(file);
     }
     for (const key of [...this.models.keys()]) if (!seen.has(key)) this.models.delete(key);
-    const unparsed = [...new Set(fresh.filter((f) => !this.parsed.has(sha256(f.body))).map((f) => f.body))];
+    if (fresh.length) {
+      const disk = await this.loadDiskCache();
+      for (const file of fresh) {
+        const hit = this.parsed.has(file.body) ? undefined : disk.entries[file.content_hash];
+        if (hit) this.parsed.set(file.body, { parses: hit.parses, refs: hit.refs, query: hit.query ?? file.body, error: hit.error, errorLine: hit.errorLine });
+      }
+    }
+    const unparsed = [...new Set(fresh.filter((f) => !this.parsed.has(f.body)).map((f) => f.body))];
     if (unparsed.length) await this.parseBatch(unparsed);
     for (const file of fresh) {
-      const outcome = this.parsed.get(sha256(file.body));
+      const outcome = this.parsed.get(file.body);
       if (!outcome) continue;
-      file.tree = outcome.tree;
-      file.query = outcome.query;
-      file.parseError = outcome.error;
-      file.parseErrorLine = outcome.errorLine;
-      file.refs = outcome.tree ? tableReferences(outcome.tree) : [];
+      setParse(file, outcome);
       // Cached only once parsed, so a failed parse round trip is retried on the next call.
       this.models.set(file.absPath, { stamp: stamps.get(file)!, file });
+    }
+    if (unparsed.length) this.saveDiskCache();
+    // Parse outcomes of bodies no file has any more are dropped.
+    if (this.parsed.size > this.models.size * 2) {
+      const live = new Set([...this.models.values()].map((e) => e.file.body));
+      for (const body of [...this.parsed.keys()]) if (!live.has(body)) this.parsed.delete(body);
     }
     return out;
   }
@@ -167,7 +206,6 @@ export class Discovery {
       declaredDependsOn: directives.dependsOn,
       directiveLines: directives.lines,
       refs: [],
-      tree: null,
       parseError: null,
       parseErrorLine: null,
     };
@@ -192,13 +230,24 @@ export class Discovery {
     bodies.forEach((body, i) => {
       let outcome = outcomes[i];
       const form = retry.get(body);
-      if (form && byForm.get(form)?.tree) outcome = { ...byForm.get(form)!, query: form };
+      if (form && byForm.get(form)?.parses) outcome = { ...byForm.get(form)!, query: form };
       const { notSelect: _ignored, ...kept } = outcome;
-      this.parsed.set(sha256(body), { ...kept, query: outcome.tree ? outcome.query : body });
+      this.parsed.set(body, { ...kept, query: outcome.parses ? outcome.query : body });
     });
   }
 
+  /**
+   * Splits the texts into a few batches that DuckDB parses at once on separate connections (the
+   * parser runs on the calling thread, so one statement over all texts uses one core).
+   */
   private async serialize(texts: string[]): Promise<Array<ParseOutcome & { notSelect: boolean }>> {
+    const batches = texts.length < 2 * PARSE_BATCH_MIN ? 1 : Math.min(PARSE_BATCHES, Math.ceil(texts.length / PARSE_BATCH_MIN));
+    const size = Math.ceil(texts.length / batches);
+    const parts = await Promise.all(Array.from({ length: batches }, (_, b) => this.serializeBatch(texts.slice(b * size, (b + 1) * size))));
+    return parts.flat();
+  }
+
+  private async serializeBatch(texts: string[]): Promise<Array<ParseOutcome & { notSelect: boolean }>> {
     const rows = await this.ctx.db.all<{ i: number; tree: string }>(
       `SELECT i, json_serialize_sql(l[i]) AS tree
          FROM (SELECT from_json($1::VARCHAR, '["VARCHAR"]') AS l) AS t, range(1, len(l) + 1) AS r(i)`,
@@ -206,34 +255,68 @@ export class Discovery {
     );
     const out: Array<ParseOutcome & { notSelect: boolean }> = [];
     for (const row of rows) {
-      const text = texts[Number(row.i) - 1];
-      const json = JSON.parse(row.tree);
       const index = Number(row.i) - 1;
+      const text = texts[index];
+      const failed = (error: string, errorLine: number | null, notSelect = false) => ({ parses: false, refs: [], query: text, notSelect, error, errorLine });
+      // Read here for the references only: no parse tree of thousands of models stays in memory.
+      const json = JSON.parse(row.tree);
       if (json.error) {
         const notSelect = /only SELECT statements/i.test(String(json.error_message));
         const position = json.position !== undefined ? Number(json.position) : NaN;
-        out[index] = {
-          tree: null,
-          query: text,
+        out[index] = failed(
+          notSelect ? 'A model must be one query (SELECT, FROM, VALUES, PIVOT, UNPIVOT, a set operation): DuckDB could not read it as one' : String(json.error_message),
+          Number.isFinite(position) ? lineAt(text, position) : null,
           notSelect,
-          error: notSelect ? 'A model must be one query (SELECT, FROM, VALUES, PIVOT, UNPIVOT, a set operation): DuckDB could not read it as one' : String(json.error_message),
-          errorLine: Number.isFinite(position) ? lineAt(text, position) : null,
-        };
+        );
       } else if (json.statements.length !== 1) {
-        out[index] = { tree: null, query: text, notSelect: false, error: `A model must be one query; this file holds ${json.statements.length} statements`, errorLine: null };
+        out[index] = failed(`A model must be one query; this file holds ${json.statements.length} statements`, null);
       } else if (json.statements[0].node?.from_table?.type === 'SHOW_REF' && json.statements[0].node?.type === 'SELECT_NODE' && isBareShow(json.statements[0].node)) {
-        out[index] = {
-          tree: null,
-          query: text,
-          notSelect: false,
-          error: 'DESCRIBE, SHOW and SUMMARIZE cannot follow CREATE TABLE AS; wrap it as SELECT * FROM (DESCRIBE ...)',
-          errorLine: 1,
-        };
+        out[index] = failed('DESCRIBE, SHOW and SUMMARIZE cannot follow CREATE TABLE AS; wrap it as SELECT * FROM (DESCRIBE ...)', 1);
       } else {
-        out[index] = { tree: json.statements[0].node, query: text, notSelect: false, error: null, errorLine: null };
+        out[index] = { parses: true, refs: tableReferences(json.statements[0].node), query: text, notSelect: false, error: null, errorLine: null };
       }
     }
     return out;
+  }
+
+  /** The model's parse tree (DuckDB's, through the kernel's parse cache), or null when it does not parse. */
+  async tree(file: ModelFile): Promise<SqlNode | null> {
+    if (file.parseError) return null;
+    const parsed = await this.ctx.db.parse(file.query);
+    return parsed.ok && parsed.tree.statements.length === 1 ? parsed.tree.statements[0].node : null;
+  }
+
+  private async loadDiskCache(): Promise<{ version: string; entries: ParseCacheDoc['entries'] }> {
+    if (this.diskCache) return this.diskCache;
+    const version = String(await this.ctx.db.value("SELECT library_version FROM pragma_version()"));
+    let entries: ParseCacheDoc['entries'] = {};
+    try {
+      const doc = JSON.parse(fs.readFileSync(this.ctx.project.resolve(PARSE_CACHE_FILE), 'utf8')) as ParseCacheDoc;
+      if (doc.format === PARSE_CACHE_FORMAT && doc.duckdb === version && doc.entries && typeof doc.entries === 'object') entries = doc.entries;
+    } catch {
+      // No cache yet, or unreadable: everything is parsed (and the cache rewritten).
+    }
+    this.diskCache = { version, entries };
+    return this.diskCache;
+  }
+
+  /** Writes the outcomes of the current files (only theirs: entries of changed files are dropped). */
+  private saveDiskCache(): void {
+    if (!this.diskCache) return;
+    const entries: ParseCacheDoc['entries'] = {};
+    for (const { file } of this.models.values()) {
+      const o = this.parsed.get(file.body);
+      if (!o) continue;
+      entries[file.content_hash] = { parses: o.parses, refs: o.refs, ...(o.query !== file.body ? { query: o.query } : {}), error: o.error, errorLine: o.errorLine };
+    }
+    this.diskCache.entries = entries;
+    const doc: ParseCacheDoc = { format: PARSE_CACHE_FORMAT, duckdb: this.diskCache.version, entries };
+    try {
+      this.ctx.project.writeFile(PARSE_CACHE_FILE, JSON.stringify(doc));
+    } catch (e) {
+      // A read-only project folder still works, only without the cache.
+      this.ctx.log.debug('model parse cache not written', { error: errorMessage(e) });
+    }
   }
 
   seedFiles(schemaOverride?: string): SeedFile[] {

@@ -31,5 +31,8 @@ export const errors = defineErrors({
   invalid_branch: { status: 400, meaning: 'The --against value is not a valid git branch name.' },
   unknown_branch: { status: 400, meaning: 'git knows no branch or commit with that name.' },
   duplicate_model_view_section: { status: 500, meaning: 'Two plugins contribute a models.view section with the same name (start-up error).' },
+  base_database_not_found: { status: 400, meaning: 'dp diff --against-db names no database file inside the project.' },
+  base_database_is_current: { status: 400, meaning: "dp diff --against-db names the project's own database instead of another build." },
+  base_database_unreadable: { status: 400, meaning: 'DuckDB cannot open the --against-db file (not a DuckDB database, or another process holds it).' },
   not_a_git_repository: { status: 400, meaning: '--against needs the project inside a git repository.' },
 });

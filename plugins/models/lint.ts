@@ -13,7 +13,7 @@
  *     marts_schemas: [marts]   # where SELECT * is reported
  */
 import { format, supportedDialects, type SqlLanguage } from 'sql-formatter';
-import { badRequest, errorMessage, type PluginContext } from '../../sdk/index.js';
+import { badRequest, errorMessage, type PluginContext, type SqlNode } from '../../sdk/index.js';
 import { isDirectiveLine } from './directives.js';
 import { LINT_CONFIG } from './config.js';
 import type { ModelFile } from './discovery.js';
@@ -83,7 +83,7 @@ async function keywords(ctx: PluginContext): Promise<Set<string>> {
   return keywordCache;
 }
 
-export async function lintFile(file: ModelFile, config: LintConfig, kw: Set<string>): Promise<Finding[]> {
+export async function lintFile(file: ModelFile, tree: SqlNode | null, config: LintConfig, kw: Set<string>): Promise<Finding[]> {
   const findings: Finding[] = [];
   const add = (rule: RuleName, line: number, message: string) => {
     if (config.rules.has(rule)) findings.push({ file: file.path, line, rule, message });
@@ -120,11 +120,10 @@ export async function lintFile(file: ModelFile, config: LintConfig, kw: Set<stri
   });
   for (const [line, words] of badByLine) add('keyword-case', line, `Keyword${words.length > 1 ? 's' : ''} ${words.join(', ')} should be ${config.keywordCase} case`);
 
-  if (file.parseError || !file.tree) {
+  if (file.parseError || !tree) {
     add('parse-error', file.parseErrorLine ?? 1, file.parseError ?? 'The SQL does not parse');
     return sortFindings(findings);
   }
-  const tree = file.tree;
   for (const select of outputSelects(tree)) {
     for (const expr of select.select_list ?? []) {
       // DuckDB writes PIVOT, UNPIVOT and VALUES as SELECT * over them, with no position: those columns are the form's own.
@@ -187,7 +186,7 @@ export async function runLint(ctx: PluginContext, engine: ModelsEngine, options:
     if (fixed.length) files = await engine.discovery.modelFiles();
   }
   const findings: Finding[] = [];
-  for (const file of files) findings.push(...(await lintFile(file, config, kw)));
+  for (const file of files) findings.push(...(await lintFile(file, await engine.discovery.tree(file), config, kw)));
   return {
     files: files.length,
     findings,

@@ -238,6 +238,7 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
           target_schema: { type: ['string', 'null'], pattern: '^[A-Za-z_][A-Za-z0-9_]*$' },
           full: { type: 'boolean', default: false },
           against: { type: ['string', 'null'], description: 'Only models whose files differ between this git branch and HEAD' },
+          against_db: { type: ['string', 'null'], maxLength: 1024, description: 'Compare with another build: a DuckDB file inside the project (project-relative), attached read-only' },
         },
       },
     },

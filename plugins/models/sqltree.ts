@@ -23,11 +23,12 @@ function cteNames(node: SqlNode): string[] {
 }
 
 /**
- * Every base-table reference, CTE names excluded. CTE scoping follows SQL: a CTE is visible in
- * the query that defines it (including its own and later CTE bodies) and in nested queries.
+ * Calls visit on every base-table reference node (BASE_TABLE), CTE names excluded. CTE scoping
+ * follows SQL: a CTE is visible in the query that defines it (including its own and later CTE
+ * bodies) and in nested queries. The node is the tree's own: a caller holding a private copy
+ * (readTreeJson) may change it, e.g. to bind the reference to another relation.
  */
-export function tableReferences(root: SqlNode): TableRef[] {
-  const refs: TableRef[] = [];
+export function forEachTableReference(root: SqlNode, visit: (node: SqlNode) => void): void {
   const walk = (value: unknown, scope: ReadonlySet<string>): void => {
     if (Array.isArray(value)) {
       for (const v of value) walk(v, scope);
@@ -41,11 +42,19 @@ export function tableReferences(root: SqlNode): TableRef[] {
     if (node.type === 'BASE_TABLE' && typeof node.table_name === 'string') {
       const schema = String(node.schema_name ?? '');
       const isCte = schema === '' && !node.catalog_name && inner.has(node.table_name.toLowerCase());
-      if (!isCte) refs.push({ schema, table: node.table_name, location: typeof node.query_location === 'number' ? node.query_location : null });
+      if (!isCte) visit(node);
     }
     for (const v of Object.values(node)) if (v !== null && typeof v === 'object') walk(v, inner);
   };
   walk(root, new Set());
+}
+
+/** Every base-table reference, CTE names excluded (see forEachTableReference). */
+export function tableReferences(root: SqlNode): TableRef[] {
+  const refs: TableRef[] = [];
+  forEachTableReference(root, (node) => {
+    refs.push({ schema: String(node.schema_name ?? ''), table: node.table_name, location: typeof node.query_location === 'number' ? node.query_location : null });
+  });
   return refs;
 }
 

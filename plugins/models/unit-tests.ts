@@ -35,6 +35,7 @@ import {
   errorMessage,
   quoteIdent,
   quoteLiteral,
+  readTreeJson,
   readYaml,
   walkProjectFiles,
   type DbConnection,
@@ -44,7 +45,7 @@ import {
 import { findModel, keyOf, type GraphModel, type ModelGraph } from './dag.js';
 import type { ModelFile } from './discovery.js';
 import type { ModelsEngine } from './service.js';
-import { tableReferences } from './sqltree.js';
+import { forEachTableReference } from './sqltree.js';
 
 export const UNIT_TESTS_DIR = 'tests/unit';
 
@@ -162,7 +163,7 @@ function fileAsModel(files: ModelFile[], name: string): Pick<GraphModel, 'file' 
 
 /** The relations a model reads, as `schema.name` in its own spelling of the reference. */
 function modelReads(m: Pick<GraphModel, 'file'>): string[] {
-  const refs = m.file.tree ? tableReferences(m.file.tree) : [];
+  const refs = m.file.parseError ? [] : m.file.refs;
   return [...new Set(refs.map((r) => `${r.schema || 'main'}.${r.table}`))];
 }
 
@@ -173,7 +174,7 @@ function modelReads(m: Pick<GraphModel, 'file'>): string[] {
 export function staticProblems(t: UnitTestSpec, graph: ModelGraph | ModelFile[]): string[] {
   const m = Array.isArray(graph) ? fileAsModel(graph, t.model) : findModel(graph, t.model);
   if (!m) return [`${where(t)}: unit test '${t.name}' names model '${t.model}', which does not exist`];
-  if (m.file.parseError || !m.file.tree) return [`${where(t)}: model ${m.info.full_name} does not parse: ${m.file.parseError}`];
+  if (m.file.parseError) return [`${where(t)}: model ${m.info.full_name} does not parse: ${m.file.parseError}`];
   const problems: string[] = [];
   const reads = modelReads(m);
   const mocked = new Map<string, string>();
@@ -269,6 +270,43 @@ function plain(v: unknown): unknown {
   return v;
 }
 
+/** The scratch database's schema holding the mocks (a name no project relation is bound to there). */
+const MOCK_SCHEMA = '__dp_mock';
+
+/**
+ * The model's SQL reading the mocks: DuckDB parses the model, every base-table reference (CTE
+ * names excluded) is renamed to its mock, and DuckDB writes the SQL back. A reference keeps its
+ * own name as alias, so `orders.amount` still resolves. A reference with no mock is an error.
+ */
+async function bindToMocks(ctx: PluginContext, m: GraphModel, mockFor: Map<string, string>): Promise<string> {
+  const parsed = await ctx.db.parse(m.file.body);
+  if (!parsed.ok) {
+    throw new Error(
+      parsed.notSelect
+        ? `${m.info.full_name} is a statement form DuckDB's serializer cannot write back (a PIVOT without an IN list): give the pivot values (PIVOT … ON col IN (…)) to unit test it`
+        : `${m.info.full_name} does not parse: ${parsed.error}`,
+    );
+  }
+  const tree = readTreeJson(parsed.json);
+  const unbound: string[] = [];
+  for (const statement of tree.statements) {
+    forEachTableReference(statement.node, (node) => {
+      const relation = `${node.schema_name || 'main'}.${node.table_name}`;
+      const mock = mockFor.get(keyOf(relation));
+      if (!mock) {
+        unbound.push(relation);
+        return;
+      }
+      if (!node.alias) node.alias = node.table_name;
+      node.catalog_name = '';
+      node.schema_name = MOCK_SCHEMA;
+      node.table_name = mock;
+    });
+  }
+  if (unbound.length) throw new Error(`${m.info.full_name} reads ${[...new Set(unbound)].join(', ')}, which has no mock in given (a unit test never reads the warehouse)`);
+  return ctx.db.deparse(tree);
+}
+
 /** Runs one test on its own scratch database. */
 export async function runUnitTest(ctx: PluginContext, t: UnitTestSpec, graph: ModelGraph): Promise<UnitTestResult> {
   const started = performance.now();
@@ -291,14 +329,22 @@ export async function runUnitTest(ctx: PluginContext, t: UnitTestSpec, graph: Mo
   const c = await ctx.db.scratch({ readableDirectories: [csvDir] });
   try {
     let n = 0;
+    const mockFor = new Map<string, string>();
+    await c.run(`CREATE SCHEMA ${quoteIdent(MOCK_SCHEMA)}`);
     for (const g of t.given) {
       const relation = resolveInput(g.input, reads)!;
-      const [schema, name] = [relation.slice(0, relation.indexOf('.')), relation.slice(relation.indexOf('.') + 1)];
-      await c.run(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
-      await loadRows(c, g, `${quoteIdent(schema)}.${quoteIdent(name)}`, `${where(t)}: given '${g.input}'`, csvDir, n++);
+      const mock = `given_${n + 1}`;
+      mockFor.set(keyOf(relation), mock);
+      await loadRows(c, g, `${quoteIdent(MOCK_SCHEMA)}.${quoteIdent(mock)}`, `${where(t)}: given '${g.input}'`, csvDir, n++);
+    }
+    let sql: string;
+    try {
+      sql = await bindToMocks(ctx, m, mockFor);
+    } catch (e) {
+      return result('error', { error: `${where(t)}: ${errorMessage(e).split('\n')[0]}` });
     }
     try {
-      await c.run(`CREATE TEMP TABLE __dp_actual AS\n${m.file.body}\n`);
+      await c.run(`CREATE TEMP TABLE __dp_actual AS\n${sql}\n`);
     } catch (e) {
       return result('error', { error: `${m.info.path}: ${errorMessage(e).split('\n')[0]}` });
     }

@@ -153,3 +153,45 @@ describe('models discovery errors', () => {
     });
   });
 });
+
+describe('the model parse cache on disk (.dp/model-parse-cache.json)', () => {
+  it('a new engine takes references from the cache for unchanged files, re-parses changed ones, and ignores a cache of another DuckDB version', async () => {
+    const root = makeProject({
+      'transform/staging/a.sql': model('materialized=table, schema=staging', 'SELECT 1 AS id'),
+      'transform/staging/b.sql': model('materialized=table, schema=staging', 'SELECT 2 AS id'),
+      'transform/marts/c.sql': model('materialized=table, schema=marts', 'SELECT id FROM staging.a'),
+    });
+    const cacheFile = path.join(root, '.dp/model-parse-cache.json');
+    const depsOfC = async () => {
+      const app = await bootApp(root);
+      try {
+        return (await app.services.get<ModelsService>('models').get('marts.c'))!.depends_on;
+      } finally {
+        await app.close();
+      }
+    };
+    assert.deepEqual(await depsOfC(), ['staging.a']);
+    const doc = JSON.parse(fs.readFileSync(cacheFile, 'utf8'));
+    assert.equal(doc.format, 1);
+    assert.equal(Object.keys(doc.entries).length, 3);
+    // Point c's cached references at b: a new engine believes the cache (so it did not parse c).
+    const cHash = Object.keys(doc.entries).find((h) => doc.entries[h].refs.some((r: { table: string }) => r.table === 'a'))!;
+    doc.entries[cHash].refs = [{ schema: 'staging', table: 'b', location: null }];
+    fs.writeFileSync(cacheFile, JSON.stringify(doc));
+    assert.deepEqual(await depsOfC(), ['staging.b']);
+    // Another DuckDB version: the whole cache is ignored and rewritten from the parser.
+    fs.writeFileSync(cacheFile, JSON.stringify({ ...doc, duckdb: 'v0.0.0' }));
+    assert.deepEqual(await depsOfC(), ['staging.a']);
+    assert.notEqual(JSON.parse(fs.readFileSync(cacheFile, 'utf8')).duckdb, 'v0.0.0');
+    // A changed file is parsed again (its content hash is new); its old entry is dropped.
+    const tampered = JSON.parse(fs.readFileSync(cacheFile, 'utf8'));
+    tampered.entries[cHash].refs = [{ schema: 'staging', table: 'b', location: null }];
+    fs.writeFileSync(cacheFile, JSON.stringify(tampered));
+    fs.writeFileSync(path.join(root, 'transform/marts/c.sql'), model('materialized=table, schema=marts', 'SELECT id FROM staging.a WHERE id > 0'));
+    assert.deepEqual(await depsOfC(), ['staging.a']);
+    assert.equal(JSON.parse(fs.readFileSync(cacheFile, 'utf8')).entries[cHash], undefined);
+    // An unreadable cache is no error.
+    fs.writeFileSync(cacheFile, '{not json');
+    assert.deepEqual(await depsOfC(), ['staging.a']);
+  });
+});

@@ -104,6 +104,33 @@ describe('model unit tests', () => {
     fs.rmSync(path.join(root, 'tests/unit/wrong.yml'));
   });
 
+  it('rewrites the model to read its mocks: a database-qualified reference and its table-name qualifier are bound to the mock', async () => {
+    // The project's database is attached as catalog "test": the model names it. The scratch
+    // database has no such catalog, so only a rewrite of the reference (not a mock created under
+    // the same name) can run this model on the mock rows.
+    fs.writeFileSync(
+      path.join(root, 'transform/marts/paid_total.sql'),
+      "-- @config materialized=table, schema=marts\nWITH paid AS (SELECT * FROM test.staging.stg_orders WHERE stg_orders.status = 'paid')\nSELECT count(*) AS n, sum(paid.amount) AS total FROM paid\n",
+    );
+    fs.writeFileSync(
+      path.join(root, 'tests/unit/paid_total.yml'),
+      'tests:\n  - name: paid_total_on_mock\n    model: marts.paid_total\n    given:\n      - input: staging.stg_orders\n        rows:\n          - {status: paid, amount: 3}\n          - {status: paid, amount: 4}\n          - {status: open, amount: 100}\n    expect:\n      rows:\n        - {n: 2, total: 7}\n',
+    );
+    try {
+      const run = await server.request('POST', '/api/unit-tests/run', { names: ['paid_total_on_mock'] });
+      assert.equal(run.status, 200, run.text);
+      assert.equal(run.body.results[0].status, 'pass', JSON.stringify(run.body.results[0]));
+      // A wrong expectation fails with the rows the mock produced, so the mock (not the view's 1000.0) was read.
+      fs.writeFileSync(path.join(root, 'tests/unit/paid_total.yml'), fs.readFileSync(path.join(root, 'tests/unit/paid_total.yml'), 'utf8').replace('total: 7', 'total: 1000'));
+      const failing = await server.request('POST', '/api/unit-tests/run', { names: ['paid_total_on_mock'] });
+      assert.equal(failing.body.results[0].status, 'fail');
+      assert.deepEqual(failing.body.results[0].unexpected, [{ n: 2, total: 7 }]);
+    } finally {
+      fs.rmSync(path.join(root, 'transform/marts/paid_total.sql'));
+      fs.rmSync(path.join(root, 'tests/unit/paid_total.yml'));
+    }
+  });
+
   it('an upstream without a mock is an error; bad files name file and line; dp check includes unit tests', async () => {
     fs.writeFileSync(path.join(root, 'tests/unit/missing.yml'), MISSING_MOCK);
     const run = await server.request('POST', '/api/unit-tests/run', { model: 'revenue' });
