@@ -241,8 +241,12 @@ export function builtinMethods(keys: MaskKeys): MaskingMethod[] {
     expression: (c, cfg) => {
       const v = text(c);
       const k = Number(cfg.keep_octets);
-      const parts = [1, 2, 3, 4].map((i) => (i <= k ? `split_part(${v}, '.', ${i})` : `'x'`));
-      return `CASE WHEN ${c} IS NULL THEN NULL WHEN regexp_full_match(${v}, '[0-9]{1,3}(\\.[0-9]{1,3}){3}') THEN ${parts.join(" || '.' || ")} ELSE 'x.x.x.x' END`;
+      // The kept octets, then the masked ones as one literal ('.x.x'): DuckDB pays per query for
+      // each concatenation node, and the literal tail needs none.
+      const kept = [1, 2, 3].filter((i) => i <= k).map((i) => `split_part(${v}, '.', ${i})`);
+      const masked = quoteLiteral(Array.from({ length: 4 - k }, () => 'x').join('.'));
+      const octets = kept.length === 0 ? masked : `${kept.join(" || '.' || ")} || '.' || ${masked}`;
+      return `CASE WHEN ${c} IS NULL THEN NULL WHEN regexp_full_match(${v}, '[0-9]{1,3}(\\.[0-9]{1,3}){3}') THEN ${octets} ELSE 'x.x.x.x' END`;
     },
     apply: (v, cfg, info) => {
       if (v == null) return null;
