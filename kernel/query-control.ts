@@ -66,7 +66,14 @@ const noop = () => {};
  * and after a stop interrupts the connection in use until every guarded DuckDB call settled.
  */
 export class QueryControl {
-  private readonly stopper = new AbortController();
+  /**
+   * Created on first use of `signal`: a query that is never stopped and never waits for a slot
+   * needs none. Stops reach `guard`'s waiters through `onStop` instead of EventTarget listeners
+   * (Node's AbortSignal costs microseconds per listener added and removed, twice per query).
+   */
+  private stopper: AbortController | null = null;
+  private stopReason: DpError | null = null;
+  private readonly stopListeners = new Set<(reason: DpError) => void>();
   private readonly timer: NodeJS.Timeout;
   private readonly pending = new Set<Promise<unknown>>();
   private connection: Interruptible | null = null;
@@ -89,24 +96,42 @@ export class QueryControl {
 
   /** Aborted (with the DpError to answer) when the query is stopped. */
   get signal(): AbortSignal {
+    if (!this.stopper) {
+      this.stopper = new AbortController();
+      if (this.stopReason) this.stopper.abort(this.stopReason);
+    }
     return this.stopper.signal;
+  }
+
+  /** The stop reason (the DpError to answer), or null while the query may go on. */
+  get stopped(): DpError | null {
+    return this.stopReason;
   }
 
   /** Throws the stop reason when the query was stopped: call before starting new work for it. */
   throwIfStopped(): void {
-    if (this.signal.aborted) throw this.signal.reason;
+    if (this.stopReason) throw this.stopReason;
+  }
+
+  /** Calls `listener` with the reason when the query is stopped (not when already stopped: check `stopped`); returns the removal. */
+  onStop(listener: (reason: DpError) => void): () => void {
+    this.stopListeners.add(listener);
+    return () => this.stopListeners.delete(listener);
   }
 
   stop(reason: DpError): void {
-    if (this.signal.aborted) return;
-    this.stopper.abort(reason);
+    if (this.stopReason) return;
+    this.stopReason = reason;
+    for (const listener of this.stopListeners) listener(reason);
+    this.stopListeners.clear();
+    this.stopper?.abort(reason);
     this.interruptWhileBusy();
   }
 
   /** The connection the query's calls run on (what a stop interrupts). */
   use(connection: Interruptible): void {
     this.connection = connection;
-    if (this.signal.aborted) this.interruptWhileBusy();
+    if (this.stopReason) this.interruptWhileBusy();
   }
 
   private interruptWhileBusy(): void {
@@ -127,22 +152,21 @@ export class QueryControl {
   guard<T>(work: Promise<T>): Promise<T> {
     this.pending.add(work);
     work.then(noop, noop).finally(() => this.pending.delete(work));
-    if (this.signal.aborted) {
+    if (this.stopReason) {
       this.interruptWhileBusy();
-      return Promise.reject(this.signal.reason);
+      return Promise.reject(this.stopReason);
     }
     // Not Promise.race with one long-lived promise: each race would leave a reaction on it that
     // keeps its result (a chunk of rows) alive until the query ends.
     return new Promise<T>((resolve, reject) => {
-      const onStop = () => reject(this.signal.reason);
-      this.signal.addEventListener('abort', onStop, { once: true });
+      this.stopListeners.add(reject);
       work.then(
         (value) => {
-          this.signal.removeEventListener('abort', onStop);
+          this.stopListeners.delete(reject);
           resolve(value);
         },
         (error) => {
-          this.signal.removeEventListener('abort', onStop);
+          this.stopListeners.delete(reject);
           reject(error);
         },
       );
@@ -221,11 +245,11 @@ export class QuerySlots {
 
   /**
    * A slot for a query of `role`: at once when one is free and nobody of that role waits,
-   * else after the queries ahead. Rejects with the signal's reason when it aborts while waiting
+   * else after the queries ahead. Rejects with the stop reason when the query is stopped while waiting
    * (deadline, client gone): such a query never runs. Resolves to the slot's release.
    */
-  acquire(role: Role, signal: AbortSignal): Promise<() => void> {
-    if (signal.aborted) return Promise.reject(signal.reason);
+  acquire(role: Role, stop: Pick<QueryControl, 'stopped' | 'onStop'>): Promise<() => void> {
+    if (stop.stopped) return Promise.reject(stop.stopped);
     if (this.fits(role) && !this.queue.some((w) => w.role === role)) return Promise.resolve(this.take(role));
     const waiting = this.queue.filter((w) => w.role === role).length;
     const { maxQueued } = this.limits();
@@ -235,20 +259,19 @@ export class QuerySlots {
       );
     }
     return new Promise((resolve, reject) => {
-      const onAbort = () => {
+      const unlisten = stop.onStop((reason) => {
         const at = this.queue.indexOf(waiter);
         if (at >= 0) this.queue.splice(at, 1);
-        reject(signal.reason);
-      };
+        reject(reason);
+      });
       const waiter: Waiter = {
         role,
         admit: () => {
-          signal.removeEventListener('abort', onAbort);
+          unlisten();
           resolve(this.take(role));
         },
       };
       this.queue.push(waiter);
-      signal.addEventListener('abort', onAbort, { once: true });
     });
   }
 }

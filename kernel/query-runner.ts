@@ -200,7 +200,7 @@ export class GuardedQueryRunner implements QueryRunner {
    * until DuckDB lets go, and only then is the slot given back.
    */
   private async execute<T>(control: QueryControl, work: (c: DbConnection) => Promise<T>): Promise<T> {
-    const release = await this.slots.acquire(control.deadline.role, control.signal);
+    const release = await this.slots.acquire(control.deadline.role, control);
     try {
       return await control.guard(
         this.db.withConnection(async (c) => {
@@ -255,7 +255,8 @@ export class GuardedQueryRunner implements QueryRunner {
     for (const t of ctx.rowTransforms) result.rows = t(result.columns, result.rows);
     result.masked_columns = ctx.maskedColumns?.(result.columns) ?? [];
     if (ctx.notes.length) result.notes = [...ctx.notes];
-    await this.hooks.afterQuery.promise(ctx, result);
+    // Nobody taps afterQuery by default: skip building its promise chain per query.
+    if (this.hooks.afterQuery.isUsed()) await this.hooks.afterQuery.promise(ctx, result);
     return result;
   }
 
@@ -287,7 +288,7 @@ export class GuardedQueryRunner implements QueryRunner {
       prepared = await control.guard(this.prepareInternal(req));
       located = prepared.ctx;
       if (prepared.answered) throw badRequest('not_a_query', 'This statement is a command, not a query: send it to /api/query');
-      release = await this.slots.acquire(control.deadline.role, control.signal);
+      release = await this.slots.acquire(control.deadline.role, control);
       const connecting = this.db.connect();
       // Stopped while connecting: the connection still arrives, and is closed then.
       connecting.then((c) => (ended ? c.close() : undefined), noop);

@@ -69,21 +69,32 @@ function shiftJs(keys: MaskKeys, value: string, maxDays: number, seedKey: string
   return k < maxDays ? k - maxDays : k - maxDays + 1;
 }
 
+/** Digits and the separators a phone or card number is written with: what the mask never stars on its own. */
+const DIGITS_AND_SEPARATORS = '0123456789 +().-/';
+
 /**
  * SQL keeping the last n digits of a string and replacing every other digit with `*`
- * (separators stay). NULL gives NULL. The tail is written twice but computed once (DuckDB
- * eliminates the common subexpression); translate() is several times faster than a global
- * regexp_replace. Anything that is neither a digit nor a separator (a letter, a word: text
- * that is not a number at all) becomes `*` too, so no input comes back unchanged.
+ * (separators stay). NULL gives NULL. Anything that is neither a digit nor a separator (a
+ * letter, a word: text that is not a number at all) becomes `*` too, so no input comes back
+ * unchanged.
+ *
+ * Why this shape: DuckDB pays per query for every regular expression in the text (each is
+ * compiled when the query starts) and for every function node, whatever the row count, and a
+ * masked page is usually a few rows. So the expression holds one regular expression: its two
+ * mentions (the tail and its length) are the same subexpression, which DuckDB's optimizer
+ * computes once (no CASE around it, which would stop that), and the non-separators are starred
+ * by translate() with the value's own list of them (`other`, also one subexpression) instead of
+ * a second, global regexp_replace. strlen (bytes) >= the characters of `other`, so translate()
+ * has a `*` for each of them (a shorter target would delete characters instead).
+ * test/plugins/masking/last-digits.test.ts pins that this gives what the former five-regex
+ * expression gave for every input it lists, on every rewrite path.
  */
-const SEPARATORS = ' +().\\-/';
 function lastDigitsSql(column: string, n: number): string {
   const v = text(column);
-  const tail = `regexp_extract(${v}, '([0-9][^0-9]*){${n}}$')`;
-  const digitsMasked = `(translate(left(${v}, length(${v}) - length(${tail})), '0123456789', '**********') || ${tail})`;
-  // translate() deleting digits and separators leaves '' for a plain number: the usual case
-  // skips the regular expression (several times slower per row).
-  return `CASE WHEN translate(${v}, '0123456789 +().-/', '') = '' THEN ${digitsMasked} ELSE regexp_replace(${digitsMasked}, '[^0-9*${SEPARATORS}]', '*', 'g') END`;
+  const tail = `regexp_extract(${v}, '(?:[0-9][^0-9]*){${n}}$')`;
+  const digitsMasked = `translate(left(${v}, length(${v}) - length(${tail})), '0123456789', '**********') || ${tail}`;
+  const other = `translate(${v}, '${DIGITS_AND_SEPARATORS}', '')`;
+  return `translate(${digitsMasked}, ${other}, repeat('*', strlen(${other})))`;
 }
 function lastDigitsJs(value: string, n: number): string {
   const chars = [...value];
@@ -230,8 +241,12 @@ export function builtinMethods(keys: MaskKeys): MaskingMethod[] {
     expression: (c, cfg) => {
       const v = text(c);
       const k = Number(cfg.keep_octets);
-      const parts = [1, 2, 3, 4].map((i) => (i <= k ? `split_part(${v}, '.', ${i})` : `'x'`));
-      return `CASE WHEN ${c} IS NULL THEN NULL WHEN regexp_full_match(${v}, '[0-9]{1,3}(\\.[0-9]{1,3}){3}') THEN ${parts.join(" || '.' || ")} ELSE 'x.x.x.x' END`;
+      // The kept octets, then the masked ones as one literal ('.x.x'): DuckDB pays per query for
+      // each concatenation node, and the literal tail needs none.
+      const kept = [1, 2, 3].filter((i) => i <= k).map((i) => `split_part(${v}, '.', ${i})`);
+      const masked = quoteLiteral(Array.from({ length: 4 - k }, () => 'x').join('.'));
+      const octets = kept.length === 0 ? masked : `${kept.join(" || '.' || ")} || '.' || ${masked}`;
+      return `CASE WHEN ${c} IS NULL THEN NULL WHEN regexp_full_match(${v}, '[0-9]{1,3}(\\.[0-9]{1,3}){3}') THEN ${octets} ELSE 'x.x.x.x' END`;
     },
     apply: (v, cfg, info) => {
       if (v == null) return null;

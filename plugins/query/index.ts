@@ -120,6 +120,10 @@ export default definePlugin({
       schema: { body: querySchema, response: { 200: resultSchema } },
       handler: async (req, reply) => {
         checkParams(req.body.params);
+        // The schema above documents the result; serialising it by the schema would write each
+        // row cell through fast-json-stringify's any-type path, 2-3x JSON.stringify's time
+        // (about 0.6 ms for a page of 1,000 short rows).
+        reply.serializer(JSON.stringify);
         return ctx.queries.run({ ...req.body, caller: req.caller, purpose: 'query', signal: clientLeaves(reply) });
       },
     });

@@ -109,6 +109,8 @@ describe('masking methods', () => {
   it('ip_address: host octets become x', async () => {
     await expectBoth('ip_address', "'192.168.1.10'", 'VARCHAR', '192.168.x.x');
     await expectBoth('ip_address', "'192.168.1.10'", 'VARCHAR', '192.x.x.x', { keep_octets: 1 });
+    await expectBoth('ip_address', "'192.168.1.10'", 'VARCHAR', 'x.x.x.x', { keep_octets: 0 });
+    await expectBoth('ip_address', "'192.168.1.10'", 'VARCHAR', '192.168.1.x', { keep_octets: 3 });
     await expectBoth('ip_address', "'fe80::1'", 'VARCHAR', 'x.x.x.x');
     await expectBoth('ip_address', 'NULL', 'VARCHAR', null);
     await expectBoth('ip_address', '42', 'INTEGER', 'x.x.x.x');
