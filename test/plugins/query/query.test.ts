@@ -15,6 +15,8 @@ describe('/api/query', () => {
   it('returns columns, types, rows and the window', async () => {
     const r = await s.request('POST', '/api/query', { sql: 'SELECT id, flag FROM orders ORDER BY id', limit: 2, offset: 3 });
     assert.equal(r.status, 200);
+    // Browsers read the body by its type: a missing content type left the SQL page without rows.
+    assert.match(r.headers.get('content-type') ?? '', /^application\/json/);
     assert.deepEqual(r.body.columns, ['id', 'flag']);
     assert.deepEqual(r.body.column_types, ['BIGINT', 'BOOLEAN']);
     assert.deepEqual(r.body.rows, [
