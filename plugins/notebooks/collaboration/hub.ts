@@ -213,6 +213,11 @@ export class CollaborationHub {
     );
   }
 
+  private ownedByAnother(d: SharedDocument, client: Client, id: number): boolean {
+    for (const other of d.clients.values()) if (other !== client && other.awarenessIds.has(id)) return true;
+    return false;
+  }
+
   private receive(d: SharedDocument, client: Client, data: Buffer): void {
     try {
       const decoder = decoding.createDecoder(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
@@ -235,9 +240,17 @@ export class CollaborationHub {
           } else throw new Error(`unknown sync message ${syncType}`);
           return;
         }
-        case MESSAGE_AWARENESS:
-          awarenessProtocol.applyAwarenessUpdate(d.awareness, decoding.readVarUint8Array(decoder), client.socket);
+        case MESSAGE_AWARENESS: {
+          const update = decoding.readVarUint8Array(decoder);
+          // A socket speaks only for its own cursors: an update naming a client id another socket
+          // (or the server) set would fake or clear someone else's presence, so it is dropped.
+          if (awarenessClientIds(update).some((id) => id === d.doc.clientID || this.ownedByAnother(d, client, id))) {
+            client.dropped++;
+            return;
+          }
+          awarenessProtocol.applyAwarenessUpdate(d.awareness, update, client.socket);
           return;
+        }
         case MESSAGE_QUERY_AWARENESS:
           send(client.socket, awarenessMessage(d, [...d.awareness.getStates().keys()]));
           return;
@@ -363,4 +376,17 @@ function refuse(socket: RouteSocket, e: unknown): void {
   const err = isDpError(e) ? e : new DpError(500, 'internal_error', 'An unexpected error occurred; the server log has details');
   send(socket, JSON.stringify(err.toBody()));
   socket.close(4000 + err.status, err.code);
+}
+
+/** The client ids an encoded awareness update speaks for (y-protocols' framing: count, then id, clock, state each). */
+function awarenessClientIds(update: Uint8Array): number[] {
+  const decoder = decoding.createDecoder(update);
+  const count = decoding.readVarUint(decoder);
+  const ids: number[] = [];
+  for (let i = 0; i < count; i++) {
+    ids.push(decoding.readVarUint(decoder));
+    decoding.readVarUint(decoder);
+    decoding.readVarString(decoder);
+  }
+  return ids;
 }

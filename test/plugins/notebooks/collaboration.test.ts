@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import * as awarenessProtocol from 'y-protocols/awareness';
 import * as Y from 'yjs';
 import { startTestServer, type PluginTestServer } from '../../../sdk/testing.js';
 import type { CollaborationClient } from '../../../plugins/notebooks/collaboration/client.js';
@@ -108,6 +109,28 @@ describe('collaboration without auth', () => {
     await waitFor(() => (b.awareness.getStates().get(a.doc.clientID) as { user?: { name: string } } | undefined)?.user?.name === 'ada', 'a cursor');
     a.destroy();
     await waitFor(() => !b.awareness.getStates().has(a.doc.clientID), 'the cursor to leave');
+  });
+
+  it("a socket cannot fake or clear another editor's cursor", async () => {
+    const a = join('transform/staging/a.sql');
+    const b = join('transform/staging/a.sql');
+    const c = join('transform/staging/a.sql');
+    await Promise.all([a.whenSynced(), b.whenSynced(), c.whenSynced()]);
+    a.awareness.setLocalStateField('user', { name: 'ada' });
+    await waitFor(() => (b.awareness.getStates().get(a.doc.clientID) as { user?: { name: string } } | undefined)?.user?.name === 'ada', 'a cursor');
+    // c sends a newer awareness entry under a's client id (a higher clock wins in y-protocols).
+    const forged = new Y.Doc();
+    forged.clientID = a.doc.clientID;
+    const forger = new awarenessProtocol.Awareness(forged);
+    for (let i = 0; i < 20; i++) forger.setLocalStateField('user', { name: `mallory-${i}` });
+    awarenessProtocol.applyAwarenessUpdate(c.awareness, awarenessProtocol.encodeAwarenessUpdate(forger, [forged.clientID]), 'forged');
+    // c's own cursor after it: once b sees that, the server has handled the forged entry.
+    c.awareness.setLocalStateField('user', { name: 'cy' });
+    await waitFor(() => (b.awareness.getStates().get(c.doc.clientID) as { user?: { name: string } } | undefined)?.user?.name === 'cy', 'c’s own cursor');
+    assert.equal((b.awareness.getStates().get(a.doc.clientID) as { user: { name: string } }).user.name, 'ada');
+    forger.destroy();
+    a.destroy();
+    c.destroy();
   });
 
   it('an idle document is saved and released; one whose file changed on disk meanwhile is discarded', async () => {
