@@ -421,10 +421,10 @@ describe('dp users beside a running dp serve', () => {
     const root = usersProject();
     const server = await serve(root);
     servers.push(server);
+    // The server opens the user store on first use: make it hold the file before the CLI runs.
+    const names = async () => ((await (await fetch(`${server.url}/api/users`)).json()) as Array<{ username: string }>).map((u) => u.username);
+    assert.deepEqual(await names(), ['ed', 'root']);
     assertSameUsersOutcomes(offline, runUsersTable(root), 'through dp serve');
-    // The changes are in the server's store: its API sees them.
-    const users = (await (await fetch(`${server.url}/api/users`)).json()) as Array<{ username: string }>;
-    assert.deepEqual(users.map((u) => u.username), ['ed', 'root']);
   });
 
   it('with --auth: the same as offline for a logged-in admin; an editor is refused, and nobody without a login', async () => {
