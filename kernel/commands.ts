@@ -134,7 +134,7 @@ export function kernelCommands(y: Argv): Argv {
         )
         .demandCommand(1, "Name a subcommand of 'secrets'"),
     )
-    .command('users', 'Manage users directly on the database (first admin, recovery)', (s) => usersCommands(s))
+    .command('users', 'Manage users (first admin, recovery; through the running server while one runs)', (s) => usersCommands(s))
     .command(
       'login',
       "Log in to this project's running dp serve --auth, so CLI commands run as you (token kept in your config folder, not the project)",

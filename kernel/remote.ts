@@ -191,6 +191,28 @@ export async function localServerFor(projectRoot: string): Promise<{ url: string
   return server ? { url: server.url, headers: authHeaders(server) } : null;
 }
 
+/** The server's refusal as the DpError the CLI reports; a refused login says how to renew it. */
+function refusal(server: LiveServer, status: number, body: unknown): DpError {
+  const err = serverError(status, body);
+  return status === 401 && server.auth ? new DpError(401, err.code, `${err.message} (run 'dp login' again)`, err.details) : err;
+}
+
+/**
+ * Calls one of the server's JSON routes as this CLI user: the local token, plus their login
+ * with --auth (the route checks the role as for any client). Returns the answer's body; a
+ * refusal is thrown as the server's error.
+ */
+export async function callServer(server: LiveServer, method: 'GET' | 'POST' | 'PUT' | 'DELETE', urlPath: string, body?: unknown): Promise<unknown> {
+  const res = await request(`${server.url}${urlPath}`, {
+    method,
+    headers: { [LOCAL_TOKEN_HEADER]: server.token, ...authHeaders(server), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const parsed = await res.body.json().catch(() => null);
+  if (res.statusCode >= 300) throw refusal(server, res.statusCode, parsed);
+  return parsed;
+}
+
 // ---------------------------------------------------------------- running a command in the server
 
 /** The parsed options a handler sees, without yargs' bookkeeping (the server sets --project itself). */
@@ -217,12 +239,8 @@ export async function runInServer(server: LiveServer, command: string, argv: Rec
     headersTimeout: 0,
   });
   if (res.statusCode !== 200) {
-    const body = await res.body.json().catch(() => null);
-    const err = serverError(res.statusCode, body);
+    const err = refusal(server, res.statusCode, await res.body.json().catch(() => null));
     if (err.code === 'server_environment_differs') return 'local';
-    if (res.statusCode === 401 && server.auth) {
-      throw new DpError(401, err.code, `${err.message} (run 'dp login' again)`, err.details);
-    }
     throw err;
   }
   const tty = Boolean(process.stderr.isTTY);

@@ -1,9 +1,12 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import readline from 'node:readline';
 import type { Argv } from 'yargs';
 import { ROLES } from '../../sdk/auth.js';
 import { createCliIO } from '../cli-io.js';
 import { databaseFile, loadProject } from '../config.js';
-import type { UserRecord, UserStore } from './users.js';
+import type { LiveServer } from '../remote.js';
+import { checkNewUser, checkUserChanges, type UserRecord, type UserStore } from './users.js';
 
 /** The first line of stdin: a password typed at a prompt or piped in, never in shell history. */
 async function readPasswordFromStdin(): Promise<string> {
@@ -17,13 +20,42 @@ async function readPasswordFromStdin(): Promise<string> {
   }
 }
 
+/** What `dp users` needs: the user store itself, or the running server's /api/users. */
+type Users = Pick<UserStore, 'list' | 'create' | 'update' | 'remove'>;
+
 /**
- * Runs fn against the project's database directly, with no server and no plugin code loaded:
- * this is how the first admin is created and how access is recovered, so a plugin that fails
- * at setup must not stand in the way. DuckDB lets one process open the file, so a running `dp serve` makes this
- * fail (the database layer says so and what to do).
+ * The user store through the admin routes of the server that holds it. The store's own checks
+ * run here first, so bad input is reported as it is offline; the server checks the caller's role.
  */
-async function withUsers(argv: Record<string, any>, fn: (users: UserStore) => Promise<number | void>): Promise<void> {
+function usersThroughServer(server: LiveServer, call: typeof import('../remote.js').callServer): Users {
+  const at = (username: string) => `/api/users/${encodeURIComponent(username)}`;
+  return {
+    list: async () => (await call(server, 'GET', '/api/users')) as UserRecord[],
+    create: async (input) => (await call(server, 'POST', '/api/users', checkNewUser(input))) as UserRecord,
+    update: async (username, changes) => (await call(server, 'PUT', at(username), checkUserChanges(changes))) as UserRecord,
+    remove: async (username) => {
+      await call(server, 'DELETE', at(username));
+    },
+  };
+}
+
+/**
+ * Runs fn against the project's user store. While `dp serve` holds it (DuckDB lets one process
+ * open the file), through that server as this CLI user (docs/cli.md). Otherwise directly, with
+ * no server and no plugin code loaded: this is how the first admin is created and how access is
+ * recovered, so a plugin that fails at setup must not stand in the way.
+ */
+async function withUsers(argv: Record<string, any>, fn: (users: Users) => Promise<number | void>): Promise<void> {
+  const root = path.resolve(String(argv.project));
+  if (fs.existsSync(path.join(root, 'project.yml'))) {
+    const { findLiveServer, callServer } = await import('../remote.js');
+    const server = await findLiveServer(root, (m) => process.stderr.write(`warning: ${m}\n`));
+    if (server) {
+      const code = await fn(usersThroughServer(server, callServer));
+      process.exitCode = typeof code === 'number' ? code : 0;
+      return;
+    }
+  }
   // Loaded here, not at the top: `dp --help` must not pay for DuckDB's native module.
   const [{ DuckDatabase }, { openUserStore, tokenTtlDays }] = await Promise.all([import('../database.js'), import('./index.js')]);
   const project = loadProject(argv.project as string, (argv.env as string) ?? null);
@@ -46,7 +78,7 @@ function printUser(io: ReturnType<typeof createCliIO>, user: UserRecord, verb: s
   else io.out(`User ${user.username} (${user.role}) ${verb}`);
 }
 
-/** `dp users add/list/remove/set-role/set-password`: user management straight on the database. */
+/** `dp users add/list/remove/set-role/set-password`: user management on the store, or through the running server. */
 export function usersCommands(s: Argv): Argv {
   return s
     .command(

@@ -150,6 +150,27 @@ function validateDisplayName(value: unknown): string | null {
   return value;
 }
 
+/** A new user's fields, checked and normalized (the store's checks; `dp users` beside a server makes them too). */
+export function checkNewUser(input: NewUser): { username: string; password: string; role: Role; display_name: string | null } {
+  return {
+    username: validateUsername(input.username),
+    password: validatePassword(input.password),
+    role: validateRole(input.role),
+    display_name: validateDisplayName(input.display_name),
+  };
+}
+
+/** The changes to a user, checked and normalized; at least one is required. */
+export function checkUserChanges(changes: UserChanges): { role?: Role; password?: string; display_name?: string | null } {
+  const role = changes.role === undefined ? undefined : validateRole(changes.role);
+  const password = changes.password === undefined ? undefined : validatePassword(changes.password);
+  const displayName = changes.display_name === undefined ? undefined : validateDisplayName(changes.display_name);
+  if (role === undefined && password === undefined && displayName === undefined) {
+    throw badRequest('nothing_to_update', "Send at least one of 'role', 'password', 'display_name'", { field: 'role' });
+  }
+  return { role, password, display_name: displayName };
+}
+
 /** UTC wall time in the `YYYY-MM-DD HH:MM:SS` form of user timestamps (docs/decisions.md "Authentication"). */
 function utcStamp(ms: number): string {
   return new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
@@ -215,10 +236,7 @@ export class UserStore {
 
   /** Creates a user; with `onlyIfNoUsers` (first-user setup) it refuses once any user exists. */
   async create(input: NewUser, options: { onlyIfNoUsers?: boolean } = {}): Promise<UserRecord> {
-    const username = validateUsername(input.username);
-    const password = validatePassword(input.password);
-    const role = validateRole(input.role);
-    const displayName = validateDisplayName(input.display_name);
+    const { username, password, role, display_name: displayName } = checkNewUser(input);
     const { hash, salt } = await hashPassword(password);
     return this.exclusive(async () => {
       if (options.onlyIfNoUsers && (await this.count()) > 0) {
@@ -235,12 +253,7 @@ export class UserStore {
 
   /** Changes role, password and/or display name; a new role or password revokes the user's tokens. */
   async update(username: string, changes: UserChanges): Promise<UserRecord> {
-    const role = changes.role === undefined ? undefined : validateRole(changes.role);
-    const password = changes.password === undefined ? undefined : validatePassword(changes.password);
-    const displayName = changes.display_name === undefined ? undefined : validateDisplayName(changes.display_name);
-    if (role === undefined && password === undefined && displayName === undefined) {
-      throw badRequest('nothing_to_update', "Send at least one of 'role', 'password', 'display_name'", { field: 'role' });
-    }
+    const { role, password, display_name: displayName } = checkUserChanges(changes);
     const hashed = password === undefined ? undefined : await hashPassword(password);
     return this.exclusive(async () => {
       const current = await this.require(username);

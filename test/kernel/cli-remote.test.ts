@@ -342,3 +342,116 @@ describe('the CLI beside a running dp serve --auth (dp login)', () => {
     assert.equal(r.stdout, '401');
   });
 });
+
+/** `dp users` steps, compared offline and through the server; each project starts with admin `root` and editor `ed`. */
+const USERS_TABLE: Array<{ args: string[]; input?: string }> = [
+  { args: ['users', 'list'] },
+  { args: ['users', 'add', 'ann', '--role', 'admin', '--password', 'pw-ann-123', '--display-name', 'Ann A'] },
+  { args: ['--json', 'users', 'add', 'bob', '--role', 'viewer'], input: 'pw-bob-123\n' },
+  { args: ['users', 'add', 'bob', '--role', 'editor', '--password', 'pw-bob-456'] },
+  { args: ['users', 'add', 'cy', '--role', 'viewer', '--password', 'abc'] },
+  { args: ['users', 'list'] },
+  { args: ['--json', 'users', 'list'] },
+  { args: ['users', 'set-role', 'bob', 'editor'] },
+  { args: ['--json', 'users', 'set-role', 'bob', 'viewer'] },
+  { args: ['users', 'set-password', 'bob'], input: 'pw-bob-789\n' },
+  { args: ['users', 'set-password', 'bob', '--password', 'abc'] },
+  { args: ['users', 'set-role', 'nobody', 'viewer'] },
+  { args: ['users', 'remove', 'bob'] },
+  { args: ['--json', 'users', 'remove', 'ann'] },
+  { args: ['users', 'remove', 'ann'] },
+  { args: ['users', 'set-role', 'root', 'editor'] },
+  { args: ['--json', 'users', 'list'] },
+];
+
+type UsersOutcome = { code: number; stdout: string; stderr: string };
+
+function usersProject(): string {
+  const root = copyShop();
+  for (const [user, role] of [
+    ['root', 'admin'],
+    ['ed', 'editor'],
+  ]) {
+    const r = runCli(['users', 'add', user, '--role', role, '--password', `pw-${user}-123`, '--project', root]);
+    assert.equal(r.code, 0, r.stderr);
+  }
+  return root;
+}
+
+function runUsersTable(root: string, env: Record<string, string> = {}): UsersOutcome[] {
+  return USERS_TABLE.map(({ args, input }) => {
+    const r = runCli([...args, '--project', root], { env, input: input ?? '' });
+    return { code: r.code, stdout: r.stdout, stderr: r.stderr };
+  });
+}
+
+/** `dp login` stamps the user's last_login, which no offline run does: the --auth comparison leaves it out. */
+function withoutLastLogin(stdout: string): string {
+  const lines = stdout.split('\n');
+  const column = lines[0].startsWith('username ') ? lines[0].indexOf('last_login') : -1;
+  const cut = column < 0 ? stdout : lines.map((l) => l.slice(0, column).trimEnd()).join('\n');
+  return cut.replace(/"last_login": [^,\n}]+/g, '"last_login": <v>');
+}
+
+function assertSameUsersOutcomes(offline: UsersOutcome[], served: UsersOutcome[], label: string, view: (stdout: string) => string = (s) => s): void {
+  USERS_TABLE.forEach(({ args }, i) => {
+    const what = `dp ${args.join(' ')} (${label})`;
+    assert.equal(served[i].code, offline[i].code, `${what}: exit code; stderr: ${served[i].stderr}`);
+    assert.equal(normalize(view(served[i].stdout)), normalize(view(offline[i].stdout)), `${what}: stdout`);
+    // Refusals read the same too: the store's checks and messages, whichever side made them.
+    assert.equal(served[i].stderr, offline[i].stderr, `${what}: stderr`);
+  });
+}
+
+describe('dp users beside a running dp serve', () => {
+  let offline: UsersOutcome[];
+  const servers: Served[] = [];
+  const configs: string[] = [];
+
+  before(() => {
+    offline = runUsersTable(usersProject());
+    assert.ok(offline.filter((o) => o.code === 0).length >= 8 && offline.filter((o) => o.code === 1).length >= 5, JSON.stringify(offline));
+  });
+  after(async () => {
+    for (const s of servers) await s.stop();
+    for (const c of configs) fs.rmSync(c, { recursive: true, force: true });
+  });
+
+  it('without --auth: the same stdout, stderr and exit codes as offline (the local token)', async () => {
+    const root = usersProject();
+    const server = await serve(root);
+    servers.push(server);
+    // The server opens the user store on first use: make it hold the file before the CLI runs.
+    const names = async () => ((await (await fetch(`${server.url}/api/users`)).json()) as Array<{ username: string }>).map((u) => u.username);
+    assert.deepEqual(await names(), ['ed', 'root']);
+    assertSameUsersOutcomes(offline, runUsersTable(root), 'through dp serve');
+  });
+
+  it('with --auth: the same as offline for a logged-in admin; an editor is refused, and nobody without a login', async () => {
+    const root = usersProject();
+    const config = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-test-config-'));
+    configs.push(config);
+    const env = { XDG_CONFIG_HOME: config };
+    servers.push(await serve(root, ['--auth']));
+
+    const anonymous = runCli(['users', 'list', '--project', root], { env });
+    assert.equal(anonymous.code, 1);
+    assert.match(anonymous.stderr, /^error: .*log in with 'dp login' first/m);
+
+    const ed = runCli(['login', '--username', 'ed', '--password-stdin', '--project', root], { env, input: 'pw-ed-123\n' });
+    assert.equal(ed.code, 0, ed.stderr);
+    for (const args of [['users', 'list'], ['users', 'add', 'zed', '--role', 'admin', '--password', 'pw-zed-123'], ['users', 'set-role', 'ed', 'admin']]) {
+      const r = runCli([...args, '--project', root], { env });
+      assert.equal(r.code, 1, `dp ${args.join(' ')} as an editor: ${r.stdout}`);
+      assert.equal(r.stdout, '');
+      assert.match(r.stderr, /^error: .*needs the 'manage_users' permission; role 'editor' does not have it/m);
+    }
+
+    const admin = runCli(['login', '--username', 'root', '--password-stdin', '--project', root], { env, input: 'pw-root-123\n' });
+    assert.equal(admin.code, 0, admin.stderr);
+    assertSameUsersOutcomes(offline, runUsersTable(root, env), 'logged in as an admin', withoutLastLogin);
+    // Nothing the editor tried took effect.
+    const list = runCli(['--json', 'users', 'list', '--project', root], { env });
+    assert.deepEqual((JSON.parse(list.stdout) as Array<{ username: string; role: string }>).map((u) => `${u.username}:${u.role}`), ['ed:editor', 'root:admin']);
+  });
+});
