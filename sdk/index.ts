@@ -17,3 +17,4 @@ export * from './ui.js';
 export * from './masking.js';
 export * from './files.js';
 export * from './catalog.js';
+export * from './script-console.js';

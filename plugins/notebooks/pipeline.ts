@@ -7,8 +7,7 @@
  * are a variable of later code cells. SQL runs as written through the run's `db` (a pipeline
  * may write, as before), with the referenced cells added when it only reads.
  */
-import { format } from 'node:util';
-import { isDpError, type NotebookCellRunner, type PluginContext } from '../../sdk/index.js';
+import { isDpError, scriptConsole, scriptConsoleLine, type NotebookCellRunner, type PluginContext } from '../../sdk/index.js';
 import { cellStack, compileCell } from './compile.js';
 import { withReferences } from './names.js';
 
@@ -21,18 +20,7 @@ export function pipelineCellRunner(ctx: PluginContext): NotebookCellRunner {
         for (const i of [...values.keys()].sort((a, b) => a - b)) if (i < index) Object.assign(scope, values.get(i));
         return scope;
       };
-      const write = (prefix: string) => (...args: unknown[]) => push(`${prefix}${format(...args)}`);
-      const cellConsole = Object.freeze({
-        ...console,
-        log: write(''),
-        info: write(''),
-        warn: write('[warn] '),
-        error: write('[error] '),
-        debug: write('[debug] '),
-        trace: write('[debug] '),
-        table: (data: unknown) => write('')(JSON.stringify(data)),
-        dir: (data: unknown) => write('')(format('%o', data)),
-      });
+      const cellConsole = scriptConsole((level) => (...args) => push(scriptConsoleLine(level, args)));
       return {
         async runCell(cells, index) {
           const cell = cells[index];

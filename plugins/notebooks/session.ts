@@ -23,6 +23,7 @@ import {
   hasPermission,
   isDpError,
   requirePermission,
+  scriptConsole,
   withEnvReferences,
   type Caller,
   type Logger,
@@ -192,18 +193,7 @@ export class NotebookSessions {
     const line = (stream: CodeOutputLine['stream'], level: string) => (msg: string, data?: Record<string, unknown>) =>
       push(stream, `${level ? `[${level}] ` : ''}${msg}${data && Object.keys(data).length ? ` ${JSON.stringify(data)}` : ''}`);
     const log: Logger = { info: line('stdout', ''), warn: line('stderr', 'warn'), error: line('stderr', 'error'), debug: line('stderr', 'debug') };
-    const write = (stream: CodeOutputLine['stream']) => (...args: unknown[]) => push(stream, format(...args));
-    const cellConsole = Object.freeze({
-      ...console,
-      log: write('stdout'),
-      info: write('stdout'),
-      warn: write('stderr'),
-      error: write('stderr'),
-      debug: write('stderr'),
-      trace: write('stderr'),
-      table: (data: unknown) => write('stdout')(JSON.stringify(data)),
-      dir: (data: unknown) => write('stdout')(format('%o', data)),
-    });
+    const cellConsole = scriptConsole((level) => (...args) => push(level === 'log' || level === 'info' ? 'stdout' : 'stderr', format(...args)));
 
     let timer: NodeJS.Timeout | undefined;
     const outcome = await this.ctx.db.exclusive(async () => {

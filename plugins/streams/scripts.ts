@@ -14,13 +14,14 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import fs from 'node:fs';
 import path from 'node:path';
-import { format } from 'node:util';
 import {
   badRequest,
   errorMessage,
   isDpError,
   notFound,
   readNotebook,
+  scriptConsole,
+  scriptConsoleLine,
   withEnvReferences,
   type BulkTarget,
   type BulkWriter,
@@ -59,23 +60,10 @@ const currentRun = new AsyncLocalStorage<RunOutput>();
 function installScriptConsole(): void {
   const g = globalThis as unknown as Record<symbol, unknown>;
   if (g[SCRIPT_CONSOLE]) return;
-  const write =
-    (level: 'log' | 'info' | 'warn' | 'error' | 'debug') =>
-    (...args: unknown[]) => {
-      const run = currentRun.getStore();
-      if (run) run.push(level === 'log' || level === 'info' ? format(...args) : `[${level}] ${format(...args)}`);
-      else console[level](...args);
-    };
-  g[SCRIPT_CONSOLE] = Object.freeze({
-    ...console,
-    log: write('log'),
-    info: write('info'),
-    warn: write('warn'),
-    error: write('error'),
-    debug: write('debug'),
-    trace: write('debug'),
-    table: (data: unknown) => write('log')(JSON.stringify(data)),
-    dir: (data: unknown) => write('log')(format('%o', data)),
+  g[SCRIPT_CONSOLE] = scriptConsole((level) => (...args) => {
+    const run = currentRun.getStore();
+    if (run) run.push(scriptConsoleLine(level, args));
+    else console[level](...args);
   });
 }
 

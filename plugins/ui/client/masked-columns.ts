@@ -9,6 +9,7 @@
  * may read the policies); their values are, and the server masks those whatever this shows.
  */
 import { useCallback, useEffect, useState } from 'react';
+import type { MaskedResultColumn } from '../../../sdk/masking.js';
 import { api } from './api';
 import { loadMaskingPolicies, type MaskingPolicyView } from './masking';
 import { useSession, type Role } from './session';
@@ -36,16 +37,8 @@ export interface ColumnMaskMark {
 
 const lc = (s: string) => s.toLowerCase();
 
-/** One entry of a result's `masked_columns` (the query plugin's response schema). */
-export interface MaskedResultColumn {
-  index: number;
-  name: string;
-  method: string;
-  via: 'column' | 'expression';
-  policy?: string;
-  source?: string;
-  derived?: boolean;
-}
+/** One entry of a result's `masked_columns`: the sdk's definition, the one the server fills. */
+export type { MaskedResultColumn } from '../../../sdk/masking.js';
 
 /** The tooltip of a masked result column: how, and from which policy's column, the server masked it. */
 export function maskedResultTitle(m: MaskedResultColumn): string {
