@@ -5,6 +5,7 @@
  * fails midway leaves both as they were.
  */
 import type { DatabasePort, DbConnection } from '../../sdk/index.js';
+import type { CdcStateRow } from './api-types.js';
 
 export const MIGRATIONS = [
   {
@@ -41,15 +42,7 @@ export const MIGRATIONS = [
   },
 ];
 
-export interface CdcStateRow {
-  connector_name: string;
-  table_name: string;
-  cdc_mode: string;
-  watermark_value: string | null;
-  file_mtime: number | null;
-  last_sync_at: string | null;
-  rows_synced: number;
-}
+export type { CdcStateRow } from './api-types.js';
 
 const SELECT_STATE = `SELECT connector_name, table_name, cdc_mode, watermark_value, file_mtime,
   strftime(last_sync_at, '%Y-%m-%d %H:%M:%S') AS last_sync_at, rows_synced::DOUBLE AS rows_synced FROM _service.cdc_state`;

@@ -5,6 +5,7 @@
  */
 import { useState } from 'react';
 import { api, Badge, Empty, ErrorBox, errorFromResponse, Field, Loading, PageHeader, seg, StatusBadge, Table, Tabs, useApi, useCan, usePersistentState, type PageProps } from '@dp/ui';
+import type { CdcStateRow } from '../api-types';
 
 interface ParamSpec {
   type?: string | string[];
@@ -41,15 +42,6 @@ interface ConnectorInfo {
   tables: Array<{ name: string; cdc_mode: string; cdc_column: string | null; target: string }>;
   script_path: string;
   last_sync: { status: string; last_sync_at: string; duration_ms: number; rows_synced: number; error: string | null } | null;
-}
-
-interface CdcRow {
-  table_name: string;
-  cdc_mode: string;
-  watermark_value: string | null;
-  file_mtime: number | null;
-  last_sync_at: string | null;
-  rows_synced: number;
 }
 
 interface DiscoveredTable {
@@ -180,7 +172,7 @@ function ConnectorList({ connectors, onChange }: { connectors: ConnectorInfo[]; 
 
 function CdcState({ connector }: { connector: string }) {
   const canWrite = useCan('write');
-  const state = useApi((signal) => api.get<{ tables: CdcRow[] }>(`/api/cdc/${seg(connector)}`, { signal }), [connector]);
+  const state = useApi((signal) => api.get<{ tables: CdcStateRow[] }>(`/api/cdc/${seg(connector)}`, { signal }), [connector]);
   const [error, setError] = useState<unknown>(null);
   const reset = async (table?: string) => {
     if (!window.confirm(table ? `Reset ${table}? Its next sync re-reads everything.` : `Reset every table of ${connector}? The next sync re-reads everything.`)) return;
