@@ -134,6 +134,11 @@ export interface RouteDefinition<B = any, Q = any, P = any> {
   schema?: { body?: JsonSchema; querystring?: JsonSchema; params?: JsonSchema; response?: Record<number, JsonSchema> };
   /** Body limit in bytes (default: fastify's 1 MiB). */
   bodyLimit?: number;
+  /**
+   * Takes a multipart/form-data upload, read by the handler with `req.raw.parts()` (its own size
+   * limits). Other routes refuse that content type with 415.
+   */
+  uploads?: boolean;
   /** Return the JSON body, or use `reply` to stream (then return `reply`). */
   handler(req: RouteRequest<B, Q, P>, reply: FastifyReply): unknown | Promise<unknown>;
 }

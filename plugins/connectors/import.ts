@@ -225,6 +225,7 @@ export class ImportService {
       method: 'POST',
       url: '/api/import',
       permission: 'write',
+      uploads: true,
       summary: 'Imports an uploaded CSV, Parquet, JSON or .xlsx file (multipart field `file`) into <schema>.<table>; preview=true answers the inferred columns and first rows and writes nothing',
       description:
         'Multipart form: `file` (the upload) and optional fields (or query parameters) `schema` (default landing), `table` (default from the file name), `mode` (`create` refuses an existing table, `replace`, `append`), `preview` (`true`), `sheet` (.xlsx).',

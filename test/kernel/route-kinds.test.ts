@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,6 +13,18 @@ import type { Duplex } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { App } from '../../kernel/app.js';
 import { FIXTURE_PLUGINS, makeProject, startServer, type TestServer } from '../helpers.js';
+
+/** The Content-Security-Policy answered to GET /api/health sent with this Host header. */
+function policyFor(baseUrl: string, host: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(`${baseUrl}/api/health`, { headers: { host } }, (res) => {
+        res.resume();
+        resolve(String(res.headers['content-security-policy'] ?? ''));
+      })
+      .on('error', reject);
+  });
+}
 
 /**
  * Sends a WebSocket upgrade request on a raw socket; resolves with the HTTP status (101 when
@@ -233,6 +246,16 @@ describe('websocket, sse and static routes (auth on)', () => {
     assert.doesNotMatch(csp, /unsafe-eval/);
     assert.equal(r.headers.get('x-content-type-options'), 'nosniff');
     assert.ok(r.headers.get('x-frame-options'));
+
+    // The policy is built once per Host: another Host gets its own sockets, a crafted one none.
+    const other = await policyFor(s.url, 'localhost:9999');
+    assert.match(other, /connect-src 'self' ws:\/\/localhost:9999 wss:\/\/localhost:9999;/);
+    const crafted = await policyFor(s.url, 'x; script-src *');
+    assert.match(crafted, /connect-src 'self' 'self';/);
+    assert.doesNotMatch(crafted, /script-src \*/);
+    const again = await s.request('GET', '/api/health');
+    assert.equal(again.headers.get('content-security-policy'), csp);
+    assert.equal(again.headers.get('x-content-type-options'), 'nosniff');
 
     const docs = await s.request('GET', '/docs/', undefined, { headers: { cookie: `dp_token=${tokens.viewer}` } });
     assert.equal(docs.status, 200);

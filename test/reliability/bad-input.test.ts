@@ -105,6 +105,15 @@ describe('bad input answered in dp shape', () => {
     assertDpError(await s.request('POST', '/api/models/create', '{"__proto__": {"x": 1}}'), 400, 'invalid_json');
   });
 
+  it('a multipart upload is parsed only by a route that takes uploads: any other route answers 415', async () => {
+    const boundary = '----dp-test';
+    const form = `--${boundary}\r\nContent-Disposition: form-data; name="sql"\r\n\r\nSELECT 1\r\n--${boundary}--\r\n`;
+    const headers = { 'content-type': `multipart/form-data; boundary=${boundary}` };
+    assertDpError(await s.request('POST', '/api/query', form, { headers }), 415, 'unsupported_media_type');
+    // The import route still reads it: without a file field it says so in its own words.
+    assertDpError(await s.request('POST', '/api/import', form, { headers }), 400);
+  });
+
   it('no absolute path in a message: diff --against outside git', async () => {
     const r = await s.request('POST', '/api/diff', { against: 'main' });
     assertDpError(r, 400, 'not_a_git_repository');
