@@ -102,7 +102,7 @@ export class GuardedQueryRunner implements QueryRunner {
     return this.slots.stats();
   }
 
-  private newContext(req: UserQueryRequest): QueryContext {
+  private newContext(req: UserQueryRequest, runsRowTransforms: boolean): QueryContext {
     if (typeof req.sql !== 'string' || req.sql.trim() === '') throw badRequest('invalid_sql', "'sql' must be a non-empty string", { field: 'sql' });
     for (const name of [WINDOW_LIMIT_PARAM, WINDOW_OFFSET_PARAM]) {
       if (req.params && Object.prototype.hasOwnProperty.call(req.params, name)) {
@@ -117,6 +117,7 @@ export class GuardedQueryRunner implements QueryRunner {
       purpose: req.purpose,
       table: req.table,
       rowTransforms: [],
+      runsRowTransforms,
       notes: [],
       state: {},
     };
@@ -126,8 +127,8 @@ export class GuardedQueryRunner implements QueryRunner {
    * interceptQuery, validation of the SQL as sent, beforeQuery, then (for a page) the page asked
    * in SQL, then validation and final checks of the text that will run.
    */
-  private async prepareInternal(req: UserQueryRequest, window?: Window): Promise<Prepared> {
-    const ctx = this.newContext(req);
+  private async prepareInternal(req: UserQueryRequest, runsRowTransforms: boolean, window?: Window): Promise<Prepared> {
+    const ctx = this.newContext(req, runsRowTransforms);
     const answered = await this.hooks.interceptQuery.promise(ctx);
     if (answered) return { ctx, answered };
     const options = { allowServiceSchema: ctx.caller.role === 'admin' };
@@ -155,7 +156,8 @@ export class GuardedQueryRunner implements QueryRunner {
   }
 
   async prepare(req: UserQueryRequest): Promise<QueryContext> {
-    const { ctx, answered } = await this.prepareInternal(req);
+    // The caller runs ctx.sql itself: nothing may be left to row transforms.
+    const { ctx, answered } = await this.prepareInternal(req, false);
     if (answered) throw badRequest('not_a_query', 'This statement is a command, not a query');
     return ctx;
   }
@@ -237,7 +239,7 @@ export class GuardedQueryRunner implements QueryRunner {
       // Every page is asked in SQL when the query allows it (its validation and masking are kept
       // per text, so the appended window costs no parse): the result is then bounded and comes
       // back in one DuckDB call. Otherwise skipped rows are dropped chunk by chunk.
-      const prepared = await control.guard(this.prepareInternal(req, { limit, offset }));
+      const prepared = await control.guard(this.prepareInternal(req, true, { limit, offset }));
       if (prepared.answered) return prepared.answered;
       ctx = located = prepared.ctx;
       const sql = ctx.sql;
@@ -285,7 +287,7 @@ export class GuardedQueryRunner implements QueryRunner {
     let result: Awaited<ReturnType<DbConnection['stream']>>;
     let located: QueryContext | undefined;
     try {
-      prepared = await control.guard(this.prepareInternal(req));
+      prepared = await control.guard(this.prepareInternal(req, true));
       located = prepared.ctx;
       if (prepared.answered) throw badRequest('not_a_query', 'This statement is a command, not a query: send it to /api/query');
       release = await this.slots.acquire(control.deadline.role, control);

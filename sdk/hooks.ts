@@ -46,6 +46,12 @@ export interface QueryContext {
   readonly table?: { schema: string; table: string };
   /** Applied to every batch of result rows (buffered or streamed) before it leaves the server. */
   rowTransforms: Array<(columns: string[], rows: unknown[][]) => unknown[][]>;
+  /**
+   * True when the kernel itself runs this query and applies `rowTransforms` to every row it
+   * returns (`queries.run`, `queries.stream`); false for `queries.prepare`, whose caller runs
+   * `sql` itself. A tap may leave values to a row transform only when this is true.
+   */
+  readonly runsRowTransforms?: boolean;
   /** Human notes returned with the result and logged (e.g. "masking applied after execution"). */
   notes: string[];
   /** Scratch space for plugins, keyed by plugin name. */

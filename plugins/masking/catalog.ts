@@ -46,6 +46,11 @@ export class MethodCatalog {
     this.entries.set(method.name, { method: { ...method, configSchema: schema }, validate, plugin });
   }
 
+  /** Whether a method is one of this plugin's own (not contributed by another plugin). */
+  builtin(name: string): boolean {
+    return this.entries.get(name)?.plugin === 'masking';
+  }
+
   has(name: string): boolean {
     return this.entries.has(name);
   }

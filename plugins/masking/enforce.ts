@@ -51,6 +51,7 @@ import {
   wrapperSql,
 } from './rewrite.js';
 import { findUnmaskedLate, type LatePlan, lateTemplateSql, planLate, type ResolveSource, spliceLate } from './late.js';
+import { EXACT_TWINS, planResultMasking, type ResultPlan, resultPlanMismatch } from './result-masking.js';
 import { spliceRewrite } from './splice.js';
 import { marksByName, planResultMarks, type ResultMarks, resolveMarks, type ScanColumns } from './result-columns.js';
 import { DECLASSIFY_METHOD, DerivedPolicies } from './derived.js';
@@ -101,6 +102,8 @@ interface CachedRewrite {
   stale?: MaskingPolicy[];
   /** Which result columns the rewrite masks (the response's `masked_columns`), planned with it. */
   marks?: ResultMarks;
+  /** Masking at the result (result-masking.ts): the row transform that masks the select items. */
+  atResult?: (columns: string[], rows: unknown[][]) => unknown[][];
 }
 
 /** A wrapper, parsed and checked once per distinct mask set. */
@@ -122,8 +125,8 @@ export class MaskingEnforcer {
   readonly relations: RelationCatalog;
   private readonly cache = new Map<string, CachedRewrite>();
   private readonly templates = new Map<string, Promise<Template>>();
-  /** How new rewrites were made: masked late, wrappers spliced into the text, deparsed from a tree, or left to the post-execution fallback. */
-  readonly stats = { late: 0, spliced: 0, deparsed: 0, fallbacks: 0 };
+  /** How new rewrites were made: masked at the result, masked late, wrappers spliced into the text, deparsed from a tree, or left to the post-execution fallback. */
+  readonly stats = { result: 0, late: 0, spliced: 0, deparsed: 0, fallbacks: 0 };
   /** Parsed late masks by template SQL: `qualifier\0column` (lower case) → the mask's parse. */
   private readonly lateTemplates = new Map<string, Promise<Map<string, SqlNode>>>();
   /** Parses already checked for the key schema (the kernel caches one tree per SQL text). */
@@ -237,7 +240,7 @@ export class MaskingEnforcer {
       if (!policy) continue;
       // A condition on a column that is itself masked here would reveal it by which rows are masked: mask every row.
       const conditionMasked = Boolean(policy.condition_column && chosen.has(policy.condition_column.toLowerCase()));
-      out.push({ column: col.name, expression: this.maskExpression(policy, rel, col.name, col.type, qualifier, conditionMasked), policy });
+      out.push({ column: col.name, expression: this.maskExpression(policy, rel, col.name, col.type, qualifier, conditionMasked), policy, type: col.type });
     }
     return out;
   }
@@ -306,7 +309,8 @@ export class MaskingEnforcer {
     let snap = await this.relations.snapshot();
     const cls = this.callerClass(q.caller);
     const canWrite = hasPermission(q.caller, 'write') && cls !== 'bound-all';
-    const keyOf = (epoch: number) => `${cls}|${canWrite}|${this.policyVersion}|${epoch}|${q.sql}`;
+    const atResult = q.runsRowTransforms === true;
+    const keyOf = (epoch: number) => `${cls}|${canWrite}|${atResult}|${this.policyVersion}|${epoch}|${q.sql}`;
     let hit = this.cache.get(keyOf(snap.epoch));
     if (!hit) {
       try {
@@ -372,6 +376,7 @@ export class MaskingEnforcer {
     }
     const marks = hit.marks ?? (hit.stale ? marksByName(hit.stale) : undefined);
     if (marks) q.maskedColumns = (columns) => resolveMarks(marks, columns);
+    if (hit.atResult) q.rowTransforms.push(hit.atResult);
     if (hit.verify) {
       // The keys the masks read must be in their table before the statement runs.
       if (this.catalog.keys.dirty) {
@@ -506,8 +511,18 @@ export class MaskingEnforcer {
     if (plan.wraps.length === 0) return result({ sql: q.sql });
 
     const marks = planResultMarks(statements[0]?.node, this.scanColumns(snap, policies), plan.wraps.flatMap((w) => w.masks));
-    // A plain SELECT over tables with every column qualified: mask where the columns are used.
     const resolve = this.sources(snap, policies);
+    // Masked columns read only as whole select items of one table, by the kernel's own run: mask the result rows.
+    if (q.runsRowTransforms) {
+      const exact = (mask: ColumnMask) => this.exactTwin(mask);
+      const plan = planResultMasking(statements, resolve, exact);
+      if (plan) {
+        this.stats.result++;
+        const verify = this.checker((tree) => resultPlanMismatch(plan, planResultMasking(tree.statements, resolve, exact)));
+        return result({ sql: q.sql, verify, marks, atResult: this.resultMasker(plan) });
+      }
+    }
+    // A plain SELECT over tables with every column qualified: mask where the columns are used.
     const late = planLate(statements, resolve);
     // Masks that do not parse as single expressions (a bad third-party method) are left to the wrappers' own check.
     const expressions = late ? await this.lateTemplate(late).catch(() => null) : null;
@@ -540,6 +555,32 @@ export class MaskingEnforcer {
       this.stats.deparsed++;
     }
     return result({ sql, verify: this.verifier(planFor, (masks) => templates.get(wrapperSql(masks))?.replaceList), marks });
+  }
+
+  /** Whether a mask can be applied to result values by its JavaScript twin, exactly as its SQL would (result-masking.ts). */
+  private exactTwin(mask: ColumnMask): boolean {
+    const p = mask.policy;
+    return Boolean(p && !p.condition_column && EXACT_TWINS.has(p.method) && this.catalog.builtin(p.method) && mask.type === 'VARCHAR');
+  }
+
+  /** The row transform of a result plan: each masked item's values through its method's twin. */
+  private resultMasker(plan: ResultPlan): (columns: string[], rows: unknown[][]) => unknown[][] {
+    const masks = plan.items.map(({ index, mask }) => ({ index, method: mask.policy!.method, config: mask.policy!.method_config, info: { type: mask.type } }));
+    const refuse = (problem: string) => {
+      this.log.error(`masking: the result does not match its plan (${problem}); the query was refused`);
+      return new DpError(500, 'masking_unverified', `Masking could not confirm its plan for this result (${problem}), so it was not returned`);
+    };
+    return (columns, rows) => {
+      if (columns.length !== plan.width) throw refuse(`${columns.length} columns where the statement selects ${plan.width}`);
+      for (const row of rows) {
+        for (const m of masks) {
+          const value = row[m.index];
+          if (value !== null && typeof value !== 'string') throw refuse(`a value of ${columns[m.index]} is not text`);
+          row[m.index] = this.catalog.apply(m.method, value, m.config, m.info);
+        }
+      }
+      return rows;
+    };
   }
 
   /** The final check of a late rewrite: on DuckDB's parse of the SQL that will run, every masked column is read through its mask. */

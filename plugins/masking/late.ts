@@ -41,23 +41,23 @@ export interface LatePlan {
   masks: Array<{ qualifier: string; mask: ColumnMask }>;
 }
 
-const lower = (v: unknown) => String(v ?? '').toLowerCase();
+export const lower = (v: unknown) => String(v ?? '').toLowerCase();
 const isObject = (v: unknown): v is SqlNode => Boolean(v) && typeof v === 'object';
-const EMPTY = (v: unknown) => v == null || (Array.isArray(v) && v.length === 0);
+export const EMPTY = (v: unknown) => v == null || (Array.isArray(v) && v.length === 0);
 
 /** Expression classes through which a query could reach a table other than by a qualified column reference. */
 const OPAQUE_CLASSES = new Set(['STAR', 'LAMBDA', 'LAMBDA_REF', 'SUBQUERY', 'POSITIONAL_REFERENCE']);
 /** Table references allowed in the FROM tree (everything else, table functions and subqueries included, is not late-maskable). */
 const JOIN_REF_TYPES = new Set(['REGULAR', 'CROSS']);
 
-interface Shape {
+export interface Shape {
   node: SqlNode;
   /** Visible name (alias or table name), lower case → its BASE_TABLE. */
   tables: Map<string, SqlNode>;
 }
 
 /** A single plain SELECT whose FROM is tables joined by ON/USING or commas, each with a distinct name. */
-function shapeOf(statements: unknown): Shape | null {
+export function shapeOf(statements: unknown): Shape | null {
   if (!Array.isArray(statements) || statements.length !== 1) return null;
   const node = statements[0]?.node;
   if (!isObject(node) || node.type !== 'SELECT_NODE' || !EMPTY(node.cte_map?.map) || node.sample != null) return null;
@@ -81,7 +81,7 @@ function shapeOf(statements: unknown): Shape | null {
  * Visits every object of the statement except the tables of the FROM tree. `enter` returns
  * false to skip a subtree, or a string to stop with that answer.
  */
-function scan(shape: Shape, enter: (n: SqlNode) => boolean | string): string | null {
+export function scan(shape: Shape, enter: (n: SqlNode) => boolean | string): string | null {
   const leaves = new Set<unknown>(shape.tables.values());
   let stop: string | null = null;
   const visit = (value: unknown): void => {
@@ -101,19 +101,19 @@ function scan(shape: Shape, enter: (n: SqlNode) => boolean | string): string | n
 }
 
 /** Why a node keeps the statement from being masked late, or null. */
-function opaque(n: SqlNode): string | null {
+export function opaque(n: SqlNode): string | null {
   if (OPAQUE_CLASSES.has(String(n.class))) return `a ${String(n.class).toLowerCase()} expression`;
   if (n.type === 'SUBQUERY' || n.type === 'TABLE_FUNCTION' || n.type === 'PIVOT' || n.type === 'SHOW_REF' || n.type === 'EXPRESSION_LIST') return `a ${String(n.type).toLowerCase()}`;
   return null;
 }
 
-interface Bound {
+export interface Bound {
   qualifier: string;
   source: LateSource;
   masks: Map<string, ColumnMask>;
 }
 
-function bindTables(shape: Shape, resolve: ResolveSource): Map<string, Bound> | null {
+export function bindTables(shape: Shape, resolve: ResolveSource): Map<string, Bound> | null {
   const bound = new Map<string, Bound>();
   for (const [name, table] of shape.tables) {
     const source = resolve(refOf(table));

@@ -69,6 +69,11 @@ function shiftJs(keys: MaskKeys, value: string, maxDays: number, seedKey: string
   return k < maxDays ? k - maxDays : k - maxDays + 1;
 }
 
+const LOWER_ASCII = 'abcdefghijklmnopqrstuvwxyz';
+const UPPER_ASCII = LOWER_ASCII.toUpperCase();
+/** RE2's `\s`, which DuckDB's regular expressions use; not JavaScript's, which adds vertical tab and Unicode spaces. */
+const RE2_SPACES = /[\t\n\f\r ]+/;
+
 /** Digits and the separators a phone or card number is written with: what the mask never stars on its own. */
 const DIGITS_AND_SEPARATORS = '0123456789 +().-/';
 
@@ -214,21 +219,24 @@ export function builtinMethods(keys: MaskKeys): MaskingMethod[] {
   lastDigitsMethod('phone', 'Keeps the last N digits; every other digit becomes * (separators stay).'),
   {
     name: 'first_initial',
-    description: 'A name reduced to its initials, each followed by a period (Ada Lovelace → A.L.).',
+    description: 'A name reduced to its initials, each followed by a period (Ada Lovelace → A.L.); ASCII letters are upper-cased.',
     configSchema: noConfig,
-    // Split on runs of whitespace; each non-empty word gives its first character and a period
-    // (empty pieces at the ends give nothing), all upper-cased at once. A capture-free split
-    // regex and one lambda cost DuckDB less per query than a global replace with a group.
+    // Split on runs of whitespace (RE2's \s: space, tab, newline, form feed, carriage return);
+    // each non-empty word gives its first character and a period (empty pieces at the ends give
+    // nothing). Only a-z are upper-cased, by translate(): a Unicode upper-casing is not the same
+    // in DuckDB and in JavaScript (ß, ligatures, Greek with ypogegrammeni), and the twin below
+    // must give what the SQL gives for every text (result-masking.ts masks with it).
     expression: (c) =>
-      `upper(array_to_string(list_transform(string_split_regex(${text(c)}, '\\s+'), w -> left(w, 1) || CASE WHEN w = '' THEN '' ELSE '.' END), ''))`,
+      `translate(array_to_string(list_transform(string_split_regex(${text(c)}, '\\s+'), w -> left(w, 1) || CASE WHEN w = '' THEN '' ELSE '.' END), ''), '${LOWER_ASCII}', '${UPPER_ASCII}')`,
     apply: (v, _cfg, info) =>
       v == null
         ? null
         : asDuckText(v, info.type)
-            .split(/\s+/)
+            .split(RE2_SPACES)
             .filter((w) => w !== '')
-            .map((w) => [...w][0].toUpperCase() + '.')
-            .join(''),
+            .map((w) => [...w][0] + '.')
+            .join('')
+            .replace(/[a-z]/g, (ch) => ch.toUpperCase()),
   },
   {
     name: 'ip_address',

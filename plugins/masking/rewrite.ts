@@ -30,6 +30,8 @@ export interface ColumnMask {
   expression: string;
   /** The policy behind the mask (which result columns were masked, result-columns.ts). */
   policy?: MaskingPolicy;
+  /** The column's DuckDB type, as the catalog names it. */
+  type?: string;
 }
 
 /** What to do with one table scan: masks (possibly none), or undefined when the relation is unknown. */
