@@ -125,7 +125,7 @@ export function buildConfig(raw: Record<string, unknown>, env: string | null): K
       timeout_seconds: { admin: timeouts.admin ?? 300, editor: timeouts.editor ?? 120, viewer: timeouts.viewer ?? 60 },
       default_limit: r.query?.default_limit ?? 1000,
       max_limit: r.query?.max_limit ?? 100000,
-      max_concurrent: { admin: concurrent.admin ?? 4, editor: concurrent.editor ?? 4, viewer: concurrent.viewer ?? 4 },
+      max_concurrent: { admin: concurrent.admin ?? 8, editor: concurrent.editor ?? 8, viewer: concurrent.viewer ?? 8 },
       max_queued: r.query?.max_queued ?? 1000,
     },
     raw,

@@ -14,6 +14,7 @@
  */
 import type { Role } from '../sdk/auth.js';
 import { DpError } from '../sdk/errors.js';
+import type { QueryStopSignal } from '../sdk/plugin.js';
 
 /** libuv's thread pool size as it was set for this process (UV_THREADPOOL_SIZE, default 4, at most 1024). */
 export function threadPoolSize(env: NodeJS.ProcessEnv = process.env): number {
@@ -83,7 +84,7 @@ export class QueryControl {
 
   constructor(
     readonly deadline: Deadline,
-    external?: AbortSignal,
+    external?: QueryStopSignal,
     /** Told once the query is over and DuckDB let go of it. */
     private readonly onOver: () => void = noop,
   ) {

@@ -267,7 +267,18 @@ export interface UserQueryRequest {
   purpose: QueryPurpose;
   table?: { schema: string; table: string };
   /** Aborts the query (the client went away): it is interrupted and never started if still waiting. */
-  signal?: AbortSignal;
+  signal?: QueryStopSignal;
+}
+
+/**
+ * What stops a query before its deadline: an AbortSignal, or `clientGone(reply)` (sdk/routes.ts),
+ * which the query routes use because an AbortSignal per request costs about 20 µs of the main
+ * thread's CPU (measured on POST /api/query), a tenth of what the whole request costs it.
+ */
+export interface QueryStopSignal {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
 }
 
 /**

@@ -5,7 +5,7 @@
  * (docs/decisions.md "Live events", docs/auth.md "WebSocket and SSE").
  */
 import type { RoutePermission } from './auth.js';
-import type { RouteRequest } from './plugin.js';
+import type { QueryStopSignal, RouteRequest } from './plugin.js';
 
 export type RouteKind = 'json' | 'websocket' | 'sse' | 'static';
 
@@ -142,4 +142,40 @@ export function formatSseEvent(e: SseEvent): string {
   if (e.event) out += `event: ${e.event.replace(/[\r\n]/g, '')}\n`;
   for (const line of data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`;
   return out + '\n';
+}
+
+/** The part of Node's ServerResponse that tells whether the client left before the end. */
+type ClosingResponse = { once(event: 'close', listener: () => void): unknown; readonly writableFinished: boolean };
+
+/**
+ * Stops a query (`UserQueryRequest.signal`) when the client closes its connection before the
+ * response is complete: the query is interrupted, or never started if it still waits for a slot.
+ * A plain listener list instead of an AbortController, whose signal costs about 20 µs of the main
+ * thread per request.
+ */
+export function clientGone(reply: { raw: ClosingResponse }): QueryStopSignal {
+  return new ClientGone(reply.raw);
+}
+
+class ClientGone implements QueryStopSignal {
+  aborted = false;
+  private readonly listeners = new Set<() => void>();
+
+  constructor(raw: ClosingResponse) {
+    raw.once('close', () => {
+      if (raw.writableFinished || this.aborted) return;
+      this.aborted = true;
+      for (const listener of [...this.listeners]) listener();
+      this.listeners.clear();
+    });
+  }
+
+  /** Listeners are called once at most whatever `options` say: the connection closes once. */
+  addEventListener(_type: 'abort', listener: () => void): void {
+    if (!this.aborted) this.listeners.add(listener);
+  }
+
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    this.listeners.delete(listener);
+  }
 }

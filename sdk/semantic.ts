@@ -4,7 +4,7 @@
  * reads it for the project documentation; a UI page or an MCP tool can use it the same way.
  */
 import type { Caller } from './auth.js';
-import { createServiceRef } from './plugin.js';
+import { createServiceRef, type QueryStopSignal } from './plugin.js';
 import type { ProjectProblem } from './services.js';
 
 /** Time buckets a metric query may ask for (SPEC "Limits": allowed grains). */
@@ -64,7 +64,7 @@ export interface SemanticService {
   /** The SQL of a metric query; refuses unknown metrics, undeclared dimensions and grains outside METRIC_GRAINS. */
   compile(request: MetricQueryRequest): Promise<CompiledMetricQuery>;
   /** Compiles and runs through the guarded query runner (masking, read-only validation, role deadline). */
-  query(request: MetricQueryRequest, caller: Caller, signal?: AbortSignal): Promise<CompiledMetricQuery & { columns: string[]; column_types: string[]; rows: unknown[][]; truncated: boolean }>;
+  query(request: MetricQueryRequest, caller: Caller, signal?: QueryStopSignal): Promise<CompiledMetricQuery & { columns: string[]; column_types: string[]; rows: unknown[][]; truncated: boolean }>;
   /**
    * The metrics part of `dp validate` (the same as the plugin's PROJECT_VALIDATORS contribution):
    * definitions that do not load, and metrics reading a relation the project does not define.

@@ -1,5 +1,5 @@
 /** HTTP routes of the semantic layer (SPEC "Semantic layer"). */
-import { METRIC_GRAINS, withEnvReferences, type JsonSchema, type MetricQueryRequest, type PluginContext, type SemanticService } from '../../sdk/index.js';
+import { clientGone, METRIC_GRAINS, withEnvReferences, type JsonSchema, type MetricQueryRequest, type PluginContext, type SemanticService } from '../../sdk/index.js';
 
 /** A copy with every string shown as project files write it: no `.env` value in a response (docs/security.md). */
 function asWritten<T>(value: T, env: Readonly<Record<string, string>>): T {
@@ -95,11 +95,7 @@ export function registerRoutes(ctx: PluginContext, service: SemanticService): vo
     },
     handler: async (req, reply) => {
       // The client going away stops its query (as POST /api/query does).
-      const left = new AbortController();
-      reply.raw.once('close', () => {
-        if (!reply.raw.writableFinished) left.abort();
-      });
-      const result = await service.query(req.body, req.caller, left.signal);
+      const result = await service.query(req.body, req.caller, clientGone(reply));
       return { ...result, sql: withEnvReferences(result.sql, ctx.env) };
     },
   });
