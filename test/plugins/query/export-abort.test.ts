@@ -79,3 +79,28 @@ describe('CSV export: deadline and disconnect', () => {
     await untilIdle(s);
   });
 });
+
+describe('POST /api/query and /api/query/explain: disconnect', () => {
+  let s: TestServer;
+  before(async () => {
+    // A deadline far beyond the wait below: only the client leaving can stop these queries.
+    s = await startServer(makeProject({ 'project.yml': 'name: q\ndatabase:\n  path: q.duckdb\nquery:\n  timeout_seconds:\n    admin: 120\n' }));
+  });
+  after(async () => s.close());
+
+  it('a query whose client leaves is stopped long before its deadline, and the server answers the next one', async () => {
+    const clients = Array.from({ length: 3 }, () => new AbortController());
+    const send = (c: AbortController) =>
+      fetch(`${s.url}/api/query`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sql: LONG_SQL }), signal: c.signal }).catch((e: Error) => e.name);
+    const pending = clients.map(send);
+    // The test process keeps Node's pool of 4 workers, so 2 run and 1 waits for a slot.
+    const accepted = () => s.app.queries.stats().running.admin + s.app.queries.stats().queued.admin;
+    for (let i = 0; i < 200 && accepted() < 3; i++) await new Promise((r) => setTimeout(r, 25));
+    assert.equal(accepted(), 3);
+    for (const c of clients) c.abort();
+    assert.deepEqual(await Promise.all(pending), ['AbortError', 'AbortError', 'AbortError']);
+    await untilIdle(s);
+    const short = await s.request('POST', '/api/query', { sql: 'SELECT 42 AS answer' });
+    assert.deepEqual(short.body.rows, [[42]]);
+  });
+});
