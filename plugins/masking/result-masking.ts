@@ -1,11 +1,13 @@
 /**
- * Masking at the result: in a plain SELECT of one table where every masked column is read only
- * as a whole item of the select list, and no other part of the statement reads it,
+ * Masking at the result: in a plain SELECT of one table, or of tables joined with every column
+ * reference naming its table, where every masked column is read only as a whole item of the
+ * select list and no other part of the statement reads it,
  *
  *   SELECT id, email, phone FROM crm.customers WHERE id < 20 ORDER BY id
+ *   SELECT c.email, o.amount FROM crm.customers c JOIN crm.orders o ON o.customer_id = c.id
  *
  * each masked result column holds exactly the column's values, row for row: no filter, sort,
- * grouping, DISTINCT, window or join sees them. Masking those values after execution with the
+ * grouping, DISTINCT, window or join condition sees them. Masking those values after execution with the
  * method's JavaScript twin then gives the very result the SQL mask gives, while DuckDB runs the
  * statement as sent. That matters because DuckDB pays for a mask per execution, whatever the
  * row count: every regular expression is compiled when the query starts and every function
@@ -23,7 +25,7 @@
  * it must mask the same columns at the same positions, or the query is refused.
  */
 import type { SqlNode } from '../../sdk/index.js';
-import { bindTables, EMPTY, lower, opaque, type ResolveSource, scan, shapeOf } from './late.js';
+import { type Bound, bindTables, EMPTY, lower, opaque, type ResolveSource, scan, shapeOf } from './late.js';
 import type { ColumnMask } from './rewrite.js';
 
 /** Built-in methods whose JavaScript twin gives what their SQL gives for every VARCHAR value. */
@@ -41,6 +43,12 @@ export interface ResultPlan {
   width: number;
 }
 
+/** Whether a FROM tree joins on USING (a join condition on columns named without their table). */
+function joinsUsing(ref: SqlNode | undefined): boolean {
+  if (ref?.type !== 'JOIN') return false;
+  return !EMPTY(ref.using_columns) || joinsUsing(ref.left) || joinsUsing(ref.right);
+}
+
 /** Modifiers that neither merge rows nor look at values beyond the ones they name. */
 const PLAIN_MODIFIERS = new Set(['ORDER_MODIFIER', 'LIMIT_MODIFIER', 'LIMIT_PERCENT_MODIFIER']);
 
@@ -50,7 +58,7 @@ const PLAIN_MODIFIERS = new Set(['ORDER_MODIFIER', 'LIMIT_MODIFIER', 'LIMIT_PERC
  */
 export function planResultMasking(statements: unknown, resolve: ResolveSource, exact: (mask: ColumnMask) => boolean): ResultPlan | null {
   const shape = shapeOf(statements);
-  if (!shape || shape.tables.size !== 1 || shape.node.from_table?.type !== 'BASE_TABLE') return null;
+  if (!shape || joinsUsing(shape.node.from_table)) return null;
   const node = shape.node;
   if (node.aggregate_handling !== 'STANDARD_HANDLING' || !EMPTY(node.group_expressions) || !EMPTY(node.group_sets) || node.having != null || node.qualify != null) return null;
   for (const m of (node.modifiers ?? []) as SqlNode[]) {
@@ -59,16 +67,18 @@ export function planResultMasking(statements: unknown, resolve: ResolveSource, e
     if (m.type === 'ORDER_MODIFIER' && ((m.orders ?? []) as SqlNode[]).some((o) => o?.expression?.class === 'CONSTANT')) return null;
   }
   const tables = bindTables(shape, resolve);
-  const table = tables && [...tables.values()][0];
-  if (!table) return null;
-  const qualifier = lower(table.qualifier);
-  /** The lower-case column a reference names when it is a plain column of the table, else null. */
-  const columnOf = (n: SqlNode): string | null => {
+  if (!tables) return null;
+  const only = tables.size === 1 ? [...tables.values()][0] : undefined;
+  /**
+   * The table and lower-case column a reference names when it is a plain column of a table of
+   * the FROM tree (`t.col`, or `col` when there is one table), else null.
+   */
+  const columnOf = (n: SqlNode): { table: Bound; column: string } | null => {
     const names = n.column_names;
     if (!Array.isArray(names) || names.length < 1 || names.length > 2) return null;
-    if (names.length === 2 && lower(names[0]) !== qualifier) return null;
+    const table = names.length === 2 ? tables.get(lower(names[0])) : only;
     const column = lower(names[names.length - 1]);
-    return table.source.columns.has(column) ? column : null;
+    return table?.source.columns.has(column) ? { table, column } : null;
   };
 
   const selectList = (Array.isArray(node.select_list) ? node.select_list : []) as SqlNode[];
@@ -76,8 +86,8 @@ export function planResultMasking(statements: unknown, resolve: ResolveSource, e
   const itemNodes = new Set<unknown>();
   for (const [index, item] of selectList.entries()) {
     if (item?.class !== 'COLUMN_REF') continue;
-    const column = columnOf(item);
-    const mask = column === null ? undefined : table.masks.get(column);
+    const ref = columnOf(item);
+    const mask = ref?.table.masks.get(ref.column);
     if (!mask) continue;
     if (!exact(mask)) return null;
     items.push({ index, mask });
@@ -90,9 +100,9 @@ export function planResultMasking(statements: unknown, resolve: ResolveSource, e
     const why = opaque(n);
     if (why) return why;
     if (n.class !== 'COLUMN_REF') return true;
-    const column = columnOf(n);
-    if (column === null) return 'a reference that is not a column of the table';
-    return table.masks.has(column) ? `${column} is read outside the select list` : true;
+    const ref = columnOf(n);
+    if (ref === null) return 'a reference that is not a column of a table';
+    return ref.table.masks.has(ref.column) ? `${ref.column} is read outside the select list` : true;
   });
   return problem === null ? { items, width: selectList.length } : null;
 }

@@ -105,6 +105,8 @@ describe('masking at the result', () => {
       ['SELECT email, email AS again, upper(tier) AS t FROM crm.people WHERE tier = $tier ORDER BY id', { tier: 'basic' }],
       ['SELECT id, row_number() OVER (ORDER BY id DESC) AS r, phone FROM crm.people ORDER BY id'],
       ['SELECT "EMAIL", ID FROM CRM.PEOPLE ORDER BY id OFFSET 1'],
+      ['SELECT a.email, b.tier, a.card FROM crm.people a JOIN crm.people b ON a.id = b.id + 1 WHERE b.tier <> $t ORDER BY a.id', { t: 'x' }],
+      ['SELECT a.id, b.phone FROM crm.people a LEFT JOIN crm.people b ON b.id = a.id * 2 ORDER BY a.id'],
     ];
     for (const [sql, params] of shapes) {
       const { result, expected, viaRun, preparedSql } = await bothWays(sql, params);
@@ -133,7 +135,9 @@ describe('masking at the result', () => {
       'SELECT (SELECT max(id) FROM crm.people) AS m, email FROM crm.people ORDER BY id',
       'SELECT code FROM crm.people ORDER BY id',
       'SELECT note, tier FROM crm.people ORDER BY id',
-      'SELECT a.email FROM crm.people a JOIN crm.people b ON a.id = b.id ORDER BY a.id',
+      'SELECT a.email FROM crm.people a JOIN crm.people b USING (id) ORDER BY a.id',
+      'SELECT a.email, id FROM crm.people a JOIN (SELECT 1 AS k) b ON a.id = b.k',
+      'SELECT a.email FROM crm.people a JOIN crm.people b ON a.id = b.id WHERE b.email IS NULL',
       'SELECT email FROM crm.people UNION ALL SELECT email FROM crm.people',
       'SELECT email FROM crm.people WHERE email IS NOT NULL',
       'SELECT email FROM crm.people QUALIFY row_number() OVER (ORDER BY id) < 3',
