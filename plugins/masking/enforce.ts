@@ -512,7 +512,7 @@ export class MaskingEnforcer {
 
     const marks = planResultMarks(statements[0]?.node, this.scanColumns(snap, policies), plan.wraps.flatMap((w) => w.masks));
     const resolve = this.sources(snap, policies);
-    // Masked columns read only as whole select items of one table, by the kernel's own run: mask the result rows.
+    // Masked columns read only as whole select items (one table, or tables joined by ON), by the kernel's own run: mask the result rows.
     if (q.runsRowTransforms) {
       const exact = (mask: ColumnMask) => this.exactTwin(mask);
       const plan = planResultMasking(statements, resolve, exact);

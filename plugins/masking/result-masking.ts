@@ -93,7 +93,7 @@ export function planResultMasking(statements: unknown, resolve: ResolveSource, e
     items.push({ index, mask });
     itemNodes.add(item);
   }
-  // Every other reference must be a column of the table that is not masked: no alias (which
+  // Every other reference must be an unmasked column of a table of the FROM tree: no alias (which
   // could name a masked item), no row reference, nothing the masks did not plan.
   const problem = scan(shape, (n) => {
     if (itemNodes.has(n)) return false;
