@@ -9,6 +9,11 @@ export const NOTEBOOKS_CONFIG = defineConfig(
   Type.Object(
     {
       session_idle_seconds: Type.Integer({ minimum: 1, default: 900, description: 'A notebook session (its cells\' exported values) is released after this many seconds without a cell run' }),
+      max_pending_runs: Type.Integer({
+        minimum: 1,
+        default: 8,
+        description: 'Cell runs one user may have waiting or running at once, across all notebooks; past it a run answers 429 notebook_queue_full',
+      }),
       row_limit: Type.Integer({ minimum: 1, maximum: 100000, default: 1000, description: 'Rows a sql cell returns (truncated: true when there are more)' }),
     },
     { additionalProperties: false, default: {} },

@@ -16,7 +16,7 @@ export default definePlugin({
   config: [NOTEBOOKS_CONFIG, COLLABORATION_CONFIG],
   setup(ctx) {
     const settings = ctx.config(NOTEBOOKS_CONFIG);
-    const sessions = new NotebookSessions(ctx, ctx.services.get(SCRIPTS_SERVICE), { idleSeconds: settings.session_idle_seconds, rowLimit: settings.row_limit });
+    const sessions = new NotebookSessions(ctx, ctx.services.get(SCRIPTS_SERVICE), { idleSeconds: settings.session_idle_seconds, rowLimit: settings.row_limit, maxPendingRuns: settings.max_pending_runs });
     // Sessions hold values computed against the database being closed: they do not outlive it.
     ctx.onBeforeStop(() => sessions.releaseAll());
     // dp run and stream steps run a notebook's cells with the same names across cells as a session.

@@ -1,8 +1,11 @@
 /**
- * Cell execution: one session per notebook in the server, keyed by its project path, holding
- * what earlier cells exported (and the rows of sql cells with an id) for later code cells. A
- * session is released after `notebooks.session_idle_seconds` without a run; runs of one notebook
- * go one at a time, in the order they arrive.
+ * Cell execution: one session per notebook and user in the server, keyed by the notebook's
+ * project path and the caller, holding what that user's earlier cells exported (and the rows of
+ * sql cells with an id) for that user's later code cells: nothing one user's cells leave is seen
+ * by another user's. A session is released after `notebooks.session_idle_seconds` without a run;
+ * runs of one session go one at a time, in the order they arrive, and a user may have at most
+ * `notebooks.max_pending_runs` runs waiting or running across all notebooks (429
+ * `notebook_queue_full` past it), so one user's queue never holds anyone else's runs.
  *
  * - `sql` cells go through the kernel's guarded runner as the caller (read-only validation,
  *   masking, the role's timeout and query slots, `notebooks.row_limit` rows). A statement the
@@ -46,7 +49,10 @@ export interface ExecuteRequest {
 }
 
 interface Session {
+  /** The sessions map's key: path and user. */
+  key: string;
   path: string;
+  user: string;
   /** What each run cell left for later cells, by cell index. */
   values: Map<number, Record<string, unknown>>;
   timer: NodeJS.Timeout | null;
@@ -59,18 +65,23 @@ const round = (ms: number) => Math.round(ms * 100) / 100;
 /** Lines of output kept per cell run. */
 const MAX_OUTPUT_LINES = 10_000;
 
+/** Whose session a caller's runs belong to: the signed-in user, or the one local user of a server without auth. */
+const userOf = (caller: Caller): string => (caller.authenticated && caller.username ? `user:${caller.username}` : 'local');
+
 export class NotebookSessions {
   private readonly sessions = new Map<string, Session>();
+  /** Runs waiting or running, per user. */
+  private readonly pending = new Map<string, number>();
 
   constructor(
     private readonly ctx: PluginContext,
     private readonly scripts: ScriptsService,
-    private readonly settings: { idleSeconds: number; rowLimit: number },
+    private readonly settings: { idleSeconds: number; rowLimit: number; maxPendingRuns: number },
   ) {}
 
-  /** Paths of the notebooks that have a session now. */
+  /** Paths of the notebooks that have a session now (one entry per notebook, whoever holds it). */
   active(): string[] {
-    return [...this.sessions.keys()];
+    return [...new Set([...this.sessions.values()].map((s) => s.path))];
   }
 
   releaseAll(): void {
@@ -78,19 +89,25 @@ export class NotebookSessions {
     this.sessions.clear();
   }
 
+  /** Releases every user's session of `path`. */
   release(path: string): boolean {
-    const s = this.sessions.get(path);
-    if (!s) return false;
-    if (s.timer) clearTimeout(s.timer);
-    this.sessions.delete(path);
-    return true;
+    let released = false;
+    for (const s of [...this.sessions.values()]) {
+      if (s.path !== path) continue;
+      if (s.timer) clearTimeout(s.timer);
+      this.sessions.delete(s.key);
+      released = true;
+    }
+    return released;
   }
 
-  private session(path: string): Session {
-    let s = this.sessions.get(path);
+  private session(path: string, caller: Caller): Session {
+    const user = userOf(caller);
+    const key = `${user}\0${path}`;
+    let s = this.sessions.get(key);
     if (!s) {
-      s = { path, values: new Map(), timer: null, queue: Promise.resolve() };
-      this.sessions.set(path, s);
+      s = { key, path, user, values: new Map(), timer: null, queue: Promise.resolve() };
+      this.sessions.set(key, s);
     }
     return s;
   }
@@ -98,7 +115,7 @@ export class NotebookSessions {
   private touch(s: Session): void {
     if (s.timer) clearTimeout(s.timer);
     s.timer = setTimeout(() => {
-      if (this.sessions.get(s.path) === s) this.sessions.delete(s.path);
+      if (this.sessions.get(s.key) === s) this.sessions.delete(s.key);
       this.ctx.log.debug('notebook session released', { path: s.path });
     }, this.settings.idleSeconds * 1000);
     s.timer.unref();
@@ -109,10 +126,24 @@ export class NotebookSessions {
     if (cell.type === 'markdown') return Promise.resolve({ type: 'markdown', cell_index: req.cellIndex });
     // Checked before queueing: a refused viewer creates no session.
     if (cell.type === 'code' || cell.type === 'ingest') requirePermission(req.caller, 'execute');
-    const s = this.session(req.path);
+    const user = userOf(req.caller);
+    const pending = this.pending.get(user) ?? 0;
+    if (pending >= this.settings.maxPendingRuns) {
+      throw new DpError(429, 'notebook_queue_full', `You already have ${pending} notebook cell runs waiting or running (notebooks.max_pending_runs); wait for one to finish or stop it`, {
+        pending_runs: pending,
+        max_pending_runs: this.settings.maxPendingRuns,
+      });
+    }
+    this.pending.set(user, pending + 1);
+    const s = this.session(req.path, req.caller);
     const run = s.queue.then((): Promise<CellResult> => (cell.type === 'sql' ? this.runSql(s, req) : this.runCode(s, req)));
     s.queue = run.catch(() => undefined);
-    return run.finally(() => this.touch(s));
+    return run.finally(() => {
+      const left = (this.pending.get(user) ?? 1) - 1;
+      if (left > 0) this.pending.set(user, left);
+      else this.pending.delete(user);
+      this.touch(s);
+    });
   }
 
   // ---------------------------------------------------------------- sql
