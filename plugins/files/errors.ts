@@ -5,7 +5,7 @@ export const errors = defineErrors({
   invalid_path: { status: 400, meaning: 'No file path was given after /api/files/.' },
   protected_path: { status: 400, meaning: 'The path is never read or written through the API (.env, databases, .git, node_modules, temp files).' },
   extension_not_allowed: { status: 400, meaning: 'The file extension is not on the list of saveable extensions.' },
-  file_too_large: { status: 400, meaning: 'The file is larger than 5 MiB, the most the API reads.' },
+  file_too_large: { status: 400, meaning: 'The file is larger than 5 MiB, the most the API reads, or a save (files API, collaboration) would make it so; nothing was written.' },
   is_directory: { status: 400, meaning: 'The path is a folder, not a file.' },
   path_too_long: { status: 400, meaning: 'The file path is longer than the API accepts.' },
   name_too_long: { status: 400, meaning: 'A file or folder name in the path is longer than the file system or the API accepts.' },

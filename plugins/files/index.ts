@@ -98,6 +98,9 @@ function saveFile(ctx: PluginContext, requested: string | undefined, content: st
   assertSaveable(rel);
   if (guardFs(() => fs.existsSync(abs) && fs.statSync(abs).isDirectory(), rel)) throw badRequest('is_directory', `'${rel}' is a folder`, { path: rel });
   validateContent(rel, content);
+  // A file past what a read opens could never be opened (nor rejoined together) again.
+  const bytes = Buffer.byteLength(content);
+  if (bytes > MAX_READ_BYTES) throw badRequest('file_too_large', `'${rel}' would be ${bytes} bytes, over the 5 MiB a file may have; nothing was written`, { path: rel, bytes, max_bytes: MAX_READ_BYTES });
   const created = !fs.existsSync(abs);
   if (baseSha256 !== undefined) {
     const current = created ? null : sha256(guardFs(() => fs.readFileSync(abs), rel));

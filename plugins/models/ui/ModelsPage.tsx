@@ -8,7 +8,7 @@
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { Link, Route, Routes, useLocation, useNavigate, useParams } from 'react-router-dom';
 import { api, ApiError, Badge, Dialog, Empty, ErrorBox, Field, Icon, Loading, seg, StatusBadge, Table, Tabs, useApi, useCan, useLineageMasks, usePersistentState, type PageProps } from '@dp/ui';
-import { CodeEditor } from '@dp/ui/editor';
+import { CodeEditor, CollaborativeEditor, editsTogether } from '@dp/ui/editor';
 import { Graph, type GraphEdge, type GraphNode } from '@dp/ui/graph';
 
 interface ModelInfo {
@@ -401,8 +401,10 @@ function EditorPane({ edit, language, readOnly }: { edit: ReturnType<typeof useE
 function FileView({ onSaved }: { onSaved: () => void }) {
   const params = useParams();
   const path = params['*'] ?? '';
-  const edit = useEditableFile(path, onSaved);
   const canWrite = useCan('write');
+  const edit = useEditableFile(editsTogether(path) ? null : path, onSaved);
+  // Text files are edited together (live, presence, conflict-safe save); others are shown as before.
+  if (editsTogether(path)) return <CollaborativeEditor key={path} path={path} language={path.endsWith('.sql') ? 'sql' : 'text'} readOnly={!canWrite} onSaved={onSaved} />;
   if (edit.file.error) return <ErrorBox error={edit.file.error} onRetry={edit.file.reload} />;
   if (!edit.file.data || edit.text === null) return <Loading />;
   return <EditorPane edit={edit} language={path.endsWith('.sql') ? 'sql' : 'text'} readOnly={!canWrite} />;
@@ -413,7 +415,7 @@ type ModelTab = 'lineage' | 'impact';
 function ModelView({ base, models, live, onResult, onSaved }: { base: string; models: ModelInfo[] | null; live: LiveRun; onResult: (r: { title: string; body: unknown }) => void; onSaved: () => void }) {
   const { model: name = '' } = useParams();
   const model = models?.find((m) => m.full_name === name) ?? null;
-  const edit = useEditableFile(model?.path ?? null, onSaved);
+  const [savedSha, setSavedSha] = useState('');
   const canWrite = useCan('write');
   const canExecute = useCan('execute');
   const [tab, setTab] = usePersistentState<ModelTab>('models.tab', 'lineage');
@@ -455,7 +457,16 @@ function ModelView({ base, models, live, onResult, onSaved }: { base: string; mo
           </Link>
         </div>
       </div>
-      {edit.file.error ? <ErrorBox error={edit.file.error} /> : edit.text === null ? <Loading /> : <EditorPane edit={edit} language="sql" readOnly={!canWrite} />}
+      <CollaborativeEditor
+        key={model.path}
+        path={model.path}
+        language="sql"
+        readOnly={!canWrite}
+        onSaved={(sha256) => {
+          setSavedSha(sha256);
+          onSaved();
+        }}
+      />
       <Tabs<ModelTab>
         tabs={[
           { key: 'lineage', label: 'Column lineage' },
@@ -464,7 +475,7 @@ function ModelView({ base, models, live, onResult, onSaved }: { base: string; mo
         active={tab}
         onChange={setTab}
       />
-      {tab === 'lineage' ? <LineageGraph key={`${model.full_name}:${lineageTick}:${edit.file.data?.sha256}`} base={base} model={model.full_name} models={models} /> : <ImpactGraph key={model.full_name} base={base} model={model.full_name} />}
+      {tab === 'lineage' ? <LineageGraph key={`${model.full_name}:${lineageTick}:${savedSha}`} base={base} model={model.full_name} models={models} /> : <ImpactGraph key={model.full_name} base={base} model={model.full_name} />}
     </div>
   );
 }

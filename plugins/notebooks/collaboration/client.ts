@@ -142,7 +142,7 @@ export class CollaborationClient {
       case MESSAGE_SAVE: {
         const result = JSON.parse(decoding.readVarString(decoder)) as { error?: CollaborationError };
         const pending = this.saves.shift();
-        if (result.error) pending?.reject(Object.assign(new Error(result.error.message), { code: result.error.code }));
+        if (result.error) pending?.reject(Object.assign(new Error(result.error.message), { code: result.error.code, details: result.error.details }));
         else pending?.resolve(result);
         return;
       }
@@ -153,12 +153,17 @@ export class CollaborationClient {
     }
   }
 
-  /** Asks the server to save the document; resolves with `{doc, saved, sha256, bytes}`. */
-  save(): Promise<{ doc: string; saved: true; sha256: string; bytes: number }> {
+  /**
+   * Asks the server to save the document; resolves with `{doc, saved, sha256, bytes}`. Rejects
+   * with `code: 'file_conflict'` when the file changed on disk since the document was opened or
+   * last saved, unless `force` (write over that change).
+   */
+  save(options: { force?: boolean } = {}): Promise<{ doc: string; saved: true; sha256: string; bytes: number }> {
     return new Promise((resolve, reject) => {
       this.saves.push({ resolve: resolve as (v: unknown) => void, reject });
       const encoder = encoding.createEncoder();
       encoding.writeVarUint(encoder, MESSAGE_SAVE);
+      if (options.force) encoding.writeVarString(encoder, JSON.stringify({ force: true }));
       this.send(encoding.toUint8Array(encoder));
     });
   }

@@ -10,7 +10,20 @@ import * as awarenessProtocol from 'y-protocols/awareness';
 import * as syncProtocol from 'y-protocols/sync';
 import * as Y from 'yjs';
 import { badRequest, DpError, errorMessage, hasPermission, isDpError, notFound, LOCAL_ADMIN, type Caller, type FilesService, type Logger, type RouteSocket } from '../../../sdk/index.js';
-import { MESSAGE_ACCESS, MESSAGE_AWARENESS, MESSAGE_QUERY_AWARENESS, MESSAGE_SAVE, MESSAGE_SYNC, type Access } from './protocol.js';
+import {
+  AWARENESS_PER_SECOND,
+  MAX_AWARENESS_BYTES,
+  MAX_AWARENESS_IDS_PER_SOCKET,
+  MAX_PEER_NAME,
+  MESSAGE_ACCESS,
+  MESSAGE_AWARENESS,
+  MESSAGE_QUERY_AWARENESS,
+  MESSAGE_SAVE,
+  MESSAGE_SYNC,
+  PEER_COLORS,
+  type Access,
+  type PeerUser,
+} from './protocol.js';
 import { documentContent, kindOf, seedDocument, SEED_ORIGIN, type DocumentKind } from './schema.js';
 
 const OPEN = 1;
@@ -23,6 +36,19 @@ interface Client {
   awarenessIds: Set<number>;
   /** Updates dropped because the client may not write. */
   dropped: number;
+  /** Awareness messages accepted in the current second, from `windowStart` (ms). */
+  awarenessWindowStart: number;
+  awarenessInWindow: number;
+  /** Awareness entries that came past the rate, by client id: applied when the second ends. */
+  awarenessPending: Map<number, AwarenessEntry>;
+  awarenessTimer: NodeJS.Timeout | null;
+}
+
+/** One client's state in an awareness update (y-protocols' framing). */
+interface AwarenessEntry {
+  id: number;
+  clock: number;
+  state: string;
 }
 
 export interface SaveResult {
@@ -195,7 +221,17 @@ export class CollaborationHub {
       (d) => {
         if (closed) return this.scheduleRelease(d);
         shared = d;
-        client = { socket, caller, writable: hasPermission(caller, 'write'), awarenessIds: new Set(), dropped: 0 };
+        client = {
+          socket,
+          caller,
+          writable: hasPermission(caller, 'write'),
+          awarenessIds: new Set(),
+          dropped: 0,
+          awarenessWindowStart: 0,
+          awarenessInWindow: 0,
+          awarenessPending: new Map(),
+          awarenessTimer: null,
+        };
         if (d.idleTimer) clearTimeout(d.idleTimer);
         d.idleTimer = null;
         d.clients.set(socket, client);
@@ -241,23 +277,33 @@ export class CollaborationHub {
           return;
         }
         case MESSAGE_AWARENESS: {
-          const update = decoding.readVarUint8Array(decoder);
+          if (data.byteLength > MAX_AWARENESS_BYTES) {
+            refuse(client.socket, new DpError(413, 'awareness_update_too_large', `An awareness message may have ${MAX_AWARENESS_BYTES} bytes; this one had ${data.byteLength}`, { doc: d.rel, max_bytes: MAX_AWARENESS_BYTES }));
+            return;
+          }
+          const entries = awarenessEntries(decoding.readVarUint8Array(decoder));
           // A socket speaks only for its own cursors: an update naming a client id another socket
           // (or the server) set would fake or clear someone else's presence, so it is dropped.
-          if (awarenessClientIds(update).some((id) => id === d.doc.clientID || this.ownedByAnother(d, client, id))) {
+          if (entries.some(({ id }) => id === d.doc.clientID || this.ownedByAnother(d, client, id))) {
             client.dropped++;
             return;
           }
-          awarenessProtocol.applyAwarenessUpdate(d.awareness, update, client.socket);
+          // A socket speaks for a few client ids at most (a page has one per document); more are dropped.
+          const ids = new Set(client.awarenessIds);
+          const allowed = entries.filter(({ id }) => ids.has(id) || (ids.size < MAX_AWARENESS_IDS_PER_SOCKET && Boolean(ids.add(id))));
+          this.relayAwareness(d, client, allowed.map((entry) => ({ ...entry, state: withServerUser(entry.state, client) })));
           return;
         }
         case MESSAGE_QUERY_AWARENESS:
+          if (!this.withinAwarenessRate(client)) return;
           send(client.socket, awarenessMessage(d, [...d.awareness.getStates().keys()]));
           return;
         case MESSAGE_SAVE: {
+          // Optional payload: a varString JSON {force: true} writes over a change made on disk meanwhile.
+          const force = decoding.hasContent(decoder) && (JSON.parse(decoding.readVarString(decoder)) as { force?: unknown }).force === true;
           try {
             if (!client.writable) throw new DpError(403, 'insufficient_role', `Saving needs the 'write' permission; role '${client.caller.role}' does not have it`, { required_permission: 'write', role: client.caller.role });
-            this.saveDocument(d).then(
+            this.saveDocument(d, force).then(
               (result) => send(client.socket, encodeString(MESSAGE_SAVE, JSON.stringify(result))),
               (e: unknown) => send(client.socket, encodeString(MESSAGE_SAVE, JSON.stringify(this.saveError(d, e)))),
             );
@@ -275,6 +321,44 @@ export class CollaborationHub {
     }
   }
 
+  /** True when `client` may send one more awareness message in the current second (and counts it). */
+  private withinAwarenessRate(client: Client): boolean {
+    const now = performance.now();
+    if (now - client.awarenessWindowStart >= 1000) {
+      client.awarenessWindowStart = now;
+      client.awarenessInWindow = 0;
+    }
+    if (client.awarenessInWindow >= AWARENESS_PER_SECOND) return false;
+    client.awarenessInWindow++;
+    return true;
+  }
+
+  /**
+   * Applies (and so relays) a socket's awareness entries, at most AWARENESS_PER_SECOND messages a
+   * second: entries past the rate wait, the latest per client id, and are applied together when
+   * the second ends, so a flood costs the others one message a second and the last cursor still
+   * arrives.
+   */
+  private relayAwareness(d: SharedDocument, client: Client, entries: AwarenessEntry[]): void {
+    if (entries.length === 0) return;
+    if (!client.awarenessTimer && this.withinAwarenessRate(client)) {
+      awarenessProtocol.applyAwarenessUpdate(d.awareness, encodeAwarenessEntries(entries), client.socket);
+      return;
+    }
+    for (const entry of entries) client.awarenessPending.set(entry.id, entry);
+    if (client.awarenessTimer) return;
+    client.awarenessTimer = setTimeout(() => {
+      client.awarenessTimer = null;
+      const pending = [...client.awarenessPending.values()];
+      client.awarenessPending.clear();
+      if (d.clients.get(client.socket) !== client) return;
+      client.awarenessWindowStart = performance.now();
+      client.awarenessInWindow = 1;
+      awarenessProtocol.applyAwarenessUpdate(d.awareness, encodeAwarenessEntries(pending), client.socket);
+    }, Math.max(0, client.awarenessWindowStart + 1000 - performance.now()));
+    client.awarenessTimer.unref();
+  }
+
   private saveError(d: SharedDocument, e: unknown): unknown {
     if (isDpError(e)) return e.toBody();
     this.options.log.error('collaboration save failed', { doc: d.rel, error: errorMessage(e) });
@@ -283,6 +367,8 @@ export class CollaborationHub {
 
   private leave(d: SharedDocument, client: Client): void {
     d.clients.delete(client.socket);
+    if (client.awarenessTimer) clearTimeout(client.awarenessTimer);
+    client.awarenessTimer = null;
     awarenessProtocol.removeAwarenessStates(d.awareness, [...client.awarenessIds], null);
     if (d.clients.size === 0) this.scheduleRelease(d);
   }
@@ -293,11 +379,15 @@ export class CollaborationHub {
     d.idleTimer.unref();
   }
 
-  /** Writes the merged document through the files service (atomically), whatever is on disk. */
-  private async saveDocument(d: SharedDocument): Promise<SaveResult> {
+  /**
+   * Writes the merged document through the files service (atomically) when the file is still the
+   * version the document was seeded from or last saved as; a change made on disk meanwhile (the
+   * CLI, another tool) is a 409 `file_conflict` with nothing written, unless `force`.
+   */
+  private async saveDocument(d: SharedDocument, force = false): Promise<SaveResult> {
     const files = this.options.files();
     const content = d.text(await this.currentFile(d));
-    const saved = files.write(d.rel, content);
+    const saved = files.write(d.rel, content, force ? {} : { baseSha256: d.baseSha256 });
     d.baseSha256 = saved.sha256;
     d.unsaved = false;
     this.options.log.info('collaboration document saved', { doc: d.rel });
@@ -315,12 +405,12 @@ export class CollaborationHub {
       .catch(() => null);
   }
 
-  /** `POST /api/notebooks/collaborate/save`: saves an open document. */
-  save(doc: unknown): Promise<SaveResult> {
+  /** `POST /api/notebooks/collaborate/save`: saves an open document (`force`: over a change on disk). */
+  save(doc: unknown, force = false): Promise<SaveResult> {
     const rel = this.checkDoc(doc);
     const d = this.loaded.get(rel);
     if (!d) throw notFound('document_not_open', `Nobody is editing '${rel}' together; save it through the files or notebooks API`, { doc: rel });
-    return this.saveDocument(d);
+    return this.saveDocument(d, force);
   }
 
   /**
@@ -378,15 +468,50 @@ function refuse(socket: RouteSocket, e: unknown): void {
   socket.close(4000 + err.status, err.code);
 }
 
-/** The client ids an encoded awareness update speaks for (y-protocols' framing: count, then id, clock, state each). */
-function awarenessClientIds(update: Uint8Array): number[] {
+/** The entries of an encoded awareness update (y-protocols' framing: count, then id, clock, state JSON each). */
+function awarenessEntries(update: Uint8Array): AwarenessEntry[] {
   const decoder = decoding.createDecoder(update);
   const count = decoding.readVarUint(decoder);
-  const ids: number[] = [];
-  for (let i = 0; i < count; i++) {
-    ids.push(decoding.readVarUint(decoder));
-    decoding.readVarUint(decoder);
-    decoding.readVarString(decoder);
+  const entries: AwarenessEntry[] = [];
+  for (let i = 0; i < count; i++) entries.push({ id: decoding.readVarUint(decoder), clock: decoding.readVarUint(decoder), state: decoding.readVarString(decoder) });
+  return entries;
+}
+
+function encodeAwarenessEntries(entries: AwarenessEntry[]): Uint8Array {
+  const encoder = encoding.createEncoder();
+  encoding.writeVarUint(encoder, entries.length);
+  for (const { id, clock, state } of entries) {
+    encoding.writeVarUint(encoder, id);
+    encoding.writeVarUint(encoder, clock);
+    encoding.writeVarString(encoder, state);
   }
-  return ids;
+  return encoding.toUint8Array(encoder);
+}
+
+/** A stable colour per user name (FNV-1a), so one person has the same colour in every document and tab. */
+function colorOf(name: string): PeerUser['color'] {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < name.length; i++) hash = Math.imul(hash ^ name.charCodeAt(i), 0x01000193);
+  return PEER_COLORS[(hash >>> 0) % PEER_COLORS.length];
+}
+
+/**
+ * What others see of this socket: `user` is the server's, from the socket's caller (name, role,
+ * colour), whatever the client sent. Without auth there is one local user: the page's own name is
+ * kept (a string, cut to MAX_PEER_NAME), never its role or colour. A removal (`null`) stays.
+ */
+function withServerUser(state: string, client: Client): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(state);
+  } catch {
+    throw badRequest('invalid_collaboration_message', 'An awareness state is not JSON');
+  }
+  if (parsed === null) return state;
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) throw badRequest('invalid_collaboration_message', 'An awareness state is not a JSON object');
+  const { caller } = client;
+  const sent = (parsed as { user?: { name?: unknown } }).user?.name;
+  const name = caller.authenticated && caller.username ? (caller.display_name || caller.username) : typeof sent === 'string' && sent.trim() ? sent.trim().slice(0, MAX_PEER_NAME) : 'local';
+  const user: PeerUser = { name, role: caller.role, color: colorOf(caller.username ?? name) };
+  return JSON.stringify({ ...(parsed as object), user });
 }

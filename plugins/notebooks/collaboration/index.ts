@@ -28,13 +28,23 @@ export function registerCollaboration(ctx: PluginContext): CollaborationHub {
     handler: (socket, req) => hub.join(socket, docOf(req.query), req.caller),
   });
 
-  ctx.route<{ doc: string }>({
+  ctx.route<{ doc: string; force?: boolean }>({
     method: 'POST',
     url: '/api/notebooks/collaborate/save',
     permission: 'write',
     summary: 'Save the shared document of a file being edited together (written atomically through the files service)',
-    schema: { body: { type: 'object', required: ['doc'], additionalProperties: false, properties: { doc: { type: 'string', description: 'Project-relative file path, as in ?doc=' } } } },
-    handler: (req) => hub.save(req.body.doc),
+    schema: {
+      body: {
+        type: 'object',
+        required: ['doc'],
+        additionalProperties: false,
+        properties: {
+          doc: { type: 'string', description: 'Project-relative file path, as in ?doc=' },
+          force: { type: 'boolean', description: 'Write even when the file changed on disk since the document was opened or last saved (else 409 file_conflict)' },
+        },
+      },
+    },
+    handler: (req) => hub.save(req.body.doc, req.body.force === true),
   });
 
   ctx.route({

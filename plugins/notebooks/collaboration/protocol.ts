@@ -26,3 +26,29 @@ export const TEXT_CONTENT = 'content';
 
 export const CELL_TYPES = ['markdown', 'code', 'sql', 'ingest'] as const;
 export type CellType = (typeof CELL_TYPES)[number];
+
+/**
+ * The colours a collaborator's cursor may have: the server assigns one per user (awareness
+ * `user.color`), and the page maps it to a CSS class (`dp-peer-<index>`), so no colour string a
+ * client sent ever reaches a style.
+ */
+export const PEER_COLORS = ['#30bced', '#6eeb83', '#ffbc42', '#ee6352', '#9ac2c9', '#8acb88', '#1be7ff', '#c38dd6'] as const;
+
+/** What the server shows of a collaborator (awareness `user`): set by the server from the socket's caller. */
+export interface PeerUser {
+  name: string;
+  role: string;
+  color: (typeof PEER_COLORS)[number];
+}
+
+/** The index of a colour in PEER_COLORS (0 for anything else), for the page's CSS class. */
+export const peerColorIndex = (color: unknown): number => Math.max(0, PEER_COLORS.indexOf(color as (typeof PEER_COLORS)[number]));
+
+/** Bytes one awareness message may have (a cursor and a name need a few hundred). */
+export const MAX_AWARENESS_BYTES = 8 * 1024;
+/** Awareness messages a socket may send per second; later ones in the second are merged into one sent when it ends. */
+export const AWARENESS_PER_SECOND = 20;
+/** Awareness client ids one socket may speak for (a page has one per document). */
+export const MAX_AWARENESS_IDS_PER_SOCKET = 4;
+/** Characters of a display name (without auth the page picks its own). */
+export const MAX_PEER_NAME = 64;

@@ -13,7 +13,7 @@ import { basicSetup } from 'codemirror';
 import { sql, PostgreSQL } from '@codemirror/lang-sql';
 import { EditorState, type Extension } from '@codemirror/state';
 import { EditorView } from '@codemirror/view';
-import { yCollab } from 'y-codemirror.next';
+import { collaborationExtensions } from '@dp/ui/editor';
 import { api, ApiError, Badge, Empty, ErrorBox, formatValue, Loading, PageHeader, ResultsGrid, seg, Table, useApi, useCan, useSession, type PageProps } from '@dp/ui';
 import type { CellResult, CellErrorDetails, CellType, NotebookList, NotebookSummary } from '../api-types';
 import { CollaborationClient } from '../collaboration/client';
@@ -57,8 +57,6 @@ function NotebookIndex({ title }: { title: string }) {
   );
 }
 
-const COLORS = ['#30bced', '#6eeb83', '#ffbc42', '#ee6352', '#9ac2c9', '#8acb88', '#1be7ff', '#c38dd6'];
-
 /** One CollaborationClient per open notebook, re-rendering on its state changes. */
 function useCollaboration(path: string, userName: string) {
   const client = useMemo(() => {
@@ -66,8 +64,8 @@ function useCollaboration(path: string, userName: string) {
     return new CollaborationClient(`${scheme}://${location.host}/ws/collaborate?doc=${encodeURIComponent(path)}`);
   }, [path]);
   useEffect(() => {
-    const color = COLORS[client.doc.clientID % COLORS.length];
-    client.awareness.setLocalStateField('user', { name: userName, color, colorLight: `${color}33` });
+    // The server shows its own name, role and colour for this socket (the name here counts without auth only).
+    client.awareness.setLocalStateField('user', { name: userName });
     return () => client.destroy();
   }, [client, userName]);
   const [, setVersion] = useState(0);
@@ -233,7 +231,7 @@ function CellView({ cell, index, count, client, path, readOnly, onMove, onDelete
     const extensions: Extension[] = [
       basicSetup,
       EditorView.lineWrapping,
-      yCollab(text, client.awareness, { undoManager }),
+      collaborationExtensions(text, client.awareness, undoManager),
       EditorState.readOnly.of(readOnly),
       EditorView.editable.of(!readOnly),
       EditorView.contentAttributes.of({ 'aria-label': `Cell ${index + 1} (${type})` }),

@@ -164,3 +164,6 @@ export function CodeEditor({ value, onChange, onRun, onSave, language = 'sql', e
 export function SqlEditor(props: Omit<CodeEditorProps, 'language'>) {
   return <CodeEditor {...props} language="sql" ariaLabel={props.ariaLabel ?? 'SQL editor'} />;
 }
+
+export { CollaborativeEditor, editsTogether, type CollaborativeEditorProps } from './collab-editor';
+export { collaborationExtensions, peerClass } from './peer-selections';
