@@ -75,14 +75,21 @@ function allowInlineScripts(reply: FastifyReply, hashes: string[]): void {
   reply.header('content-security-policy', policy.replace(/(^|;)script-src ([^;]*)/, (_m, lead: string, sources: string) => `${lead}script-src ${sources} ${valid.join(' ')}`));
 }
 
+/** /docs only: swagger-ui writes style attributes from its bundle, so its pages keep inline styles (the UI's do not). */
+function allowInlineStyles(reply: FastifyReply): void {
+  const policy = reply.getHeader('content-security-policy');
+  if (typeof policy === 'string') reply.header('content-security-policy', policy.replace(/(^|;)style-src ([^;]*)/, (_m, lead: string, sources: string) => `${lead}style-src ${sources} 'unsafe-inline'`));
+}
+
 /** Paths the SPA fallback never answers: an API, the API docs, sockets and the MCP endpoint keep their JSON 404. */
 const NOT_SPA = /^\/(api|docs|ws|mcp)(\/|$)/;
 
 /**
  * The Content-Security-Policy: the UI's own scripts, styles, images (and data: images), fonts
  * and connections (fetch, EventSource, WebSocket to this host), nothing from elsewhere.
- * 'unsafe-inline' styles: CodeMirror and swagger-ui set style attributes and inject <style>
- * elements at run time; inline scripts stay refused.
+ * No inline styles either: the UI sets styles through the CSSOM (React) and CodeMirror's go to
+ * adopted stylesheets (plugins/ui/client/adopted-styles.ts), so an injected style attribute or
+ * <style> element (a collaborator's colour, say) is refused like an inline script.
  */
 function contentSecurityPolicy(host: string | undefined) {
   // Only a plain host[:port] goes into the header (a crafted Host cannot add directives).
@@ -94,7 +101,7 @@ function contentSecurityPolicy(host: string | undefined) {
       baseUri: ["'self'"],
       scriptSrc: ["'self'"],
       scriptSrcAttr: ["'none'"],
-      styleSrc: ["'self'", "'unsafe-inline'"],
+      styleSrc: ["'self'"],
       imgSrc: ["'self'", 'data:'],
       fontSrc: ["'self'", 'data:'],
       connectSrc: ["'self'", sameHostSockets],
@@ -213,6 +220,7 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
     uiConfig: { validatorUrl: null },
     uiHooks: {
       onRequest: async (req, reply) => {
+        allowInlineStyles(reply);
         // /docs needs a login when auth is on, like every other page.
         try {
           req.caller = await app.auth.resolveCaller(req);

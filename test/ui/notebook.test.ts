@@ -21,12 +21,12 @@ const NOTEBOOK = JSON.stringify({
 
 const cellEditor = (page: Page, index: number) => page.getByTestId('notebook-cell').nth(index).locator('.cm-content');
 
-/** The cells' texts as the page shows them, without the remote cursors' name labels (y-codemirror.next draws them inside the text). */
+/** The cells' texts as the page shows them, without the remote cursors' name labels (drawn inside the text). */
 function cellTexts(page: Page): Promise<string[]> {
   return page.evaluate(() =>
     [...document.querySelectorAll('[data-testid="notebook-cell"] .cm-content')].map((el) => {
       const copy = el.cloneNode(true) as HTMLElement;
-      for (const caret of copy.querySelectorAll('.cm-ySelectionCaret')) caret.remove();
+      for (const caret of copy.querySelectorAll('.dp-peer-caret')) caret.remove();
       return [...copy.querySelectorAll('.cm-line')].map((l) => l.textContent).join('\n');
     }),
   );
@@ -81,8 +81,8 @@ describe('notebooks page', { timeout: 240_000 }, () => {
       const merged = ['# Orders together from A', '-- B\nSELECT 41 + 1 AS answer', 'const a = 1;\nthrow new Error("boom");'];
       await waitForTexts(a.page, merged, 'A sees both edits');
       await waitForTexts(b.page, merged, 'B sees both edits');
-      // B sees A's cursor (y-codemirror.next's remote caret).
-      await b.page.locator('.cm-ySelectionCaret').first().waitFor();
+      // B sees A's cursor (drawn with a class of the server's palette, peer-selections.ts).
+      await b.page.locator('.dp-peer-caret').first().waitFor();
 
       // Cell operations are shared: A adds a cell, B moves it up, A deletes it.
       await a.page.getByRole('button', { name: 'Add cell' }).click();

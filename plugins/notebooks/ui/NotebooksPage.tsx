@@ -13,7 +13,7 @@ import { basicSetup } from 'codemirror';
 import { sql, PostgreSQL } from '@codemirror/lang-sql';
 import { EditorState, type Extension } from '@codemirror/state';
 import { EditorView } from '@codemirror/view';
-import { collaborationExtensions } from '@dp/ui/editor';
+import { collaborationExtensions, editorTheme } from '@dp/ui/editor';
 import { api, ApiError, Badge, Empty, ErrorBox, formatValue, Loading, PageHeader, ResultsGrid, seg, Table, useApi, useCan, useSession, type PageProps } from '@dp/ui';
 import type { CellResult, CellErrorDetails, CellType, NotebookList, NotebookSummary } from '../api-types';
 import { CollaborationClient } from '../collaboration/client';
@@ -230,6 +230,7 @@ function CellView({ cell, index, count, client, path, readOnly, onMove, onDelete
     const undoManager = new Y.UndoManager(text);
     const extensions: Extension[] = [
       basicSetup,
+      editorTheme,
       EditorView.lineWrapping,
       collaborationExtensions(text, client.awareness, undoManager),
       EditorState.readOnly.of(readOnly),

@@ -1,3 +1,5 @@
+// First: CodeMirror's styles go to adopted stylesheets, never inline <style> (the CSP has no 'unsafe-inline').
+import '../client/adopted-styles';
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { BrowserRouter } from 'react-router-dom';

@@ -16,6 +16,7 @@ import { CollaborationClient } from '../../notebooks/collaboration/client';
 import { TEXT_CONTENT } from '../../notebooks/collaboration/protocol';
 import { api, seg } from './api';
 import { Badge, ErrorBox, Loading } from './components';
+import { editorTheme } from './editor';
 import { collaborationExtensions, peerClass } from './peer-selections';
 import { useSession } from './session';
 import './collab.css';
@@ -139,6 +140,7 @@ export function CollaborativeEditor({ path, language = 'text', readOnly = false,
         },
       ]),
       basicSetup,
+      editorTheme,
       EditorView.lineWrapping,
       collaborationExtensions(text, client.awareness),
       language === 'sql' ? sql({ dialect: PostgreSQL, upperCaseKeywords: true }) : [],

@@ -66,7 +66,8 @@ export function loadSqlCatalog(refresh = false): Promise<SQLNamespace> {
   return catalogPromise;
 }
 
-const theme = EditorView.theme({
+/** dp's editor look (colours from the page's CSS variables); a theme, so it beats CodeMirror's own (adopted-styles.ts). */
+export const editorTheme = EditorView.theme({
   '&': { height: '100%', fontSize: '13px', backgroundColor: 'var(--dp-bg-input)', color: 'var(--dp-fg)' },
   '.cm-scroller': { fontFamily: 'var(--dp-mono)' },
   '.cm-gutters': { backgroundColor: 'var(--dp-bg-soft)', color: 'var(--dp-fg-muted)', borderRight: '1px solid var(--dp-border)' },
@@ -109,7 +110,7 @@ export function CodeEditor({ value, onChange, onRun, onSave, language = 'sql', e
         },
       ]),
       basicSetup,
-      theme,
+      editorTheme,
       errorLineField,
       langSlot.current.of([]),
       readOnlySlot.current.of(EditorState.readOnly.of(readOnly)),
