@@ -154,7 +154,8 @@ describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
       '/models/m/marts.revenue_by_month',
       async (page) => {
         const editor = page.locator('[data-testid="model-view"] .cm-content');
-        await editor.waitFor();
+        // The model's file is edited together (/ws/collaborate): typing once the document is live.
+        await page.getByTestId('collab-editor').getByText('live', { exact: true }).waitFor();
         await editor.click();
         await page.keyboard.press('Control+End');
         await page.keyboard.insertText('\n-- edited in the browser');
@@ -168,9 +169,9 @@ describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
         await page.keyboard.press('Control+End');
         await page.keyboard.insertText('\n-- second browser edit');
         await page.keyboard.press('Control+s');
-        await page.getByRole('alert').getByText(/changed since it was read/).waitFor();
+        await page.getByTestId('collab-conflict').getByText(/changed on disk/).waitFor();
         assert.match(fs.readFileSync(file, 'utf8'), /-- edited elsewhere$/);
-        await page.getByRole('button', { name: 'Reload theirs (drop mine)' }).click();
+        await page.getByRole('button', { name: 'Load the file from disk (drop ours)' }).click();
         await page.locator('[data-testid="model-view"] .cm-content').getByText('-- edited elsewhere').waitFor();
         // Rebuild it: the status comes in live from the transform event stream.
         await page.getByRole('button', { name: 'Build', exact: true }).click();
@@ -178,8 +179,6 @@ describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
         await page.locator('[data-testid="model-view"]').getByText('built', { exact: true }).waitFor();
         await screenshot(page, 'model-edit');
       },
-      // The refused save is the browser's own network log line; nothing else.
-      { expectedErrors: /status of 409/ },
     );
   });
 
