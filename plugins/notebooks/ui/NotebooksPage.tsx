@@ -13,7 +13,7 @@ import { basicSetup } from 'codemirror';
 import { sql, PostgreSQL } from '@codemirror/lang-sql';
 import { EditorState, type Extension } from '@codemirror/state';
 import { EditorView } from '@codemirror/view';
-import { collaborationExtensions, editorTheme } from '@dp/ui/editor';
+import { collaborationExtensions, editorTheme, usePeers } from '@dp/ui/editor';
 import { api, ApiError, Badge, Empty, ErrorBox, formatValue, Loading, PageHeader, ResultsGrid, seg, Table, useApi, useCan, useSession, type PageProps } from '@dp/ui';
 import type { CellResult, CellErrorDetails, CellType, NotebookList, NotebookSummary } from '../api-types';
 import { CollaborationClient } from '../collaboration/client';
@@ -99,7 +99,7 @@ function NotebookEditor({ path }: { path: string }) {
   const client = useCollaboration(path, userName);
   const cells = client.doc.getArray<Y.Map<unknown>>(NOTEBOOK_CELLS);
   const cellList = useY(cells, () => cells.toArray());
-  const others = useAwarenessNames(client);
+  const others = usePeers(client).map((peer) => peer.name);
   const readOnly = client.access !== 'read-write';
   const [saveState, setSaveState] = useState<{ at: Date } | { error: unknown } | null>(null);
   const [newType, setNewType] = useState<CellType>('sql');
@@ -185,23 +185,6 @@ const cellKey = (cell: Y.Map<unknown>) => {
   if (!keys.has(cell)) keys.set(cell, nextKey++);
   return keys.get(cell)!;
 };
-
-/** The names of the other people in the notebook (awareness states with a user). */
-function useAwarenessNames(client: CollaborationClient): string[] {
-  const [names, setNames] = useState<string[]>([]);
-  useEffect(() => {
-    const update = () =>
-      setNames(
-        [...client.awareness.getStates().entries()]
-          .filter(([id, state]) => id !== client.doc.clientID && (state as { user?: { name?: string } }).user?.name)
-          .map(([, state]) => (state as { user: { name: string } }).user.name),
-      );
-    update();
-    client.awareness.on('change', update);
-    return () => client.awareness.off('change', update);
-  }, [client]);
-  return names;
-}
 
 type RunState = { running: true } | { result: CellResult } | { error: unknown } | null;
 

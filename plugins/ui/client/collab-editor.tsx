@@ -33,7 +33,8 @@ export interface CollaborativeEditorProps {
   ariaLabel?: string;
 }
 
-interface Peer {
+/** Another person in the document (awareness `user`, set by the server). */
+export interface Peer {
   id: number;
   name: string;
   role: string;
@@ -51,7 +52,8 @@ export const editsTogether = (path: string) => /\.(sql|py|ya?ml|sqlfluff|ts|js|m
 
 const socketUrl = (path: string) => `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws/collaborate?doc=${encodeURIComponent(path)}`;
 
-function usePeers(client: CollaborationClient): Peer[] {
+/** The other people in a shared document, re-rendered as they come, go and move. */
+export function usePeers(client: CollaborationClient): Peer[] {
   const [peers, setPeers] = useState<Peer[]>([]);
   useEffect(() => {
     const update = () =>

@@ -166,5 +166,5 @@ export function SqlEditor(props: Omit<CodeEditorProps, 'language'>) {
   return <CodeEditor {...props} language="sql" ariaLabel={props.ariaLabel ?? 'SQL editor'} />;
 }
 
-export { CollaborativeEditor, editsTogether, type CollaborativeEditorProps } from './collab-editor';
+export { CollaborativeEditor, editsTogether, usePeers, type CollaborativeEditorProps, type Peer } from './collab-editor';
 export { collaborationExtensions, peerClass } from './peer-selections';
