@@ -37,7 +37,7 @@ describe('collaboration without auth', () => {
     s = await startTestServer({
       plugins: [],
       builtIn: COLLAB_PLUGINS,
-      files: { 'transform/staging/a.sql': 'SELECT 1\n', 'notebooks/n.dpnb': NOTEBOOK, 'notebooks/idle.dpnb': NOTEBOOK, 'transform/staging/gone.sql': 'SELECT 2\n', 'data.csv': 'a\n1\n' },
+      files: { 'transform/staging/a.sql': 'SELECT 1\n', 'notebooks/n.dpnb': NOTEBOOK, 'notebooks/idle.dpnb': NOTEBOOK, 'transform/staging/gone.sql': 'SELECT 2\n', 'transform/staging/cli.sql': 'SELECT 4\n', 'data.csv': 'a\n1\n' },
       projectYml: 'collaboration:\n  idle_release_seconds: 0.3\n',
     });
   });
@@ -156,6 +156,24 @@ describe('collaboration without auth', () => {
     while ((await openDocs()).includes('transform/staging/gone.sql') && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
     assert.ok(!(await openDocs()).includes('transform/staging/gone.sql'), 'released');
     assert.equal(read(s, 'transform/staging/gone.sql'), 'SELECT 3\n', 'the change on disk is not overwritten');
+  });
+
+  it('refuses a save over a change made on disk meanwhile (409 file_conflict, nothing written) unless forced', async () => {
+    const c = join('transform/staging/cli.sql');
+    await c.whenSynced();
+    c.doc.getText(TEXT_CONTENT).insert(0, '-- ours\n');
+    // The CLI (or any other tool) writes the file while the document is open.
+    fs.writeFileSync(path.join(s.projectRoot, 'transform/staging/cli.sql'), 'SELECT 5\n');
+    await assert.rejects(c.save(), (e: { code?: string }) => e.code === 'file_conflict');
+    const viaHttp = await s.request('POST', '/api/notebooks/collaborate/save', { doc: 'transform/staging/cli.sql' });
+    assert.equal(viaHttp.status, 409, viaHttp.text);
+    assert.equal(read(s, 'transform/staging/cli.sql'), 'SELECT 5\n', 'the change on disk is kept');
+    const forced = await c.save({ force: true });
+    assert.equal(read(s, 'transform/staging/cli.sql'), '-- ours\nSELECT 4\n');
+    // Saved as the new base: the next save goes through without force.
+    c.doc.getText(TEXT_CONTENT).insert(0, '-- again\n');
+    assert.notEqual((await c.save()).sha256, forced.sha256);
+    c.destroy();
   });
 
   it('refuses docs the files API would refuse: outside the project, protected, other extensions, missing', async () => {
