@@ -263,8 +263,10 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
       return done(refusal);
     }
     reply.headers(headersFor(req.headers.host));
+    // A foreign origin is refused before any work; the proof a cookie write needs is checked
+    // once the cookie is known to authenticate (checkCaller), so a stale cookie still gets 401.
     if (!SAFE_METHODS.has(req.method)) {
-      const refused = originRefusal(req, 'write');
+      const refused = originRefusal(req, 'write', false);
       if (refused) return done(refused);
     }
     done();
@@ -274,10 +276,10 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
   server.removeContentTypeParser('text/plain');
 
   /** A request riding on the login cookie (or on no token, without --auth) from a page that is not dp's (http-guards.ts). */
-  function originRefusal(req: FastifyRequest, check: OriginCheck): DpError | null {
+  function originRefusal(req: FastifyRequest, check: OriginCheck, needProof = true): DpError | null {
     const kind = credentialKind(req.headers);
     if (app.authEnabled && kind === 'explicit') return null;
-    return crossOriginRefusal(req, settings(), check, app.authEnabled && kind === 'cookie');
+    return crossOriginRefusal(req, settings(), check, needProof && app.authEnabled && kind === 'cookie');
   }
   const streams = new StreamLimiter(() => settings().maxStreamsPerUser);
 
@@ -373,6 +375,10 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
       return;
     }
     const caller = await app.auth.resolveCaller(req);
+    if (!SAFE_METHODS.has(req.method)) {
+      const unproven = originRefusal(req, 'write');
+      if (unproven) throw unproven;
+    }
     if (!hasPermission(caller, permission)) {
       throw forbidden('insufficient_role', `${what} needs the '${permission}' permission; role '${caller.role}' does not have it`, {
         required_permission: permission,

@@ -11,37 +11,7 @@ import crypto from 'node:crypto';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { makeProject, startServer, type TestServer } from '../helpers.js';
-
-/** A WebSocket upgrade on a raw socket: the HTTP status (101 when upgraded) and the refusal's body. */
-function upgrade(baseUrl: string, urlPath: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
-  const { hostname, port } = new URL(baseUrl);
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(Number(port), hostname);
-    const lines = [
-      `GET ${urlPath} HTTP/1.1`,
-      `Host: ${hostname}:${port}`,
-      'Connection: Upgrade',
-      'Upgrade: websocket',
-      'Sec-WebSocket-Version: 13',
-      `Sec-WebSocket-Key: ${crypto.randomBytes(16).toString('base64')}`,
-      ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
-    ];
-    let text = '';
-    socket.on('data', (chunk: Buffer) => {
-      text += chunk.toString('latin1');
-      const end = text.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      const status = Number(/^HTTP\/1\.1 (\d+)/.exec(text)?.[1] ?? 0);
-      const length = Number(/\r\ncontent-length: (\d+)/i.exec(text)?.[1] ?? 0);
-      if (status === 101 || text.length >= end + 4 + length) {
-        socket.destroy();
-        resolve({ status, body: status === 101 ? '' : text.slice(end + 4, end + 4 + length) });
-      }
-    });
-    socket.on('error', reject);
-    socket.write(lines.join('\r\n') + '\r\n\r\n');
-  });
-}
+import { upgrade } from '../support/upgrade.js';
 
 /** Opens an event stream: the status, the error body when refused (the stream is closed at once when accepted). */
 async function subscribe(url: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
@@ -97,10 +67,16 @@ describe('security: cross-origin requests with the login cookie (auth on)', () =
     assert.equal(refused.status, 403, refused.body);
     assert.equal(code(refused.body), 'cross_origin_refused');
     assert.equal((await upgrade(s.url, path, { cookie, origin: 'null' })).status, 403, 'an opaque origin is foreign too');
-    assert.equal((await upgrade(s.url, path, { cookie, origin: own })).status, 101, 'dp’s own page');
-    // An explicit token is not ambient: a page of another origin cannot attach it.
-    assert.equal((await upgrade(s.url, `${path}&access_token=${editor}`, { origin: foreign(s) })).status, 101);
-    assert.equal((await upgrade(s.url, path, { authorization: `Bearer ${editor}`, origin: foreign(s) })).status, 101);
+    // dp's own page; and an explicit token, which a page of another origin cannot attach.
+    const accepted: Array<Record<string, string>> = [{ cookie, origin: own }, { authorization: `Bearer ${editor}`, origin: foreign(s) }];
+    for (const headers of accepted) {
+      const opened = await upgrade(s.url, path, headers);
+      assert.equal(opened.status, 101, JSON.stringify(headers));
+      opened.socket?.destroy();
+    }
+    const byQuery = await upgrade(s.url, `${path}&access_token=${editor}`, { origin: foreign(s) });
+    assert.equal(byQuery.status, 101);
+    byQuery.socket?.destroy();
   });
 
   it('refuses every socket and event stream route the plugins registered, with the cookie from another origin', async () => {
@@ -135,8 +111,11 @@ describe('security: cross-origin requests with the login cookie (auth on)', () =
       assert.equal(res.status, 403, `${r.method} ${r.url}: ${body}`);
       assert.equal(code(body), 'cross_origin_refused', `${r.method} ${r.url}`);
       // Without Origin (an old browser, a stripped header) the cookie alone proves nothing.
+      if (r.permission === 'public') continue;
       const bare = await fetch(url, { method: r.method, headers: { cookie, 'content-type': 'application/json' }, body: '{}' });
-      assert.equal(bare.status, 403, `${r.method} ${r.url} without Origin`);
+      const bareBody = await bare.text();
+      assert.equal(bare.status, 403, `${r.method} ${r.url} without Origin: ${bareBody}`);
+      assert.equal(code(bareBody), 'cross_origin_refused', `${r.method} ${r.url} without Origin`);
     }
   });
 
@@ -200,7 +179,9 @@ describe('security: cross-origin requests without --auth', () => {
     assert.equal(post.status, 403);
     // Tools without a browser (the CLI, curl, tests) send no Origin and keep working.
     assert.equal((await s.request('POST', '/api/query', { sql: 'SELECT 1' })).status, 200);
-    assert.equal((await upgrade(s.url, '/ws/collaborate?doc=ingest/x.ts', { origin: s.url })).status, 101);
+    const own = await upgrade(s.url, '/ws/collaborate?doc=ingest/x.ts', { origin: s.url });
+    assert.equal(own.status, 101);
+    own.socket?.destroy();
   });
 });
 

@@ -5,10 +5,9 @@
  * users are not affected.
  */
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
-import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { makeProject, startServer, type TestServer } from '../helpers.js';
+import { upgrade } from '../support/upgrade.js';
 
 interface Opened {
   status: number;
@@ -16,36 +15,10 @@ interface Opened {
   close(): void;
 }
 
-/** A WebSocket upgrade on a raw socket, kept open when it succeeds. */
-function openSocket(baseUrl: string, urlPath: string): Promise<Opened> {
-  const { hostname, port } = new URL(baseUrl);
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(Number(port), hostname);
-    let text = '';
-    socket.on('data', (chunk: Buffer) => {
-      text += chunk.toString('latin1');
-      const end = text.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      const status = Number(/^HTTP\/1\.1 (\d+)/.exec(text)?.[1] ?? 0);
-      const length = Number(/\r\ncontent-length: (\d+)/i.exec(text)?.[1] ?? 0);
-      if (status === 101) resolve({ status, body: '', close: () => socket.destroy() });
-      else if (text.length >= end + 4 + length) {
-        socket.destroy();
-        resolve({ status, body: text.slice(end + 4, end + 4 + length), close: () => {} });
-      }
-    });
-    socket.on('error', reject);
-    socket.write(
-      [
-        `GET ${urlPath} HTTP/1.1`,
-        `Host: ${hostname}:${port}`,
-        'Connection: Upgrade',
-        'Upgrade: websocket',
-        'Sec-WebSocket-Version: 13',
-        `Sec-WebSocket-Key: ${crypto.randomBytes(16).toString('base64')}`,
-      ].join('\r\n') + '\r\n\r\n',
-    );
-  });
+/** A WebSocket upgrade, kept open when it succeeds. */
+async function openSocket(baseUrl: string, urlPath: string): Promise<Opened> {
+  const r = await upgrade(baseUrl, urlPath);
+  return { status: r.status, body: r.body, close: () => r.socket?.destroy() };
 }
 
 async function openStream(url: string): Promise<Opened> {
