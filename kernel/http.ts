@@ -12,11 +12,13 @@ import helmet, { contentSecurityPolicy as helmetCsp } from 'helmet';
 import { hasPermission, minimumRole, type Caller, type RoutePermission } from '../sdk/auth.js';
 import { DpError, errorMessage, forbidden, isDpError } from '../sdk/errors.js';
 import type { RouteDefinition, RouteRequest } from '../sdk/plugin.js';
-import { formatSseEvent, type RouteSocket, type SseRouteDefinition, type StaticRouteDefinition, type WebSocketRouteDefinition } from '../sdk/routes.js';
+import { formatSseEvent, type RouteSocket, type SseEvent, type SseRouteDefinition, type StaticRouteDefinition, type WebSocketRouteDefinition } from '../sdk/routes.js';
 import type { App } from './app.js';
 import { clientErrorHandler, frameworkErrorHandler, fromFastifyError, MAX_PARAM_LENGTH, routeValidatorCompiler, withoutAbsolutePaths } from './http-errors.js';
 import { cliRoutes } from './remote-server.js';
 import { kernelRoutes } from './routes.js';
+import { credentialKind } from './auth/index.js';
+import { crossOriginRefusal, httpSettings, StreamLimiter, streamOwner, type HttpSettings, type OriginCheck } from './http-guards.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -157,10 +159,71 @@ export interface ServerOptions {
   sseHeartbeatMs?: number;
   /** The local token of `.dp/server.json` once `dp serve` has written it (kernel/remote-server.ts); none: the CLI routes refuse. */
   cliLocalToken?: () => string | null;
+  /** Overrides project.yml `server:` (allowed origins, streams per user, header and request timeouts; tests shorten the timeouts). */
+  http?: Partial<HttpSettings>;
+}
+
+/**
+ * Errors the multipart parser (busboy, under @fastify/multipart) raised while an upload route
+ * read its body: a missing boundary, a truncated body, a malformed part. They are plain Errors
+ * and would answer 500; the error handler answers them 400 `invalid_multipart`.
+ */
+const multipartErrors = new WeakSet<object>();
+
+const malformedMultipart = (err: unknown) =>
+  new DpError(400, 'invalid_multipart', `The multipart/form-data body cannot be read (${errorMessage(err).slice(0, 200)}); send a well-formed form with its boundary`);
+
+/** Wraps the request's parts() so that errors of the parser itself (not of the route reading it) are marked. */
+function markMultipartErrors(req: FastifyRequest): void {
+  const mark = (e: unknown) => {
+    if (e !== null && typeof e === 'object' && !isDpError(e) && typeof (e as { statusCode?: unknown }).statusCode !== 'number') multipartErrors.add(e);
+    return e;
+  };
+  const target = req as unknown as { parts: (options?: unknown) => AsyncIterableIterator<{ file?: NodeJS.ReadableStream }> };
+  const parts = target.parts;
+  target.parts = function (options?: unknown) {
+    const inner = parts.call(this, options);
+    return {
+      async next() {
+        try {
+          const step = await inner.next();
+          if (!step.done) step.value.file?.once('error', mark);
+          return step;
+        } catch (e) {
+          throw mark(e);
+        }
+      },
+      return: (value?: unknown) => inner.return!(value),
+      throw: (e?: unknown) => inner.throw!(e),
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+    } as AsyncIterableIterator<{ file?: NodeJS.ReadableStream }>;
+  };
+}
+
+/** Methods that never change state; every other one is checked as a write (kernel/http-guards.ts). */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+const gracefulStops = new WeakMap<FastifyInstance, (graceMs: number) => Promise<void>>();
+
+/**
+ * `dp serve`'s graceful stop (README: new requests get `503 shutting_down`): the server keeps
+ * listening while in-flight requests finish (at most `graceMs`), so a new request gets the 503
+ * of `app.close()` (and `Connection: close`) instead of a refused connection; event streams and
+ * sockets end at once; then the server closes. Call it with `app.close()`, which sets the 503.
+ */
+export function closeGracefully(server: FastifyInstance, graceMs: number): Promise<void> {
+  const stop = gracefulStops.get(server);
+  return stop ? stop(graceMs) : server.close();
 }
 
 export async function createServer(app: App, options: ServerOptions = {}): Promise<FastifyInstance> {
   const heartbeatMs = options.sseHeartbeatMs ?? 15_000;
+  const settings = (): HttpSettings => httpSettings(app.project.config.raw, options.http);
+  const timeouts = settings();
+  const requestTimeoutMs = Math.max(1, timeouts.requestTimeoutMs);
+  const headersTimeoutMs = Math.min(Math.max(1, timeouts.headersTimeoutMs), requestTimeoutMs);
   const server = Fastify({
     loggerInstance: app.log.root.child({ scope: 'http' }) as unknown as FastifyBaseLogger,
     // One line per request (below, on response) instead of fastify's two, with the token query parameter blanked.
@@ -168,6 +231,14 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
     forceCloseConnections: options.forceCloseConnections ?? true,
     // The kernel answers requests during shutdown and maintenance itself (503 in the dp error shape).
     return503OnClosing: false,
+    // A client sending its headers or body slowly is cut with 408 (clientErrorHandler) instead of
+    // holding a connection; Node checks at an interval, so a short one keeps the cut near the limit.
+    requestTimeout: requestTimeoutMs,
+    http: {
+      headersTimeout: headersTimeoutMs,
+      requestTimeout: requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, Math.max(20, Math.floor(headersTimeoutMs / 4))),
+    },
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // Every refusal in dp's error shape, from the router (bad %-encoding, long parameters) and
     // from Node's HTTP parser (oversized headers) alike.
@@ -179,15 +250,45 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
 
   server.decorateRequest('caller', null as unknown as Caller);
   const headersFor = securityHeaders();
+  // Requests (event streams included) whose response has not closed: a graceful stop waits for them.
+  let inFlight = 0;
+  const whenIdle: Array<() => void> = [];
   // One synchronous hook before anything else: maintenance and shutdown refuse new work (503
   // with Retry-After), and every response gets helmet's headers (HSTS off: dp serves plain
   // HTTP on a local port, where browsers ignore it).
   server.addHook('onRequest', (req, reply, done) => {
+    if (req.headers.upgrade === undefined) {
+      inFlight++;
+      reply.raw.once('close', () => {
+        if (--inFlight === 0) for (const idle of whenIdle.splice(0)) idle();
+      });
+    }
     const refusal = app.unavailable;
-    if (refusal) return done(refusal);
+    if (refusal) {
+      // A client keeping its connection alive would come back to a server about to stop listening.
+      if (refusal.code === 'shutting_down') reply.header('connection', 'close');
+      return done(refusal);
+    }
     reply.headers(headersFor(req.headers.host));
+    // A foreign origin is refused before any work; the proof a cookie write needs is checked
+    // once the cookie is known to authenticate (checkCaller), so a stale cookie still gets 401.
+    if (!SAFE_METHODS.has(req.method)) {
+      const refused = originRefusal(req, 'write', false);
+      if (refused) return done(refused);
+    }
     done();
   });
+  // Only JSON (and multipart on upload routes) is parsed: a text/plain body, which an HTML form
+  // of any other page can send without a preflight, is refused with 415 on every route.
+  server.removeContentTypeParser('text/plain');
+
+  /** A request riding on the login cookie (or on no token, without --auth) from a page that is not dp's (http-guards.ts). */
+  function originRefusal(req: FastifyRequest, check: OriginCheck, needProof = true): DpError | null {
+    const kind = credentialKind(req.headers);
+    if (app.authEnabled && kind === 'explicit') return null;
+    return crossOriginRefusal(req, settings(), check, needProof && app.authEnabled && kind === 'cookie');
+  }
+  const streams = new StreamLimiter(() => settings().maxStreamsPerUser);
 
   const logRequest = (req: FastifyRequest, status: number, ms: number) =>
     req.log.info({ method: req.method, url: loggedUrl(req.url), status, ms: Math.round(ms * 10) / 10 }, 'request');
@@ -204,6 +305,20 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
   const openStreams = new Set<import('node:http').ServerResponse>();
   server.addHook('preClose', async () => {
     for (const res of openStreams) res.end();
+  });
+  gracefulStops.set(server, async (graceMs) => {
+    // Streams and sockets never finish on their own: end them now (clients reconnect later).
+    for (const res of openStreams) res.end();
+    for (const client of (server as unknown as { websocketServer?: { clients: Set<{ close(code: number, reason: string): void }> } }).websocketServer?.clients ?? []) {
+      client.close(1001, 'server shutting down');
+    }
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      new Promise<void>((resolve) => (inFlight === 0 ? resolve() : whenIdle.push(resolve))),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs))),
+    ]);
+    clearTimeout(timer);
+    await server.close();
   });
 
   await server.register(swagger, {
@@ -235,7 +350,7 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
   // No absolute path in a message: engine and file-system errors may quote one.
   const projectFolders = [app.project.root, fs.realpathSync(app.project.root)];
   server.setErrorHandler((err, req, reply) => {
-    const dp = isDpError(err) ? err : fromFastifyError(err);
+    const dp = isDpError(err) ? err : multipartErrors.has(err as object) ? malformedMultipart(err) : fromFastifyError(err);
     if (dp) return errorReply(reply, withoutAbsolutePaths(dp, projectFolders));
     app.log.error('unhandled error', { method: req.method, url: req.url.split('?')[0], error: errorMessage(err) });
     return errorReply(reply, new DpError(500, 'internal_error', 'An unexpected error occurred; the server log has details'));
@@ -268,6 +383,10 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
       return;
     }
     const caller = await app.auth.resolveCaller(req);
+    if (!SAFE_METHODS.has(req.method)) {
+      const unproven = originRefusal(req, 'write');
+      if (unproven) throw unproven;
+    }
     if (!hasPermission(caller, permission)) {
       throw forbidden('insufficient_role', `${what} needs the '${permission}' permission; role '${caller.role}' does not have it`, {
         required_permission: permission,
@@ -348,6 +467,7 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
         try {
           await checkCaller(req, route.permission, `GET ${route.url}`);
           await route.accept?.(routeRequest(req));
+          holdSocket(req);
         } catch (e) {
           state = 'done';
           return refuseSocket(socket, isDpError(e) ? e : internalSocketError(req, e));
@@ -367,6 +487,15 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
     });
   };
 
+  /** Counts an upgraded socket against its user's limit until its connection closes (it owns the TCP connection to the end). */
+  const holdSocket = (req: FastifyRequest) => {
+    if (String(req.headers.upgrade ?? '').toLowerCase() !== 'websocket') return;
+    const release = streams.acquire(streamOwner(req));
+    const socket = req.raw.socket;
+    if (socket.destroyed) release();
+    else socket.once('close', release);
+  };
+
   const registerWebSocket = (route: WebSocketRouteDefinition, tag: string) => {
     server.route({
       method: 'GET',
@@ -375,6 +504,8 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
       schema: { ...describe(route.summary, route.permission, 'WebSocket (upgrade).'), tags: [tag] },
       preValidation: async (req: FastifyRequest) => {
         tokenFromQuery(req);
+        const refused = originRefusal(req, 'stream');
+        if (refused) throw refused;
         try {
           await checkCaller(req, route.permission, `GET ${route.url}`);
         } catch (e) {
@@ -387,6 +518,7 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
           throw e;
         }
         await route.accept?.(routeRequest(req));
+        holdSocket(req);
       },
       handler: (socket: RouteSocket, req: FastifyRequest) => {
         const opened = performance.now();
@@ -404,10 +536,13 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
       schema: { ...describe(route.summary, route.permission, 'Server-sent events (text/event-stream); send Last-Event-ID to resume.'), tags: [tag] },
       preValidation: async (req) => {
         tokenFromQuery(req);
+        const refused = originRefusal(req, 'stream');
+        if (refused) throw refused;
         await checkCaller(req, route.permission, `GET ${route.url}`);
       },
       handler: async (req, reply) => {
         const source = await route.source(routeRequest(req));
+        const release = streams.acquire(streamOwner(req));
         const header = req.headers['last-event-id'];
         const lastEventId = (Array.isArray(header) ? header[0] : header) ?? null;
         const res = reply.raw;
@@ -420,10 +555,17 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
         };
         // since() and subscribe() in one synchronous step (and before anything is sent, so a
         // throwing source still gets a JSON error): no event falls between replay and live.
-        const replay = source.since(lastEventId);
+        let replay: SseEvent[];
         const live: string[] = [];
         let streaming = false;
-        const unsubscribe = source.subscribe((e) => (streaming ? send(formatSseEvent(e)) : live.push(formatSseEvent(e))));
+        let unsubscribe: () => void;
+        try {
+          replay = source.since(lastEventId);
+          unsubscribe = source.subscribe((e) => (streaming ? send(formatSseEvent(e)) : live.push(formatSseEvent(e))));
+        } catch (e) {
+          release();
+          throw e;
+        }
         reply.hijack();
         res.writeHead(200, {
           ...(reply.getHeaders() as Record<string, string>),
@@ -432,12 +574,15 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
           connection: 'keep-alive',
           'x-accel-buffering': 'no',
         });
+        // Headers out now, not with the first event or heartbeat: the client knows it is subscribed.
+        res.flushHeaders();
         for (const e of replay) send(formatSseEvent(e));
         for (const text of live) send(text);
         streaming = true;
         const heartbeat = setInterval(() => send(': keepalive\n\n'), heartbeatMs);
         openStreams.add(res);
         req.raw.on('close', () => {
+          release();
           openStreams.delete(res);
           clearInterval(heartbeat);
           unsubscribe();
@@ -511,6 +656,7 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
   if (uploadRoutes.length) {
     await server.register(async (scope) => {
       await scope.register(multipart, { limits: { files: 1, fields: 20, fieldSize: 64 * 1024 } });
+      scope.addHook('preHandler', async (req) => markMultipartErrors(req));
       for (const r of uploadRoutes) register(r, r.plugin, scope);
     });
   }

@@ -3,7 +3,7 @@
  * manifest lists it under `contributes.configuration` and is validated against that plugin's
  * schema at boot (kernel/app.ts); a key nobody declares is refused there.
  */
-export const KERNEL_KEYS = ['name', 'database', 'environments', 'plugins', 'query', 'auth'] as const;
+export const KERNEL_KEYS = ['name', 'database', 'environments', 'plugins', 'query', 'auth', 'server'] as const;
 
 /**
  * Keys the specification names (docs/decisions.md "Project configuration") whose plugin does not exist yet: the kernel validates and holds them
@@ -48,6 +48,17 @@ export const projectSchema = {
           additionalProperties: false,
         },
         max_queued: { type: 'integer', minimum: 0 },
+      },
+      additionalProperties: false,
+    },
+    server: {
+      type: 'object',
+      properties: {
+        // Origins (scheme://host[:port]) besides the server's own whose pages may use the login cookie: a reverse proxy's public origin.
+        allowed_origins: { type: 'array', items: { type: 'string', pattern: '^https?://[^/?#\\s]+$' } },
+        max_streams_per_user: { type: 'integer', minimum: 1 },
+        headers_timeout_seconds: { type: 'number', exclusiveMinimum: 0 },
+        request_timeout_seconds: { type: 'number', exclusiveMinimum: 0 },
       },
       additionalProperties: false,
     },

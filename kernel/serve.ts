@@ -1,5 +1,5 @@
 import { App } from './app.js';
-import { createServer } from './http.js';
+import { closeGracefully, createServer } from './http.js';
 import { removeServerFile, writeServerFile } from './remote-server.js';
 
 export interface ServeOptions {
@@ -55,7 +55,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     const cut = setTimeout(() => server.server.closeAllConnections(), graceMs);
     cut.unref();
     try {
-      await app.close({ drainMs: graceMs, alsoWait: server.close() });
+      await app.close({ drainMs: graceMs, alsoWait: closeGracefully(server, graceMs) });
       clearTimeout(cut);
       process.exit(0);
     } catch (e) {

@@ -254,8 +254,11 @@ export interface WebhookGuard {
    * `SERVICE_WEBHOOK_SECRET` (constant-time comparison). Otherwise throws DpError 401
    * `webhook_secret_required` (no header), 401 `webhook_secret_invalid` (wrong secret) or
    * 403 `webhook_not_configured` (no secret set). Reads the project's .env, then the process environment.
+   * Wrong secrets are counted per webhook and `client` (pass `req.ip`; without it every caller
+   * shares one count) like failed logins: past the limit, 429 `too_many_webhook_failures` with
+   * Retry-After, whatever the secret.
    */
-  verify(webhookName: string, headerValue: string | string[] | undefined): void;
+  verify(webhookName: string, headerValue: string | string[] | undefined, client?: string): void;
 }
 
 export interface UserQueryRequest {

@@ -74,6 +74,16 @@ function presented(headers: Record<string, string | string[] | undefined>): Pres
 }
 
 /**
+ * How a request carries its credential: `explicit` (an Authorization header, which a page of
+ * another origin cannot attach), `cookie` (the login cookie a browser sends on its own, so
+ * cross-origin rules apply: kernel/http-guards.ts), or `none`.
+ */
+export function credentialKind(headers: Record<string, string | string[] | undefined>): 'explicit' | 'cookie' | 'none' {
+  if (headers.authorization !== undefined) return 'explicit';
+  return cookieValue(headers.cookie, TOKEN_COOKIE) ? 'cookie' : 'none';
+}
+
+/**
  * The project's user store: its own small DuckDB file and instance, opened on first use. On its
  * first open it imports the users an earlier version kept in the environment database `legacy`
  * returns. The engine sandbox applies to it as to the main database.
@@ -95,11 +105,14 @@ export function createAuth(app: App): AuthProvider {
   const store = openUserStore(app.project.root, () => app.db, tokenLifetimeMs);
   const users = store.users;
   const limiter = new LoginRateLimiter();
+  // Wrong webhook secrets are limited like logins: per webhook and client address.
+  const webhookLimiter = new LoginRateLimiter();
   const webhooks: WebhookGuard = {
     header: WEBHOOK_SECRET_HEADER,
     // .env first (the project's documented source), then the process environment for deployments
     // that keep secrets off disk.
-    verify: (name, headerValue) => verifyWebhookSecret(name, headerValue, (key) => app.project.envVars[key] ?? process.env[key]),
+    verify: (name, headerValue, client = '') =>
+      verifyWebhookSecret(name, headerValue, (key) => app.project.envVars[key] ?? process.env[key], { limiter: webhookLimiter, client }),
   };
 
   return {

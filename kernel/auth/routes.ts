@@ -86,7 +86,7 @@ export function authRoutes({ app, users, limiter, tokenLifetimeMs, presentedToke
       method: 'POST',
       url: '/api/auth/login',
       permission: 'public',
-      summary: `Exchange username and password for a bearer token (10 failures per address, and per username, per 15 minutes, then 429)`,
+      summary: `Exchange username and password for a bearer token (10 failures of one username from one address per 15 minutes, 50 from one address or for one username, then 429)`,
       schema: {
         body: { type: 'object', required: ['username', 'password'], properties: { username: { type: 'string', maxLength: USERNAME_MAX }, password: { type: 'string', maxLength: PASSWORD_MAX } } },
         response: { 200: TOKEN_RESPONSE },
@@ -95,11 +95,12 @@ export function authRoutes({ app, users, limiter, tokenLifetimeMs, presentedToke
         const { username, password } = req.body as { username: string; password: string };
         const wait = limiter.retryAfterSeconds(req.ip, username);
         if (wait > 0) {
-          const by = limiter.blockedBy(req.ip, username) ?? 'address';
+          const by = limiter.blockedBy(req.ip, username) ?? 'address_and_username';
+          const what = { address_and_username: 'for this username from this address', address: 'from this address', username: 'for this username' }[by];
           throw new DpError(
             429,
             'too_many_login_attempts',
-            `Too many failed logins ${by === 'address' ? 'from this address' : 'for this username'}; try again in ${wait} s`,
+            `Too many failed logins ${what}; try again in ${wait} s`,
             { retry_after_seconds: wait, limited_by: by },
             { 'Retry-After': String(wait) },
           );

@@ -1,5 +1,6 @@
-import { badRequest, forbidden, unauthorized } from '../../sdk/errors.js';
+import { badRequest, DpError, forbidden, unauthorized } from '../../sdk/errors.js';
 import { constantTimeEqual } from './crypto.js';
+import type { LoginRateLimiter } from './rate-limit.js';
 
 /** docs/decisions.md "Authentication" 10. */
 export const WEBHOOK_SECRET_HEADER = 'x-service-webhook-secret';
@@ -21,7 +22,12 @@ export function webhookSecretVar(name: string): string {
  *   caller failed to authenticate, as without the header; 403 stays for a webhook nobody may call).
  * The comparison is constant-time, and no message ever contains either secret.
  */
-export function verifyWebhookSecret(name: string, headerValue: string | string[] | undefined, lookup: (key: string) => string | undefined): void {
+export function verifyWebhookSecret(
+  name: string,
+  headerValue: string | string[] | undefined,
+  lookup: (key: string) => string | undefined,
+  throttle?: { limiter: LoginRateLimiter; client: string },
+): void {
   if (typeof name !== 'string' || name.length === 0) throw badRequest('invalid_webhook_name', 'A webhook needs a name', { field: 'webhook_name' });
   if ((lookup(WEBHOOK_OPEN_VAR) ?? '').trim().toLowerCase() === 'true') return;
   const perWebhookVar = webhookSecretVar(name);
@@ -36,7 +42,14 @@ export function verifyWebhookSecret(name: string, headerValue: string | string[]
   if (given === undefined || given === '') {
     throw unauthorized('webhook_secret_required', 'Send the webhook secret in the X-Service-Webhook-Secret header', { webhook: name, header: 'X-Service-Webhook-Secret' });
   }
+  // Checked before the secret, so past the limit a right guess is refused like a wrong one.
+  const wait = throttle?.limiter.retryAfterSeconds(throttle.client, name) ?? 0;
+  if (wait > 0) {
+    throw new DpError(429, 'too_many_webhook_failures', `Too many wrong secrets for webhook '${name}'; try again in ${wait} s`, { webhook: name, retry_after_seconds: wait }, { 'Retry-After': String(wait) });
+  }
   if (!constantTimeEqual(given, expected)) {
+    throttle?.limiter.recordFailure(throttle.client, name);
     throw unauthorized('webhook_secret_invalid', `Wrong webhook secret for '${name}'`, { webhook: name });
   }
+  throttle?.limiter.recordSuccess(throttle.client, name);
 }

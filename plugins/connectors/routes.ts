@@ -122,7 +122,7 @@ export function registerRoutes(ctx: PluginContext, service: ConnectorsService, i
     schema: { params: NAME_PARAMS('webhook_name') },
     handler: async (req) => {
       const name = checkWebhookName(req.params.webhook_name);
-      ctx.webhooks.verify(name, req.headers[ctx.webhooks.header]);
+      ctx.webhooks.verify(name, req.headers[ctx.webhooks.header], req.ip);
       return inbox.receive(name, req.body);
     },
   });

@@ -147,16 +147,29 @@ export default definePlugin({
       url: '/api/query/export-csv',
       permission: 'read',
       summary: 'Stream the full result of a read-only query as CSV (no row limit, constant memory)',
-      schema: { body: querySchema },
+      schema: {
+        body: querySchema,
+        querystring: {
+          type: 'object',
+          properties: {
+            escape_formulas: {
+              type: 'boolean',
+              default: true,
+              description: "Prefix text cells starting with =, +, -, @, tab or CR with ' so spreadsheets do not run them as formulas (false: raw cells)",
+            },
+          },
+        },
+      },
       handler: async (req, reply) => {
         checkParams(req.body.params);
+        const escapeFormulas = (req.query as { escape_formulas?: boolean }).escape_formulas !== false;
         // A client that leaves (before or after the first chunk) stops the query; so does the role's deadline.
         const signal = clientGone(reply);
         const { columns, chunks, context } = await ctx.queries.stream({ sql: req.body.sql, params: req.body.params, caller: req.caller, purpose: 'export', signal });
         reply.header('x-dp-masked-columns', maskedColumnsHeader(context.maskedColumns?.(columns) ?? []));
         reply.header('content-type', 'text/csv; charset=utf-8');
         reply.header('content-disposition', 'attachment; filename="export.csv"');
-        return reply.send(Readable.from(csvLines(columns, chunks)));
+        return reply.send(Readable.from(csvLines(columns, chunks, { escapeFormulas })));
       },
     });
 
@@ -175,7 +188,7 @@ export default definePlugin({
       const bound = Object.keys(params).length ? params : undefined;
       if (args.csv) {
         const { columns, chunks } = await ctx.queries.stream({ sql, params: bound, caller: io.caller ?? LOCAL_ADMIN, purpose: 'export' });
-        for await (const text of csvLines(columns, chunks)) {
+        for await (const text of csvLines(columns, chunks, { escapeFormulas: args['escape-formulas'] !== false })) {
           if (!process.stdout.write(text)) await new Promise((r) => process.stdout.once('drain', r));
         }
         return 0;

@@ -176,9 +176,9 @@ describe('login rate limit', () => {
   });
   after(async () => s.close());
 
-  it('answers 429 with Retry-After after 10 failures from one address, even for the right password', async () => {
+  it('answers 429 with Retry-After after 10 failures of one username from one address, even for the right password', async () => {
     for (let i = 0; i < 10; i++) {
-      const r = await s.request('POST', '/api/auth/login', { username: i % 2 ? 'root' : 'ghost', password: 'wrong' });
+      const r = await s.request('POST', '/api/auth/login', { username: 'root', password: 'wrong' });
       assert.equal(r.status, 401, `attempt ${i + 1}`);
       assert.equal(r.body.error.code, 'invalid_credentials');
     }

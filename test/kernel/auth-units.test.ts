@@ -99,20 +99,22 @@ describe('login rate limiter', () => {
     let now = 1_000_000;
     const limiter = new LoginRateLimiter(10, 15 * 60_000, () => now);
     for (let i = 0; i < 9; i++) {
-      limiter.recordFailure('10.0.0.1', `user${i}`);
+      limiter.recordFailure('10.0.0.1', 'x');
       now += 1000;
     }
     assert.equal(limiter.retryAfterSeconds('10.0.0.1', 'x'), 0);
-    limiter.recordFailure('10.0.0.1', 'user9');
+    limiter.recordFailure('10.0.0.1', 'x');
     const wait = limiter.retryAfterSeconds('10.0.0.1', 'x');
     assert.ok(wait > 0 && wait <= 15 * 60, `retry after ${wait}`);
     assert.equal(limiter.retryAfterSeconds('10.0.0.2', 'x'), 0, 'other addresses are not affected');
+    assert.equal(limiter.retryAfterSeconds('10.0.0.1', 'y'), 0, 'other usernames from the address are not affected');
     now += wait * 1000;
     assert.equal(limiter.retryAfterSeconds('10.0.0.1', 'x'), 0, 'allowed again once the window has passed');
   });
 
   it('a successful login clears only the failures of its own username', () => {
-    const limiter = new LoginRateLimiter(2, 60_000);
+    // A spread limit of 2 too, so the address's count shows what a success forgives.
+    const limiter = new LoginRateLimiter(2, 60_000, Date.now, 2);
     limiter.recordFailure('a', 'alice');
     limiter.recordFailure('a', 'alice');
     assert.ok(limiter.retryAfterSeconds('a', 'alice') > 0);

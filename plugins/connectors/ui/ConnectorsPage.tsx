@@ -4,7 +4,7 @@
  * the webhook inboxes, and the import wizard (file → preview of the inferred columns → import).
  */
 import { useState } from 'react';
-import { api, Badge, Empty, ErrorBox, errorFromResponse, Field, Loading, PageHeader, seg, StatusBadge, Table, Tabs, useApi, useCan, usePersistentState, type PageProps } from '@dp/ui';
+import { api, apiHeaders, Badge, Empty, ErrorBox, errorFromResponse, Field, Loading, PageHeader, seg, StatusBadge, Table, Tabs, useApi, useCan, usePersistentState, type PageProps } from '@dp/ui';
 import type { CdcStateRow } from '../api-types';
 
 interface ParamSpec {
@@ -422,7 +422,7 @@ function ImportWizard() {
       form.append('mode', mode);
       if (previewOnly) form.append('preview', 'true');
       form.append('file', file, file.name);
-      const res = await fetch('/api/import', { method: 'POST', body: form, credentials: 'same-origin' });
+      const res = await fetch('/api/import', { method: 'POST', body: form, headers: apiHeaders(), credentials: 'same-origin' });
       if (!res.ok) throw await errorFromResponse(res);
       const body = await res.json();
       if (previewOnly) {

@@ -33,6 +33,18 @@ export function onUnauthorized(listener: () => void): () => void {
   return () => unauthorizedListeners.delete(listener);
 }
 
+/**
+ * Sent on every call: the server accepts a state-changing request authenticated by the login
+ * cookie only from dp's own pages, and a page of another origin cannot add a custom header
+ * (docs/security.md "Cross-origin requests"). Use `apiHeaders()` for a fetch of your own.
+ */
+export const SAME_ORIGIN_HEADER = { 'x-dp-request': '1' } as const;
+
+/** The headers every call of the UI sends: the same-origin marker and the bearer token if one is set. */
+export function apiHeaders(extra: Record<string, string> = {}): Record<string, string> {
+  return { ...SAME_ORIGIN_HEADER, ...(bearer ? { authorization: `Bearer ${bearer}` } : {}), ...extra };
+}
+
 export interface RequestOptions {
   signal?: AbortSignal;
   /** Extra query parameters (undefined values are left out). */
@@ -69,9 +81,8 @@ export function request<T = unknown>(method: string, path: string, body?: unknow
 const RETRIES_503 = 3;
 
 async function send<T>(method: string, path: string, body: unknown, options: RequestOptions, attempt: number): Promise<T> {
-  const headers: Record<string, string> = { accept: 'application/json', ...(options.headers ?? {}) };
+  const headers = apiHeaders({ accept: 'application/json', ...(options.headers ?? {}) });
   if (body !== undefined) headers['content-type'] = 'application/json';
-  if (bearer) headers.authorization = `Bearer ${bearer}`;
   let res: Response;
   try {
     res = await fetch(withQuery(path, options.query), {
@@ -103,8 +114,7 @@ async function send<T>(method: string, path: string, body: unknown, options: Req
 
 /** Fetches a file (CSV export …) and hands it to the browser as a download. */
 export async function download(method: string, path: string, body: unknown, filename: string): Promise<void> {
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (bearer) headers.authorization = `Bearer ${bearer}`;
+  const headers = apiHeaders({ 'content-type': 'application/json' });
   const res = await fetch(path, { method, headers, body: JSON.stringify(body), credentials: 'same-origin' });
   if (!res.ok) throw await errorFromResponse(res);
   const blob = await res.blob();

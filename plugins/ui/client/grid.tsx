@@ -103,7 +103,9 @@ export function ResultsGrid({ columns, columnTypes = [], rows, masked, maskedAt,
 /** Rows as CSV text (RFC 4180 quoting), for copying a visible result. */
 export function toCsv(columns: string[], rows: unknown[][]): string {
   const cell = (v: unknown) => {
-    const s = v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
+    let s = v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
+    // As the server's export (plugins/query/csv.ts): formula-like text is kept as text in spreadsheets.
+    if (typeof v === 'string' && /^[=+\-@\t\r]/.test(s) && !/^[+-]?((\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?|Infinity)$/.test(s)) s = `'${s}`;
     return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
   };
   return [columns.map(cell).join(','), ...rows.map((r) => r.map(cell).join(','))].join('\n');

@@ -3,7 +3,7 @@
  * alias, third-party pages by bare name through the shell's import map (docs/ui.md): one copy.
  * Heavy parts are separate bare names: `@dp/ui/editor` (CodeMirror), `@dp/ui/graph` (@xyflow/react).
  */
-export { api, ApiError, download, errorFromResponse, onUnauthorized, request, seg, setToken, withQuery, type RequestOptions } from './api';
+export { api, ApiError, apiHeaders, download, errorFromResponse, onUnauthorized, request, seg, setToken, withQuery, type RequestOptions } from './api';
 export { IfCan, ROLE_PERMISSIONS, roleCan, SessionContext, SessionProvider, useCan, useSession, type Permission, type Role, type Session, type SessionUser } from './session';
 export { useApi, useHotkey, usePersistentState, type Loaded } from './hooks';
 export { Badge, Dialog, Empty, ErrorBox, Field, formatValue, Icon, ICON_NAMES, isNumericType, Loading, PageHeader, StatusBadge, Table, Tabs, type Column } from './components';
