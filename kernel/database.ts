@@ -826,35 +826,24 @@ export class DuckDatabase implements DatabasePort {
   }
 
   /**
-   * Opens another database file read-only inside a sandbox of its own: an in-memory instance that
-   * may read only the project's folders (as the engine's), with external access off and its
-   * configuration locked, then ATTACHes the file. A file outside the project is refused by the
-   * engine itself, and nothing in the file can reach other files.
+   * Opens another database file read-only inside a sandbox of its own: a scratch instance (in
+   * memory, external access off, configuration locked) that may read only the project's folders,
+   * which ATTACHes the file. A file outside the project is refused by the engine itself, and
+   * nothing in the file can reach other files.
    */
   async inspectFile(file: string): Promise<{ tables: Array<{ schema: string; name: string; rows: number }> }> {
     if (path.resolve(file) === path.resolve(this.path)) throw new DpError(500, 'inspect_open_file', 'inspectFile is for other database files, not the open one');
-    let inst: DuckDBInstance | null = null;
-    let conn: DuckDBConnection | null = null;
+    let conn: (DbConnection & { close(): void }) | null = null;
     try {
-      inst = await DuckDBInstance.create(':memory:');
-      conn = await inst.connect();
-      const dirs = (this.sandbox?.allowedDirectories ?? []).map((d) => quoteLiteral(d.endsWith(path.sep) ? d : d + path.sep));
-      await conn.run(`SET allowed_directories = [${dirs.join(', ')}]`);
-      await conn.run(`SET memory_limit = ${quoteLiteral(this.sandbox?.memoryLimit ?? defaultMemoryLimit())}`);
-      await conn.run('SET autoinstall_known_extensions = false');
-      await conn.run('SET autoload_known_extensions = false');
-      await conn.run('SET allow_community_extensions = false');
-      await conn.run('SET enable_external_access = false');
-      await conn.run('SET lock_configuration = true');
+      conn = await this.scratch({ readableDirectories: this.sandbox?.allowedDirectories ?? [] });
       await conn.run(`ATTACH ${quoteLiteral(file)} AS candidate (READ_ONLY)`);
-      const read = async (sql: string) => (await conn!.runAndReadAll(sql)).getRowObjectsJson() as Array<Record<string, unknown>>;
-      const names = await read(
+      const names = await conn.all<{ schema: string; name: string }>(
         "SELECT schema_name AS schema, table_name AS name FROM duckdb_tables() WHERE database_name = 'candidate' AND NOT internal AND NOT temporary ORDER BY 1, 2",
       );
       const tables: Array<{ schema: string; name: string; rows: number }> = [];
       for (const t of names) {
-        const [r] = await read(`SELECT count(*)::BIGINT AS n FROM candidate.${quoteIdent(String(t.schema))}.${quoteIdent(String(t.name))}`);
-        tables.push({ schema: String(t.schema), name: String(t.name), rows: Number(r.n) });
+        const n = await conn.value<number | bigint>(`SELECT count(*) FROM candidate.${quoteIdent(String(t.schema))}.${quoteIdent(String(t.name))}`);
+        tables.push({ schema: String(t.schema), name: String(t.name), rows: Number(n ?? 0) });
       }
       return { tables };
     } catch (e) {
@@ -863,8 +852,7 @@ export class DuckDatabase implements DatabasePort {
       const msg = errorMessage(e).split('\n')[0].split(file).join(path.basename(file));
       throw new DpError(400, 'database_file_unreadable', `${path.basename(file)} does not open as a DuckDB database: ${msg}`, { file: path.basename(file) });
     } finally {
-      conn?.closeSync();
-      inst?.closeSync();
+      conn?.close();
     }
   }
 
