@@ -825,21 +825,25 @@ export class DuckDatabase implements DatabasePort {
     await this.run('CHECKPOINT');
   }
 
+  /**
+   * Opens another database file read-only inside a sandbox of its own: a scratch instance (in
+   * memory, external access off, configuration locked) that may read only the project's folders,
+   * which ATTACHes the file. A file outside the project is refused by the engine itself, and
+   * nothing in the file can reach other files.
+   */
   async inspectFile(file: string): Promise<{ tables: Array<{ schema: string; name: string; rows: number }> }> {
     if (path.resolve(file) === path.resolve(this.path)) throw new DpError(500, 'inspect_open_file', 'inspectFile is for other database files, not the open one');
-    let inst: DuckDBInstance | null = null;
-    let conn: DuckDBConnection | null = null;
+    let conn: (DbConnection & { close(): void }) | null = null;
     try {
-      inst = await DuckDBInstance.create(file, { access_mode: 'READ_ONLY' });
-      conn = await inst.connect();
-      const read = async (sql: string) => (await conn!.runAndReadAll(sql)).getRowObjectsJson() as Array<Record<string, unknown>>;
-      const names = await read(
-        "SELECT schema_name AS schema, table_name AS name FROM duckdb_tables() WHERE database_name = current_database() AND NOT internal AND NOT temporary ORDER BY 1, 2",
+      conn = await this.scratch({ readableDirectories: this.sandbox?.allowedDirectories ?? [] });
+      await conn.run(`ATTACH ${quoteLiteral(file)} AS candidate (READ_ONLY)`);
+      const names = await conn.all<{ schema: string; name: string }>(
+        "SELECT schema_name AS schema, table_name AS name FROM duckdb_tables() WHERE database_name = 'candidate' AND NOT internal AND NOT temporary ORDER BY 1, 2",
       );
       const tables: Array<{ schema: string; name: string; rows: number }> = [];
       for (const t of names) {
-        const [r] = await read(`SELECT count(*)::BIGINT AS n FROM ${quoteIdent(String(t.schema))}.${quoteIdent(String(t.name))}`);
-        tables.push({ schema: String(t.schema), name: String(t.name), rows: Number(r.n) });
+        const n = await conn.value<number | bigint>(`SELECT count(*) FROM candidate.${quoteIdent(String(t.schema))}.${quoteIdent(String(t.name))}`);
+        tables.push({ schema: String(t.schema), name: String(t.name), rows: Number(n ?? 0) });
       }
       return { tables };
     } catch (e) {
@@ -848,8 +852,7 @@ export class DuckDatabase implements DatabasePort {
       const msg = errorMessage(e).split('\n')[0].split(file).join(path.basename(file));
       throw new DpError(400, 'database_file_unreadable', `${path.basename(file)} does not open as a DuckDB database: ${msg}`, { file: path.basename(file) });
     } finally {
-      conn?.closeSync();
-      inst?.closeSync();
+      conn?.close();
     }
   }
 

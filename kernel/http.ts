@@ -10,7 +10,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import websocket from '@fastify/websocket';
 import helmet, { contentSecurityPolicy as helmetCsp } from 'helmet';
 import { hasPermission, minimumRole, type Caller, type RoutePermission } from '../sdk/auth.js';
-import { DpError, errorMessage, forbidden, isDpError } from '../sdk/errors.js';
+import { DpError, errorMessage, forbidden, isDpError, noSpaceLeft } from '../sdk/errors.js';
 import type { RouteDefinition, RouteRequest } from '../sdk/plugin.js';
 import { formatSseEvent, type RouteSocket, type SseEvent, type SseRouteDefinition, type StaticRouteDefinition, type WebSocketRouteDefinition } from '../sdk/routes.js';
 import type { App } from './app.js';
@@ -350,7 +350,7 @@ export async function createServer(app: App, options: ServerOptions = {}): Promi
   // No absolute path in a message: engine and file-system errors may quote one.
   const projectFolders = [app.project.root, fs.realpathSync(app.project.root)];
   server.setErrorHandler((err, req, reply) => {
-    const dp = isDpError(err) ? err : multipartErrors.has(err as object) ? malformedMultipart(err) : fromFastifyError(err);
+    const dp = isDpError(err) ? err : multipartErrors.has(err as object) ? malformedMultipart(err) : (fromFastifyError(err) ?? noSpaceLeft(err));
     if (dp) return errorReply(reply, withoutAbsolutePaths(dp, projectFolders));
     app.log.error('unhandled error', { method: req.method, url: req.url.split('?')[0], error: errorMessage(err) });
     return errorReply(reply, new DpError(500, 'internal_error', 'An unexpected error occurred; the server log has details'));

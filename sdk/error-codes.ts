@@ -8,5 +8,6 @@ export const errors = defineErrors({
   invalid_notebook: { status: 400, meaning: 'A .dpnb file is not JSON with a "cells" list.' },
   file_not_found: { status: 404, meaning: 'No project file at the given path.' },
   model_not_found: { status: 404, meaning: 'No model with the given name.' },
+  no_space_left: { status: 507, meaning: 'The disk filled while dp was writing (a version, a backup, a model build): what the failed operation wrote was removed; free some space and retry. The message names no path.' },
   table_not_found: { status: 404, meaning: 'No table or view with the given schema and name in the warehouse.' },
 });

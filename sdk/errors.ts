@@ -44,6 +44,18 @@ export function isDpError(e: unknown): e is DpError {
   return e instanceof DpError || (typeof e === 'object' && e !== null && (e as { name?: string }).name === 'DpError');
 }
 
+/**
+ * 507 `no_space_left` for a write that failed because the disk is full (Node's ENOSPC, DuckDB's
+ * "No space left on device"), else null. The message names no path: DuckDB's names the file by its
+ * absolute path, which never reaches an answer. `what` says what was not written.
+ */
+export function noSpaceLeft(e: unknown, what = 'The operation'): DpError | null {
+  if (isDpError(e)) return e.code === 'no_space_left' ? e : null;
+  const code = (e as { code?: unknown } | null)?.code;
+  if (code !== 'ENOSPC' && !/no space left on device|disk (is )?full/i.test(errorMessage(e))) return null;
+  return new DpError(507, 'no_space_left', `No space left on the disk: ${what} did not complete and what it had written was removed; free some space and try again`);
+}
+
 /** Message of any thrown value, without a stack. */
 export function errorMessage(e: unknown): string {
   if (e instanceof Error) return e.message;

@@ -155,6 +155,20 @@ export interface PipelineContext {
   durationMs?: number;
 }
 
+/**
+ * Tables whose rows a restore replaced (a data version put back). Plugins that keep state about a
+ * table's rows (a connector's sync watermark, a model's build hash) bring it in line and say so
+ * in `notes`, which the restore's answer carries. The versioning plugin fires it and knows none of them.
+ */
+export interface TablesRestoredContext {
+  /** What the rows came from, for people (`version v3-20260101-120000`). */
+  readonly source: string;
+  /** `schema.table` of every table restored. */
+  readonly tables: readonly string[];
+  /** One line per table a tap changed state for: which plugin, what it did. */
+  notes: Array<{ table: string; plugin: string; message: string }>;
+}
+
 // ---------------------------------------------------------------- hook points
 
 /** `series`: every tap runs in turn. `bail`: the first tap that returns a value answers. */
@@ -232,6 +246,12 @@ export const KERNEL_HOOKS = Object.freeze({
     args: ['sync'],
     firedBy: 'plugins',
     description: 'A connector synced one table (CDC)',
+  }),
+  tablesRestored: declareHook<[TablesRestoredContext]>({
+    kind: 'series',
+    args: ['restore'],
+    firedBy: 'plugins',
+    description: 'A restore replaced the rows of tables: state kept about them (sync watermarks, build hashes) follows',
   }),
   pipelineStart: declareHook<[PipelineContext]>({
     kind: 'series',

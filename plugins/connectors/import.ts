@@ -6,13 +6,14 @@
  *
  * The upload is streamed to a temporary file under the project's hidden `.dp/imports/` (inside
  * the folder DuckDB's sandbox allows), read there by DuckDB's own readers (exceljs's streaming
- * reader for .xlsx), and removed afterwards, whatever happened.
+ * reader for .xlsx), and removed afterwards, whatever happened (one a killed process left is removed
+ * at the next start: scratch.ts).
  */
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import ExcelJS from 'exceljs';
+import { IMPORTS_SCRATCH, scratchName } from './scratch.js';
 import { badRequest, conflict, errorMessage, isDpError, qualified, quoteIdent, SAFE_NAME, type BulkColumn, type DatabasePort, type DbConnection, type PluginContext } from '../../sdk/index.js';
 
 export const IMPORT_FORMATS = { '.csv': 'csv', '.tsv': 'csv', '.txt': 'csv', '.parquet': 'parquet', '.json': 'json', '.jsonl': 'json', '.ndjson': 'json', '.xlsx': 'xlsx' } as const;
@@ -135,9 +136,9 @@ export class ImportService {
   constructor(private readonly ctx: Pick<PluginContext, 'db' | 'project' | 'log'>) {}
 
   private scratchFile(ext: string): string {
-    const dir = this.ctx.project.resolve('.dp/imports');
+    const dir = this.ctx.project.resolve(IMPORTS_SCRATCH);
     fs.mkdirSync(dir, { recursive: true });
-    return path.join(dir, `${crypto.randomUUID()}${ext}`);
+    return path.join(dir, scratchName(ext));
   }
 
   async preview(req: ImportRequest) {

@@ -13,7 +13,8 @@ import { registerRoutes } from './routes.js';
 import { ConnectorsService } from './service.js';
 import { CdcStateStore, MIGRATIONS } from './state.js';
 import { scheduleJob, scriptContext } from './scripts.js';
-import { SyncEngine } from './sync.js';
+import { IMPORTS_SCRATCH, sweepScratch, SYNC_SCRATCH } from './scratch.js';
+import { SyncEngine, targetTableName } from './sync.js';
 import { csvType } from './types/csv.js';
 import { mysqlType } from './types/mysql.js';
 import { postgresType } from './types/postgres.js';
@@ -60,6 +61,30 @@ export default definePlugin({
     // schedules run on its scheduler (no-ops when streams is disabled).
     ctx.extend(SCRIPT_CONTEXT, scriptContext(engine));
     ctx.extend(SCHEDULER_JOBS, scheduleJob(projectFile, engine, ctx.log));
+
+    // Import uploads and sync pipes a killed process left behind.
+    ctx.onStart(() => {
+      const removed = [IMPORTS_SCRATCH, SYNC_SCRATCH].flatMap((dir) => sweepScratch(ctx.project.resolve(dir)));
+      if (removed.length) ctx.log.info('scratch files of killed imports and syncs removed', { files: removed.length });
+    });
+
+    // A restored table holds older rows than its sync state describes: the state is reset, so the
+    // next sync reloads the table whole instead of skipping the gap after the watermark.
+    ctx.tap('tablesRestored', async (restore) => {
+      const restored = new Set(restore.tables.map((t) => t.toLowerCase()));
+      for (const c of projectFile.connectors().values()) {
+        for (const t of c.tables) {
+          const target = `${c.target_schema}.${targetTableName(t.name)}`;
+          if (!restored.has(target.toLowerCase())) continue;
+          if ((await state.reset(c.name, t.name)) === 0) continue;
+          restore.notes.push({
+            table: target,
+            plugin: ctx.manifest.name,
+            message: `sync state of connector '${c.name}' (table ${t.name}) reset: its next sync reloads the table from the source instead of continuing after the watermark of the replaced rows`,
+          });
+        }
+      }
+    });
 
     registerRoutes(ctx, service, inbox, imports);
     registerCommands(ctx, service);

@@ -11,7 +11,6 @@
  * optimistically to the database file, not to memory.
  */
 import { execFile } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -35,13 +34,14 @@ import {
 import type { ConnectorConfig, TableConfig } from './config.js';
 import type { ProjectFile } from './project-file.js';
 import type { TypeRegistry } from './registry.js';
+import { scratchName, SYNC_SCRATCH } from './scratch.js';
 import type { CdcStateStore } from './state.js';
 
 /** Rows per batch asked of a reader. */
 export const BATCH_ROWS = 10_000;
 
 /** Where the named pipes of bulk syncs live: inside the project, the folder DuckDB's sandbox reads. */
-const PIPE_DIR = '.dp/sync';
+const PIPE_DIR = SYNC_SCRATCH;
 const TYPE_NAME = /^[A-Za-z][A-Za-z0-9_ ,()[\]]*$/;
 
 /** A DuckDB type name from a type, checked before it goes into DDL. */
@@ -281,7 +281,8 @@ export class SyncEngine {
     const db = this.ctx.db;
     const dir = this.ctx.project.resolve(PIPE_DIR);
     fs.mkdirSync(dir, { recursive: true });
-    const pipe = path.join(dir, `${crypto.randomUUID()}.csv`);
+    // Owned by this process: a pipe left by a kill is removed at the next start (scratch.ts).
+    const pipe = path.join(dir, scratchName('.csv'));
     await promisify(execFile)('mkfifo', ['-m', '600', pipe]);
     try {
       const csvColumns = `{${columns.map((c) => `${db.literal(c.name)}: ${db.literal(typeSql({ name: c.name, type: c.csvType ?? c.type }))}`).join(', ')}}`;

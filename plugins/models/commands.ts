@@ -46,8 +46,9 @@ function printUnitFailures(report: UnitTestReport, io: CliIO): void {
 
 export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void {
   ctx.command('transform', async (args, io) => {
+    const named = [...(list(args.models) ?? []), ...(list(args.select) ?? [])];
     const summary = await engine.transform({
-      targets: list(args.select),
+      targets: named.length ? named : null,
       force: Boolean(args.force),
       fullRefresh: Boolean(args['full-refresh']),
       trigger: 'cli',

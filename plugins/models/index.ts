@@ -9,7 +9,7 @@ import { LINT_CONFIG, SOURCES_CONFIG } from './config.js';
 import { registerTransformEvents } from './events.js';
 import { registerRoutes } from './routes.js';
 import { ModelsEngine } from './service.js';
-import { MIGRATIONS } from './state.js';
+import { forgetState, markInterruptedRuns, MIGRATIONS, readStates } from './state.js';
 
 export default definePlugin({
   config: [LINT_CONFIG, SOURCES_CONFIG],
@@ -21,5 +21,24 @@ export default definePlugin({
     registerRoutes(ctx, engine);
     registerCommands(ctx, engine);
     registerTransformEvents(ctx);
+    ctx.onStart(async () => {
+      const n = await markInterruptedRuns(ctx);
+      if (n) ctx.log.warn(`${n} transform run(s) left running by a process that ended mid-run marked interrupted`);
+    });
+    // A restored table no longer holds what its model's SQL built: its build state is forgotten,
+    // so the next transform (or stream) rebuilds it instead of skipping it as unchanged.
+    ctx.tap('tablesRestored', async (restore) => {
+      const states = await readStates(ctx.db);
+      for (const table of restore.tables) {
+        const state = states.get(table.toLowerCase());
+        if (!state) continue;
+        await forgetState(ctx.db, state.name);
+        restore.notes.push({
+          table,
+          plugin: ctx.manifest.name,
+          message: `${state.kind} ${table} marked for rebuild: the next dp transform${state.kind === 'seed' ? ' (dp seed)' : ''} rebuilds it from its ${state.kind === 'seed' ? 'file' : 'SQL'}`,
+        });
+      }
+    });
   },
 });

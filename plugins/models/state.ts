@@ -74,6 +74,11 @@ export function stateUpsertSql(row: StateRow): string {
      VALUES (${text(row.name)}, ${text(row.kind)}, ${text(row.content_hash)}, ${text(row.state_hash)}, ${text(row.materialized)}, ${rows}, current_timestamp)`;
 }
 
+/** Forgets a model's or seed's build state (lower-case `schema.name`): the next run rebuilds it. */
+export async function forgetState(c: Pick<DbConnection, 'run'>, name: string): Promise<void> {
+  await c.run('DELETE FROM _service.model_state WHERE name = $1', [name]);
+}
+
 /** Upserts one state row inside the caller's transaction. */
 export async function writeState(c: Pick<DbConnection, 'run'>, row: StateRow): Promise<void> {
   await c.run(stateUpsertSql(row));
@@ -112,10 +117,30 @@ export interface RunRecord {
   models: Array<{ model: string; status: string; duration_ms: number; error?: string }>;
 }
 
+/**
+ * The run's row as it starts (status `running`), so a process killed mid-run still leaves a
+ * record; `recordRun` replaces it at the end, and the next start marks any left `running` as
+ * `interrupted` (markInterruptedRuns).
+ */
+export async function recordRunStart(ctx: PluginContext, run: Pick<RunRecord, 'run_id' | 'trigger' | 'targets' | 'force' | 'started_at'>): Promise<void> {
+  await ctx.db.run(`INSERT INTO _service.transform_runs VALUES ($1, $2, $3::JSON, $4, 'running', $5::TIMESTAMP, $5::TIMESTAMP, 0, 0, 0, 0)`, [
+    run.run_id,
+    run.trigger,
+    JSON.stringify(run.targets),
+    run.force,
+    run.started_at,
+  ]);
+}
+
+/** At start: runs still `running` belong to a process that ended mid-run (killed, crashed, power lost). */
+export async function markInterruptedRuns(ctx: PluginContext): Promise<number> {
+  return (await ctx.db.all(`UPDATE _service.transform_runs SET status = 'interrupted' WHERE status = 'running' RETURNING run_id`)).length;
+}
+
 export async function recordRun(ctx: PluginContext, run: RunRecord): Promise<void> {
   await ctx.db.withConnection(async (c) => {
     await c.run(
-      `INSERT INTO _service.transform_runs VALUES ($1, $2, $3::JSON, $4, $5, $6::TIMESTAMP, $7::TIMESTAMP, $8, $9, $10, $11)`,
+      `INSERT OR REPLACE INTO _service.transform_runs VALUES ($1, $2, $3::JSON, $4, $5, $6::TIMESTAMP, $7::TIMESTAMP, $8, $9, $10, $11)`,
       [run.run_id, run.trigger, JSON.stringify(run.targets), run.force, run.status, run.started_at, run.finished_at, run.duration_ms, run.built, run.skipped, run.failed],
     );
     if (run.models.length === 0) return;

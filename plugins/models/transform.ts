@@ -14,6 +14,7 @@ import crypto from 'node:crypto';
 import os from 'node:os';
 import {
   errorMessage,
+  noSpaceLeft,
   qualified,
   quoteIdent,
   type DbConnection,
@@ -27,7 +28,7 @@ import {
 import { keyOf, selectModels, type GraphModel, type ModelGraph } from './dag.js';
 import { sha256 } from './discovery.js';
 import { applyIncremental, applyScd2, createStatement, type MaterializeOutcome } from './materialize.js';
-import { readCatalog, readStates, recordRun, stateUpsertSql, type Relation, type StateRow } from './state.js';
+import { readCatalog, readStates, recordRun, recordRunStart, stateUpsertSql, type Relation, type StateRow } from './state.js';
 
 export interface TransformOptions {
   targets?: string[] | null;
@@ -87,6 +88,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     status: 'running',
     signal,
   };
+  await recordRunStart(ctx, { run_id: runId, trigger: runCtx.trigger, targets: runCtx.targets, force, started_at: startedAt.toISOString() });
   await ctx.hook('beforeTransform').promise(runCtx);
   ctx.events.emit('transform_start', { run_id: runId, trigger: runCtx.trigger, targets: runCtx.targets, models: queue.length });
 
@@ -169,7 +171,9 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
         }
       } catch (e) {
         status = 'error';
-        error = `${m.file.path}: ${firstLine(errorMessage(e))}`;
+        // A full disk is said plainly, without DuckDB's absolute path of the database or temp file.
+        const full = noSpaceLeft(e, `the build of ${model}`);
+        error = `${m.file.path}: ${full ? full.message : firstLine(errorMessage(e))}`;
       }
     }
     const durationMs = Math.round((performance.now() - started) * 100) / 100;

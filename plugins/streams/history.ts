@@ -29,8 +29,24 @@ export function newRunId(prefix: string): string {
   return `${prefix}_${stamp}_${crypto.randomBytes(3).toString('hex')}`;
 }
 
+/**
+ * A run's row as it starts (status `running`): a process killed mid-run still leaves a record,
+ * which the next start marks `interrupted`; recordHistory replaces it when the run ends.
+ */
+export async function recordHistoryStart(db: DatabasePort, r: Pick<HistoryRecord, 'run_id' | 'kind' | 'name' | 'trigger' | 'started_at'>): Promise<void> {
+  await db.run(`INSERT INTO _service.run_history VALUES ($1, $2, $3, $4, 'running', $5::TIMESTAMP, $5::TIMESTAMP, 0, NULL, NULL)`, [r.run_id, r.kind, r.name, r.trigger, r.started_at]);
+}
+
+/** At start: runs still `running` belong to a process that ended mid-run. */
+export async function markInterruptedHistory(db: DatabasePort): Promise<number> {
+  const marked = await db.all(
+    `UPDATE _service.run_history SET status = 'interrupted', error = 'the process ended while this run was going (killed or crashed); it did not finish' WHERE status = 'running' RETURNING run_id`,
+  );
+  return marked.length;
+}
+
 export async function recordHistory(db: DatabasePort, r: HistoryRecord): Promise<void> {
-  await db.run(`INSERT INTO _service.run_history VALUES ($1, $2, $3, $4, $5, $6::TIMESTAMP, $7::TIMESTAMP, $8, $9, $10::JSON)`, [
+  await db.run(`INSERT OR REPLACE INTO _service.run_history VALUES ($1, $2, $3, $4, $5, $6::TIMESTAMP, $7::TIMESTAMP, $8, $9, $10::JSON)`, [
     r.run_id,
     r.kind,
     r.name,

@@ -20,7 +20,7 @@ import {
 import { registerCommands } from './commands.js';
 import { STREAMS_CONFIG, streamDefinitions } from './config.js';
 import { PipelineEvents } from './events.js';
-import { MIGRATIONS } from './history.js';
+import { markInterruptedHistory, MIGRATIONS } from './history.js';
 import { registerRoutes } from './routes.js';
 import { Scheduler, streamJob } from './scheduler.js';
 import { ScriptRunner } from './scripts.js';
@@ -58,6 +58,11 @@ export default definePlugin({
     ctx.extend(PROJECT_VALIDATORS, { name: 'streams', validate: () => streams.validate() });
 
     const scheduler = new Scheduler(ctx.log);
+    // Runs a killed process left `running` are marked interrupted (CLI and server alike).
+    ctx.onStart(async () => {
+      const n = await markInterruptedHistory(ctx.db);
+      if (n) ctx.log.warn(`${n} run(s) left running by a process that ended mid-run marked interrupted`);
+    });
     if (ctx.serving) {
       let registered = false;
       /** The scheduler's stream entries follow the definitions: added, re-timed, dropped. */

@@ -28,7 +28,7 @@ import {
 } from '../../sdk/index.js';
 import type { PipelineEventKind, PipelineEvents } from './events.js';
 import { projectFileStamp, readStreamDefinitions } from './config.js';
-import { newRunId, recordHistory } from './history.js';
+import { newRunId, recordHistory, recordHistoryStart } from './history.js';
 import { SUPPORTED, type ScriptRunner } from './scripts.js';
 import { streamProblems } from './validate.js';
 
@@ -308,6 +308,11 @@ export class StreamRunner implements StreamsService {
     let status = 'success' as StreamRunResult['status'];
     let error: string | undefined;
     this.emit(run, 'start', { trigger: run.trigger, steps: def.steps.map((s) => ({ action: s.action, targets: s.targets })) });
+    try {
+      await recordHistoryStart(this.ctx.db, { run_id: run.runId, kind: 'stream', name: def.name, trigger: run.trigger, started_at: run.startedAt.toISOString() });
+    } catch (e) {
+      this.ctx.log.warn('could not record the stream run as started', { stream: def.name, error: errorMessage(e) });
+    }
     await this.fire('pipelineStart', pipeline);
     try {
       if (!targetsChecked) {

@@ -74,6 +74,8 @@ export interface RestoreResult {
   restore_version: string;
   status: 'success' | 'error';
   tables: RestoreTableResult[];
+  /** What other plugins did about state they keep on the restored tables (a connector's sync state reset, a model marked for rebuild). */
+  notes: Array<{ table: string; plugin: string; message: string }>;
 }
 
 export interface SnapshotSummary {

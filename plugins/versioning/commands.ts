@@ -94,6 +94,7 @@ export function registerCommands(ctx: PluginContext, stores: { versions: Version
     show(io, r, () => {
       io.out(`Restored from ${r.version_id}; the data before is version ${r.restore_version}`);
       io.table(r.tables.map((t) => ({ table: t.table, status: t.status, rows: t.rows ?? '', note: t.error ?? t.reason ?? '' })), ['table', 'status', 'rows', 'note']);
+      for (const n of r.notes) io.out(`${n.table} (${n.plugin}): ${n.message}`);
     });
     return r.status === 'success' ? 0 : 1;
   });
@@ -123,7 +124,7 @@ export function registerCommands(ctx: PluginContext, stores: { versions: Version
   });
 
   ctx.command('backups', async (_args, io) => {
-    const rows = backups.list();
+    const rows = await backups.list();
     show(io, rows, () => (rows.length ? io.table(rows as unknown as Array<Record<string, unknown>>, ['path', 'timestamp', 'size_bytes', 'kind', 'note', 'sha256']) : io.out('No backups')));
   });
 
@@ -140,6 +141,8 @@ export function registerCommands(ctx: PluginContext, stores: { versions: Version
 
   ctx.command('backup-cleanup', async (args, io) => {
     const r = await backups.cleanup(args.keep);
-    show(io, r, () => io.out(`Deleted ${r.deleted.length} backups; ${r.kept} kept`));
+    show(io, r, () =>
+      io.out(`Deleted ${r.deleted.length} backups${r.deleted.length ? `: ${r.deleted.join(', ')}` : ''}; kept ${r.kept}${r.kept ? `: ${r.kept_backups.join(', ')}` : ''}`),
+    );
   });
 }

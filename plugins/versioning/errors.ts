@@ -8,6 +8,7 @@ export const errors = defineErrors({
   invalid_version_id: { status: 400, meaning: 'A version id is not of the form v<n>-<YYYYMMDD>-<HHMMSS> (a path such as ../x is refused here).' },
   version_not_found: { status: 404, meaning: 'No version with that id.' },
   version_path_outside: { status: 400, meaning: "A path a version's manifest names (or its folder, through a link) lies outside _snapshots/: refused before anything is read or deleted." },
+  version_not_trusted: { status: 409, meaning: "A version file's bytes differ from the SHA-256 dp recorded when it wrote the version (or the version was recorded before dp kept checksums): it is not read." },
   version_incomplete: { status: 409, meaning: "A version's folder lacks a Parquet file its manifest lists (deleted or damaged by hand)." },
   table_not_in_version: { status: 400, meaning: 'A restore names a table the version does not hold; details name it.' },
   invalid_keep: { status: 400, meaning: "'keep' is not an integer of at least 1." },

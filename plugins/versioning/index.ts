@@ -3,7 +3,7 @@
  * and backups of the database file. This file only wires; see README.md.
  */
 import { definePlugin, errorMessage } from '../../sdk/index.js';
-import { BackupStore } from './backups.js';
+import { BACKUP_MIGRATIONS, BackupStore } from './backups.js';
 import { registerCommands } from './commands.js';
 import { VERSIONING_CONFIG } from './config.js';
 import { registerRoutes } from './routes.js';
@@ -14,11 +14,14 @@ export default definePlugin({
   config: [VERSIONING_CONFIG],
   setup(ctx) {
     const config = ctx.config(VERSIONING_CONFIG);
-    ctx.migrate([...VERSION_MIGRATIONS, ...SNAPSHOT_MIGRATIONS]);
-    const stores = { versions: new VersionStore(ctx, config.compression), snapshots: new SnapshotStore(ctx), backups: new BackupStore(ctx) };
-    // After a crash or a backup restore, _snapshots/ and _service.version_history agree again.
+    ctx.migrate([...VERSION_MIGRATIONS, ...SNAPSHOT_MIGRATIONS, ...BACKUP_MIGRATIONS]);
+    const versions = new VersionStore(ctx, config.compression, ctx.hook('tablesRestored'));
+    const stores = { versions, snapshots: new SnapshotStore(ctx), backups: new BackupStore(ctx, versions) };
+    // After a crash or a backup restore, _snapshots/, _backups/ and their records agree again,
+    // and no temporary copy of a killed write is left.
     ctx.onStart(async () => {
       await stores.versions.reconcile();
+      await stores.backups.sweep();
     });
     registerRoutes(ctx, stores);
     registerCommands(ctx, stores);

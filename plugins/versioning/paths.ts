@@ -3,9 +3,11 @@
  * `_snapshots/` and backups inside `_backups/`, judged on the real path (links followed), so
  * neither a version id nor a hand-edited manifest can reach a file elsewhere.
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { badRequest, type ProjectInfo } from '../../sdk/index.js';
+import { pipeline } from 'node:stream/promises';
+import { badRequest, noSpaceLeft, type ProjectInfo } from '../../sdk/index.js';
 
 export const SNAPSHOTS_DIR = '_snapshots';
 export const BACKUPS_DIR = '_backups';
@@ -71,4 +73,18 @@ export function writeFileDurably(file: string, content: string): void {
 /** A DuckDB error message with the project's absolute paths made relative (messages never carry them). */
 export function withoutRoot(message: string, root: string): string {
   return message.split(root + path.sep).join('').split(root).join('.');
+}
+
+/** SHA-256 of a file's bytes (hex), read as a stream. */
+export async function hashFile(file: string): Promise<string> {
+  const h = crypto.createHash('sha256');
+  await pipeline(fs.createReadStream(file, { highWaterMark: 1 << 20 }), async function* (source: AsyncIterable<Buffer>) {
+    for await (const chunk of source) h.update(chunk);
+  });
+  return h.digest('hex');
+}
+
+/** A failed write as the caller should see it: 507 `no_space_left` when the disk is full, else the error itself. */
+export function noSpaceOr(e: unknown): unknown {
+  return noSpaceLeft(e, 'the backup') ?? e;
 }

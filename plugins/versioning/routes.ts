@@ -116,7 +116,7 @@ export function registerRoutes(ctx: PluginContext, stores: { versions: VersionSt
     },
     handler: (req) => backups.create({ no_verify: req.body?.no_verify, note: req.body?.note ?? null, keep: req.body?.keep }),
   });
-  ctx.route({ method: 'GET', url: '/api/backups', permission: 'read', summary: 'Backups in the manifest, newest first', handler: () => backups.list() });
+  ctx.route({ method: 'GET', url: '/api/backups', permission: 'read', summary: 'Backups this database recorded, newest first', handler: () => backups.list() });
   ctx.route<{ path: string }>({
     method: 'POST',
     url: '/api/backup/verify',

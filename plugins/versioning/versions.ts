@@ -3,18 +3,25 @@
  * in `_snapshots/<version_id>/`, with a record in `_service.version_history`.
  *
  * Crash safety: a version is written into a hidden temporary folder (`.tmp-<id>-<pid>`), its
- * files and manifest synced, and only then renamed to `<version_id>` (one atomic rename) and
- * recorded. A process killed before the rename leaves only the temporary folder, which the next
- * start removes; one killed between the rename and the record leaves a complete folder, which
- * the next start records from its manifest. Either way a version lists complete or not at all.
- * All tables are read in one transaction, so a version is one consistent state of the warehouse.
+ * files and manifest synced, recorded in `_service.version_history`, and only then renamed to
+ * `<version_id>` (one atomic rename). A process killed before the rename leaves a temporary
+ * folder (and maybe a record without its folder), which the next start removes. Either way a
+ * version lists complete or not at all. All tables are read in one transaction, so a version is
+ * one consistent state of the warehouse.
+ *
+ * Trust: the record in `_service` is the only description a restore or a diff believes. It holds
+ * each table's columns, key, file name and the SHA-256 of its Parquet file; the `_manifest.json`
+ * on disk is for people and is never read back. A folder in `_snapshots/` without a record (put
+ * there by git, a copied project, a script) is not listed and cannot be restored, and a file whose
+ * bytes differ from the recorded SHA-256 is refused. A restore builds tables from the recorded
+ * columns, never from SQL text.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { badRequest, conflict, errorMessage, notFound, qualified, quoteIdent, quoteLiteral, type DbConnection, type PluginContext } from '../../sdk/index.js';
+import { badRequest, conflict, errorMessage, notFound, qualified, quoteIdent, quoteLiteral, noSpaceLeft, type DbConnection, type FireableHook, type PluginContext, type TablesRestoredContext } from '../../sdk/index.js';
 import type { ColumnInfo, RestoreResult, RestoreTableResult, TimelineEntry, VersionDetail, VersionRecord } from './api-types.js';
 import { columnsHash, matchTable, userTables, type TableInfo } from './catalog.js';
-import { assertVersionId, fsyncPath, insideFolder, ownFolder, SNAPSHOTS_DIR, stamp, VERSION_ID, withoutRoot, writeFileDurably } from './paths.js';
+import { assertVersionId, fsyncPath, hashFile, insideFolder, ownFolder, SNAPSHOTS_DIR, stamp, VERSION_ID, withoutRoot, writeFileDurably } from './paths.js';
 
 export const VERSION_MIGRATIONS = [
   {
@@ -45,9 +52,9 @@ export interface VersionTable {
   row_count: number;
   columns: ColumnInfo[];
   key: string[];
-  /** DuckDB's CREATE TABLE of the table (constraints, defaults): a restore recreates it from this. */
-  ddl: string;
   bytes: number;
+  /** SHA-256 of the Parquet file as written: a restore or diff reads only a file that still matches. */
+  sha256?: string;
 }
 
 export interface VersionManifest {
@@ -81,7 +88,7 @@ function fileNameFor(t: TableInfo, taken: Set<string>): string {
   return name;
 }
 
-interface RecordRow {
+export interface RecordRow {
   version_id: string;
   number: number;
   created_at: string;
@@ -113,10 +120,14 @@ export class VersionStore {
   /** Creates, deletes and cleanups of this process run one at a time (version numbers stay unique). */
   private queue: Promise<unknown> = Promise.resolve();
 
-  /** @param compression Parquet compression of version files (`versioning.compression`). */
+  /**
+   * @param compression Parquet compression of version files (`versioning.compression`).
+   * @param tablesRestored The `tablesRestored` hook, fired after a restore replaced tables.
+   */
   constructor(
     private readonly ctx: PluginContext,
     private readonly compression: string,
+    private readonly tablesRestored: FireableHook<'tablesRestored'>,
   ) {}
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
@@ -159,15 +170,11 @@ export class VersionStore {
     const tmp = path.join(folder, `${TMP_PREFIX}${id}-${process.pid}`);
     fs.mkdirSync(tmp);
     const compression = this.compression;
+    let recorded = false;
     try {
       const tables = await this.ctx.db.withConnection((c) =>
         c.transaction(async (tx) => {
           const infos = await userTables(tx);
-          const ddl = new Map(
-            (await tx.all<{ schema: string; name: string; sql: string }>(
-              `SELECT schema_name AS schema, table_name AS name, sql FROM duckdb_tables() WHERE database_name = current_database()`,
-            )).map((r) => [`${r.schema}.${r.name}`, r.sql]),
-          );
           const taken = new Set<string>();
           const out: VersionTable[] = [];
           for (const [i, t] of infos.entries()) {
@@ -178,22 +185,24 @@ export class VersionStore {
               `COPY (SELECT * FROM ${qualified(t.schema, t.name)}) TO ${quoteLiteral(target)} (FORMAT parquet, COMPRESSION ${compression})`,
             );
             const rows = Number(written ?? 0);
-            out.push({ table: t.table, schema: t.schema, name: t.name, file, row_count: rows, columns: t.columns, key: t.key, ddl: ddl.get(t.table) ?? '', bytes: 0 });
+            out.push({ table: t.table, schema: t.schema, name: t.name, file, row_count: rows, columns: t.columns, key: t.key, bytes: 0 });
             options.onTable?.(t.table, rows, i + 1, infos.length);
           }
           return out;
         }),
       );
-      // Durable before the rename makes the version exist; the files are synced side by side.
+      // Durable before the rename makes the version exist; the files are synced (and hashed) side by side.
       await Promise.all(
         tables.map(async (t) => {
-          const handle = await fs.promises.open(path.join(tmp, t.file), 'r');
+          const file = path.join(tmp, t.file);
+          const handle = await fs.promises.open(file, 'r');
           try {
             t.bytes = (await handle.stat()).size;
             await handle.sync();
           } finally {
             await handle.close();
           }
+          t.sha256 = await hashFile(file);
         }),
       );
       const manifest: VersionManifest = {
@@ -209,14 +218,18 @@ export class VersionStore {
       };
       writeFileDurably(path.join(tmp, MANIFEST), JSON.stringify(manifest, null, 2) + '\n');
       fsyncPath(tmp);
+      // Recorded before the folder takes its name: every version folder dp made has a record, so
+      // a folder without one was not written by this database and is never trusted.
+      await this.record(manifest);
+      recorded = true;
       // The one step that makes the version exist: the folder appears complete or not at all.
       fs.renameSync(tmp, path.join(folder, id));
       fsyncPath(folder);
-      await this.record(manifest);
       return this.recordOf(manifest);
     } catch (e) {
       fs.rmSync(tmp, { recursive: true, force: true });
-      throw e;
+      if (recorded) await this.ctx.db.run('DELETE FROM _service.version_history WHERE version_id = $1', [id]).catch(() => undefined);
+      throw noSpaceLeft(e, `version ${id}`) ?? e;
     }
   }
 
@@ -262,29 +275,56 @@ export class VersionStore {
   }
 
   /**
-   * The version's manifest from disk, every file it names checked to lie inside the version's
-   * folder (400 `version_path_outside`) and to exist (409 `version_incomplete`). Returns the
-   * tables with their absolute Parquet paths.
+   * What dp recorded about a version when it wrote it (`_service.version_history`), with the
+   * absolute path of each table's Parquet file. Nothing is taken from the folder but the data
+   * files, and each is checked: a plain, visible file directly in the version's folder (400
+   * `version_path_outside`), present (409 `version_incomplete`) and with the bytes whose SHA-256
+   * was recorded (409 `version_not_trusted`).
    */
   async manifest(id: string): Promise<{ manifest: VersionManifest; files: Map<string, string> }> {
-    await this.row(id);
+    const r = await this.row(id);
     const dir = this.versionFolder(id);
-    const manifestFile = insideFolder(dir, MANIFEST, 'version_path_outside', `The manifest of ${id}`);
-    if (!fs.existsSync(manifestFile)) throw conflict('version_incomplete', `Version ${id} has no ${MANIFEST} in ${SNAPSHOTS_DIR}/${id}/`, { version_id: id });
-    let manifest: VersionManifest;
-    try {
-      manifest = JSON.parse(fs.readFileSync(manifestFile, 'utf8')) as VersionManifest;
-    } catch (e) {
-      throw conflict('version_incomplete', `The manifest of version ${id} does not parse: ${errorMessage(e)}`, { version_id: id });
+    if (fs.existsSync(dir) && fs.lstatSync(dir).isSymbolicLink()) {
+      throw badRequest('version_path_outside', `Version folder ${id} is a link; it is not followed`, { version_id: id });
     }
+    const tables = tablesOf(r);
+    const manifest: VersionManifest = {
+      format: 1,
+      version_id: r.version_id,
+      number: Number(r.number),
+      created_at: r.created_at,
+      description: r.description,
+      trigger: r.trigger as VersionTrigger,
+      total_rows: Number(r.total_rows),
+      size_bytes: Number(r.size_bytes),
+      tables,
+    };
     const files = new Map<string, string>();
-    for (const t of manifest.tables ?? []) {
-      const abs = insideFolder(dir, String(t.file), 'version_path_outside', `File '${t.file}' of version ${id}`);
-      if (path.dirname(abs) !== dir) throw badRequest('version_path_outside', `File '${t.file}' of version ${id} is not directly in its folder`, { path: t.file });
-      if (!fs.existsSync(abs)) throw conflict('version_incomplete', `Version ${id} lacks its file ${t.file}`, { version_id: id, file: t.file });
+    for (const t of tables) {
+      const name = String(t.file);
+      if (name.startsWith('.') || name !== path.basename(name)) throw badRequest('version_path_outside', `File '${name}' of version ${id} is not a visible file directly in its folder`, { path: name });
+      const abs = insideFolder(dir, name, 'version_path_outside', `File '${name}' of version ${id}`);
+      if (!fs.existsSync(abs)) throw conflict('version_incomplete', `Version ${id} lacks its file ${name}`, { version_id: id, file: name });
+      const stat = fs.lstatSync(abs);
+      if (!stat.isFile()) throw badRequest('version_path_outside', `File '${name}' of version ${id} is not a plain file`, { path: name });
+      if (!t.sha256) throw conflict('version_not_trusted', `Version ${id} was recorded without checksums (before dp checked them): create a new version instead`, { version_id: id });
+      if ((await this.checkedHash(abs, stat)) !== t.sha256) {
+        throw conflict('version_not_trusted', `File ${name} of version ${id} is not the one dp wrote (its SHA-256 differs): it is not read`, { version_id: id, file: name });
+      }
       files.set(t.table, abs);
     }
     return { manifest, files };
+  }
+
+  /** Hashes already checked, by file, size and mtime: a diff after a diff does not re-read every file. */
+  private hashes = new Map<string, { size: number; mtimeMs: number; sha256: string }>();
+
+  private async checkedHash(file: string, stat: fs.Stats): Promise<string> {
+    const known = this.hashes.get(file);
+    if (known && known.size === stat.size && known.mtimeMs === stat.mtimeMs) return known.sha256;
+    const sha256 = await hashFile(file);
+    this.hashes.set(file, { size: stat.size, mtimeMs: stat.mtimeMs, sha256 });
+    return sha256;
   }
 
   /** Newest first: each version holding the table, with its row count and columns there. */
@@ -335,14 +375,15 @@ export class VersionStore {
   // ------------------------------------------------------------------ reconcile
 
   /**
-   * At start: temporary folders of writes that never finished are removed, complete folders
-   * without a record (a process killed after the rename, or a backup restored from before them)
-   * are recorded from their manifest, and records whose folder is gone are dropped.
+   * At start: temporary folders of writes that never finished are removed, records whose folder
+   * is gone (a process killed between the record and the rename, or a folder deleted by hand) are
+   * dropped. A folder without a record is left where it is, unlisted: dp did not write it for
+   * this database (or a backup from before it was restored), and its manifest is not believed.
    */
-  async reconcile(): Promise<{ removedTemp: number; adopted: string[]; dropped: string[] }> {
+  async reconcile(): Promise<{ removedTemp: number; unrecorded: string[]; dropped: string[] }> {
     const folder = this.folder();
     let removedTemp = 0;
-    const adopted: string[] = [];
+    const unrecorded: string[] = [];
     const dropped: string[] = [];
     const recorded = new Set((await this.ctx.db.all<{ version_id: string }>('SELECT version_id FROM _service.version_history')).map((r) => r.version_id));
     const present = new Set<string>();
@@ -355,16 +396,7 @@ export class VersionStore {
       }
       if (!VERSION_ID.test(name) || fs.lstatSync(abs).isSymbolicLink() || !fs.statSync(abs).isDirectory()) continue;
       present.add(name);
-      if (recorded.has(name)) continue;
-      try {
-        const m = JSON.parse(fs.readFileSync(path.join(abs, MANIFEST), 'utf8')) as VersionManifest;
-        if (m.version_id !== name || !Array.isArray(m.tables)) continue;
-        if (!m.tables.every((t) => fs.existsSync(insideFolder(abs, String(t.file), 'version_path_outside', 'file')))) continue;
-        await this.record(m);
-        adopted.push(name);
-      } catch (e) {
-        this.ctx.log.warn('a version folder without a record has no readable manifest; left as is', { version_id: name, error: errorMessage(e) });
-      }
+      if (!recorded.has(name)) unrecorded.push(name);
     }
     for (const id of recorded) {
       if (!present.has(id)) {
@@ -372,8 +404,38 @@ export class VersionStore {
         dropped.push(id);
       }
     }
-    if (removedTemp || adopted.length || dropped.length) this.ctx.log.info('versions reconciled with _snapshots/', { removed_temp: removedTemp, adopted, dropped });
-    return { removedTemp, adopted, dropped };
+    if (unrecorded.length) {
+      this.ctx.log.warn(`version folders in ${SNAPSHOTS_DIR}/ that this database did not record are not listed and cannot be restored`, { folders: unrecorded });
+    }
+    if (removedTemp || dropped.length) this.ctx.log.info('versions reconciled with _snapshots/', { removed_temp: removedTemp, dropped });
+    return { removedTemp, unrecorded, dropped };
+  }
+
+  /** Every record, as it is (a backup restore carries them over into the restored database). */
+  async records(): Promise<RecordRow[]> {
+    return this.ctx.db.all<RecordRow>('SELECT * FROM _service.version_history');
+  }
+
+  /**
+   * After a backup restore: the records this process held before it, whose folders still exist,
+   * are written back (the restored file knows only the versions made before the backup).
+   */
+  async carryOver(rows: RecordRow[]): Promise<string[]> {
+    const folder = this.folder();
+    const known = new Set((await this.records()).map((r) => r.version_id));
+    const back: string[] = [];
+    for (const r of rows) {
+      if (known.has(r.version_id) || !VERSION_ID.test(r.version_id)) continue;
+      const dir = path.join(folder, r.version_id);
+      if (!fs.existsSync(dir) || fs.lstatSync(dir).isSymbolicLink()) continue;
+      await this.ctx.db.run(
+        `INSERT INTO _service.version_history (version_id, number, created_at, description, trigger, table_count, total_rows, size_bytes, tables)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::JSON)`,
+        [r.version_id, Number(r.number), r.created_at, r.description, r.trigger, Number(r.table_count), Number(r.total_rows), Number(r.size_bytes), JSON.stringify(tablesOf(r))],
+      );
+      back.push(r.version_id);
+    }
+    return back;
   }
 
   // ------------------------------------------------------------------ restore
@@ -412,11 +474,28 @@ export class VersionStore {
       if (!requested?.length) {
         for (const name of current.keys()) if (!names.includes(name)) results.push({ table: name, status: 'skipped', reason: `not in version ${id}; left as it is` });
       }
-      return { version_id: id, restore_version: safety.version_id, status: results.some((r) => r.status === 'error') ? 'error' : 'success', tables: results };
+      // State other plugins keep about these tables (sync watermarks, build hashes) described the
+      // rows just replaced: they bring it in line and say what they did.
+      const restored: TablesRestoredContext = { source: `version ${id}`, tables: results.filter((r) => r.status === 'success').map((r) => r.table), notes: [] };
+      if (restored.tables.length && this.tablesRestored.isUsed()) {
+        try {
+          await this.tablesRestored.promise(restored);
+        } catch (e) {
+          restored.notes.push({ table: '*', plugin: 'versioning', message: `a plugin failed to bring its state in line with the restore: ${withoutRoot(errorMessage(e), this.ctx.project.root)}` });
+        }
+      }
+      return {
+        version_id: id,
+        restore_version: safety.version_id,
+        status: results.some((r) => r.status === 'error') ? 'error' : 'success',
+        tables: results,
+        notes: restored.notes,
+      };
     });
   }
 
   private async restoreTable(t: VersionTable, file: string, now: TableInfo | undefined): Promise<number> {
+    if (PROTECTED_SCHEMAS.has(t.schema.toLowerCase())) throw new Error(`${t.table}: a restore never writes into the ${t.schema} schema`);
     const target = qualified(t.schema, t.name);
     return this.ctx.db.withConnection((c) =>
       c.transaction(async (tx) => {
@@ -426,16 +505,36 @@ export class VersionStore {
         } else {
           await tx.run(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(t.schema)}`);
           if (now) await tx.run(`DROP TABLE ${target}`);
-          // The manifest is a file on disk: its DDL runs only as the one CREATE TABLE statement it claims to be.
-          const ddlIsCreate = /^\s*CREATE\s+TABLE\s/i.test(t.ddl ?? '') && (await tx.countStatements(t.ddl)) === 1;
-          if (!ddlIsCreate) throw new Error(`${t.table}: the version's manifest holds no CREATE TABLE statement for it`);
-          await tx.run(t.ddl);
+          // Built from the columns dp recorded, never from SQL text: names are quoted, each type is
+          // one DuckDB type name, and the statement is checked to be one CREATE TABLE.
+          const create = createTableSql(t);
+          if ((await tx.countStatements(create)) !== 1) throw new Error(`${t.table}: the recorded columns do not make one CREATE TABLE statement`);
+          await tx.run(create);
         }
-        await tx.run(`INSERT INTO ${target} SELECT * FROM read_parquet(${quoteLiteral(file)})`);
+        await tx.run(`INSERT INTO ${target} SELECT ${t.columns.map((col) => quoteIdent(col.name)).join(', ')} FROM read_parquet(${quoteLiteral(file)})`);
         const n = Number(await tx.value(`SELECT count(*) FROM ${target}`));
         if (n !== t.row_count) throw new Error(`${t.table}: ${n} rows after the restore, the version holds ${t.row_count}`);
         return n;
       }),
     );
   }
+}
+
+/** Schemas a restore never writes into (dp's bookkeeping, the masking pads, the system catalogues). */
+const PROTECTED_SCHEMAS = new Set(['_service', '_masking', 'information_schema', 'pg_catalog', 'main_internal']);
+/** A DuckDB type as `duckdb_columns().data_type` writes it: no quotes that end a literal, no statement separators, no comments. */
+const TYPE_TEXT = /^[A-Za-z][A-Za-z0-9_ ,()[\]."]*$/;
+
+/** `CREATE TABLE` of a version's table from its recorded columns and key (the key as a UNIQUE constraint: NULLs allowed as before). */
+export function createTableSql(t: VersionTable): string {
+  if (PROTECTED_SCHEMAS.has(t.schema.toLowerCase())) throw new Error(`${t.table}: a restore never writes into the ${t.schema} schema`);
+  if (!Array.isArray(t.columns) || t.columns.length === 0) throw new Error(`${t.table}: the version records no columns for it`);
+  const cols = t.columns.map((c) => {
+    if (!TYPE_TEXT.test(c.type) || c.type.includes('--')) throw new Error(`${t.table}: column '${c.name}' has the type '${c.type}', which is not a DuckDB type name`);
+    return `${quoteIdent(c.name)} ${c.type}`;
+  });
+  const names = new Set(t.columns.map((c) => c.name));
+  const key = (t.key ?? []).filter((k) => names.has(k));
+  if (key.length) cols.push(`UNIQUE (${key.map(quoteIdent).join(', ')})`);
+  return `CREATE TABLE ${qualified(t.schema, t.name)} (${cols.join(', ')})`;
 }

@@ -356,6 +356,15 @@ function RestoreReport({ result, onClose }: { result: RestoreResult; onClose: ()
           { key: 'note', header: 'Note', render: (t) => t.error ?? t.reason ?? '' },
         ]}
       />
+      {result.notes?.length ? (
+        <ul className="dp-muted" data-testid="restore-notes">
+          {result.notes.map((n, i) => (
+            <li key={i}>
+              {n.table} ({n.plugin}): {n.message}
+            </li>
+          ))}
+        </ul>
+      ) : null}
     </div>
   );
 }
@@ -490,7 +499,13 @@ function Backups() {
         >
           Back up now
         </button>
-        <CleanupControls what="Backups" canWrite={canWrite} busy={busy} onCleanup={(keep) => void act('cleanup', () => api.post('/api/backup/cleanup', { keep }))} />
+        <CleanupControls what="Backups" canWrite={canWrite} busy={busy} onCleanup={(keep) =>
+            void act('cleanup', async () => {
+              const r = await api.post<{ deleted: string[]; kept_backups: string[] }>('/api/backup/cleanup', { keep });
+              setMessage(`Deleted ${r.deleted.length} backups; kept ${r.kept_backups.join(', ') || 'none'}`);
+            })
+          }
+        />
       </div>
       <ErrorBox error={error} />
       {message ? <div className="dp-muted" role="status">{message}</div> : null}

@@ -345,7 +345,7 @@ describe('streams', () => {
     assert.equal(active.body.stream_name, 'endless');
     assert.equal(active.body.status, 'cancelled');
     assert.match(active.body.operation_label, /cleared as stale/);
-    const history = await waitFor(() => viewer.request('GET', '/api/history?name=endless&limit=1'), (r) => r.body.runs[0]?.run_id === started.body.run_id);
+    const history = await waitFor(() => viewer.request('GET', '/api/history?name=endless&limit=1'), (r) => r.body.runs[0]?.run_id === started.body.run_id && r.body.runs[0]?.status !== 'running');
     assert.equal(history.body.runs[0].status, 'cancelled');
     assert.match(history.body.runs[0].error, /stale/);
   });
@@ -355,7 +355,7 @@ describe('streams', () => {
     await new Promise((r) => setTimeout(r, 200));
     const forced = await editor.request('POST', '/api/stream/flaky/start?force=true');
     assert.equal(forced.body.status, 'started');
-    const done = await waitFor(() => viewer.request('GET', '/api/history?kind=stream&limit=2'), (r) => r.body.runs[0]?.name === 'flaky');
+    const done = await waitFor(() => viewer.request('GET', '/api/history?kind=stream&limit=2'), (r) => r.body.runs[0]?.name === 'flaky' && r.body.runs[0]?.status !== 'running' && r.body.runs[1]?.status !== 'running');
     assert.equal(done.body.runs[1].name, 'endless');
     assert.equal(done.body.runs[1].status, 'cancelled');
   });
