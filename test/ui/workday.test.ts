@@ -1,9 +1,10 @@
 /**
- * The SQL workspace for a day's work, in headless Chromium against a real `dp serve` on a copy
+ * The web UI for a working day. The SQL workspace, in headless Chromium against a real `dp serve` on a copy
  * of examples/shop: the first query works, the catalog inserts names, columns complete bare and
  * qualified, the grid sorts, filters, selects and copies, tabs survive a reload, queries are
  * saved in the project, a running query shows its time and can be cancelled, results chart
- * (line, bar, area, series from a column) and summarize.
+ * (line, bar, area, series from a column) and summarize. The DAG as an operations view: fitted
+ * with a minimap, nodes coloured by last build and freshness, dbt selection and "build selected".
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -24,7 +25,12 @@ async function editorText(page: Page): Promise<string> {
   return page.locator('.dp-sql .cm-content').innerText();
 }
 
-describe('SQL workspace (shop)', { timeout: 300_000 }, () => {
+/** The `data-node-id`s of the DAG's nodes drawn inside a selection. */
+async function highlighted(page: Page): Promise<string[]> {
+  return (await page.locator('[data-testid="graph"] [data-highlighted="true"]').evaluateAll((els) => els.map((e) => e.getAttribute('data-node-id') ?? ''))).sort();
+}
+
+describe('SQL workspace and DAG (shop)', { timeout: 300_000 }, () => {
   const server = shopForTests();
 
   it('starts with a draft that reads a table the project has, and it runs', async () => {
@@ -216,5 +222,71 @@ describe('SQL workspace (shop)', { timeout: 300_000 }, () => {
       const s = summary.getByRole('row', { name: /^s / });
       assert.match(await s.innerText(), /VARCHAR\s+3\s+1 \(25%\)\s+2\s+a\s+b\s+—\s+a \(2\)/);
     });
+  });
+
+  it('opens the DAG fitted with a minimap, each model coloured by its last build with the time of it', async () => {
+    await onPage(server, '/models', async (page) => {
+      const graph = page.getByTestId('graph');
+      const node = graph.locator('[data-node-id="marts.customer_orders"][data-status="fresh"]');
+      await node.waitFor();
+      assert.match(await node.innerText(), /built (just now|\d+ min ago)/);
+      await graph.locator('.react-flow__minimap').waitFor();
+      // Fitted: every node is inside the visible graph.
+      const box = (await graph.boundingBox())!;
+      for (const n of await graph.locator('.react-flow__node').all()) {
+        const b = (await n.boundingBox())!;
+        assert.ok(b.x >= box.x - 1 && b.y >= box.y - 1 && b.x + b.width <= box.x + box.width + 1 && b.y + b.height <= box.y + box.height + 1, 'a node lies outside the fitted view');
+      }
+      await screenshot(page, 'dag-ops');
+    });
+  });
+
+  it("selects models with dbt's syntax (+model, model+, schema.*) and builds the selection", async () => {
+    await onPage(server, '/models', async (page) => {
+      await page.locator('[data-testid="graph"] [data-node-id="marts.customer_orders"][data-status="fresh"]').waitFor();
+      const select = page.getByLabel('Select models');
+      await select.fill('+marts.customer_orders');
+      await page.getByTestId('dag-selection').getByText('3 models selected').waitFor();
+      assert.deepEqual(await highlighted(page), ['marts.customer_orders', 'staging.stg_customers', 'staging.stg_orders']);
+      await select.fill('stg_orders+');
+      await page.getByTestId('dag-selection').getByText('3 models selected').waitFor();
+      assert.deepEqual(await highlighted(page), ['marts.customer_orders', 'marts.revenue_by_month', 'staging.stg_orders']);
+      await select.fill('staging.*');
+      await page.getByTestId('dag-selection').getByText('3 models selected').waitFor();
+      assert.deepEqual(await highlighted(page), ['staging.stg_customers', 'staging.stg_orders', 'staging.stg_payments']);
+      // Unchanged models are a success, not a warning.
+      await select.fill('marts.customer_orders');
+      await page.getByRole('button', { name: 'Build selected (1)' }).click();
+      await page.getByTestId('dag-run-result').getByText('1 unchanged').waitFor();
+      assert.match(await page.getByTestId('dag-run-result').innerText(), /run succeeded/);
+      await page.locator('[data-testid="graph"] [data-node-id="marts.customer_orders"][data-status="fresh"]').waitFor();
+      const runs = (await (await fetch(`${server.url}/api/transform/runs?limit=1`)).json()) as Array<{ targets: string }>;
+      assert.deepEqual(JSON.parse(runs[0].targets), ['marts.customer_orders']);
+    });
+  });
+
+  it('marks a model whose SQL changed as stale and a failed build as failed', async () => {
+    const file = path.join(server.root, 'transform', 'marts', 'revenue_by_month.sql');
+    const original = fs.readFileSync(file, 'utf8');
+    fs.writeFileSync(file, '-- @config materialized=table, schema=marts\nSELECT no_such_column FROM staging.stg_orders\n');
+    try {
+      await onPage(
+        server,
+        '/models',
+        async (page) => {
+          await page.locator('[data-testid="graph"] [data-node-id="marts.revenue_by_month"][data-status="stale"]').waitFor();
+          await page.getByLabel('Select models').fill('marts.revenue_by_month');
+          await page.getByRole('button', { name: 'Build selected (1)' }).click();
+          await page.getByTestId('dag-run-result').getByText('run failed').waitFor();
+          await page.locator('[data-testid="graph"] [data-node-id="marts.revenue_by_month"][data-status="failed"]').waitFor();
+          assert.match(await page.getByTestId('dag-run-result').innerText(), /no_such_column/);
+          // The others keep their colour.
+          await page.locator('[data-testid="graph"] [data-node-id="marts.customer_orders"][data-status="fresh"]').waitFor();
+        },
+        { expectedErrors: /status of (400|500)/ },
+      );
+    } finally {
+      fs.writeFileSync(file, original);
+    }
   });
 });
