@@ -230,7 +230,10 @@ describe('SQL workspace and DAG (shop)', { timeout: 300_000 }, () => {
       const node = graph.locator('[data-node-id="marts.customer_orders"][data-status="fresh"]');
       await node.waitFor();
       assert.match(await node.innerText(), /built (just now|\d+ min ago)/);
-      await graph.locator('.react-flow__minimap').waitFor();
+      // The minimap draws every node, in its state's colour.
+      await graph.locator('.react-flow__minimap .react-flow__minimap-node').first().waitFor();
+      assert.equal(await graph.locator('.react-flow__minimap .react-flow__minimap-node').count(), await graph.locator('.react-flow__node').count());
+      assert.ok(await graph.locator('.react-flow__minimap rect.dp-node-fresh').count() > 0);
       // Fitted: every node is inside the visible graph.
       const box = (await graph.boundingBox())!;
       for (const n of await graph.locator('.react-flow__node').all()) {

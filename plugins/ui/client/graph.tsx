@@ -87,6 +87,10 @@ export function Graph({ nodes, edges, onNodeClick, direction = 'LR', height = 48
       },
       className: `dp-node dp-node-${n.kind ?? 'default'}${selected === n.id ? ' dp-node-selected' : ''}${n.masked ? ' dp-node-masked' : ''}${n.dimmed ? ' dp-node-dimmed' : ''}${n.highlighted ? ' dp-node-highlighted' : ''}`,
       style: { width: NODE_W, height: NODE_H },
+      // Known sizes: the minimap draws only nodes whose size it knows, and these nodes are
+      // controlled (their measured size is never written back).
+      width: NODE_W,
+      height: NODE_H,
       sourcePosition: (direction === 'LR' ? 'right' : 'bottom') as Node['sourcePosition'],
       targetPosition: (direction === 'LR' ? 'left' : 'top') as Node['targetPosition'],
       ariaLabel: n.masked ? `${n.label} (masked)` : n.label,
