@@ -224,6 +224,29 @@ describe('SQL workspace and DAG (shop)', { timeout: 300_000 }, () => {
     });
   });
 
+  it('at 900 px the navigation collapses to icons and the workspace keeps its actions on screen', async () => {
+    await onPage(
+      server,
+      '/sql',
+      async (page) => {
+        const nav = page.getByRole('navigation', { name: 'Pages' });
+        await nav.getByRole('link', { name: 'SQL' }).waitFor();
+        assert.ok((await nav.boundingBox())!.width < 80, 'the navigation is collapsed');
+        await runSql(page, 'SELECT customer_id, full_name, email, country FROM staging.stg_customers ORDER BY 1 LIMIT 5');
+        await page.getByTestId('result-status').getByText('Rows 1–5').waitFor();
+        for (const name of ['▶ Run', 'Export CSV', 'Copy', 'Next →']) {
+          const box = (await page.getByRole('button', { name, exact: true }).boundingBox())!;
+          assert.ok(box.x >= 0 && box.x + box.width <= 900, `${name} is on screen`);
+        }
+        // Names stay reachable: a link by its accessible name still navigates.
+        await nav.getByRole('link', { name: 'Models' }).click();
+        await page.waitForURL('**/models');
+        await screenshot(page, 'narrow-900');
+      },
+      { viewport: { width: 900, height: 800 } },
+    );
+  });
+
   it('opens the DAG fitted with a minimap, each model coloured by its last build with the time of it', async () => {
     await onPage(server, '/models', async (page) => {
       const graph = page.getByTestId('graph');
