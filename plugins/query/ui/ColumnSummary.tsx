@@ -4,6 +4,7 @@
  */
 import { useMemo } from 'react';
 import { formatValue, isNumericType } from '@dp/ui';
+import { toNumber } from '@dp/ui/chart';
 
 export interface ColumnStats {
   name: string;
@@ -15,13 +16,6 @@ export interface ColumnStats {
   max: string | null;
   mean: number | null;
   top: { value: string; count: number } | null;
-}
-
-function toNumber(v: unknown): number | null {
-  if (typeof v === 'number') return Number.isFinite(v) ? v : null;
-  if (typeof v === 'bigint') return Number(v);
-  if (typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v))) return Number(v);
-  return null;
 }
 
 export function summarizeColumns(columns: string[], types: string[], rows: unknown[][]): ColumnStats[] {

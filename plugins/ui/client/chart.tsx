@@ -235,8 +235,8 @@ function truncate(s: string, n: number): string {
 const TEMPORAL = /^(DATE|TIMESTAMP.*|TIMESTAMPTZ|TIME)$/i;
 const NUMERIC = /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|REAL|DECIMAL.*|NUMERIC.*)$/i;
 
-/** A cell as a number for a chart: numbers and numeric text; otherwise null (a gap). */
-function toNumber(v: unknown): number | null {
+/** A cell as a number (charts, column summaries): numbers and numeric text; otherwise null (a gap). */
+export function toNumber(v: unknown): number | null {
   if (typeof v === 'number') return Number.isFinite(v) ? v : null;
   if (typeof v === 'bigint') return Number(v);
   if (typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v))) return Number(v);
