@@ -108,4 +108,70 @@ describe('web UI with auth (shop)', { timeout: 240_000 }, () => {
       // Before the login the shell's session check answers 401, then the refused transform 403: the browser logs both.
     }, { expectedErrors: /status of 40[13]/ });
   });
+
+  it('an admin adds a user, changes their role, resets their password and removes them; sets and deletes a secret by name', async () => {
+    await onPage(server, '/admin', async (page) => {
+      await login(page, 'ada', 'lovelace1');
+      await page.getByRole('button', { name: '+ Add user' }).click();
+      await page.getByLabel('New username').fill('eve');
+      await page.getByLabel("New user's password").fill('short');
+      const add = page.getByRole('dialog').getByRole('button', { name: 'Add user' });
+      assert.equal(await add.getAttribute('title'), 'The password needs at least 8 characters');
+      await page.getByLabel("New user's password").fill('editor123');
+      await page.getByLabel("New user's role").selectOption('editor');
+      await add.click();
+      await page.getByRole('cell', { name: 'eve', exact: true }).waitFor();
+      // Ada cannot demote or remove herself.
+      assert.equal(await page.getByLabel('Role of ada').isDisabled(), true);
+      assert.equal(await page.getByRole('button', { name: 'Remove ada' }).isDisabled(), true);
+      await page.getByLabel('Role of eve').selectOption('viewer');
+      // The select follows the server's answer (it is controlled by the reloaded list).
+      await page.waitForFunction(() => document.querySelector<HTMLSelectElement>('select[aria-label="Role of eve"]')?.value === 'viewer');
+      const token = (await api('POST', '/api/auth/login', { username: 'ada', password: 'lovelace1' })).body.token as string;
+      assert.equal(((await api('GET', '/api/users', undefined, token)).body as Array<{ username: string; role: string }>).find((u) => u.username === 'eve')?.role, 'viewer');
+      await page.getByRole('button', { name: 'Reset the password of eve' }).click();
+      await page.getByLabel('New password').fill('newpass123');
+      await page.getByRole('button', { name: 'Set password' }).click();
+      await page.getByRole('dialog').waitFor({ state: 'hidden' });
+      assert.equal((await api('POST', '/api/auth/login', { username: 'eve', password: 'newpass123' })).status, 200);
+      assert.equal((await api('POST', '/api/auth/login', { username: 'eve', password: 'editor123' })).status, 401);
+      await page.getByRole('button', { name: 'Remove eve' }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Remove' }).click();
+      await page.getByRole('cell', { name: 'eve', exact: true }).waitFor({ state: 'detached' });
+
+      await page.getByRole('tab', { name: 'Secrets' }).click();
+      await page.getByLabel('Secret name').fill('WAREHOUSE_TOKEN');
+      await page.getByLabel('Secret value').fill('s3cr3t-value-xyz');
+      await page.getByRole('button', { name: 'Set secret' }).click();
+      await page.getByRole('cell', { name: 'WAREHOUSE_TOKEN', exact: true }).waitFor();
+      // Names only: the value (and its masked form) never reaches the page.
+      assert.doesNotMatch(await page.content(), /s3cr3t-value-xyz|s3cr/);
+      await page.getByRole('button', { name: 'Delete WAREHOUSE_TOKEN' }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
+      await page.getByRole('cell', { name: 'WAREHOUSE_TOKEN', exact: true }).waitFor({ state: 'detached' });
+      await screenshot(page, 'admin');
+    }, { expectedErrors: /status of 401/ });
+  });
+
+  it('asks before switching the environment for everyone and shows a banner while another is active', async () => {
+    await onPage(server, '/sql', async (page) => {
+      await login(page, 'ada', 'lovelace1');
+      assert.equal(await page.getByTestId('environment-banner').count(), 0);
+      await page.locator('select#dp-env').selectOption('prod');
+      const dialog = page.getByRole('dialog');
+      assert.match(await dialog.innerText(), /every user of this server/);
+      // Cancel leaves everything as it was.
+      await dialog.getByRole('button', { name: 'Cancel' }).click();
+      assert.equal(await page.locator('select#dp-env').inputValue(), '');
+      assert.equal(await page.getByTestId('environment-banner').count(), 0);
+      await page.locator('select#dp-env').selectOption('prod');
+      await page.getByRole('button', { name: 'Switch for everyone' }).click();
+      await page.getByTestId('environment-banner').getByText('prod').waitFor();
+      await screenshot(page, 'environment-banner');
+      // Back, for the tests that may follow.
+      await page.locator('select#dp-env').selectOption('dev');
+      await page.getByRole('button', { name: 'Switch for everyone' }).click();
+      await page.getByTestId('environment-banner').getByText('dev').waitFor();
+    }, { expectedErrors: /status of 401/ });
+  });
 });

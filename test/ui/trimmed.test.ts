@@ -14,7 +14,7 @@ describe('web UI of a trimmed deployment', { timeout: 180_000 }, () => {
     await onPage(server, '/', async (page) => {
       await page.waitForURL('**/sql');
       const nav = await page.getByRole('navigation', { name: 'Pages' }).getByRole('link').allInnerTexts();
-      assert.deepEqual(nav.map((t) => t.trim()), ['SQL', 'Overview', 'Explorer', 'Models', 'Notebooks', 'Streams', 'Connectors', 'Metrics', 'Versioning', 'Docs & guide']);
+      assert.deepEqual(nav.map((t) => t.trim()), ['SQL', 'Overview', 'Explorer', 'Models', 'Notebooks', 'Streams', 'Connectors', 'Metrics', 'Versioning', 'Administration', 'Docs & guide']);
       await page.goto('/masking');
       await page.getByRole('heading', { name: 'No page at /masking' }).waitFor();
       await page.getByTestId('plugins-menu').click();

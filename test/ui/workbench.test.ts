@@ -226,6 +226,8 @@ describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
       async (page) => {
         await page.getByTestId('project-name').getByText('shop').waitFor();
         await page.locator('select#dp-env').selectOption('prod');
+        // It applies to everyone, so it asks first.
+        await page.getByRole('button', { name: 'Switch for everyone' }).click();
         await page.waitForFunction(() => (document.querySelector('#dp-env') as HTMLSelectElement | null)?.value === 'prod');
         const env = await (await fetch(`${server.url}/api/environment`)).json();
         assert.equal(env.active, 'prod');

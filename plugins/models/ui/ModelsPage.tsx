@@ -10,6 +10,7 @@ import { Link, Route, Routes, useLocation, useNavigate, useParams } from 'react-
 import { api, ApiError, Badge, Dialog, Empty, ErrorBox, Field, Icon, Loading, seg, StatusBadge, Table, Tabs, useApi, useCan, useLineageMasks, usePersistentState, type PageProps } from '@dp/ui';
 import { CodeEditor, CollaborativeEditor, editsTogether } from '@dp/ui/editor';
 import { Graph, type GraphEdge, type GraphNode } from '@dp/ui/graph';
+import { OpsDag } from './OpsDag';
 
 interface ModelInfo {
   name: string;
@@ -18,11 +19,6 @@ interface ModelInfo {
   materialized: 'table' | 'view';
   depends_on: string[];
   path: string;
-}
-
-interface Dag {
-  nodes: Array<{ id: string; type: string; label: string; schema?: string; name?: string; path?: string; materialized?: string }>;
-  edges: Array<{ source: string; target: string }>;
 }
 
 interface FileNode {
@@ -57,9 +53,6 @@ function useTransformEvents(): LiveRun {
   return run;
 }
 
-const nodeKind = (status: string | undefined, fallback: string) =>
-  status === 'running' ? 'running' : status === 'built' ? 'ok' : status === 'error' || status === 'assertion_failed' || status === 'upstream_failed' ? 'error' : fallback;
-
 export default function ModelsPage({ page }: PageProps) {
   const base = page.path;
   const live = useTransformEvents();
@@ -82,8 +75,8 @@ export default function ModelsPage({ page }: PageProps) {
         <Toolbar base={base} live={live} onResult={setPanel} onCreate={() => setCreating(true)} />
         {panel ? <ResultPanel title={panel.title} body={panel.body} onClose={() => setPanel(null)} /> : null}
         <Routes>
-          <Route index element={<DagView base={base} live={live} full={false} />} />
-          <Route path="full" element={<DagView base={base} live={live} full />} />
+          <Route index element={<OpsDag base={base} live={live} full={false} />} />
+          <Route path="full" element={<OpsDag base={base} live={live} full />} />
           <Route path="runs" element={<RunsView live={live} />} />
           <Route path="m/:model" element={<ModelView base={base} models={models.data ?? null} live={live} onResult={setPanel} onSaved={refresh} />} />
           <Route path="f/*" element={<FileView onSaved={refresh} />} />
@@ -269,41 +262,6 @@ function FileTree({ nodes, base, models }: { nodes: FileNode[]; base: string; mo
     </ul>
   );
   return render(nodes);
-}
-
-function DagView({ base, live, full }: { base: string; live: LiveRun; full: boolean }) {
-  const navigate = useNavigate();
-  const dag = useApi((signal) => api.get<Dag>(full ? '/api/dag/full' : '/api/dag', { signal }), [full]);
-  const models = useMemo(() => new Set((dag.data?.nodes ?? []).filter((n) => n.type === 'table' || n.type === 'view').map((n) => n.id)), [dag.data]);
-  const nodes: GraphNode[] = useMemo(
-    () =>
-      (dag.data?.nodes ?? []).map((n) => ({
-        id: n.id,
-        label: full ? n.id : n.label,
-        sublabel: [n.type, live.models[n.id]?.status].filter(Boolean).join(' · '),
-        kind: nodeKind(live.models[n.id]?.status, n.type === 'seed' ? 'seed' : n.type === 'source' || n.type === 'ingest' ? 'source' : 'default'),
-      })),
-    [dag.data, live, full],
-  );
-  const edges: GraphEdge[] = useMemo(() => (dag.data?.edges ?? []).map((e) => ({ from: e.source, to: e.target })), [dag.data]);
-  if (dag.error) return <ErrorBox error={dag.error} onRetry={dag.reload} />;
-  if (!dag.data) return <Loading />;
-  if (nodes.length === 0) return <Empty>No models yet: add one with “New model”.</Empty>;
-  return (
-    <>
-      <div className="dp-muted">Click a model to open its SQL, column lineage and impact.</div>
-      <Graph
-        nodes={nodes}
-        edges={edges}
-        height="calc(100vh - 230px)"
-        ariaLabel={full ? 'Full DAG' : 'Model DAG'}
-        onNodeClick={(n) => {
-          if (models.has(n.id)) navigate(`${base}/m/${seg(n.id)}`);
-          else if (/^[^/]+\.[^/]+$/.test(n.id)) navigate(`/explorer/${n.id.split('.').map(seg).join('/')}`);
-        }}
-      />
-    </>
-  );
 }
 
 function RunsView({ live }: { live: LiveRun }) {

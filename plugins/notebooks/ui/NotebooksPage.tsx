@@ -15,6 +15,7 @@ import { EditorState, type Extension } from '@codemirror/state';
 import { EditorView } from '@codemirror/view';
 import { collaborationExtensions, editorTheme, usePeers } from '@dp/ui/editor';
 import { api, ApiError, Badge, Empty, ErrorBox, formatValue, Loading, PageHeader, ResultsGrid, seg, Table, useApi, useCan, useSession, type PageProps } from '@dp/ui';
+import { ResultChart } from '@dp/ui/chart';
 import type { CellResult, CellErrorDetails, CellType, NotebookList, NotebookSummary } from '../api-types';
 import { CollaborationClient } from '../collaboration/client';
 import { CELL_TYPES, NOTEBOOK_CELLS } from '../collaboration/protocol';
@@ -305,14 +306,23 @@ function OutputLines({ lines }: { lines: Array<{ stream: string; text: string }>
 }
 
 function CellOutput({ result }: { result: CellResult }) {
+  // The same chart as the SQL workspace's (ResultChart), toggled per output.
+  const [chart, setChart] = useState(false);
   if (result.type === 'sql') {
     return (
       <div className="dp-notebook-output" data-testid="cell-output">
         <div className="dp-muted">
           {result.rows.length} row{result.rows.length === 1 ? '' : 's'}
-          {result.truncated ? ' (truncated)' : ''} · {result.duration_ms} ms
+          {result.truncated ? ' (truncated)' : ''} · {result.duration_ms} ms{' '}
+          {result.columns.length ? (
+            <button type="button" className="dp-btn dp-btn-small" aria-pressed={chart} onClick={() => setChart((c) => !c)}>
+              {chart ? 'Table' : 'Chart'}
+            </button>
+          ) : null}
         </div>
-        {result.columns.length ? (
+        {result.columns.length && chart ? (
+          <ResultChart columns={result.columns} columnTypes={result.column_types} rows={result.rows} height={220} />
+        ) : result.columns.length ? (
           <div className="dp-notebook-grid">
             <ResultsGrid columns={result.columns} columnTypes={result.column_types} rows={result.rows} height={Math.min(320, 64 + result.rows.length * 28)} />
           </div>

@@ -5,7 +5,7 @@
  */
 import { useEffect, useMemo, useState } from 'react';
 import { api, Badge, Empty, ErrorBox, Field, Loading, PageHeader, ResultsGrid, useApi, usePersistentState, type PageProps } from '@dp/ui';
-import { BarChart, LineChart } from '@dp/ui/chart';
+import { BarChart, chartDataFromRows, LineChart, SeriesChart } from '@dp/ui/chart';
 import type { MetricDefinition, MetricList, MetricQueryResult } from '../api-types';
 import './metrics.css';
 
@@ -180,10 +180,14 @@ function Explorer({ metric }: { metric: MetricDefinition }) {
   );
 }
 
-/** The chart: a line over time for one series, bars per row otherwise. */
+/** The chart: a line over time for one series, a line per value of one dimension over time (with a legend), bars per row otherwise. */
 function MetricChart({ result, grain }: { result: MetricQueryResult; grain: string }) {
   const valueIndex = result.columns.length - 1;
   const numeric = (v: unknown) => (typeof v === 'number' ? v : Number(v));
+  const series = useMemo(
+    () => (grain && result.columns[0] === grain && result.columns.length === 3 ? chartDataFromRows(result.columns, result.column_types, result.rows, { x: 0, y: 2, by: 1 }) : null),
+    [result, grain],
+  );
   const data = useMemo(() => {
     if (grain && result.columns[0] === grain && result.columns.length === 2) {
       return { kind: 'line' as const, times: result.rows.map((r) => Date.parse(String(r[0]).replace(' ', 'T') + (String(r[0]).length <= 10 ? 'T00:00:00Z' : 'Z')) / 1000), values: result.rows.map((r) => numeric(r[valueIndex])) };
@@ -193,6 +197,7 @@ function MetricChart({ result, grain }: { result: MetricQueryResult; grain: stri
     return { kind: 'bar' as const, labels: result.rows.map((r) => r.slice(0, valueIndex).map(label).join(' · ') || result.metric), values: result.rows.map((r) => numeric(r[valueIndex])) };
   }, [result, grain, valueIndex]);
   if (result.rows.length === 0) return null;
+  if (series) return <SeriesChart kind="line" x={series.x} series={series.series} yTitle={result.metric} ariaLabel={`${result.metric} by ${result.columns[1]} over time`} />;
   if (data.kind === 'line') return <LineChart times={data.times} values={data.values} label={result.metric} />;
   return <BarChart labels={data.labels.slice(0, 60)} values={data.values.slice(0, 60)} height={180} ariaLabel={`${result.metric} by ${result.columns.slice(0, valueIndex).join(', ') || 'total'}`} />;
 }

@@ -1,6 +1,6 @@
 /** The header: project, environment (an admin can switch it), plugins, health, and the user with their role. */
 import { useEffect, useRef, useState, type ReactNode } from 'react';
-import { api, Badge, ErrorBox, seg, useApi, useCan, useSession } from '@dp/ui';
+import { api, Badge, Dialog, ErrorBox, seg, useApi, useCan, useSession } from '@dp/ui';
 
 interface Health {
   status: string;
@@ -27,6 +27,8 @@ export function Header({ health, onHealth }: { health: Health | null; onHealth: 
   const env = useApi((signal) => api.get<Environment>('/api/environment', { signal }), []);
   const [switchError, setSwitchError] = useState<unknown>(null);
   const [switching, setSwitching] = useState(false);
+  // The environment picked in the menu, waiting for the admin to confirm (it applies to everyone).
+  const [confirmEnv, setConfirmEnv] = useState<string | null>(null);
 
   // Health: polled, so a stopped server or a broken database shows in the header.
   useEffect(() => {
@@ -55,6 +57,7 @@ export function Header({ health, onHealth }: { health: Health | null; onHealth: 
 
   const ok = health?.status === 'ok';
   return (
+    <>
     <header className="dp-header">
       <div className="dp-brand">
         <span className="dp-logo" aria-hidden="true">
@@ -69,7 +72,7 @@ export function Header({ health, onHealth }: { health: Health | null; onHealth: 
           Environment
         </label>
         {env.data && env.data.available.length > 0 ? (
-          <select id="dp-env" value={env.data.active ?? ''} disabled={!canSwitch || switching} onChange={(e) => void switchTo(e.target.value)} title={canSwitch ? 'Switch the environment (reopens the database)' : 'Only an admin can switch'}>
+          <select id="dp-env" value={env.data.active ?? ''} disabled={!canSwitch || switching} onChange={(e) => setConfirmEnv(e.target.value)} title={switching ? 'Switching…' : canSwitch ? 'Switch the environment (reopens the database, for every user)' : 'Only an admin can switch the environment'}>
             {env.data.active === null ? <option value="">(default)</option> : null}
             {env.data.available.map((n) => (
               <option key={n} value={n}>
@@ -83,6 +86,34 @@ export function Header({ health, onHealth }: { health: Health | null; onHealth: 
           <span className="dp-muted">…</span>
         )}
         {switchError ? <ErrorBox error={switchError} /> : null}
+        <Dialog
+          open={confirmEnv !== null}
+          title={`Switch to the ${confirmEnv} environment?`}
+          onClose={() => setConfirmEnv(null)}
+          footer={
+            <>
+              <button type="button" className="dp-btn" onClick={() => setConfirmEnv(null)}>
+                Cancel
+              </button>
+              <button
+                type="button"
+                className="dp-btn dp-btn-primary"
+                onClick={() => {
+                  const name = confirmEnv!;
+                  setConfirmEnv(null);
+                  void switchTo(name);
+                }}
+              >
+                Switch for everyone
+              </button>
+            </>
+          }
+        >
+          <p>
+            This applies to <strong>every user of this server</strong>, not only to you: the server reopens the database of <code>{confirmEnv}</code>, and queries, transforms
+            and schedules run there until an admin switches back. Queries running now may fail.
+          </p>
+        </Dialog>
       </div>
       <div className="dp-header-right">
         <GitStatus />
@@ -93,6 +124,12 @@ export function Header({ health, onHealth }: { health: Health | null; onHealth: 
         <UserMenu />
       </div>
     </header>
+    {env.data?.active ? (
+      <div className={`dp-env-banner${/prod/i.test(env.data.active) ? ' dp-env-banner-prod' : ''}`} role="status" data-testid="environment-banner">
+        Environment <strong>{env.data.active}</strong> is active for every user of this server.
+      </div>
+    ) : null}
+    </>
   );
 }
 

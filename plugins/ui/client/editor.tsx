@@ -4,10 +4,12 @@
  */
 import { useEffect, useRef } from 'react';
 import { basicSetup } from 'codemirror';
-import { closeCompletion } from '@codemirror/autocomplete';
+import { closeCompletion, type Completion, type CompletionContext, type CompletionResult } from '@codemirror/autocomplete';
 import { sql, PostgreSQL, type SQLNamespace } from '@codemirror/lang-sql';
 import { Compartment, EditorState, StateEffect, StateField, type Extension } from '@codemirror/state';
 import { Decoration, EditorView, keymap, type DecorationSet } from '@codemirror/view';
+import { HighlightStyle, syntaxHighlighting } from '@codemirror/language';
+import { tags } from '@lezer/highlight';
 import { api } from './api';
 
 export type EditorLanguage = 'sql' | 'text';
@@ -27,6 +29,15 @@ export interface CodeEditorProps {
   schema?: SQLNamespace;
   height?: string;
   ariaLabel?: string;
+  /** Receives a handle to insert text at the cursor (a catalog panel's click), and null on unmount. */
+  onReady?: (handle: EditorHandle | null) => void;
+}
+
+/** What a page may do to a mounted editor besides setting its whole text. */
+export interface EditorHandle {
+  /** Replaces the selection (or inserts at the cursor) with `text`, and focuses the editor. */
+  insert(text: string): void;
+  focus(): void;
 }
 
 const setErrorLine = StateEffect.define<number | null>();
@@ -66,6 +77,62 @@ export function loadSqlCatalog(refresh = false): Promise<SQLNamespace> {
   return catalogPromise;
 }
 
+/** `schema.table` or `table` references after FROM or JOIN in one statement, each with its alias when it has one. */
+const TABLE_REF = /\b(?:from|join)\s+((?:"[^"]+"|[A-Za-z_][\w$]*)(?:\.(?:"[^"]+"|[A-Za-z_][\w$]*)){0,2})(?:\s+(?:as\s+)?("[^"]+"|[A-Za-z_][\w$]*))?/gi;
+const NOT_ALIAS = new Set(['where', 'group', 'order', 'limit', 'join', 'left', 'right', 'inner', 'outer', 'full', 'cross', 'on', 'using', 'union', 'having', 'window', 'qualify', 'offset', 'natural', 'positional', 'asof', 'semi', 'anti', 'lateral', 'except', 'intersect']);
+
+/** The statement around `pos`: the text between the semicolons before and after it. */
+function statementAt(doc: string, pos: number): string {
+  const start = doc.lastIndexOf(';', pos - 1) + 1;
+  const end = doc.indexOf(';', pos);
+  return doc.slice(start, end < 0 ? doc.length : end);
+}
+
+function unquote(name: string): string {
+  return name.startsWith('"') ? name.slice(1, -1) : name;
+}
+
+/**
+ * The columns of the tables a statement reads, for completing a bare column name (`SELECT
+ * cust|`), which lang-sql's schema completion only offers after a table name and a dot. Each
+ * option says its table; a name two tables share is offered once per table.
+ */
+export function columnsInScope(statement: string, ns: SQLNamespace): Array<{ column: string; table: string; alias: string | null }> {
+  const catalog = ns as Record<string, Record<string, string[]>>;
+  const out: Array<{ column: string; table: string; alias: string | null }> = [];
+  for (const m of statement.matchAll(TABLE_REF)) {
+    const parts = m[1].split('.').map(unquote);
+    const alias = m[2] && !NOT_ALIAS.has(m[2].toLowerCase()) ? unquote(m[2]) : null;
+    const [schema, table] = parts.length >= 2 ? parts.slice(-2) : [null, parts[0]];
+    const schemas = schema ? [schema] : Object.keys(catalog).filter((s) => Array.isArray(catalog[s]?.[table]));
+    for (const s of schemas) {
+      const columns = catalog[s]?.[table];
+      if (Array.isArray(columns)) for (const column of columns) out.push({ column, table: `${s}.${table}`, alias });
+    }
+  }
+  return out;
+}
+
+/** A completion source offering the in-scope columns for a bare word (not after a dot). */
+function bareColumnCompletion(ns: SQLNamespace) {
+  return (context: CompletionContext): CompletionResult | null => {
+    const word = context.matchBefore(/[A-Za-z_][\w$]*/);
+    const from = word ? word.from : context.pos;
+    if (!word && !context.explicit) return null;
+    if (context.state.sliceDoc(from - 1, from) === '.') return null;
+    const doc = context.state.doc.toString();
+    const seen = new Set<string>();
+    const options: Completion[] = [];
+    for (const c of columnsInScope(statementAt(doc, context.pos), ns)) {
+      const key = `${c.column}\u0000${c.table}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      options.push({ label: c.column, type: 'property', detail: c.alias ? `${c.alias} · ${c.table}` : c.table, boost: 5 });
+    }
+    return options.length ? { from, options, validFor: /^[\w$]*$/ } : null;
+  };
+}
+
 /** dp's editor look (colours from the page's CSS variables); a theme, so it beats CodeMirror's own (adopted-styles.ts). */
 export const editorTheme = EditorView.theme({
   '&': { height: '100%', fontSize: '13px', backgroundColor: 'var(--dp-bg-input)', color: 'var(--dp-fg)' },
@@ -77,15 +144,37 @@ export const editorTheme = EditorView.theme({
   '.cm-cursor': { borderLeftColor: 'var(--dp-fg)' },
   '&.cm-focused .cm-selectionBackground, .cm-selectionBackground, ::selection': { backgroundColor: 'var(--dp-selection) !important' },
   '.cm-tooltip': { backgroundColor: 'var(--dp-bg-soft)', color: 'var(--dp-fg)', border: '1px solid var(--dp-border)' },
+  '.cm-tooltip-autocomplete > ul > li[aria-selected]': { backgroundColor: 'var(--dp-accent)', color: 'var(--dp-accent-fg)' },
+  '.cm-completionDetail': { color: 'var(--dp-fg-muted)', marginLeft: '0.6em' },
+  '.cm-matchingBracket': { backgroundColor: 'var(--dp-selection)', color: 'inherit' },
 });
 
-export function CodeEditor({ value, onChange, onRun, onSave, language = 'sql', errorLine = null, readOnly = false, schema, height = '100%', ariaLabel = 'Editor' }: CodeEditorProps) {
+/**
+ * Syntax colours from the shell's CSS variables (`--dp-syn-*`, light and dark values), so the
+ * dark theme keeps readable contrast; CodeMirror's default style is for light backgrounds only.
+ */
+const highlight = syntaxHighlighting(
+  HighlightStyle.define([
+    { tag: [tags.keyword, tags.operatorKeyword, tags.modifier], color: 'var(--dp-syn-keyword)', fontWeight: '600' },
+    { tag: [tags.string, tags.special(tags.string)], color: 'var(--dp-syn-string)' },
+    { tag: [tags.number, tags.bool, tags.null, tags.atom], color: 'var(--dp-syn-number)' },
+    { tag: [tags.comment, tags.lineComment, tags.blockComment], color: 'var(--dp-syn-comment)', fontStyle: 'italic' },
+    { tag: [tags.typeName, tags.standard(tags.name), tags.function(tags.variableName)], color: 'var(--dp-syn-type)' },
+    { tag: [tags.special(tags.name), tags.propertyName, tags.labelName], color: 'var(--dp-syn-name)' },
+    { tag: [tags.operator, tags.punctuation, tags.bracket], color: 'var(--dp-fg-muted)' },
+    { tag: tags.invalid, color: 'var(--dp-bad)' },
+  ]),
+);
+
+export function CodeEditor({ value, onChange, onRun, onSave, language = 'sql', errorLine = null, readOnly = false, schema, height = '100%', ariaLabel = 'Editor', onReady }: CodeEditorProps) {
   const host = useRef<HTMLDivElement>(null);
   const view = useRef<EditorView | null>(null);
   const handlers = useRef({ onChange, onRun, onSave });
   handlers.current = { onChange, onRun, onSave };
   const langSlot = useRef(new Compartment());
   const readOnlySlot = useRef(new Compartment());
+  const readyRef = useRef(onReady);
+  readyRef.current = onReady;
 
   useEffect(() => {
     const runKey = (v: EditorView) => {
@@ -111,6 +200,7 @@ export function CodeEditor({ value, onChange, onRun, onSave, language = 'sql', e
       ]),
       basicSetup,
       editorTheme,
+      highlight,
       errorLineField,
       langSlot.current.of([]),
       readOnlySlot.current.of(EditorState.readOnly.of(readOnly)),
@@ -121,7 +211,16 @@ export function CodeEditor({ value, onChange, onRun, onSave, language = 'sql', e
     ];
     const v = new EditorView({ parent: host.current!, state: EditorState.create({ doc: value, extensions }) });
     view.current = v;
+    readyRef.current?.({
+      insert(text) {
+        const sel = v.state.selection.main;
+        v.dispatch({ changes: { from: sel.from, to: sel.to, insert: text }, selection: { anchor: sel.from + text.length }, scrollIntoView: true });
+        v.focus();
+      },
+      focus: () => v.focus(),
+    });
     return () => {
+      readyRef.current?.(null);
       v.destroy();
       view.current = null;
     };
@@ -134,7 +233,11 @@ export function CodeEditor({ value, onChange, onRun, onSave, language = 'sql', e
     let cancelled = false;
     const apply = (ns: SQLNamespace | undefined) => {
       if (cancelled || !view.current) return;
-      const ext = language === 'sql' ? sql({ dialect: PostgreSQL, schema: ns, upperCaseKeywords: true }) : [];
+      const ext: Extension[] = [];
+      if (language === 'sql') {
+        const lang = sql({ dialect: PostgreSQL, schema: ns, upperCaseKeywords: true });
+        ext.push(lang, ns ? lang.language.data.of({ autocomplete: bareColumnCompletion(ns) }) : []);
+      }
       view.current.dispatch({ effects: langSlot.current.reconfigure(ext) });
     };
     apply(schema);

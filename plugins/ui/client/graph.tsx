@@ -17,6 +17,14 @@ export interface GraphNode {
   kind?: string;
   /** Set for a masked column: the tooltip saying how it is masked; the node shows a lock. */
   masked?: string;
+  /** Drawn faded (outside a selection). */
+  dimmed?: boolean;
+  /** Drawn with a ring (inside a selection). */
+  highlighted?: boolean;
+  /** The node's state as a word, in `data-status` (tests, styles) and the tooltip. */
+  status?: string;
+  /** The node's tooltip (when not masked). */
+  title?: string;
 }
 
 export interface GraphEdge {
@@ -35,6 +43,8 @@ export interface GraphProps {
   /** The node to mark as the current one. */
   selected?: string | null;
   ariaLabel?: string;
+  /** Show the minimap (default: for graphs of more than 12 nodes). */
+  minimap?: boolean;
 }
 
 const NODE_W = 190;
@@ -57,7 +67,7 @@ export function layoutGraph(nodes: GraphNode[], edges: GraphEdge[], direction: '
   return out;
 }
 
-export function Graph({ nodes, edges, onNodeClick, direction = 'LR', height = 480, selected = null, ariaLabel = 'Graph' }: GraphProps) {
+export function Graph({ nodes, edges, onNodeClick, direction = 'LR', height = 480, selected = null, ariaLabel = 'Graph', minimap }: GraphProps) {
   const flow = useMemo(() => {
     const pos = layoutGraph(nodes, edges, direction);
     const ids = new Set(nodes.map((n) => n.id));
@@ -66,7 +76,7 @@ export function Graph({ nodes, edges, onNodeClick, direction = 'LR', height = 48
       position: pos.get(n.id)!,
       data: {
         label: (
-          <div className="dp-node-label" data-node-id={n.id} data-masked={n.masked ? 'true' : undefined} title={n.masked}>
+          <div className="dp-node-label" data-node-id={n.id} data-masked={n.masked ? 'true' : undefined} data-status={n.status} data-highlighted={n.highlighted ? 'true' : undefined} title={n.masked ?? n.title}>
             <div className="dp-node-title">
               {n.masked ? <Icon name="lock" size={12} /> : null}
               {n.label}
@@ -75,8 +85,12 @@ export function Graph({ nodes, edges, onNodeClick, direction = 'LR', height = 48
           </div>
         ),
       },
-      className: `dp-node dp-node-${n.kind ?? 'default'}${selected === n.id ? ' dp-node-selected' : ''}${n.masked ? ' dp-node-masked' : ''}`,
+      className: `dp-node dp-node-${n.kind ?? 'default'}${selected === n.id ? ' dp-node-selected' : ''}${n.masked ? ' dp-node-masked' : ''}${n.dimmed ? ' dp-node-dimmed' : ''}${n.highlighted ? ' dp-node-highlighted' : ''}`,
       style: { width: NODE_W, height: NODE_H },
+      // Known sizes: the minimap draws only nodes whose size it knows, and these nodes are
+      // controlled (their measured size is never written back).
+      width: NODE_W,
+      height: NODE_H,
       sourcePosition: (direction === 'LR' ? 'right' : 'bottom') as Node['sourcePosition'],
       targetPosition: (direction === 'LR' ? 'left' : 'top') as Node['targetPosition'],
       ariaLabel: n.masked ? `${n.label} (masked)` : n.label,
@@ -107,7 +121,7 @@ export function Graph({ nodes, edges, onNodeClick, direction = 'LR', height = 48
       >
         <Background />
         <Controls showInteractive={false} />
-        {nodes.length > 12 ? <MiniMap pannable zoomable /> : null}
+        {(minimap ?? nodes.length > 12) ? <MiniMap pannable zoomable nodeClassName={(node) => String(node.className ?? '')} ariaLabel="Minimap" /> : null}
       </ReactFlow>
     </div>
   );
