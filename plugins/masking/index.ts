@@ -61,6 +61,7 @@ export default definePlugin({
 
     ctx.tap('interceptQuery', async (q) => interceptMaskingCommand(q, store));
     ctx.tap('beforeQuery', async (q) => enforcer.beforeQuery(q));
+    ctx.tap('valuesHiddenFrom', async (caller) => (await enforcer.maskedColumnNames(caller)).length > 0);
 
     const service: MaskingService & { derivations(): number } = {
       maskedColumns: (caller, schema, table) => enforcer.maskedColumns(caller, schema, table),
