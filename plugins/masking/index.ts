@@ -73,6 +73,6 @@ export default definePlugin({
 
     registerRoutes(ctx, store, catalog, derived);
     registerPreviewRoute(ctx);
-    registerCommands(ctx, store, derived);
+    registerCommands(ctx, store, derived, catalog);
   },
 });
