@@ -374,6 +374,7 @@ export class App {
         return kernelKeys;
       },
       resolve: (p: string) => app.project.resolve(p),
+      resolveReadable: (p: string) => app.project.resolveReadable(p),
       relative: (p: string) => app.project.relative(p),
       writeFile: (p: string, content: string | Buffer) => app.project.writeFile(p, content),
     };

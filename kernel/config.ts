@@ -5,7 +5,7 @@ import type { Document } from 'yaml';
 import type { ProjectConfig, ProjectInfo } from '../sdk/config.js';
 import { badRequest, DpError, notFound } from '../sdk/errors.js';
 import { readYaml } from '../sdk/project-files.js';
-import { resolveInside, toProjectRelative, writeFileAtomic } from './paths.js';
+import { resolveInside, resolveReadableInside, toProjectRelative, writeFileAtomic } from './paths.js';
 import { validateProject } from './validators.generated.js';
 
 export const PROJECT_FILE = 'project.yml';
@@ -163,6 +163,7 @@ export function loadProject(rootArg: string, envOverride?: string | null): Loade
     unresolvedVars: [...unresolved],
     lineOf,
     resolve: (p: string) => resolveInside(root, p),
+    resolveReadable: (p: string) => resolveReadableInside(root, p),
     relative: (p: string) => toProjectRelative(root, p),
     writeFile: (p: string, content: string | Buffer) => {
       const abs = resolveInside(root, p);

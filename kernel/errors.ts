@@ -48,6 +48,7 @@ export const errors = defineErrors({
   invalid_project_yml: { status: 400, meaning: 'project.yml does not parse or fails its schema; the message names the line and field.' },
   unknown_environment: { status: 400, meaning: 'The environment is not defined in project.yml.' },
   path_outside_project: { status: 400, meaning: 'A path leaves the project (.., absolute, or a symlink pointing outside).' },
+  project_file_protected: { status: 400, meaning: 'A feature (connector, import, script helper, notebook, dp query @file) was pointed at a hidden or service file (.env, .dp/, .git, databases), by name or through a link: the files API rules apply.' },
   // queries and the database
   invalid_limit: { status: 400, meaning: "'limit' is not an integer from 1 to the configured maximum." },
   invalid_offset: { status: 400, meaning: "'offset' is not a non-negative integer." },

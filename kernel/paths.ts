@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { badRequest } from '../sdk/errors.js';
+import { isHiddenName } from '../sdk/project-files.js';
 
 
 /**
@@ -32,6 +33,47 @@ export function resolveInside(root: string, relativePath: string): string {
   }
   const realProbe = fs.realpathSync(probe);
   if (!isWithin(realRoot, realProbe)) throw refuse();
+  return target;
+}
+
+/** A DuckDB file, its WAL or a temp/spill file, whatever the environment calls it. */
+function isServiceFileName(name: string): boolean {
+  return isHiddenName(name) || /\.(duckdb|db|wal|tmp)$/i.test(name) || /\.duckdb\./i.test(name);
+}
+
+/**
+ * The one rule for a project file a feature reads (connectors, import, script and notebook
+ * helpers, `dp query @file`), the files API's: resolves like `resolveInside`, then refuses
+ * (400 `project_file_protected`) a hidden or service path (`.env*`, `.dp/`, `.git`,
+ * `node_modules`, database and temp files) by the name as given **and** by its real target,
+ * symlinks followed at every level, and a hard link to a `.env*` file by its inode.
+ */
+export function resolveReadableInside(root: string, relativePath: string): string {
+  const target = resolveInside(root, relativePath);
+  const realRoot = fs.realpathSync(root);
+  const refuse = () =>
+    badRequest('project_file_protected', `'${relativePath}' is a hidden or service file (.env, .dp/, .git, databases): no feature reads it`, { path: relativePath });
+  const hiddenSegment = (rel: string) => rel.split(/[\\/]/).some((seg) => seg !== '' && seg !== '.' && isServiceFileName(seg));
+  if (hiddenSegment(path.relative(realRoot, target))) throw refuse();
+  let real: string;
+  try {
+    real = fs.realpathSync(target);
+  } catch {
+    return target; // absent: the caller says so; nothing hidden is read
+  }
+  if (!isWithin(realRoot, real) || hiddenSegment(path.relative(realRoot, real))) throw refuse();
+  const stat = fs.statSync(real);
+  if (stat.isFile() && stat.nlink > 1) {
+    for (const name of fs.readdirSync(realRoot)) {
+      if (!/^\.(env|service-env)/.test(name)) continue;
+      try {
+        const secret = fs.statSync(path.join(realRoot, name));
+        if (secret.ino === stat.ino && secret.dev === stat.dev) throw refuse();
+      } catch (e) {
+        if ((e as { code?: string }).code !== 'ENOENT') throw e;
+      }
+    }
+  }
   return target;
 }
 

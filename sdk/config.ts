@@ -60,6 +60,13 @@ export interface ProjectInfo {
    * escapes the root: `..`, absolute paths, or symlinks pointing outside.
    */
   resolve(relativePath: string): string;
+  /**
+   * `resolve`, for a file a feature reads (connectors, import, script and notebook helpers): also
+   * refuses (DpError 400 `project_file_protected`) hidden and service paths (`.env*`, `.dp/`,
+   * `.git`, databases, temp files) by name and by their real target, symlinks followed, as the
+   * files API does. Every feature that reads project files goes through this one check.
+   */
+  resolveReadable(relativePath: string): string;
   /** Project-relative form of an absolute path inside the project (forward slashes). */
   relative(absolutePath: string): string;
   /**

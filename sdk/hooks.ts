@@ -223,6 +223,12 @@ export const KERNEL_HOOKS = Object.freeze({
     firedBy: 'kernel',
     description: 'A user query answered (buffered results)',
   }),
+  valuesHiddenFrom: declareHook<[Caller], boolean, 'bail'>({
+    kind: 'bail',
+    args: ['caller'],
+    firedBy: 'plugins',
+    description: 'Whether raw data values are hidden from a caller (masking binds them): error texts shown to them lose their quoted values (sdk errorTextsFor)',
+  }),
   beforeTransform: declareHook<[TransformRunContext]>({
     kind: 'series',
     args: ['run'],

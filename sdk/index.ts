@@ -18,3 +18,4 @@ export * from './masking.js';
 export * from './files.js';
 export * from './catalog.js';
 export * from './script-console.js';
+export * from './error-text.js';

@@ -4,7 +4,7 @@
  * streamable HTTP), so a role always sees exactly its own tools.
  */
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { CATALOG_SERVICE, isDpError, type Caller, type PluginContext } from '../../sdk/index.js';
+import { CATALOG_SERVICE, errorTextsFor, isDpError, type Caller, type ErrorTextFilter, type PluginContext } from '../../sdk/index.js';
 import { agentTools, type ToolOptions } from './tools.js';
 
 /** Longest tool answer (characters of JSON): an agent's context is precious, so longer answers are cut with a note. */
@@ -23,25 +23,30 @@ export function compactText(value: unknown): string {
 }
 
 /** A tool's error as the dp error body, marked as an error for the agent (never a stack trace). */
-function errorResult(e: unknown) {
+function errorResult(e: unknown, errorTexts: ErrorTextFilter) {
   const body = isDpError(e)
-    ? { error: { code: e.code, message: e.message, details: e.details } }
+    ? { error: { code: e.code, message: errorTexts.text(e.message), details: errorTexts.fields(e.details) } }
     : { error: { code: 'internal_error', message: 'The tool failed unexpectedly; see the dp log', details: {} } };
   return { isError: true, content: [{ type: 'text' as const, text: JSON.stringify(body) }] };
 }
 
 export function createMcpServer(ctx: PluginContext, caller: Caller, options: ToolOptions, version: string): McpServer {
   const server = new McpServer({ name: 'dp', version }, { instructions: SERVER_INSTRUCTIONS });
+  // Tool answers carry build, run and check errors: they pass through the sdk's one redaction
+  // of error texts for this caller (docs/security.md "Error texts"); query rows are masked by the runner.
+  const valuesHidden = ctx.hook('valuesHiddenFrom');
   for (const tool of agentTools(ctx, caller, options)) {
     server.registerTool(
       tool.name,
       { description: tool.description, inputSchema: tool.input, annotations: { readOnlyHint: tool.permission === 'read' } },
       async (args: Record<string, unknown>) => {
+        const errorTexts = await errorTextsFor(valuesHidden, caller);
         try {
-          return { content: [{ type: 'text' as const, text: compactText(await tool.run(args, caller)) }] };
+          const answer = await tool.run(args, caller);
+          return { content: [{ type: 'text' as const, text: compactText(tool.returnsRows ? answer : errorTexts.fields(answer)) }] };
         } catch (e) {
           if (!isDpError(e)) ctx.log.error('mcp: tool failed', { tool: tool.name, error: e instanceof Error ? e.message : String(e) });
-          return errorResult(e);
+          return errorResult(e, errorTexts);
         }
       },
     );

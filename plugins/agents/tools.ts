@@ -39,6 +39,8 @@ export interface AgentTool {
   input: z.ZodRawShape;
   permission: Permission;
   run(args: Record<string, any>, caller: Caller): Promise<unknown>;
+  /** The answer holds query rows (masked by the guarded runner), not error texts to redact. */
+  returnsRows?: boolean;
 }
 
 /** A masking command changes policies: refused through an MCP server started read-only. */
@@ -89,6 +91,7 @@ export function agentTools(ctx: PluginContext, caller: Caller, options: ToolOpti
         params: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])).optional().describe('Values for $name placeholders'),
         limit: z.number().int().min(1).max(QUERY_MAX_ROWS).optional().describe(`Rows to return (default ${QUERY_DEFAULT_ROWS})`),
       },
+      returnsRows: true,
       permission: 'read',
       run: async (args) => {
         if (options.readOnly && MASKING_COMMAND.test(String(args.sql))) {
@@ -293,7 +296,8 @@ export function agentTools(ctx: PluginContext, caller: Caller, options: ToolOpti
           end: z.string().optional().describe('Exclusive upper bound (ISO date or timestamp)'),
           limit: z.number().int().min(1).max(QUERY_MAX_ROWS).optional().describe(`Rows to return (default ${QUERY_DEFAULT_ROWS})`),
         },
-        permission: 'read',
+        returnsRows: true,
+      permission: 'read',
         run: async (args) => {
           const r = await semantic.query(
             { metric: args.metric, dimensions: args.dimensions, grain: args.grain ?? null, start: args.start ?? null, end: args.end ?? null, limit: args.limit ?? QUERY_DEFAULT_ROWS },

@@ -81,6 +81,21 @@ export interface HttpCall {
   signal: AbortSignal;
   /** Waiting for the headers, and for each body chunk (an idle limit: long downloads are fine). */
   timeoutMs: number;
+  /**
+   * Headers that authenticate (a token, an API key, configured headers): sent only to `origin`,
+   * the connection's configured base origin, never to a URL or redirect elsewhere.
+   */
+  credentials?: { origin: string; headers: Record<string, string> };
+}
+
+/** Redirects a GET or HEAD follows (each hop judged again for credentials). */
+export const MAX_REDIRECTS = 5;
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+
+/** The headers for one hop: the credentials only when `url` is on their origin (scheme, host and port alike). */
+function headersFor(url: URL, call: HttpCall): Record<string, string> | undefined {
+  if (!call.credentials || url.origin !== new URL(call.credentials.origin).origin) return call.headers;
+  return { ...(call.headers ?? {}), ...call.credentials.headers };
 }
 
 /**
@@ -90,15 +105,27 @@ export interface HttpCall {
 export async function httpRequest(url: string, call: HttpCall): Promise<Dispatcher.ResponseData> {
   const where = hostOf(url);
   try {
-    const res = await request(url, {
-      method: call.method ?? 'GET',
-      headers: call.headers,
-      body: call.body,
-      signal: call.signal,
-      headersTimeout: call.timeoutMs,
-      bodyTimeout: call.timeoutMs,
-      maxRedirections: 0,
-    });
+    let target = new URL(url);
+    let res: Dispatcher.ResponseData;
+    // Redirects are followed here, hop by hop, so that each hop's origin decides whether the
+    // credentials go with it (undici would forward them to any host).
+    for (let hop = 0; ; hop++) {
+      res = await request(target, {
+        method: call.method ?? 'GET',
+        headers: headersFor(target, call),
+        body: call.body,
+        signal: call.signal,
+        headersTimeout: call.timeoutMs,
+        bodyTimeout: call.timeoutMs,
+        maxRedirections: 0,
+      });
+      const location = res.headers.location;
+      const followable = (call.method ?? 'GET') !== 'POST' && REDIRECT_STATUSES.has(res.statusCode) && typeof location === 'string' && hop < MAX_REDIRECTS;
+      if (!followable) break;
+      await res.body.dump();
+      target = new URL(location, target);
+      if (target.protocol !== 'http:' && target.protocol !== 'https:') throw unreachable(where, `redirected to a ${target.protocol} URL`);
+    }
     if (res.statusCode === 401 || res.statusCode === 403) {
       const text = await readText(res, 2000).catch(() => '');
       throw authFailed(where, shortMessage(text));

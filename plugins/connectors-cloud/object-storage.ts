@@ -90,7 +90,8 @@ function signedRequest(c: StorageConfig, key: string | null, query: Record<strin
 
 async function s3Get(c: StorageConfig, key: string | null, query: Record<string, string>, signal: AbortSignal) {
   const { url, headers } = signedRequest(c, key, query);
-  const res = await httpRequest(url, { headers, signal, timeoutMs: timeoutOf(c as unknown as Record<string, unknown>) });
+  // The signature is for this host: a redirect elsewhere gets no part of it.
+  const res = await httpRequest(url, { headers: { 'user-agent': 'dp-connectors' }, credentials: { origin: new URL(url).origin, headers }, signal, timeoutMs: timeoutOf(c as unknown as Record<string, unknown>) });
   if (res.statusCode === 404) {
     const text = await readText(res, 4000).catch(() => '');
     const code = /<Code>([^<]*)<\/Code>/.exec(text)?.[1];

@@ -5,7 +5,7 @@
  * records past it. One page in memory at a time.
  */
 import { DpError, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
-import { expectOk, hostOf, httpRequest, invalidResponse, paramInvalid, probe, readText, TIMEOUT_PARAM, timeoutOf } from './net.js';
+import { expectOk, type HttpCall, hostOf, httpRequest, invalidResponse, paramInvalid, probe, readText, TIMEOUT_PARAM, timeoutOf } from './net.js';
 import { orderedByCursor } from './order.js';
 import { generateSyncScript } from './script.js';
 import { batchRowsOf, chunked, coerce, inferColumns, isAfter, watermarkText } from './values.js';
@@ -125,12 +125,17 @@ function checkConfig(config: Record<string, unknown>): RestApiConfig {
   return c;
 }
 
-function headersOf(c: RestApiConfig): Record<string, string> {
-  const headers: Record<string, string> = { accept: 'application/json', 'user-agent': 'dp-connectors', ...(c.headers ?? {}) };
+/**
+ * The headers of every call: plain ones, and the credentials (the token and the configured
+ * `headers`, which may hold keys too), which go only to the base URL's origin: a resource path
+ * given as an absolute URL elsewhere, a next-page link or a redirect to another origin gets none.
+ */
+function headersOf(c: RestApiConfig): Pick<HttpCall, 'headers' | 'credentials'> {
+  const credentials: Record<string, string> = { ...(c.headers ?? {}) };
   const auth = c.auth ?? 'bearer';
-  if (auth === 'bearer') headers.authorization = `Bearer ${c.token}`;
-  else if (auth === 'header') headers[(c.auth_header ?? 'X-API-Key').toLowerCase()] = c.token!;
-  return headers;
+  if (auth === 'bearer') credentials.authorization = `Bearer ${c.token}`;
+  else if (auth === 'header') credentials[(c.auth_header ?? 'X-API-Key').toLowerCase()] = c.token!;
+  return { headers: { accept: 'application/json', 'user-agent': 'dp-connectors' }, credentials: { origin: new URL(c.url).origin, headers: credentials } };
 }
 
 function resourceOf(c: RestApiConfig, table: string): RestResource {
@@ -159,7 +164,7 @@ interface Page {
 async function fetchPage(c: RestApiConfig, r: RestResource, url: URL, signal: AbortSignal): Promise<Page> {
   const where = hostOf(c.url);
   const timeoutMs = timeoutOf(c as unknown as Record<string, unknown>);
-  const res = await httpRequest(url.toString(), { headers: headersOf(c), signal, timeoutMs });
+  const res = await httpRequest(url.toString(), { ...headersOf(c), signal, timeoutMs });
   await expectOk(res, where);
   const text = await readText(res);
   let body: unknown;
@@ -293,7 +298,7 @@ export async function testRest(config: Record<string, unknown>, signal: AbortSig
     const c = checkConfig(config);
     const r = c.resources[0]!;
     const url = resourceUrl(c, r, {});
-    const res = await httpRequest(url.toString(), { headers: headersOf(c), signal: bounded, timeoutMs: timeoutOf(config) });
+    const res = await httpRequest(url.toString(), { ...headersOf(c), signal: bounded, timeoutMs: timeoutOf(config) });
     await expectOk(res, hostOf(c.url));
     await readText(res, 0);
     return `connected to ${hostOf(c.url)}`;

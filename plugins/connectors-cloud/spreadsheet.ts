@@ -8,7 +8,7 @@ import path from 'node:path';
 import ExcelJS from 'exceljs';
 import { DpError, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorRuntime, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
 import { describeFiles, readFiles, saveStream, tempFolder } from './files.js';
-import { expectOk, hostOf, httpRequest, paramInvalid, probe, TIMEOUT_PARAM, timeoutOf } from './net.js';
+import { expectOk, type HttpCall, hostOf, httpRequest, paramInvalid, probe, TIMEOUT_PARAM, timeoutOf } from './net.js';
 import { generateSyncScript } from './script.js';
 import { batchRowsOf, coerce, inferColumnsOfRows } from './values.js';
 
@@ -46,9 +46,9 @@ function checkConfig(config: Record<string, unknown>): SpreadsheetConfig {
   return c;
 }
 
-/** The workbook's absolute path: inside the project when the connectors plugin calls (it refuses `..` and links out). */
+/** The workbook's absolute path: inside the project when the connectors plugin calls (it refuses `..`, links out and hidden files). */
 function workbookPath(c: SpreadsheetConfig, runtime: ConnectorRuntime | undefined): string {
-  const file = runtime ? runtime.project.resolve(c.path!) : path.resolve(c.path!);
+  const file = runtime ? runtime.project.resolveReadable(c.path!) : path.resolve(c.path!);
   if (!fs.existsSync(file)) throw paramInvalid('path', `no such file: ${c.path}`);
   return file;
 }
@@ -123,11 +123,15 @@ async function* sheetRows(file: string, headerRow: number, only?: string): Async
   }
 }
 
+/** The token goes only to the configured URL's origin (a redirect elsewhere drops it: net.ts). */
+function tokenFor(c: SpreadsheetConfig): HttpCall['credentials'] {
+  return c.token && c.url ? { origin: new URL(c.url).origin, headers: { authorization: `Bearer ${c.token}` } } : undefined;
+}
+
 async function downloadCsv(c: SpreadsheetConfig, dir: string, signal: AbortSignal): Promise<string> {
   const timeoutMs = timeoutOf(c as Record<string, unknown>);
   const headers: Record<string, string> = { 'user-agent': 'dp-connectors', accept: 'text/csv, */*' };
-  if (c.token) headers.authorization = `Bearer ${c.token}`;
-  const res = await httpRequest(c.url!, { headers, signal, timeoutMs });
+  const res = await httpRequest(c.url!, { headers, credentials: tokenFor(c), signal, timeoutMs });
   await expectOk(res, hostOf(c.url!));
   const file = path.join(dir, 'export.csv');
   await saveStream(res.body, file);
@@ -214,7 +218,7 @@ export const spreadsheetType: ConnectorType = {
     probe(signal, timeoutOf(config), async (bounded) => {
       const c = checkConfig(config);
       if (c.url) {
-        const res = await httpRequest(c.url, { method: 'GET', headers: c.token ? { authorization: `Bearer ${c.token}` } : {}, signal: bounded, timeoutMs: timeoutOf(config) });
+        const res = await httpRequest(c.url, { method: 'GET', credentials: tokenFor(c), signal: bounded, timeoutMs: timeoutOf(config) });
         await expectOk(res, hostOf(c.url));
         await res.body.dump();
         return `CSV export at ${hostOf(c.url)} answers`;
@@ -229,7 +233,7 @@ export const spreadsheetType: ConnectorType = {
   async modifiedTime(config, _table, signal, runtime) {
     const c = checkConfig(config);
     if (c.path) return fs.statSync(workbookPath(c, runtime)).mtimeMs / 1000;
-    const res = await httpRequest(c.url!, { method: 'HEAD', headers: c.token ? { authorization: `Bearer ${c.token}` } : {}, signal, timeoutMs: timeoutOf(config) });
+    const res = await httpRequest(c.url!, { method: 'HEAD', credentials: tokenFor(c), signal, timeoutMs: timeoutOf(config) });
     await res.body.dump();
     const header = res.headers['last-modified'];
     const t = typeof header === 'string' ? Date.parse(header) : NaN;

@@ -13,4 +13,6 @@ export interface CdcStateRow {
   file_mtime: number | null;
   last_sync_at: string | null;
   rows_synced: number;
+  /** Set when the watermark is withheld: the cursor column is masked for the caller. */
+  watermark_masked?: boolean;
 }

@@ -1,7 +1,8 @@
 /** CLI commands: `dp connect <type>`, `dp connectors …`, `dp cdc status|reset`. */
 import fs from 'node:fs';
 import path from 'node:path';
-import { badRequest, type CliIO, type PluginContext } from '../../sdk/index.js';
+import { badRequest, LOCAL_ADMIN, type CliIO, type PluginContext } from '../../sdk/index.js';
+import { callerView } from './shown.js';
 import type { ConnectorsService, SetupRequest } from './service.js';
 
 /** `--set key=value`: JSON when it parses (numbers, booleans), else the text. */
@@ -53,6 +54,9 @@ function printResults(io: CliIO, results: Array<{ table: string; status: string;
 }
 
 export function registerCommands(ctx: PluginContext, service: ConnectorsService): void {
+  // The same view as the routes (shown.ts), for the caller of a command relayed through the server.
+  const valuesHidden = ctx.hook('valuesHiddenFrom');
+  const viewOf = (io: CliIO) => callerView(ctx, service.projectFile, valuesHidden, io.caller ?? LOCAL_ADMIN);
   ctx.command('connect', async (args, io) => {
     const type = String(args.type);
     const config = configFromArgs(args, process.cwd());
@@ -118,7 +122,8 @@ export function registerCommands(ctx: PluginContext, service: ConnectorsService)
     const name = String(args.name);
     const tables = args.table ? ([] as unknown[]).concat(args.table).map(String) : undefined;
     io.progress(`syncing ${name}...`);
-    const results = await service.engine.syncConnector(name, { trigger: 'cli', ...(tables ? { tables } : {}), onTable: (r) => io.progress(`${r.table}: ${r.status}, ${r.rows_synced} rows`) });
+    const raw = await service.engine.syncConnector(name, { trigger: 'cli', ...(tables ? { tables } : {}), onTable: (r) => io.progress(`${r.table}: ${r.status}, ${r.rows_synced} rows`) });
+    const results = await (await viewOf(io)).syncResults(name, raw);
     if (io.wantsJson) io.json(results);
     else printResults(io, results);
     return results.some((r) => r.status === 'error') ? 1 : 0;
@@ -134,17 +139,17 @@ export function registerCommands(ctx: PluginContext, service: ConnectorsService)
     else io.out(`Removed connector ${r.removed}${r.script_path ? ` and ${r.script_path}` : ''}${r.secrets_removed.length ? `; secrets removed: ${r.secrets_removed.join(', ')}` : ''} (its tables are kept)`);
   });
   ctx.command('connectors health', async (_args, io) => {
-    const h = await service.health();
+    const h = (await viewOf(io)).fields(await service.health());
     if (io.wantsJson) io.json(h);
     else io.table(h.map((c) => ({ name: c.name, status: c.status, last_sync_at: c.last_sync_at ?? '', ms: c.duration_ms ?? '', rows: c.rows_synced ?? '', error: c.error ?? '' })), ['name', 'status', 'last_sync_at', 'ms', 'rows', 'error']);
   });
 
   ctx.command('cdc status', async (args, io) => {
     if (args.connector) service.projectFile.connector(String(args.connector));
-    const rows = await service.state.all(args.connector ? String(args.connector) : undefined);
+    const rows = await (await viewOf(io)).cdcRows(await service.state.all(args.connector ? String(args.connector) : undefined));
     if (io.wantsJson) io.json(rows);
     else if (!rows.length) io.out('No CDC state yet (nothing synced).');
-    else io.table(rows.map((r) => ({ connector: r.connector_name, table: r.table_name, mode: r.cdc_mode, watermark: r.watermark_value ?? '', file_mtime: r.file_mtime ?? '', last_sync_at: r.last_sync_at ?? '', rows: r.rows_synced })));
+    else io.table(rows.map((r) => ({ connector: r.connector_name, table: r.table_name, mode: r.cdc_mode, watermark: r.watermark_masked ? '*** (masked)' : (r.watermark_value ?? ''), file_mtime: r.file_mtime ?? '', last_sync_at: r.last_sync_at ?? '', rows: r.rows_synced })));
   });
   ctx.command('cdc reset', async (args, io) => {
     const c = service.projectFile.connector(String(args.connector));

@@ -1,7 +1,8 @@
 /** HTTP routes of the connectors plugin (docs/decisions.md "Connectors, webhook, CDC"). */
-import { badRequest, type PluginContext } from '../../sdk/index.js';
+import { badRequest, type Caller, type PluginContext } from '../../sdk/index.js';
 import type { ImportService } from './import.js';
 import type { ConnectorsService, SetupRequest } from './service.js';
+import { callerView } from './shown.js';
 import { checkWebhookName, WEBHOOK_BODY_LIMIT, type WebhookInbox } from './webhook.js';
 
 const NAME_PARAMS = (key: string) => ({ type: 'object', properties: { [key]: { type: 'string', minLength: 1, maxLength: 200 } }, required: [key] });
@@ -15,6 +16,9 @@ const TYPE_AND_CONFIG = {
 };
 
 export function registerRoutes(ctx: PluginContext, service: ConnectorsService, inbox: WebhookInbox, imports: ImportService): void {
+  const valuesHidden = ctx.hook('valuesHiddenFrom');
+  /** What the caller may read: watermarks of cursor columns masked for them withheld, error texts redacted (shown.ts). */
+  const viewOf = (req: { caller: Caller }) => callerView(ctx, service.projectFile, valuesHidden, req.caller);
   ctx.route({
     method: 'GET',
     url: '/api/connectors/available',
@@ -28,7 +32,7 @@ export function registerRoutes(ctx: PluginContext, service: ConnectorsService, i
     url: '/api/connectors/health',
     permission: 'read',
     summary: 'Last sync status, timestamp and duration per connector',
-    handler: () => service.health(),
+    handler: async (req) => (await viewOf(req)).fields(await service.health()),
   });
 
   const typeAndConfig = (body: { connector_type?: string; config?: unknown; connection_name?: string }) => {
@@ -48,7 +52,7 @@ export function registerRoutes(ctx: PluginContext, service: ConnectorsService, i
     schema: { body: TYPE_AND_CONFIG },
     handler: async (req) => {
       const { type, config } = typeAndConfig(req.body);
-      return service.test(type, config);
+      return (await viewOf(req)).fields(await service.test(type, config));
     },
   });
   ctx.route({
@@ -101,7 +105,8 @@ export function registerRoutes(ctx: PluginContext, service: ConnectorsService, i
       const t0 = performance.now();
       const results = await service.engine.syncConnector(req.params.connection_name, { trigger: 'api' });
       const failed = results.filter((r) => r.status === 'error').length;
-      return { connector: req.params.connection_name, status: failed ? 'error' : 'success', duration_ms: Math.round(performance.now() - t0), results };
+      const shown = await (await viewOf(req)).syncResults(req.params.connection_name, results);
+      return { connector: req.params.connection_name, status: failed ? 'error' : 'success', duration_ms: Math.round(performance.now() - t0), results: shown };
     },
   });
   ctx.route<unknown, unknown, { connection_name: string }>({
@@ -127,7 +132,7 @@ export function registerRoutes(ctx: PluginContext, service: ConnectorsService, i
     },
   });
 
-  ctx.route({ method: 'GET', url: '/api/cdc', permission: 'read', summary: 'CDC state of every tracked table', handler: () => service.state.all() });
+  ctx.route({ method: 'GET', url: '/api/cdc', permission: 'read', summary: 'CDC state of every tracked table', handler: async (req) => (await viewOf(req)).cdcRows(await service.state.all()) });
   ctx.route<unknown, unknown, { connector_name: string }>({
     method: 'GET',
     url: '/api/cdc/:connector_name',
@@ -136,7 +141,7 @@ export function registerRoutes(ctx: PluginContext, service: ConnectorsService, i
     schema: { params: NAME_PARAMS('connector_name') },
     handler: async (req) => {
       const c = service.projectFile.connector(req.params.connector_name);
-      return { connector: c.name, tables: await service.state.all(c.name) };
+      return { connector: c.name, tables: await (await viewOf(req)).cdcRows(await service.state.all(c.name)) };
     },
   });
   ctx.route<{ table?: string } | undefined, { table?: string }, { connector_name: string }>({

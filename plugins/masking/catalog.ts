@@ -4,7 +4,8 @@
  * method's JSON schema (ajv, defaults filled in) and compiles the masking expression.
  */
 import { Ajv, type ValidateFunction } from 'ajv';
-import { ajvFieldError, badRequest, DpError, type MaskingColumnInfo, type MaskingMethod } from '../../sdk/index.js';
+import { ajvFieldError, badRequest, DpError, hasPermission, type Caller, type MaskingColumnInfo, type MaskingMethod } from '../../sdk/index.js';
+import type { MaskingPolicy } from './policies.js';
 import { MaskKeys } from './keys.js';
 import { builtinMethods } from './methods.js';
 
@@ -111,4 +112,20 @@ export class MethodCatalog {
 function structuredCloneJson(value: unknown): unknown {
   if (typeof value !== 'object' || Array.isArray(value)) return value;
   return JSON.parse(JSON.stringify(value));
+}
+
+/**
+ * A policy as `caller` may read it, on every outlet (the policies route, `dp mask list` local or
+ * through `POST /api/cli/run`, `SHOW MASKING POLICIES`, the derived listing): config settings a
+ * method marks `writeOnly` (the seed_key of noise and date_shift) would let a reader undo the
+ * masking, so only callers who may write policies see them; others read `***`.
+ */
+export function shownPolicy<P extends MaskingPolicy>(policy: P, caller: Caller, catalog: MethodCatalog): P {
+  if (hasPermission(caller, 'write')) return policy;
+  const schema = catalog.list().find((m) => m.name === policy.method)?.config_schema as { properties?: Record<string, { writeOnly?: boolean }> } | undefined;
+  const config = { ...policy.method_config };
+  for (const [k, spec] of Object.entries(schema?.properties ?? {})) {
+    if (spec?.writeOnly && config[k] !== undefined && config[k] !== '') config[k] = '***';
+  }
+  return { ...policy, method_config: config };
 }

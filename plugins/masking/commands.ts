@@ -1,5 +1,6 @@
 /** `dp mask add | list | remove`: policy management from the command line. */
-import { badRequest, type CliIO, type PluginContext } from '../../sdk/index.js';
+import { badRequest, LOCAL_ADMIN, type CliIO, type PluginContext } from '../../sdk/index.js';
+import { shownPolicy, type MethodCatalog } from './catalog.js';
 import type { DerivedPolicy } from './derived.js';
 import type { MaskingPolicy, PolicyStore } from './policies.js';
 
@@ -29,7 +30,7 @@ function roles(value: unknown): string[] | undefined {
   return list.map((r) => r.trim()).filter(Boolean);
 }
 
-export function registerCommands(ctx: PluginContext, store: PolicyStore, derived: () => Promise<readonly DerivedPolicy[]>): void {
+export function registerCommands(ctx: PluginContext, store: PolicyStore, derived: () => Promise<readonly DerivedPolicy[]>, catalog: MethodCatalog): void {
   ctx.command('mask add', async (args, io: CliIO) => {
     await store.ensureLoaded();
     let method_config: unknown = undefined;
@@ -62,13 +63,14 @@ export function registerCommands(ctx: PluginContext, store: PolicyStore, derived
   ctx.command('mask list', async (args, io: CliIO) => {
     await store.ensureLoaded();
     if (args.derived) {
-      const list = await derived();
+      // Write-only config settings read the same here as on the policies route, relay included.
+      const list = (await derived()).map((p) => shownPolicy(p, io.caller ?? LOCAL_ADMIN, catalog));
       if (io.wantsJson) io.json(list);
       else if (!list.length) io.out('No derived masking policies (no model column comes from a masked column).');
       else io.table(list.map((p) => ({ ...p, sources: p.sources.join(', '), exempted_roles: p.exempted_roles.join(',') })), DERIVED_COLUMNS);
       return 0;
     }
-    const policies = store.list();
+    const policies = store.list().map((p) => shownPolicy(p, io.caller ?? LOCAL_ADMIN, catalog));
     if (io.wantsJson) io.json(policies);
     else if (!policies.length) io.out('No masking policies.');
     else io.table(policies.map(row), LIST_COLUMNS);

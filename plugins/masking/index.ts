@@ -61,6 +61,7 @@ export default definePlugin({
 
     ctx.tap('interceptQuery', async (q) => interceptMaskingCommand(q, store));
     ctx.tap('beforeQuery', async (q) => enforcer.beforeQuery(q));
+    ctx.tap('valuesHiddenFrom', async (caller) => (await enforcer.maskedColumnNames(caller)).length > 0);
 
     const service: MaskingService & { derivations(): number } = {
       maskedColumns: (caller, schema, table) => enforcer.maskedColumns(caller, schema, table),
@@ -72,6 +73,6 @@ export default definePlugin({
 
     registerRoutes(ctx, store, catalog, derived);
     registerPreviewRoute(ctx);
-    registerCommands(ctx, store, derived);
+    registerCommands(ctx, store, derived, catalog);
   },
 });

@@ -1,6 +1,6 @@
 /** HTTP endpoints of the masking plugin (docs/decisions.md "Masking policy", endpoints). */
 import { type Caller, forbidden, hasPermission, type JsonSchema, type PluginContext } from '../../sdk/index.js';
-import type { MethodCatalog } from './catalog.js';
+import { shownPolicy, type MethodCatalog } from './catalog.js';
 import type { DerivedPolicy } from './derived.js';
 import { DECLASSIFY, type MaskingPolicy, type PolicyInput, policyProperties, type PolicyStore } from './policies.js';
 
@@ -48,18 +48,9 @@ const idParams: JsonSchema = {
   properties: { policy_id: { type: 'string', minLength: 1 } },
 };
 
-/**
- * Config settings a method marks `writeOnly` (the seed_key of noise and date_shift) would let a
- * reader undo the masking, so only callers who may write policies see them.
- */
+/** A policy as the caller may read it (the one rule: catalog.ts `shownPolicy`). */
 function present(policy: MaskingPolicy, caller: Caller, catalog: MethodCatalog): MaskingPolicy {
-  if (hasPermission(caller, 'write')) return policy;
-  const schema = catalog.list().find((m) => m.name === policy.method)?.config_schema as { properties?: Record<string, { writeOnly?: boolean }> } | undefined;
-  const config = { ...policy.method_config };
-  for (const [k, spec] of Object.entries(schema?.properties ?? {})) {
-    if (spec?.writeOnly && config[k] !== undefined && config[k] !== '') config[k] = '***';
-  }
-  return { ...policy, method_config: config };
+  return shownPolicy(policy, caller, catalog);
 }
 
 export function registerRoutes(ctx: PluginContext, store: PolicyStore, catalog: MethodCatalog, derived: () => Promise<readonly DerivedPolicy[]>): void {

@@ -1,5 +1,5 @@
 /** CLI commands of the models plugin (declared in plugin.json). */
-import type { CliIO, PluginContext } from '../../sdk/index.js';
+import { errorTextsFor, LOCAL_ADMIN, type CliIO, type PluginContext } from '../../sdk/index.js';
 import { runCheck, type CheckReport } from './check.js';
 import { diffMarkdown, runDiff } from './diff.js';
 import { runLint } from './lint.js';
@@ -45,15 +45,20 @@ function printUnitFailures(report: UnitTestReport, io: CliIO): void {
 }
 
 export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void {
+  // Relayed through POST /api/cli/run, build errors reach the caller as on the routes: through
+  // the sdk's one redaction of error texts (docs/security.md "Error texts").
+  const valuesHidden = ctx.hook('valuesHiddenFrom');
+  const shownTo = async <T>(io: CliIO, value: T): Promise<T> => (await errorTextsFor(valuesHidden, io.caller ?? LOCAL_ADMIN)).fields(value);
+
   ctx.command('transform', async (args, io) => {
     const named = [...(list(args.models) ?? []), ...(list(args.select) ?? [])];
-    const summary = await engine.transform({
+    const summary = await shownTo(io, await engine.transform({
       targets: named.length ? named : null,
       force: Boolean(args.force),
       fullRefresh: Boolean(args['full-refresh']),
       trigger: 'cli',
       onModel: (r, done, total) => io.progress(`[${done}/${total}] ${r.status.padEnd(15)} ${r.model} (${r.duration_ms} ms)`),
-    });
+    }));
     if (io.wantsJson) io.json(summary);
     else {
       io.table(
@@ -69,12 +74,12 @@ export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void
   });
 
   ctx.command('seed', async (args, io) => {
-    const results = await engine.loadSeeds({
+    const results = await shownTo(io, await engine.loadSeeds({
       force: Boolean(args.force),
       schema: args.schema === undefined ? undefined : String(args.schema),
       targets: list(args.select),
       onSeed: (r, done, total) => io.progress(`[${done}/${total}] ${r.status.padEnd(8)} ${r.seed}`),
-    });
+    }));
     if (io.wantsJson) io.json(results);
     else if (results.length === 0) io.out('No seeds/*.csv files');
     else io.table(results.map((r) => ({ seed: r.seed, status: r.status, rows: r.rows ?? '', error: r.error ?? '' })), ['seed', 'status', 'rows', 'error']);
@@ -82,7 +87,7 @@ export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void
   });
 
   ctx.command('check', async (_args, io) => {
-    const report = await runCheck(ctx, engine);
+    const report = await shownTo(io, await runCheck(ctx, engine));
     if (io.wantsJson) io.json(report);
     else printCheck(report, io);
     return report.exit_code;

@@ -4,12 +4,13 @@
  * status live while a run started anywhere (API, CLI through the server, a schedule) goes on.
  * The last 500 events replay after a reconnect (Last-Event-ID).
  */
-import { SseBuffer, type PluginContext } from '../../sdk/index.js';
+import { errorTextsFor, SseBuffer, type PluginContext } from '../../sdk/index.js';
 
 const TRANSFORM_EVENTS = ['transform_start', 'model_start', 'model_end', 'transform_end'] as const;
 
 export function registerTransformEvents(ctx: PluginContext): void {
   const buffer = new SseBuffer(500);
+  const valuesHidden = ctx.hook('valuesHiddenFrom');
   for (const type of TRANSFORM_EVENTS) ctx.events.on(type, (e) => buffer.push({ ...e.payload, at: e.at }, type));
   ctx.route({
     kind: 'sse',
@@ -17,6 +18,7 @@ export function registerTransformEvents(ctx: PluginContext): void {
     url: '/api/transform/events',
     permission: 'read',
     summary: 'Transform progress as server-sent events: transform_start, model_start, model_end, transform_end',
-    source: () => buffer,
+    // model_end carries the build error: redacted for a caller masking binds (docs/security.md "Error texts").
+    source: async (req) => (await errorTextsFor(valuesHidden, req.caller)).events(buffer),
   });
 }

@@ -1,9 +1,11 @@
 /** HTTP routes of the models plugin (declared in plugin.json with the same permissions). */
 import {
   errorMessage,
+  errorTextsFor,
   notFound,
   qualified,
   requirePermission,
+  type Caller,
   type JsonSchema,
   type PluginContext,
 } from '../../sdk/index.js';
@@ -39,6 +41,11 @@ const modelItem: JsonSchema = {
 const SAMPLE_ROWS = 20;
 
 export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
+  // Build errors quote the values they failed on: every answer that carries them passes through
+  // the sdk's one redaction for the caller (docs/security.md "Error texts").
+  const valuesHidden = ctx.hook('valuesHiddenFrom');
+  const shownTo = async <T>(req: { caller: Caller }, value: T | Promise<T>): Promise<T> => (await errorTextsFor(valuesHidden, req.caller)).fields(await value);
+
   ctx.route({
     method: 'GET',
     url: '/api/models',
@@ -74,7 +81,7 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
       },
     },
     handler: async (req) =>
-      engine.transform({ targets: req.body?.targets ?? null, force: req.body?.force ?? false, fullRefresh: req.body?.full_refresh ?? false, trigger: 'api' }),
+      shownTo(req, engine.transform({ targets: req.body?.targets ?? null, force: req.body?.force ?? false, fullRefresh: req.body?.full_refresh ?? false, trigger: 'api' })),
   });
 
   ctx.route({
@@ -90,7 +97,7 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
     url: '/api/models/status',
     permission: 'read',
     summary: 'Models and seeds changed since their last build, and models stale downstream',
-    handler: () => projectStatus(ctx, engine),
+    handler: (req) => shownTo(req, projectStatus(ctx, engine)),
   });
 
   ctx.route({
@@ -128,7 +135,7 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
     permission: 'read',
     summary: 'Recent transform runs, newest first',
     schema: { querystring: { type: 'object', additionalProperties: false, properties: { limit: { type: 'integer', minimum: 1, maximum: 1000, default: 20 } } } },
-    handler: (req) => engine.runs(req.query.limit ?? 20),
+    handler: (req) => shownTo(req, engine.runs(req.query.limit ?? 20)),
   });
 
   ctx.route<{ name: string; schema_name: string; materialized: 'table' | 'view'; sql: string }>({
@@ -221,7 +228,7 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
     permission: 'execute',
     summary: 'Validate models, run inline assertions and contracts',
     schema: { body: EMPTY_BODY },
-    handler: () => runCheck(ctx, engine),
+    handler: (req) => shownTo(req, runCheck(ctx, engine)),
   });
 
   ctx.route<{ targets?: string[] | null; target_schema?: string | null; full?: boolean }>({
@@ -284,7 +291,7 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
     },
     handler: async (req) => {
       const results = await engine.loadSeeds({ force: req.body?.force ?? false, schema: req.body?.schema_name ?? undefined, targets: req.body?.targets ?? null });
-      return { results, status: results.some((r) => r.status === 'error') ? 'error' : 'success' };
+      return shownTo(req, { results, status: results.some((r) => r.status === 'error') ? 'error' : 'success' });
     },
   });
 }

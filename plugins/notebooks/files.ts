@@ -42,7 +42,7 @@ export function locateNotebook(ctx: PluginContext, raw: string | undefined): Not
       allowed: [...NOTEBOOK_FOLDERS],
     });
   if (!requested || Buffer.byteLength(requested) > 1024 || !inFolders(rel) || path.posix.extname(rel).toLowerCase() !== '.dpnb') throw refuse();
-  const abs = ctx.project.resolve(rel);
+  const abs = ctx.project.resolveReadable(rel);
   // The file (or, for a new one, its nearest existing folder) must really be inside the folders too.
   let probe = abs;
   while (!fs.existsSync(probe) && path.dirname(probe) !== probe) probe = path.dirname(probe);

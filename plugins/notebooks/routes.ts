@@ -6,7 +6,7 @@
  * checked per cell (403 `insufficient_role`).
  */
 import type { FastifyReply } from 'fastify';
-import { badRequest, notFound, type JsonSchema, type PluginContext } from '../../sdk/index.js';
+import { badRequest, errorTextsFor, notFound, type JsonSchema, type PluginContext } from '../../sdk/index.js';
 import type { ExecuteCellRequest, Notebook } from './api-types.js';
 import { listNotebooks, locateNotebook, MAX_NOTEBOOK_BYTES, readNotebookFile, saveNotebook } from './files.js';
 import { assertNotebook, CELL_SCHEMA, NOTEBOOK_SCHEMA } from './schema.js';
@@ -73,6 +73,7 @@ function clientLeaves(reply: FastifyReply): AbortSignal {
 }
 
 export function registerRoutes(ctx: PluginContext, sessions: NotebookSessions): void {
+  const valuesHidden = ctx.hook('valuesHiddenFrom');
   ctx.route({
     method: 'GET',
     url: '/api/notebooks',
@@ -90,7 +91,8 @@ export function registerRoutes(ctx: PluginContext, sessions: NotebookSessions): 
     tags: TAGS,
     summary: 'Read a notebook: {path, cells, modified, sha256}',
     schema: { params: pathParam, response: { 200: documentSchema } },
-    handler: (req) => readNotebookFile(locateNotebook(ctx, req.params['*'])),
+    // Saved outputs hold the error texts of earlier runs, maybe an admin's: redacted for a caller masking binds.
+    handler: async (req) => (await errorTextsFor(valuesHidden, req.caller)).fields(readNotebookFile(locateNotebook(ctx, req.params['*']))),
   });
 
   ctx.route<Notebook, unknown, { '*': string }>({
@@ -151,7 +153,13 @@ export function registerRoutes(ctx: PluginContext, sessions: NotebookSessions): 
           cell_count: notebook.cells.length,
         });
       }
-      return sessions.execute({ path: file.rel, notebook, cellIndex: index, caller: req.caller, signal: clientLeaves(reply) });
+      const errorTexts = await errorTextsFor(valuesHidden, req.caller);
+      try {
+        return errorTexts.fields(await sessions.execute({ path: file.rel, notebook, cellIndex: index, caller: req.caller, signal: clientLeaves(reply) }));
+      } catch (e) {
+        // A cell's error quotes the values it failed on (docs/security.md "Error texts").
+        throw errorTexts.error(e);
+      }
     },
   });
 }

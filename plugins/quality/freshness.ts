@@ -3,7 +3,7 @@
  * and how long ago each declared source table was loaded (max of its `loaded_at_column`, against
  * the source's `freshness_hours`).
  */
-import { errorMessage, qualified, quoteIdent, quoteLiteral, type Caller, type PluginContext } from '../../sdk/index.js';
+import { errorMessage, isDpError, qualified, quoteIdent, quoteLiteral, type Caller, type PluginContext, type QueryStopSignal } from '../../sdk/index.js';
 import { isoUtc, isServiceSchema, maskedColumnsFor, maskedNamesFor, modelsService, parseUtc, redactQuoted, relationExists } from './relations.js';
 
 export interface ModelFreshness {
@@ -95,7 +95,7 @@ export async function modelFreshness(ctx: PluginContext, maxHours: number): Prom
  * `caller` may see it: sources in `_service` are left out for non-admins and never queried (their
  * columns hold credentials); a masked loaded_at_column shows the status only.
  */
-export async function sourceFreshness(ctx: PluginContext, caller: Caller): Promise<SourceFreshnessReport> {
+export async function sourceFreshness(ctx: PluginContext, caller: Caller, signal?: QueryStopSignal): Promise<SourceFreshnessReport> {
   const now = Date.now();
   const out: SourceFreshness[] = [];
   const maskedNames = await maskedNamesFor(ctx, caller);
@@ -131,10 +131,13 @@ export async function sourceFreshness(ctx: PluginContext, caller: Caller): Promi
       try {
         const col = quoteIdent(t.loaded_at_column);
         const R = qualified(source.schema, t.name);
-        const type = (await ctx.db.all<{ column_type: string }>(`DESCRIBE SELECT ${col} FROM ${R}`))[0]?.column_type ?? '';
-        // TIMESTAMPTZ is an instant; naive timestamps and dates are read as UTC.
-        const epoch = /WITH TIME ZONE/i.test(type) ? `epoch_ms(max(${col}))` : `epoch_ms(CAST(max(${col}) AS TIMESTAMP))`;
-        const r = (await ctx.db.all(`SELECT ${epoch} AS ms, CAST(max(${col}) AS VARCHAR) AS max_text FROM ${R}`))[0];
+        // max() over a whole table a viewer asked for: under the role's deadline, in a query slot, stopped when the client leaves.
+        const r = await ctx.queries.withDeadline({ caller, purpose: 'freshness', signal }, async (c) => {
+          const type = (await c.all<{ column_type: string }>(`DESCRIBE SELECT ${col} FROM ${R}`))[0]?.column_type ?? '';
+          // TIMESTAMPTZ is an instant; naive timestamps and dates are read as UTC.
+          const epoch = /WITH TIME ZONE/i.test(type) ? `epoch_ms(max(${col}))` : `epoch_ms(CAST(max(${col}) AS TIMESTAMP))`;
+          return (await c.all(`SELECT ${epoch} AS ms, CAST(max(${col}) AS VARCHAR) AS max_text FROM ${R}`))[0];
+        });
         if (r.ms === null || r.ms === undefined) {
           row.status = 'no_data';
           continue;
@@ -148,6 +151,7 @@ export async function sourceFreshness(ctx: PluginContext, caller: Caller): Promi
           row.hours_since_load = age;
         }
       } catch (e) {
+        if (signal?.aborted || (isDpError(e) && e.status === 408)) throw e;
         row.status = 'error';
         // Conversion errors quote the value they failed on.
         const message = errorMessage(e).split('\n')[0];

@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import {
   badRequest,
+  clientGone,
   definePlugin,
   errorMessage,
   LOCAL_ADMIN,
@@ -408,15 +409,17 @@ export default definePlugin({
       permission: 'read',
       summary: 'Column profiles of every model (models never built are listed with status not_built)',
       tags: ['quality'],
-      handler: async (req) => {
+      handler: async (req, reply) => {
         const profiles: Array<Record<string, unknown>> = [];
+        const gone = clientGone(reply);
         for (const model of visibleTo(req.caller, await knownModels(ctx), (m) => m)) {
+          if (gone.aborted) break;
           const { schema, table } = splitRelation(model);
           if (!schema || !(await relationExists(ctx, schema, table))) {
             profiles.push({ model, schema, table, status: 'not_built' });
             continue;
           }
-          profiles.push({ model, status: 'ok', ...(await profileForCaller(ctx, schema, table, req.caller)) });
+          profiles.push({ model, status: 'ok', ...(await profileForCaller(ctx, schema, table, req.caller, gone)) });
         }
         return { profiles };
       },
@@ -429,11 +432,11 @@ export default definePlugin({
       summary: 'Column profile of one model, with its recorded row-count history',
       tags: ['quality'],
       schema: { params: modelParams },
-      handler: async (req) => {
+      handler: async (req, reply) => {
         const rel = await resolveModel(ctx, req.params.model_name);
         assertVisible(req.caller, rel.schema, rel.table, 'model_not_found');
         await requireRelation(ctx, rel);
-        const profile = await profileForCaller(ctx, rel.schema, rel.table, req.caller);
+        const profile = await profileForCaller(ctx, rel.schema, rel.table, req.caller, clientGone(reply));
         const history = (await profileHistory(ctx, rel.full, 30)).map((h) => ({ run_id: h.run_id, row_count: h.row_count, profiled_at: h.profiled_at }));
         return { model: rel.full, ...profile, history };
       },
@@ -448,11 +451,11 @@ export default definePlugin({
       schema: {
         params: { type: 'object', required: ['schema', 'table'], properties: { schema: { type: 'string', minLength: 1 }, table: { type: 'string', minLength: 1 } } },
       },
-      handler: async (req) => {
+      handler: async (req, reply) => {
         const { schema, table } = req.params;
         assertVisible(req.caller, schema, table);
         if (!(await relationExists(ctx, schema, table))) throw notFound('table_not_found', `No table or view ${schema}.${table}`, { schema, table });
-        return profileForCaller(ctx, schema, table, req.caller);
+        return profileForCaller(ctx, schema, table, req.caller, clientGone(reply));
       },
     });
 
@@ -478,7 +481,7 @@ export default definePlugin({
       permission: 'read',
       summary: "Each declared source table's newest loaded_at_column value against its source's freshness_hours",
       tags: ['quality'],
-      handler: async (req) => sourceFreshness(ctx, req.caller),
+      handler: async (req, reply) => sourceFreshness(ctx, req.caller, clientGone(reply)),
     });
 
     ctx.route<unknown, { limit: number }>({

@@ -5,7 +5,7 @@
  * one INSERT … SELECT computes and stores the profiles of a whole batch of models.
  */
 import { randomUUID } from 'node:crypto';
-import { errorMessage, qualified, quoteIdent, quoteLiteral, type Caller, type PluginContext } from '../../sdk/index.js';
+import { errorMessage, isDpError, qualified, quoteIdent, quoteLiteral, type Caller, type DbConnection, type PluginContext, type QueryStopSignal } from '../../sdk/index.js';
 import type { ColumnProfile, TableProfile } from './api-types.js';
 import { assertVisible, isoUtc, isServiceSchema, maskedColumnsFor, parseJson, type ColumnInfo } from './relations.js';
 
@@ -32,10 +32,10 @@ function round(n: number, digits = 2): number {
   return Math.round(n * f) / f;
 }
 
-/** Statistics of every column of `schema.table`, computed by DuckDB in one pass. */
-export async function computeStats(ctx: PluginContext, schema: string, table: string): Promise<TableProfile> {
+/** Statistics of every column of `schema.table`, computed by DuckDB in one pass (through `reader`: a connection under a caller's deadline, else the database port). */
+export async function computeStats(ctx: PluginContext, schema: string, table: string, reader: Pick<DbConnection, 'all' | 'query'> = ctx.db): Promise<TableProfile> {
   const R = qualified(schema, table);
-  const described = await ctx.db.all<{ column_name: string; column_type: string }>(`DESCRIBE SELECT * FROM ${R}`);
+  const described = await reader.all<{ column_name: string; column_type: string }>(`DESCRIBE SELECT * FROM ${R}`);
   const parts = ['count(*) AS dp_rows'];
   described.forEach((c, i) => {
     const col = quoteIdent(c.column_name);
@@ -48,7 +48,7 @@ export async function computeStats(ctx: PluginContext, schema: string, table: st
     else parts.push(`CAST(min(${col}) AS VARCHAR) AS lo${i}`, `CAST(max(${col}) AS VARCHAR) AS hi${i}`);
     parts.push(numeric ? `CAST(avg(${col}) AS DOUBLE) AS av${i}` : `NULL AS av${i}`);
   });
-  const res = await ctx.db.query(`SELECT ${parts.join(', ')} FROM ${R}`);
+  const res = await reader.query(`SELECT ${parts.join(', ')} FROM ${R}`);
   const row = res.rows[0] ?? [];
   const rowCount = Number(row[0] ?? 0);
   const columns: ColumnProfile[] = described.map((c, i) => {
@@ -79,11 +79,12 @@ export async function computeStats(ctx: PluginContext, schema: string, table: st
  * no query may read (credentials) are refused for everyone, before any aggregate runs. Profiles of
  * `_service` tables show counts only: min/max of a hash or a salt are secrets too.
  */
-export async function profileForCaller(ctx: PluginContext, schema: string, table: string, caller: Caller): Promise<TableProfile> {
+export async function profileForCaller(ctx: PluginContext, schema: string, table: string, caller: Caller, signal?: QueryStopSignal): Promise<TableProfile> {
   assertVisible(caller, schema, table);
   const sql = `SELECT * FROM ${qualified(schema, table)}`;
   await ctx.queries.prepare({ sql, caller, purpose: 'profile', table: { schema, table } });
-  const profile = await computeStats(ctx, schema, table);
+  // A whole-table pass a viewer can start: under the role's deadline, in a query slot, stopped when the client leaves.
+  const profile = await ctx.queries.withDeadline({ caller, purpose: 'profile', signal }, (c) => computeStats(ctx, schema, table, c));
   if (isServiceSchema(schema)) {
     for (const col of profile.columns) Object.assign(col, { min: null, max: null, avg: null, sample_values: [], masked: true });
     profile.notes = ["values of dp's internal tables are not shown"];
@@ -93,8 +94,9 @@ export async function profileForCaller(ctx: PluginContext, schema: string, table
   const notes: string[] = [];
   let sample: { columns: string[]; rows: unknown[][] } = { columns: [], rows: [] };
   try {
-    sample = await ctx.queries.run({ sql, limit: SAMPLE_ROWS, caller, purpose: 'profile', table: { schema, table } });
+    sample = await ctx.queries.run({ sql, limit: SAMPLE_ROWS, caller, purpose: 'profile', table: { schema, table }, signal });
   } catch (e) {
+    if (signal?.aborted || (isDpError(e) && e.status === 408)) throw e;
     notes.push(`sample values unavailable: ${errorMessage(e)}`);
   }
   for (const col of profile.columns) {

@@ -2,7 +2,7 @@
  * Shared helpers of the quality plugin: which relation a name means, whether it exists,
  * UTC timestamps for the service tables, and masking of data values shown in diagnostics.
  */
-import { badRequest, MASKING_SERVICE, MODELS_SERVICE, notFound, quoteLiteral, schemaHiddenFrom, type Caller, type ModelsService, type PluginContext } from '../../sdk/index.js';
+import { badRequest, MASKING_SERVICE, redactErrorValues, VIEWER_AUDIENCE, MODELS_SERVICE, notFound, quoteLiteral, schemaHiddenFrom, type Caller, type ModelsService, type PluginContext } from '../../sdk/index.js';
 
 export interface Relation {
   schema: string;
@@ -133,7 +133,7 @@ export function parseJson<T>(value: unknown, fallback: T): T {
  * Who reads stored diagnostics: any signed-in viewer, so stored values are masked as a viewer would
  * see them (the debug endpoint re-runs with the real caller for unmasked values where allowed).
  */
-export const STORED_AUDIENCE: Caller = Object.freeze({ username: null, role: 'viewer', authenticated: true });
+export const STORED_AUDIENCE: Caller = VIEWER_AUDIENCE;
 
 export const MASKED_VALUE = '***';
 
@@ -176,8 +176,7 @@ export function visibleTo<T>(caller: Caller, rows: T[], nameOf: (row: T) => stri
 
 /**
  * DuckDB's error messages quote the values they failed on (`Could not convert string
- * '123-45-6789' to INT32`): for an audience bound by a masking policy, quoted text is replaced.
+ * '123-45-6789' to INT32`): for an audience bound by a masking policy, quoted values are
+ * replaced by the sdk's one redaction of error texts (identifiers stay).
  */
-export function redactQuoted(message: string): string {
-  return message.replace(/'(?:[^']|'')*'/g, `'${MASKED_VALUE}'`).replace(/"(?:[^"]|"")*"/g, `"${MASKED_VALUE}"`);
-}
+export const redactQuoted = redactErrorValues;

@@ -176,7 +176,7 @@ export default definePlugin({
     ctx.command('query', async (args, io) => {
       let sql = String(args.sql);
       // A logged-in user running this through `dp serve` reads SQL files of the project only.
-      if (sql.startsWith('@')) sql = fs.readFileSync(io.caller?.authenticated ? ctx.project.resolve(sql.slice(1)) : sql.slice(1), 'utf8');
+      if (sql.startsWith('@')) sql = fs.readFileSync(io.caller?.authenticated ? ctx.project.resolveReadable(sql.slice(1)) : sql.slice(1), 'utf8');
       const params: Record<string, unknown> = {};
       for (const p of (args.param as string[] | undefined) ?? []) {
         const at = String(p).indexOf('=');

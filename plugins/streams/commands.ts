@@ -1,24 +1,28 @@
 /** CLI commands of the streams plugin: `dp run <path>`, `dp jobs run <name>`, `dp jobs list` (declared in plugin.json). */
-import type { PluginContext } from '../../sdk/index.js';
+import { errorTextsFor, LOCAL_ADMIN, withEnvReferences, type PluginContext } from '../../sdk/index.js';
 import type { Scheduler } from './scheduler.js';
 import type { ScriptRunner } from './scripts.js';
 import type { StreamRunner } from './streams.js';
 
 export function registerCommands(ctx: PluginContext, parts: { scripts: ScriptRunner; streams: StreamRunner; scheduler: Scheduler }): void {
   const { scripts, streams } = parts;
+  // Relayed through POST /api/cli/run, a command answers its caller as the routes do: error
+  // texts through the sdk's one redaction, webhook URLs with their secrets as ${VAR} references.
+  const valuesHidden = ctx.hook('valuesHiddenFrom');
 
   ctx.command('run', async (args, io) => {
+    const errorTexts = await errorTextsFor(valuesHidden, io.caller ?? LOCAL_ADMIN);
     const target = String(args.path);
     const result = await scripts.run(target, {
       trigger: 'cli',
       // Output shows as it happens (on stderr with --json, so stdout stays one JSON document).
       onOutput: (line) => (io.wantsJson ? io.err(line) : io.out(line)),
     });
-    if (io.wantsJson) io.json(result);
+    if (io.wantsJson) io.json(errorTexts.fields(result));
     else if (result.status === 'success') io.err(`run ${result.path}: success in ${Math.round(result.duration_ms)} ms`);
     else {
-      io.err(`run ${result.path}: ${result.status}: ${result.error ?? ''}`);
-      if (result.stack) io.err(result.stack);
+      io.err(`run ${result.path}: ${result.status}: ${errorTexts.text(result.error ?? '')}`);
+      if (result.stack) io.err(errorTexts.text(result.stack));
     }
     return result.status === 'success' ? 0 : 1;
   });
@@ -26,7 +30,8 @@ export function registerCommands(ctx: PluginContext, parts: { scripts: ScriptRun
   ctx.command('jobs run', async (args, io) => {
     const name = String(args.name);
     const def = streams.get(name);
-    const line = (text: string) => (io.wantsJson ? io.err(text) : io.out(text));
+    const errorTexts = await errorTextsFor(valuesHidden, io.caller ?? LOCAL_ADMIN);
+    const line = (text: string) => (io.wantsJson ? io.err(errorTexts.text(text)) : io.out(errorTexts.text(text)));
     const result = await streams.run(name, {
       trigger: 'cli',
       onEvent: (kind, p) => {
@@ -39,7 +44,7 @@ export function registerCommands(ctx: PluginContext, parts: { scripts: ScriptRun
         else if (kind === 'output') line(`    ${p.script ? `${p.script}: ` : ''}${p.line}`);
       },
     });
-    if (io.wantsJson) io.json(result);
+    if (io.wantsJson) io.json(errorTexts.fields(result));
     else line(`stream ${name} ${result.status} in ${result.duration_ms} ms${result.error ? `: ${result.error}` : ''}`);
     return result.status === 'success' ? 0 : 1;
   });
@@ -51,7 +56,7 @@ export function registerCommands(ctx: PluginContext, parts: { scripts: ScriptRun
       steps: d.steps.map((s) => `${s.action}[${s.targets.join(',')}]`).join(' -> '),
       description: d.description,
     }));
-    if (io.wantsJson) io.json(streams.list());
+    if (io.wantsJson) io.json(streams.list().map((d) => ({ ...d, webhook_url: d.webhook_url === null ? null : withEnvReferences(d.webhook_url, ctx.env) })));
     else if (rows.length === 0) io.out('No streams in project.yml');
     else io.table(rows, ['stream', 'schedule', 'steps', 'description']);
   });

@@ -1,5 +1,5 @@
 /** HTTP routes of the streams plugin (declared in plugin.json with the same permissions). */
-import { badRequest, withEnvReferences, type PluginContext, type StreamDefinition } from '../../sdk/index.js';
+import { badRequest, errorTextsFor, withEnvReferences, type Caller, type PluginContext, type StreamDefinition } from '../../sdk/index.js';
 import type { SchedulerState } from './api-types.js';
 import type { PipelineEvents } from './events.js';
 import { readHistory } from './history.js';
@@ -11,6 +11,10 @@ const nameParams = { type: 'object', properties: { name: { type: 'string', minLe
 
 export function registerRoutes(ctx: PluginContext, parts: { scripts: ScriptRunner; streams: StreamRunner; scheduler: Scheduler; events: PipelineEvents }): void {
   const { scripts, streams, scheduler, events } = parts;
+  // Every answer that can hold an error text (run results, history, events) passes through the
+  // sdk's one redaction for the caller (docs/security.md "Error texts").
+  const valuesHidden = ctx.hook('valuesHiddenFrom');
+  const errorTexts = (req: { caller: Caller }) => errorTextsFor(valuesHidden, req.caller);
 
   /** A stream as the API shows it: a webhook URL holding a .env value shows the ${VAR} reference instead. */
   const shown = (d: StreamDefinition) => ({
@@ -30,7 +34,8 @@ export function registerRoutes(ctx: PluginContext, parts: { scripts: ScriptRunne
     },
     handler: async (req) => {
       // The client leaving does not stop the script: a run, once started, ends on its own (or with the server).
-      return scripts.run((req.body as { script_path: string }).script_path, { caller: req.caller, trigger: 'api' });
+      const result = await scripts.run((req.body as { script_path: string }).script_path, { caller: req.caller, trigger: 'api' });
+      return (await errorTexts(req)).fields(result);
     },
   });
 
@@ -72,7 +77,7 @@ export function registerRoutes(ctx: PluginContext, parts: { scripts: ScriptRunne
       streams.get(name);
       const active = streams.active();
       if (active.running) return { status: 'already_running', stream_name: active.stream_name };
-      return streams.run(name, { trigger: 'api' });
+      return (await errorTexts(req)).fields(await streams.run(name, { trigger: 'api' }));
     },
   });
 
@@ -81,7 +86,7 @@ export function registerRoutes(ctx: PluginContext, parts: { scripts: ScriptRunne
     url: '/api/stream/active',
     permission: 'read',
     summary: 'The active pipeline snapshot: running, operation, operation_label, stream_name, started_at, total_events, finished, status, duration_seconds',
-    handler: async () => ({ ...streams.active(), listeners: events.listeners }),
+    handler: async (req) => (await errorTexts(req)).fields({ ...streams.active(), listeners: events.listeners }),
   });
 
   ctx.route({
@@ -90,7 +95,7 @@ export function registerRoutes(ctx: PluginContext, parts: { scripts: ScriptRunne
     url: '/api/stream/events',
     permission: 'read',
     summary: 'Server-sent pipeline events: start, step_start, step_end, model_start, model_end, complete, error',
-    source: () => events,
+    source: async (req) => (await errorTexts(req)).events(events),
   });
 
   ctx.route({
@@ -116,7 +121,7 @@ export function registerRoutes(ctx: PluginContext, parts: { scripts: ScriptRunne
     handler: async (req) => {
       const q = req.query as { limit: number; name?: string; kind?: 'stream' | 'script' };
       if (!(q.limit >= 1 && q.limit <= 1000)) throw badRequest('invalid_history_limit', 'limit must be an integer from 1 to 1000', { limit: q.limit });
-      return { runs: await readHistory(ctx, { limit: q.limit, name: q.name, kind: q.kind }) };
+      return (await errorTexts(req)).fields({ runs: await readHistory(ctx, { limit: q.limit, name: q.name, kind: q.kind }) });
     },
   });
 

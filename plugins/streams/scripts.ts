@@ -173,7 +173,7 @@ export class ScriptRunner implements ScriptsService {
         { path: rel, supported: SUPPORTED },
       );
     }
-    const abs = this.ctx.project.resolve(rel);
+    const abs = this.ctx.project.resolveReadable(rel);
     if (!fs.existsSync(abs) || !fs.statSync(abs).isFile()) throw notFound('file_not_found', `No script at ${rel}`, { path: rel });
     const real = path.relative(fs.realpathSync(root), fs.realpathSync(abs)).split(path.sep).join('/');
     if (!inFolders(real) || path.extname(real).toLowerCase() !== ext) throw refuse();

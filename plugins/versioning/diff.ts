@@ -5,7 +5,10 @@
  * key, else by whole row (EXCEPT ALL both ways over the columns both sides share, so a changed
  * row counts as one removed and one added).
  */
-import { qualified, quoteIdent, quoteLiteral, type DatabasePort } from '../../sdk/index.js';
+import { qualified, quoteIdent, quoteLiteral, type DbConnection } from '../../sdk/index.js';
+
+/** What the diff reads through: one connection under the caller's deadline (the route), or the database port (the CLI). */
+export type DiffReader = Pick<DbConnection, 'all' | 'value'>;
 import type { ColumnInfo, DiffResult, TableChange } from './api-types.js';
 import { rowCount, userTables } from './catalog.js';
 import type { VersionStore } from './versions.js';
@@ -26,17 +29,17 @@ async function versionSides(store: VersionStore, id: string): Promise<Map<string
   );
 }
 
-async function currentSides(db: DatabasePort): Promise<Map<string, Side>> {
+async function currentSides(db: DiffReader): Promise<Map<string, Side>> {
   const out = new Map<string, Side>();
   for (const t of await userTables(db)) out.set(t.table, { table: t.table, columns: t.columns, key: t.key, rows: await rowCount(db, t), relation: qualified(t.schema, t.name) });
   return out;
 }
 
-async function count(db: DatabasePort, sql: string): Promise<number> {
+async function count(db: DiffReader, sql: string): Promise<number> {
   return Number((await db.value(sql)) ?? 0);
 }
 
-async function compareTable(db: DatabasePort, before: Side, after: Side): Promise<TableChange | null> {
+async function compareTable(db: DiffReader, before: Side, after: Side): Promise<TableChange | null> {
   const beforeTypes = new Map(before.columns.map((c) => [c.name, c.type]));
   const afterTypes = new Map(after.columns.map((c) => [c.name, c.type]));
   const added = after.columns.filter((c) => !beforeTypes.has(c.name)).map((c) => c.name);
@@ -90,7 +93,7 @@ async function compareTable(db: DatabasePort, before: Side, after: Side): Promis
 }
 
 /** `from` against `to`, or against the current tables when `to` is absent (`to_version: 'current'`). */
-export async function diffVersions(db: DatabasePort, store: VersionStore, from: string, to?: string | null): Promise<DiffResult> {
+export async function diffVersions(db: DiffReader, store: VersionStore, from: string, to?: string | null): Promise<DiffResult> {
   const before = await versionSides(store, from);
   const after = to ? await versionSides(store, to) : await currentSides(db);
   const changes: TableChange[] = [];

@@ -1,5 +1,5 @@
 /** HTTP routes of the versioning plugin (SPEC.md "Versioning and snapshots", "Backup"). */
-import type { JsonSchema, PluginContext } from '../../sdk/index.js';
+import { clientGone, type JsonSchema, type PluginContext } from '../../sdk/index.js';
 import type { BackupStore } from './backups.js';
 import { diffVersions } from './diff.js';
 import type { SnapshotStore } from './snapshots.js';
@@ -87,7 +87,9 @@ export function registerRoutes(ctx: PluginContext, stores: { versions: VersionSt
     permission: 'read',
     summary: 'Per-table changes from a version to another (default: the current tables)',
     schema: { params: versionParam('from_version'), querystring: { type: 'object', properties: { to_version: { type: 'string', minLength: 1, maxLength: 200 } } } },
-    handler: (req) => diffVersions(ctx.db, versions, req.params.from_version, req.query.to_version ?? null),
+    // Whole-table comparisons: under the caller's role deadline, in a query slot, stopped when the client leaves.
+    handler: (req, reply) =>
+      ctx.queries.withDeadline({ caller: req.caller, purpose: 'version_diff', signal: clientGone(reply) }, (c) => diffVersions(c, versions, req.params.from_version, req.query.to_version ?? null)),
   });
   ctx.route<{ tables?: string[] } | null, unknown, { version_id: string }>({
     method: 'POST',

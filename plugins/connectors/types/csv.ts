@@ -23,9 +23,12 @@ function needRuntime(runtime: ConnectorRuntime | undefined): ConnectorRuntime {
 
 /** Table name → absolute file, for the configured file or folder (inside the project only). */
 export function csvFiles(config: CsvConfig, runtime: ConnectorRuntime): Map<string, string> {
-  const abs = runtime.project.resolve(config.path);
+  // The files API's rules: no hidden or service file (.env, .dp/, databases), by name or through a link.
+  const abs = runtime.project.resolveReadable(config.path);
   if (!fs.existsSync(abs)) throw new Error(`'${config.path}' does not exist in the project`);
-  const files = fs.statSync(abs).isDirectory() ? fs.readdirSync(abs).filter((f) => CSV_FILE.test(f)).sort().map((f) => path.join(abs, f)) : [abs];
+  const files = fs.statSync(abs).isDirectory()
+    ? fs.readdirSync(abs).filter((f) => CSV_FILE.test(f)).sort().map((f) => runtime.project.resolveReadable(path.posix.join(config.path, f)))
+    : [abs];
   const out = new Map<string, string>();
   for (const f of files) out.set(path.basename(f).replace(CSV_FILE, '').toLowerCase().replace(/[^a-z0-9_]+/g, '_'), f);
   return out;

@@ -203,7 +203,7 @@ function CdcState({ connector }: { connector: string }) {
           columns={[
             { key: 'table', header: 'Table', render: (r) => r.table_name },
             { key: 'mode', header: 'Mode', render: (r) => r.cdc_mode },
-            { key: 'wm', header: 'Watermark', render: (r) => r.watermark_value ?? '' },
+            { key: 'wm', header: 'Watermark', render: (r) => (r.watermark_masked ? '*** (masked)' : (r.watermark_value ?? '')) },
             { key: 'mtime', header: 'File time', render: (r) => (r.file_mtime ? new Date(r.file_mtime * 1000).toISOString() : '') },
             { key: 'last', header: 'Last sync', render: (r) => r.last_sync_at ?? '' },
             { key: 'rows', header: 'Rows', align: 'right', render: (r) => r.rows_synced },

@@ -105,7 +105,8 @@ describe('spreadsheet', () => {
   });
 
   it('a relative path resolves inside the project, and cannot leave it', async () => {
-    const runtime = { project: { resolve: (rel: string) => (rel.startsWith('..') ? (() => { throw Object.assign(new Error('outside'), { code: 'path_outside_project' }); })() : path.join(dir, rel)) } } as never;
+    const resolve = (rel: string) => (rel.startsWith('..') ? (() => { throw Object.assign(new Error('outside'), { code: 'path_outside_project' }); })() : path.join(dir, rel));
+    const runtime = { project: { resolve, resolveReadable: resolve } } as never;
     assert.equal((await spreadsheetType.discover({ path: 'budget.xlsx' }, AbortSignal.timeout(10_000), runtime)).length, 2);
     await assert.rejects(spreadsheetType.discover({ path: '../x/budget.xlsx' }, AbortSignal.timeout(10_000), runtime), (e: any) => e.code === 'path_outside_project');
   });
