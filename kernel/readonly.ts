@@ -257,11 +257,11 @@ function isPlainTableName(ref: TableRef): boolean {
   return [ref.catalog, ref.schema, ref.table].filter(Boolean).every((part) => PLAIN_IDENTIFIER.test(part));
 }
 
-/** The few existing tables and views whose names are nearest (DuckDB's own levenshtein) to a missing one, or start with it; never `_service`. */
+/** The few existing tables and views whose names are nearest (DuckDB's own levenshtein) to a missing one, or start with it; never dp's own schemas (`_service`, `_masking`). */
 const CLOSEST_TABLES = `SELECT name FROM (
     SELECT schema_name AS sch, schema_name || '.' || table_name AS name, table_name AS bare FROM duckdb_tables() WHERE NOT internal AND database_name = current_database()
     UNION ALL SELECT schema_name, schema_name || '.' || view_name, view_name FROM duckdb_views() WHERE NOT internal AND database_name = current_database())
-  WHERE sch <> '_service'
+  WHERE NOT starts_with(sch, '_')
     AND (least(levenshtein(lower(name), lower($1)), levenshtein(lower(bare), lower($2))) <= greatest(2, length($2) // 2)
       OR starts_with(lower(bare), lower($2)))
   ORDER BY least(levenshtein(lower(name), lower($1)), levenshtein(lower(bare), lower($2))), name
