@@ -6,7 +6,7 @@
  */
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useLocation, useNavigate } from 'react-router-dom';
-import { api, ApiError, Badge, download, Empty, ErrorBox, Loading, maskedAtOf, maskedResultTitle, ResultsGrid, usePersistentState, type MaskedResultColumn, type PageProps } from '@dp/ui';
+import { api, ApiError, Badge, download, Empty, ErrorBox, Loading, maskedAtOf, maskedResultTitle, ResultsGrid, usePersistentState, useSession, type MaskedResultColumn, type PageProps } from '@dp/ui';
 import { SqlEditor } from '@dp/ui/editor';
 
 interface QueryResult {
@@ -71,6 +71,9 @@ export default function SqlPage(_props: PageProps) {
   const [paramValues, setParamValues] = usePersistentState<Record<string, string>>('sql.params', {});
   const [history, setHistory] = usePersistentState<HistoryEntry[]>('sql.history', []);
   const [pageSize, setPageSize] = usePersistentState('sql.pageSize', 500);
+  // Admins may run a query as a lower role would see it (its masking): the API's `as` field.
+  const isAdmin = useSession().user.role === 'admin';
+  const [asRole, setAsRole] = useState('');
   const [result, setResult] = useState<QueryResult | null>(null);
   const [ranSql, setRanSql] = useState<string | null>(null);
   // The text that produced the current error (the selection when only that ran), to find its line.
@@ -118,7 +121,7 @@ export default function SqlPage(_props: PageProps) {
       if (offset === 0) setTotal(null);
       const started = performance.now();
       try {
-        const r = await api.post<QueryResult>('/api/query', { sql: query, params: boundParams(query), limit: pageSize, offset }, { signal: ctl.signal });
+        const r = await api.post<QueryResult>('/api/query', { sql: query, params: boundParams(query), limit: pageSize, offset, ...(isAdmin && asRole ? { as: asRole } : {}) }, { signal: ctl.signal });
         const ms = Math.round(performance.now() - started);
         setResult(r);
         setRanSql(query);
@@ -143,7 +146,7 @@ export default function SqlPage(_props: PageProps) {
         }
       }
     },
-    [boundParams, pageSize, setHistory],
+    [boundParams, pageSize, setHistory, isAdmin, asRole],
   );
 
   const cancel = () => inflight.current?.abort();
@@ -210,6 +213,16 @@ export default function SqlPage(_props: PageProps) {
           <button type="button" className="dp-btn" aria-pressed={showHistory} onClick={() => setShowHistory((s) => !s)}>
             History ({history.length})
           </button>
+          {isAdmin && (
+            <label className="dp-muted">
+              See as{' '}
+              <select value={asRole} onChange={(e) => setAsRole(e.target.value)} aria-label="Run as role">
+                <option value="">me</option>
+                <option value="editor">editor</option>
+                <option value="viewer">viewer</option>
+              </select>
+            </label>
+          )}
           <label className="dp-muted">
             Page{' '}
             <select value={pageSize} onChange={(e) => setPageSize(Number(e.target.value))} aria-label="Rows per page">
