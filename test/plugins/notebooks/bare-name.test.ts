@@ -38,7 +38,7 @@ describe('a notebook named by its bare file name', () => {
   it('keeps project-relative paths for ingest/ and refuses what is not a notebook', async () => {
     assert.equal((await s.request('GET', '/api/notebooks/ingest/load.dpnb')).status, 200);
     assert.equal((await s.request('GET', '/api/notebooks/load.dpnb')).status, 404, 'a bare name is a notebook of notebooks/ only');
-    for (const bad of ['..', 'project.yml', '.hidden.dpnb']) {
+    for (const bad of ['project.yml', '.hidden.dpnb', 'notes.txt']) {
       const r = await s.request('GET', `/api/notebooks/${encodeURIComponent(bad)}`);
       assert.equal(r.status, 400, `${bad}: ${r.text}`);
       assert.equal(r.body.error.code, 'notebook_path_refused');
