@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import type { ConfigRef, ProjectConfig, ProjectInfo } from '../sdk/config.js';
 import { CATALOG_CHANGED, type BulkLoadResult, type BulkTarget, type BulkWriter, type DatabasePort, type DbConnection, type MigrationSet, type Row, type SerializedSql, type SqlParams } from '../sdk/db.js';
@@ -6,7 +7,7 @@ import type { KernelHooks } from '../sdk/hooks.js';
 import type { CommandHandler, PluginContext, PluginDefinition, PluginManifest, RouteDefinition, ServiceRef } from '../sdk/plugin.js';
 import type { SseRouteDefinition, StaticRouteDefinition, WebSocketRouteDefinition } from '../sdk/routes.js';
 import { createAuth, type AuthProvider } from './auth/index.js';
-import { databaseFile, loadProject, writeActiveEnv, type LoadedProject } from './config.js';
+import { databaseFile, ENV_FILE, loadProject, readEnvFile, writeActiveEnv, type LoadedProject } from './config.js';
 import { configuredMemoryLimit, DuckDatabase, type DrainReport } from './database.js';
 import { KernelEventBus } from './events.js';
 import { checkHookDeclarations, createHooks, HookRegistry } from './hooks.js';
@@ -270,6 +271,7 @@ export class App {
     app.project = loadProject(options.projectRoot, options.env ?? null);
     for (const v of app.project.unresolvedVars) (app.serving ? app.log.warn : app.log.debug).call(app.log, `project.yml references \${${v}}, which .env does not define`);
     app.secrets = new EnvSecretsStore(app.project.root, (vars) => app.reloadEnv(vars));
+    if (app.serving) app.watchEnvFile();
     app.openDatabase();
     app.auth = createAuth(app);
     const { enabled, disabled } = discoverPlugins({
@@ -298,6 +300,25 @@ export class App {
 
   private reloadEnv(vars: Record<string, string>): void {
     (this.project as { envVars: Record<string, string> }).envVars = vars;
+  }
+
+  private envWatcher: fs.FSWatcher | null = null;
+
+  /**
+   * A server re-reads .env whenever it changes (`dp secrets set` in another process, an edit by
+   * hand): a rotated secret takes effect at once, not at the next restart. The folder is watched,
+   * since an atomic write replaces the file itself.
+   */
+  private watchEnvFile(): void {
+    try {
+      this.envWatcher = fs.watch(this.project.root, (_event, name) => {
+        if (name === ENV_FILE) this.reloadEnv(readEnvFile(this.project.root));
+      });
+      this.envWatcher.on('error', (e) => this.log.warn('.env is no longer watched', { error: e.message }));
+      this.envWatcher.unref();
+    } catch (e) {
+      this.log.warn('.env cannot be watched: secrets set outside the server apply at its next start', { error: (e as Error).message });
+    }
   }
 
   /** The file opens lazily; when it does, migrations run and then the plugins' start phase. */
@@ -554,6 +575,7 @@ export class App {
   async close(options: { drainMs?: number; alsoWait?: Promise<unknown> } = {}): Promise<void> {
     const refusal = new DpError(503, 'shutting_down', 'The server is shutting down', {}, { 'Retry-After': '10' });
     this.refusal ??= refusal;
+    this.envWatcher?.close();
     if (!this.database) return;
     const drainMs = options.drainMs ?? DEFAULT_DRAIN_MS;
     // User queries get the same grace as other in-flight work, then are stopped; and before the

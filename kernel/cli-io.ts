@@ -10,6 +10,7 @@ function cell(v: unknown): string {
 /** Renders rows as an aligned text table (what `dp query` and list commands print). */
 export function renderTable(rows: Array<Record<string, unknown>>, columns?: string[]): string {
   const cols = columns ?? [...new Set(rows.flatMap((r) => Object.keys(r)))];
+  if (rows.length === 0 && !columns) return '(nothing to list)';
   if (cols.length === 0) return '(no columns)';
   const cells = rows.map((r) => cols.map((c) => cell(r[c]).replace(/\n/g, '\\n')));
   const widths = cols.map((c, i) => Math.min(60, Math.max(c.length, ...cells.map((row) => row[i].length))));

@@ -1,6 +1,6 @@
 import type { DatabasePort, SerializedSql, SqlNode } from '../sdk/db.js';
 import type { MacroBody } from '../sdk/hooks.js';
-import { badRequest, forbidden } from '../sdk/errors.js';
+import { badRequest, forbidden, notFound } from '../sdk/errors.js';
 import { walkSqlTree } from '../sdk/sql.js';
 import type { Connection } from './database.js';
 import { locationAt } from './sql-location.js';
@@ -236,13 +236,42 @@ async function unresolvedInListing(db: DatabasePort, refs: TableRef[]): Promise<
   });
 }
 
-/** Refuses a query that names anything DuckDB would bind as a file (a replacement scan). */
+/**
+ * Refuses a query that names anything DuckDB would bind as a file (a replacement scan). A
+ * missing name that could only ever be a table (plain identifiers, nothing a file path needs)
+ * is answered as the typo it most likely is: table_not_found with the closest existing names.
+ */
 async function assertTablesResolve(db: DatabasePort, roots: SqlNode[]): Promise<void> {
   const missing = await unresolvedTableRefs(db, roots.flatMap((r) => catalogTableRefs(r)));
   if (missing.length) {
     const name = refName(missing[0]);
+    if (isPlainTableName(missing[0])) throw await tableNotFound(db, missing[0]);
     throw readOnlyError(`'${name}' is not a table or view in the database (a query reads tables and views, never files)`, { kind: 'catalog', table: name });
   }
+}
+
+const PLAIN_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** No dot, slash, glob or scheme in any part: the name cannot be a file's. */
+function isPlainTableName(ref: TableRef): boolean {
+  return [ref.catalog, ref.schema, ref.table].filter(Boolean).every((part) => PLAIN_IDENTIFIER.test(part));
+}
+
+/** The few existing tables and views whose names are nearest (DuckDB's own levenshtein) to a missing one, or start with it; never dp's own schemas (`_service`, `_masking`). */
+const CLOSEST_TABLES = `SELECT name FROM (
+    SELECT schema_name AS sch, schema_name || '.' || table_name AS name, table_name AS bare FROM duckdb_tables() WHERE NOT internal AND database_name = current_database()
+    UNION ALL SELECT schema_name, schema_name || '.' || view_name, view_name FROM duckdb_views() WHERE NOT internal AND database_name = current_database())
+  WHERE NOT starts_with(sch, '_')
+    AND (least(levenshtein(lower(name), lower($1)), levenshtein(lower(bare), lower($2))) <= greatest(2, length($2) // 2)
+      OR starts_with(lower(bare), lower($2)))
+  ORDER BY least(levenshtein(lower(name), lower($1)), levenshtein(lower(bare), lower($2))), name
+  LIMIT 3`;
+
+async function tableNotFound(db: DatabasePort, ref: TableRef) {
+  const name = refName(ref);
+  const closest = (await db.all<{ name: string }>(CLOSEST_TABLES, [[ref.schema, ref.table].filter(Boolean).join('.'), ref.table])).map((r) => r.name);
+  const hint = closest.length ? `; did you mean ${closest.join(', ')}?` : '; `dp tables` lists the tables';
+  return notFound('table_not_found', `table '${name}' does not exist${hint}`, { table: name, closest });
 }
 
 /** Walks one statement's tree; returns the scalar functions it calls (lower case, `schema.name` when qualified). */

@@ -1,3 +1,5 @@
+import path from 'node:path';
+import type { Caller } from '../sdk/auth.js';
 import { errorMessage } from '../sdk/errors.js';
 import type { RouteDefinition } from '../sdk/plugin.js';
 import type { App } from './app.js';
@@ -5,17 +7,29 @@ import { databaseFile } from './config.js';
 
 /** Routes the kernel itself serves: environment switching and plugin introspection. */
 export function kernelRoutes(app: App): RouteDefinition[] {
-  const environment = () => ({
+  /**
+   * The database file as the project names it: project-relative when inside the project; a file
+   * outside it is shown as project.yml writes it to admins only (the others get its name), so no
+   * answer carries the machine's folders.
+   */
+  const shownDatabasePath = (caller: Caller | undefined): string => {
+    const file = databaseFile(app.project);
+    if (file === ':memory:') return file;
+    const rel = path.relative(app.project.root, file);
+    if (rel && !rel.startsWith('..') && !path.isAbsolute(rel)) return rel.split(path.sep).join('/');
+    return caller?.role === 'admin' ? app.project.config.database.path : path.basename(file);
+  };
+  const environment = (caller: Caller | undefined) => ({
     active: app.project.env,
     available: Object.keys(app.project.config.environments),
-    database_path: databaseFile(app.project),
+    database_path: shownDatabasePath(caller),
   });
   return [
     {
       method: 'GET',
       url: '/api/environment',
       permission: 'read',
-      summary: 'Active environment, available environments and the database path',
+      summary: 'Active environment, available environments and the database file (project-relative)',
       schema: {
         response: {
           200: {
@@ -24,7 +38,7 @@ export function kernelRoutes(app: App): RouteDefinition[] {
           },
         },
       },
-      handler: () => environment(),
+      handler: (req) => environment(req.caller),
     },
     {
       method: 'PUT',
@@ -36,7 +50,7 @@ export function kernelRoutes(app: App): RouteDefinition[] {
       handler: async (req) => {
         await app.switchEnvironment((req.params as { env_name: string }).env_name);
         app.log.info('environment switched', { env: app.project.env });
-        return environment();
+        return environment(req.caller);
       },
     },
     {

@@ -6,6 +6,7 @@ export * from './errors.js';
 export * from './hooks.js';
 export * from './plugin.js';
 export * from './project-files.js';
+export * from './notebook-names.js';
 export * from './routes.js';
 export * from './services.js';
 export * from './sql.js';

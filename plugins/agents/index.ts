@@ -16,6 +16,34 @@ const VERSION = '1.0.0';
 /** Header by which `dp mcp --read-only`, relaying to a running server, asks /mcp for the read-only tool set. */
 const READ_ONLY_HEADER = 'x-dp-mcp-read-only';
 
+type StdioMessage = Parameters<StdioServerTransport['send']>[0];
+
+/**
+ * The requests read from stdin that are not answered yet. A client may write its requests and
+ * close stdin at once: `dp mcp` answers what was asked before it exits (idle()), instead of
+ * aborting what is still in flight. Wrap after the transport's onmessage is set.
+ */
+function answersOwed(stdio: StdioServerTransport): { idle(): Promise<void> } {
+  const owed = new Set<string | number>();
+  let wake: (() => void) | null = null;
+  const receive = stdio.onmessage;
+  stdio.onmessage = (message) => {
+    const m = message as { id?: string | number; method?: string };
+    if (m.method !== undefined && m.id !== undefined) owed.add(m.id);
+    receive?.(message);
+  };
+  const send = stdio.send.bind(stdio);
+  stdio.send = async (message: StdioMessage) => {
+    try {
+      await send(message);
+    } finally {
+      const m = message as { id?: string | number; method?: string };
+      if (m.method === undefined && m.id !== undefined && owed.delete(m.id) && owed.size === 0) wake?.();
+    }
+  };
+  return { idle: () => (owed.size === 0 ? Promise.resolve() : new Promise<void>((resolve) => (wake = resolve))) };
+}
+
 /**
  * `dp mcp` while `dp serve` holds the database: every JSON-RPC message from the client on stdin
  * goes to the server's /mcp as this CLI user (their login with --auth), every answer back to
@@ -39,10 +67,12 @@ async function relayToServer(ctx: PluginContext, running: { url: string; headers
       if (id !== undefined) void stdio.send({ jsonrpc: '2.0', id, error: { code: -32000, message: `dp serve refused the request: ${e instanceof Error ? e.message : String(e)}` } });
     });
   };
+  const owed = answersOwed(stdio);
   await http.start();
   await stdio.start();
   ctx.log.info('mcp: relaying stdio to the running server', { url: running.url, read_only: readOnly });
   await closed;
+  await owed.idle();
   await http.close();
   return 0;
 }
@@ -94,8 +124,10 @@ export default definePlugin({
         process.stdin.once('close', () => resolve());
       });
       await server.connect(transport);
+      const owed = answersOwed(transport);
       ctx.log.info('mcp: serving on stdio', { read_only: Boolean(args['read-only']) });
       await closed;
+      await owed.idle();
       await server.close();
       return 0;
     });

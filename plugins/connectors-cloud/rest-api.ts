@@ -119,7 +119,10 @@ export function nextLink(header: string | string[] | undefined): string | undefi
 function checkConfig(config: Record<string, unknown>): RestApiConfig {
   const c = config as unknown as RestApiConfig;
   if (typeof c.url !== 'string' || !/^https?:\/\//i.test(c.url)) throw paramInvalid('url', 'must be an http(s) URL');
-  if (!Array.isArray(c.resources) || c.resources.length === 0) throw paramInvalid('resources', 'must list at least one resource');
+  if (!Array.isArray(c.resources) || c.resources.length === 0) {
+    // The shape is not guessable from the error alone: show it.
+    throw paramInvalid('resources', 'must list at least one resource, one table each, e.g. "resources": [{"name": "orders", "path": "/v1/orders", "records_path": "data"}]');
+  }
   const auth = c.auth ?? 'bearer';
   if (auth !== 'none' && (typeof c.token !== 'string' || c.token === '')) throw paramInvalid('token', `is required when auth is '${auth}'`);
   return c;

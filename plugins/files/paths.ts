@@ -30,7 +30,11 @@ export interface ProjectPath {
  * again turned `%41.sql` into `A.sql` and `%25zz` into a URIError).
  */
 export function requestedPath(raw: string | undefined): string {
-  const rel = (raw ?? '').replace(/^\/+/, '');
+  // An absolute path (`/api/files/%2Ftmp%2Fx.sql`) names no project file: saving it as tmp/x.sql would surprise.
+  if (raw && (raw.startsWith('/') || raw.startsWith('\\') || /^[A-Za-z]:[\\/]/.test(raw))) {
+    throw badRequest('path_outside_project', 'An absolute path names no project file: give it relative to the project, e.g. transform/marts/orders.sql', { field: 'path' });
+  }
+  const rel = raw ?? '';
   if (!rel) throw badRequest('invalid_path', 'Name a file path after /api/files/', { field: 'path' });
   const bytes = Buffer.byteLength(rel);
   if (bytes > MAX_PATH_BYTES) throw badRequest('path_too_long', `A file path may have at most ${MAX_PATH_BYTES} bytes (this one has ${bytes})`, { field: 'path', bytes, max: MAX_PATH_BYTES });

@@ -12,6 +12,7 @@ import {
   type ModelsService,
   type PluginContext,
   type Role,
+  type SourceConfig,
 } from '../../sdk/index.js';
 import { STAR } from './columns.js';
 import { EXPOSURES_CONFIG } from './config.js';
@@ -98,6 +99,17 @@ async function impact(ctx: PluginContext, engine: LineageEngine, name: string, c
   return impactOf(root, spelled, all);
 }
 
+/** A source declared without `tables:` stands for every table and view of its schema in the database. */
+async function withSchemaTables(ctx: PluginContext, sources: SourceConfig[]): Promise<SourceConfig[]> {
+  if (!sources.some((s) => s.tables.length === 0)) return sources;
+  const found = await ctx.db.all<{ schema_name: string; name: string }>(
+    `SELECT schema_name, table_name AS name FROM duckdb_tables() WHERE database_name = current_database()
+     UNION SELECT schema_name, view_name FROM duckdb_views() WHERE database_name = current_database() AND NOT internal
+     ORDER BY 1, 2`,
+  );
+  return sources.map((s) => (s.tables.length ? s : { ...s, tables: found.filter((f) => f.schema_name === s.schema).map((f) => ({ name: f.name })) }));
+}
+
 async function fullDag(ctx: PluginContext, models: ModelsService) {
   const importTables = await ctx.db.all<{ table_name: string }>(
     `SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = $1
@@ -115,7 +127,7 @@ async function fullDag(ctx: PluginContext, models: ModelsService) {
   return buildFullDag({
     models: await models.list(),
     seeds: await models.seeds(),
-    sources: models.sources(),
+    sources: await withSchemaTables(ctx, models.sources()),
     exposures: ctx.config(EXPOSURES_CONFIG),
     ingestScripts: readIngestScripts(ctx.project),
     importTables: [...importTables.map((r) => `${IMPORT_SCHEMA}.${r.table_name}`), ...recorded.map((r) => r.name)],

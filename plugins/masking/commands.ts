@@ -30,6 +30,35 @@ function roles(value: unknown): string[] | undefined {
   return list.map((r) => r.trim()).filter(Boolean);
 }
 
+/**
+ * A policy on a table or column that does not exist protects nothing and says nothing about a
+ * typo: refused (with the table's columns or the closest tables) unless `--allow-missing`.
+ */
+async function assertColumnExists(ctx: PluginContext, schema: string, table: string, column: string): Promise<void> {
+  const columns = await ctx.db.all<{ column_name: string }>(
+    `SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND lower(schema_name) = lower($1) AND lower(table_name) = lower($2) ORDER BY column_index`,
+    [schema, table],
+  );
+  if (columns.length === 0) {
+    const closest = await ctx.db.all<{ name: string }>(
+      `SELECT name FROM (
+         SELECT schema_name || '.' || table_name AS name FROM duckdb_tables() WHERE database_name = current_database() AND NOT internal AND NOT starts_with(schema_name, '_')
+         UNION SELECT schema_name || '.' || view_name FROM duckdb_views() WHERE database_name = current_database() AND NOT internal AND NOT starts_with(schema_name, '_'))
+       ORDER BY levenshtein(lower(name), lower($1)), name LIMIT 3`,
+      [`${schema}.${table}`],
+    );
+    const hint = closest.length ? ` (closest: ${closest.map((c) => c.name).join(', ')})` : '';
+    throw badRequest('invalid_policy', `No table or view ${schema}.${table} in the database${hint}; for a model not built yet, run dp transform first or pass --allow-missing`, {
+      field: 'table_name',
+      closest: closest.map((c) => c.name),
+    });
+  }
+  if (!columns.some((c) => c.column_name.toLowerCase() === column.toLowerCase())) {
+    const names = columns.map((c) => c.column_name);
+    throw badRequest('invalid_policy', `${schema}.${table} has no column '${column}'; its columns: ${names.join(', ')} (or pass --allow-missing)`, { field: 'column_name', columns: names });
+  }
+}
+
 export function registerCommands(ctx: PluginContext, store: PolicyStore, derived: () => Promise<readonly DerivedPolicy[]>, catalog: MethodCatalog): void {
   ctx.command('mask add', async (args, io: CliIO) => {
     await store.ensureLoaded();
@@ -44,6 +73,7 @@ export function registerCommands(ctx: PluginContext, store: PolicyStore, derived
         throw badRequest('invalid_method_config', '--config must be a JSON object', { field: 'method_config' });
       }
     }
+    if (!args['allow-missing']) await assertColumnExists(ctx, String(args.schema), String(args.table), String(args.column));
     const policy = await store.create({
       schema_name: args.schema,
       table_name: args.table,
@@ -56,7 +86,12 @@ export function registerCommands(ctx: PluginContext, store: PolicyStore, derived
       reason: args.reason === undefined ? null : String(args.reason),
     });
     if (io.wantsJson) io.json(policy);
-    else io.out(`Created masking policy ${policy.id}: ${policy.schema_name}.${policy.table_name}.${policy.column_name} → ${policy.method} (exempt: ${policy.exempted_roles.join(', ') || 'none'})`);
+    else {
+      const column = `${policy.schema_name}.${policy.table_name}.${policy.column_name}`;
+      io.out(`Created masking policy ${policy.id}: ${column} → ${policy.method} (exempt: ${policy.exempted_roles.join(', ') || 'none'})`);
+      // Without --auth every caller is the local admin: a plain `dp query` shows raw values.
+      io.out(`Exempt roles see raw values; without --auth the CLI and the server act as admin. See what a role sees: dp query --as viewer "SELECT ${policy.column_name} FROM ${policy.schema_name}.${policy.table_name} LIMIT 5"`);
+    }
     return 0;
   });
 

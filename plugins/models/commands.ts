@@ -1,4 +1,6 @@
 /** CLI commands of the models plugin (declared in plugin.json). */
+import fs from 'node:fs';
+import path from 'node:path';
 import { errorTextsFor, LOCAL_ADMIN, type CliIO, type PluginContext } from '../../sdk/index.js';
 import { runCheck, type CheckReport } from './check.js';
 import { diffMarkdown, runDiff } from './diff.js';
@@ -42,6 +44,23 @@ function printUnitFailures(report: UnitTestReport, io: CliIO): void {
     for (const row of r.missing) io.out(`    - missing    ${JSON.stringify(row)}`);
     for (const row of r.unexpected) io.out(`    + unexpected ${JSON.stringify(row)}`);
   }
+}
+
+/**
+ * How the user runs dp: `dp` when the `dp` on PATH is this very program (installed with
+ * `npm install -g`, or `npm link`), else `node <its bin/dp.js>`, so that `dp init`'s next steps
+ * work as printed.
+ */
+function dpCommand(): string {
+  const self = process.argv[1] ? fs.realpathSync(process.argv[1]) : '';
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter).filter(Boolean)) {
+    try {
+      if (fs.realpathSync(path.join(dir, 'dp')) === self) return 'dp';
+    } catch {
+      /* no dp in this folder */
+    }
+  }
+  return self ? `node ${self}` : 'dp';
 }
 
 export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void {
@@ -154,7 +173,8 @@ export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void
     else {
       io.out(`Created ${made.files.length} files in ${String(args.folder)}:`);
       for (const f of made.files) io.out(`  ${f}`);
-      io.out(`\nNext: cd ${String(args.folder)} && dp seed && dp transform && dp test`);
+      const dp = dpCommand();
+      io.out(`\nNext: cd ${String(args.folder)} && ${dp} seed && ${dp} transform && ${dp} test`);
     }
     return 0;
   });

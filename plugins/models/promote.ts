@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { badRequest, conflict, notFound, qualified, readNotebook, type NotebookCell, type PluginContext } from '../../sdk/index.js';
+import { badRequest, conflict, notFound, qualified, readNotebook, withReferences, type NotebookCell, type PluginContext } from '../../sdk/index.js';
 import { findModel } from './dag.js';
 import { assertAbsent, checkMaterialized, checkName, modelFileText, modelPath } from './files.js';
 import type { ModelsEngine } from './service.js';
@@ -25,9 +25,11 @@ export function promotedSql(ctx: PluginContext, input: string, insideProjectOnly
     const file = candidates.find((p) => fs.existsSync(p) && fs.statSync(p).isFile());
     if (!file) throw notFound('file_not_found', `No file ${rel}`, { path: rel });
     if (/\.dpnb$/i.test(rel)) {
-      const cells = readNotebook(fs.readFileSync(file, 'utf8'), rel).cells.filter((c) => c.type === 'sql' && c.source.trim() !== '');
-      if (cells.length === 0) throw badRequest('no_sql_cell', `${rel} has no SQL cell to promote`, { path: rel });
-      return { sql: cells[cells.length - 1].source, from: `${rel} (last SQL cell)` };
+      const cells = readNotebook(fs.readFileSync(file, 'utf8'), rel).cells;
+      const last = cells.map((c, i) => (c.type === 'sql' && c.source.trim() !== '' ? i : -1)).reduce((a, b) => Math.max(a, b), -1);
+      if (last < 0) throw badRequest('no_sql_cell', `${rel} has no SQL cell to promote`, { path: rel });
+      // The cell may read earlier cells by their id: the model gets them as CTEs, as the notebook ran it.
+      return { sql: withReferences(cells, last).sql, from: `${rel} (last SQL cell)` };
     }
     return { sql: fs.readFileSync(file, 'utf8'), from: rel };
   }

@@ -35,7 +35,9 @@ function inFolders(rel: string): boolean {
  */
 export function locateNotebook(ctx: PluginContext, raw: string | undefined): NotebookFile {
   const requested = String(raw ?? '').replace(/^\/+/, '');
-  const rel = path.posix.normalize(requested).replace(/^\.\//, '');
+  // A bare name (`explore.dpnb`, as SPEC.md writes the routes) is a notebook of notebooks/.
+  const written = path.posix.normalize(requested).replace(/^\.\//, '');
+  const rel = written.includes('/') ? written : `notebooks/${written}`;
   const refuse = () =>
     badRequest('notebook_path_refused', `Notebooks are .dpnb files under ${NOTEBOOK_FOLDERS.map((f) => `${f}/`).join(', ')}: '${requested}' is not one`, {
       path: requested,

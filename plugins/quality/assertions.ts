@@ -128,6 +128,9 @@ export async function parseAssertion(ctx: PluginContext, raw: string): Promise<P
       const values: Array<string | number | boolean | null> = [];
       for (const child of list.children ?? []) {
         const lit = literalValue(child);
+        // In SQL "x" names a column: the usual slip of writing a JSON list.
+        const quoted = columnOf(child);
+        if (!lit.ok && quoted !== null) return { ...base, error: `accepted_values() takes literal values: write '${quoted}' in single quotes ("${quoted}" would name a column)` };
         if (!lit.ok) return { ...base, error: usage };
         values.push(lit.value);
       }

@@ -17,12 +17,13 @@ import {
   type AssertionOutcome,
   type CliIO,
   type JsonSchema,
+  type ModelInfo,
   type PluginContext,
   type QualityService,
 } from '../../sdk/index.js';
 import { AlertDispatcher, alertHistory, CHANNELS, type Alert, type AlertRecord, type Channel } from './alerts.js';
 import { detectAnomalies, listAnomalies, type AnomalyReport, type AnomalySettings } from './anomalies.js';
-import { evaluateAssertions, lastExpressions, listAssertionResults, recordAssertionResults, StoredOutcomeMasker, summarizeOutcome } from './assertions.js';
+import { evaluateAssertions, lastExpressions, listAssertionResults, parseAssertion, recordAssertionResults, StoredOutcomeMasker, summarizeOutcome } from './assertions.js';
 import { ALERTS_CONFIG, QUALITY_CONFIG } from './config.js';
 import { contractHistory, hasBlockingFailure, loadContracts, runContracts, type ContractRun } from './contracts.js';
 import { isStaleSource, modelFreshness, sourceFreshness } from './freshness.js';
@@ -195,6 +196,29 @@ export default definePlugin({
               const index = contracts.filter((x) => x.file === c.file).indexOf(c);
               problems.push({ file: c.file, line: lineOf(c.file, index), message: `contract '${c.name}' names model '${c.model}', which does not exist` });
             }
+          }
+        }
+        return problems;
+      },
+    });
+    // dp validate: every @assert parsed the way the build will evaluate it (a mistake shows before a transform).
+    ctx.extend(PROJECT_VALIDATORS, {
+      name: 'assertions',
+      async validate() {
+        const models = modelsService(ctx);
+        let list: ModelInfo[];
+        try {
+          list = models ? await models.list() : [];
+        } catch {
+          return []; // the models' own problems are reported by the models plugin
+        }
+        const problems: Array<{ file: string; line?: number; message: string }> = [];
+        for (const m of list) {
+          for (const expression of m.assertions) {
+            const parsed = await parseAssertion(ctx, expression);
+            if (!parsed.error) continue;
+            const line = m.sql.split('\n').findIndex((l) => l.includes(expression));
+            problems.push({ file: m.path, ...(line >= 0 ? { line: line + 1 } : {}), message: `@assert ${expression}: ${parsed.error}` });
           }
         }
         return problems;

@@ -193,8 +193,12 @@ export class BackupStore {
   async resolve(requested: unknown): Promise<{ abs: string; entry: BackupEntry }> {
     if (typeof requested !== 'string' || requested.length === 0) throw badRequest('backup_path_outside', "'path' must name a backup in _backups/", {});
     const folder = this.folder();
-    const abs = insideFolder(folder, path.resolve(this.ctx.project.root, requested), 'backup_path_outside', `Backup path '${requested}'`);
-    if (path.dirname(abs) !== folder || path.basename(abs) === MANIFEST) throw badRequest('backup_path_outside', `Backup path '${requested}' is not a backup file directly in ${BACKUPS_DIR}/`, { path: requested });
+    // Echoed project-relative: an answer never carries the machine's folders.
+    const requestedAbs = path.resolve(this.ctx.project.root, requested);
+    const fromRoot = path.relative(this.ctx.project.root, requestedAbs);
+    const shown = fromRoot.startsWith('..') || path.isAbsolute(fromRoot) ? '(a path outside the project)' : fromRoot.split(path.sep).join('/');
+    const abs = insideFolder(folder, requestedAbs, 'backup_path_outside', `Backup path '${shown}'`, shown);
+    if (path.dirname(abs) !== folder || path.basename(abs) === MANIFEST) throw badRequest('backup_path_outside', `Backup path '${shown}' is not a backup file directly in ${BACKUPS_DIR}/`, { path: shown });
     const rel = `${BACKUPS_DIR}/${path.basename(abs)}`;
     const entry = (await this.read()).find((e) => e.path === rel);
     if (!entry) throw notFound('backup_not_found', `No backup '${rel}' recorded by this database (a file dp did not make here is never restored)`, { path: rel });

@@ -10,6 +10,7 @@ export const errors = defineErrors({
   version_path_outside: { status: 400, meaning: "A path a version's manifest names (or its folder, through a link) lies outside _snapshots/: refused before anything is read or deleted." },
   version_not_trusted: { status: 409, meaning: "A version file's bytes differ from the SHA-256 dp recorded when it wrote the version (or the version was recorded before dp kept checksums): it is not read." },
   version_incomplete: { status: 409, meaning: "A version's folder lacks a Parquet file its manifest lists (deleted or damaged by hand)." },
+  ambiguous_table: { status: 400, meaning: 'A bare table name matches tables in several schemas; details list the candidates to choose from (schema.table).' },
   table_not_in_version: { status: 400, meaning: 'A restore names a table the version does not hold; details name it.' },
   invalid_keep: { status: 400, meaning: "'keep' is not an integer of at least 1." },
   no_database_file: { status: 400, meaning: 'The database is in memory: there is no file to back up or restore.' },

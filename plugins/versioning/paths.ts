@@ -31,13 +31,13 @@ function within(folder: string, candidate: string): boolean {
  * The real path of `rel` under `folder`, refused with `code` (400) when it leaves the folder by
  * its name or through a link. A path that does not exist yet is judged by its nearest existing parent.
  */
-export function insideFolder(folder: string, rel: string, code: string, what: string): string {
+export function insideFolder(folder: string, rel: string, code: string, what: string, shown: string = rel): string {
   const joined = path.resolve(folder, rel);
-  if (!within(folder, joined)) throw badRequest(code, `${what} lies outside ${path.basename(folder)}/`, { path: rel });
+  if (!within(folder, joined)) throw badRequest(code, `${what} lies outside ${path.basename(folder)}/`, { path: shown });
   let probe = joined;
   while (!fs.existsSync(probe) && probe !== folder) probe = path.dirname(probe);
   const real = fs.realpathSync(probe);
-  if (!within(folder, real)) throw badRequest(code, `${what} lies outside ${path.basename(folder)}/ (through a link)`, { path: rel });
+  if (!within(folder, real)) throw badRequest(code, `${what} lies outside ${path.basename(folder)}/ (through a link)`, { path: shown });
   return joined;
 }
 

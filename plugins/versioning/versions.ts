@@ -331,6 +331,10 @@ export class VersionStore {
   async timeline(tableName: string): Promise<TimelineEntry[]> {
     const rows = await this.ctx.db.all<RecordRow>('SELECT * FROM _service.version_history ORDER BY number DESC');
     const names = [...new Set(rows.flatMap((r) => tablesOf(r).map((t) => t.table)))];
+    const candidates = names.filter((n) => n.slice(n.indexOf('.') + 1) === tableName);
+    if (!names.includes(tableName) && candidates.length > 1) {
+      throw badRequest('ambiguous_table', `'${tableName}' names tables in several schemas (${candidates.join(', ')}): name one as schema.table`, { table: tableName, candidates });
+    }
     const table = matchTable(tableName, names) ?? tableName;
     const out: TimelineEntry[] = [];
     for (const r of rows) {

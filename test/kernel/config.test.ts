@@ -134,14 +134,15 @@ describe('/api/environment', () => {
     const s = await startServer(root, { env: 'dev' });
     try {
       const r = await s.request('GET', '/api/environment');
-      assert.deepEqual(r.body, { active: 'dev', available: ['dev', 'prod', 'memory'], database_path: path.join(root, 'dev.duckdb') });
+      // Project-relative: no answer carries the machine's folders (issue 33 point 7).
+      assert.deepEqual(r.body, { active: 'dev', available: ['dev', 'prod', 'memory'], database_path: 'dev.duckdb' });
       await s.app.db.run('CREATE TABLE only_in_dev AS SELECT 1 AS x');
       const sw = await s.request('PUT', '/api/environment/prod');
       assert.equal(sw.status, 200, sw.text);
       assert.equal(sw.body.active, 'prod');
-      assert.equal(sw.body.database_path, path.join(root, 'prod.duckdb'));
+      assert.equal(sw.body.database_path, 'prod.duckdb');
       const q = await s.request('POST', '/api/query', { sql: 'SELECT * FROM only_in_dev' });
-      assert.equal(q.status, 400, 'the prod database does not have the dev table');
+      assert.equal(q.status, 404, 'the prod database does not have the dev table');
       assert.equal(fs.readFileSync(path.join(root, '.service-env'), 'utf8').trim(), 'prod');
       const bad = await s.request('PUT', '/api/environment/nope');
       assert.equal(bad.status, 400);

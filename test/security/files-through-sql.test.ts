@@ -101,12 +101,16 @@ describe('files through user SQL', () => {
     }
   });
 
-  it('answers a missing table as a catalog error, not a file error', async () => {
+  it('answers a missing table as a missing table, and a missing file-like name as a catalog error', async () => {
     const r = await s.request('POST', '/api/query', { sql: 'SELECT * FROM no_such_table' }, { token: tokens.viewer });
-    assert.equal(r.status, 400);
-    assert.equal(r.body.error.code, 'read_only_violation');
-    assert.equal(r.body.error.details.kind, 'catalog');
-    assert.match(r.body.error.message, /not a table or view/);
+    assert.equal(r.status, 404, r.text);
+    assert.equal(r.body.error.code, 'table_not_found');
+    assert.equal(r.body.error.details.table, 'no_such_table');
+    const file = await s.request('POST', '/api/query', { sql: 'SELECT * FROM "people.csv"' }, { token: tokens.viewer });
+    assert.equal(file.status, 400);
+    assert.equal(file.body.error.code, 'read_only_violation');
+    assert.equal(file.body.error.details.kind, 'catalog');
+    assert.match(file.body.error.message, /not a table or view/);
   });
 });
 

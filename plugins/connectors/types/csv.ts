@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { connectorScript, quoteIdent, type ConnectorBatch, type ConnectorReadRequest, type ConnectorRuntime, type ConnectorType, type DiscoveredTable } from '../../../sdk/index.js';
+import { connectorScript, DpError, isDpError, quoteIdent, type ConnectorBatch, type ConnectorReadRequest, type ConnectorRuntime, type ConnectorType, type DiscoveredTable } from '../../../sdk/index.js';
 
 export interface CsvConfig {
   path: string;
@@ -24,7 +24,14 @@ function needRuntime(runtime: ConnectorRuntime | undefined): ConnectorRuntime {
 /** Table name → absolute file, for the configured file or folder (inside the project only). */
 export function csvFiles(config: CsvConfig, runtime: ConnectorRuntime): Map<string, string> {
   // The files API's rules: no hidden or service file (.env, .dp/, databases), by name or through a link.
-  const abs = runtime.project.resolveReadable(config.path);
+  let abs: string;
+  try {
+    abs = runtime.project.resolveReadable(config.path);
+  } catch (e) {
+    // The engine's sandbox reads the project folder only, links out of it included: say where files go.
+    if (!isDpError(e) || e.code !== 'path_outside_project') throw e;
+    throw new DpError(e.status, e.code, 'The CSV path is outside the project: dp reads files inside the project only. Copy the files under the project (e.g. data/orders.csv) and give that path.', { field: 'path' });
+  }
   if (!fs.existsSync(abs)) throw new Error(`'${config.path}' does not exist in the project`);
   const files = fs.statSync(abs).isDirectory()
     ? fs.readdirSync(abs).filter((f) => CSV_FILE.test(f)).sort().map((f) => runtime.project.resolveReadable(path.posix.join(config.path, f)))

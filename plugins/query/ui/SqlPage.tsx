@@ -145,6 +145,9 @@ export default function SqlPage(_props: PageProps) {
   const [now, setNow] = useState(() => performance.now());
   const inflight = useRef(new Map<string, AbortController>());
   const editor = useRef<EditorHandle | null>(null);
+  // Admins may run a query as a lower role would see it (its masking): the API's `as` field.
+  const isAdmin = useSession().user.role === 'admin';
+  const [asRole, setAsRole] = useState('');
   const location = useLocation();
   const navigate = useNavigate();
   const session = useSession();
@@ -241,7 +244,7 @@ export default function SqlPage(_props: PageProps) {
       setNow(started);
       patchRun(tabId, (r) => ({ startedAt: started, cancelled: false, error: null, plan: null, total: offset === 0 ? null : r.total }));
       try {
-        const r = await api.post<QueryResult>('/api/query', { sql: query, params: boundParams(query), limit: pageSize, offset }, { signal: ctl.signal });
+        const r = await api.post<QueryResult>('/api/query', { sql: query, params: boundParams(query), limit: pageSize, offset, ...(isAdmin && asRole ? { as: asRole } : {}) }, { signal: ctl.signal });
         const ms = Math.round(performance.now() - started);
         patchRun(tabId, (old) => ({ result: r, ranSql: query, elapsed: ms, total: offset === 0 ? (r.truncated ? null : r.rows.length) : old.total }));
         if (offset === 0) setHistory((h) => [{ sql: query, at: new Date().toISOString(), ms, rows: r.rows.length + (r.truncated ? 1 : 0) }, ...h.filter((e) => e.sql !== query)].slice(0, HISTORY_MAX));
@@ -256,7 +259,7 @@ export default function SqlPage(_props: PageProps) {
         }
       }
     },
-    [boundParams, pageSize, setHistory, patchRun],
+    [boundParams, pageSize, setHistory, patchRun, isAdmin, asRole],
   );
   const runText = (text: string, offset = 0) => void runQuery(tab.id, text, offset);
 
@@ -424,6 +427,16 @@ export default function SqlPage(_props: PageProps) {
           <button type="button" className="dp-btn" aria-pressed={showCatalog} onClick={() => setShowCatalog((s) => !s)}>
             Catalog
           </button>
+          {isAdmin && (
+            <label className="dp-muted">
+              See as{' '}
+              <select value={asRole} onChange={(e) => setAsRole(e.target.value)} aria-label="Run as role">
+                <option value="">me</option>
+                <option value="editor">editor</option>
+                <option value="viewer">viewer</option>
+              </select>
+            </label>
+          )}
           <label className="dp-muted">
             Page{' '}
             <select value={pageSize} onChange={(e) => setPageSize(Number(e.target.value))} aria-label="Rows per page">

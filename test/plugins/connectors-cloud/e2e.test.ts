@@ -82,6 +82,8 @@ describe('remote connector types through the connectors plugin', () => {
     const missing = await request('POST', '/api/connectors/test', { connector_type: 'rest_api', config: { url: api.url } });
     assert.equal(missing.status, 400);
     assert.equal(missing.body.error.details.field, 'resources');
+    // The shape to write (issue 33 point 6).
+    assert.match(missing.body.error.message, /"resources": \[\{"name": "orders", "path": "\/v1\/orders"/);
     const wrong = await request('POST', '/api/connectors/discover', { connector_type: 'cloud_warehouse_c', config: { host: 'h', database: 'd', user: 'u', port: 'five' } });
     assert.equal(wrong.status, 400);
     assert.equal(wrong.body.error.details.field, 'port');

@@ -70,6 +70,8 @@ describe('csv connector, webhook inbox and import', () => {
     const outside = await s.request('POST', '/api/connectors/test', { connector_type: 'csv', config: { path: '../' } });
     assert.equal(outside.body.ok, false);
     assert.match(outside.body.message, /outside|escape/i);
+    // Where the files must go instead (issue 33 point 6).
+    assert.match(outside.body.message, /Copy the files under the project \(e\.g\. data\/orders\.csv\)/);
   });
 
   it('webhook: stores payloads with the right secret; 401 without it or with a wrong one, 403 unconfigured, 413 over 5 MB, nothing stored on an error', async () => {

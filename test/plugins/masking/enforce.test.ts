@@ -223,13 +223,14 @@ describe('masking over HTTP without --auth', () => {
 
 describe('dp mask', () => {
   it('adds, lists and removes policies', async () => {
-    const root = makeProject();
-    const add = runCli(['mask', 'add', '--schema', 'crm', '--table', 'customers', '--column', 'email', '--method', 'partial', '--config', '{"show_last": 3}', '--exempt', 'admin,editor', '--json'], { cwd: root });
+    const root = makeProject({ 'seeds/customers.csv': 'id,email,ssn\n1,a@example.com,123-45\n' });
+    assert.equal(runCli(['seed'], { cwd: root }).code, 0);
+    const add = runCli(['mask', 'add', '--schema', 'seeds', '--table', 'customers', '--column', 'email', '--method', 'partial', '--config', '{"show_last": 3}', '--exempt', 'admin,editor', '--json'], { cwd: root });
     assert.equal(add.code, 0, add.stderr);
     const policy = JSON.parse(add.stdout);
     assert.deepEqual(policy.method_config, { show_first: 0, show_last: 3 });
     assert.deepEqual(policy.exempted_roles, ['admin', 'editor']);
-    const bad = runCli(['mask', 'add', '--schema', 'crm', '--table', 'customers', '--column', 'ssn', '--method', 'partial', '--config', '{"show_last": -1}'], { cwd: root });
+    const bad = runCli(['mask', 'add', '--schema', 'seeds', '--table', 'customers', '--column', 'ssn', '--method', 'partial', '--config', '{"show_last": -1}'], { cwd: root });
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /method_config\.show_last/);
     const list = runCli(['mask', 'list'], { cwd: root });
@@ -242,5 +243,24 @@ describe('dp mask', () => {
     assert.deepEqual(JSON.parse(empty.stdout), []);
     const missing = runCli(['mask', 'remove', '--id', policy.id], { cwd: root });
     assert.equal(missing.code, 1);
+  });
+
+  it('refuses a table or column that does not exist, unless --allow-missing, and says who is exempt and how to check', async () => {
+    const root = makeProject({ 'seeds/customers.csv': 'id,name\n1,ann\n' });
+    assert.equal(runCli(['seed'], { cwd: root }).code, 0);
+    const add = (...extra: string[]) => runCli(['mask', 'add', '--schema', 'seeds', '--method', 'redact', ...extra], { cwd: root });
+    const table = add('--table', 'customerz', '--column', 'name');
+    assert.equal(table.code, 1);
+    assert.match(table.stderr, /No table or view seeds\.customerz in the database \(closest: seeds\.customers\).*--allow-missing/);
+    const column = add('--table', 'customers', '--column', 'nme');
+    assert.equal(column.code, 1);
+    assert.match(column.stderr, /seeds\.customers has no column 'nme'; its columns: id, name/);
+    assert.deepEqual(JSON.parse(runCli(['mask', 'list', '--json'], { cwd: root }).stdout), []);
+    const later = add('--table', 'built_later', '--column', 'x', '--allow-missing');
+    assert.equal(later.code, 0, later.stderr);
+    const ok = add('--table', 'customers', '--column', 'name');
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stdout, /exempt: admin\)/);
+    assert.match(ok.stdout, /dp query --as viewer "SELECT name FROM seeds\.customers LIMIT 5"/);
   });
 });

@@ -73,6 +73,23 @@ describe('models CLI: seed, transform, check exit codes, promote, debug, diff --
     assert.ok(!fs.existsSync(path.join(root, 'transform/sandbox/three.sql')));
   });
 
+  it('promotes a last cell that reads earlier cells by id with those cells inlined as CTEs', () => {
+    const cells = [
+      { type: 'sql', id: 'paid', source: 'SELECT * FROM staging.stg_orders WHERE status = \'completed\'' },
+      { type: 'sql', id: 'unused', source: 'SELECT 1 AS x' },
+      { type: 'sql', source: 'SELECT count(*) AS n FROM paid' },
+    ];
+    fs.writeFileSync(path.join(root, 'notebooks/named.dpnb'), JSON.stringify({ cells }));
+    const r = dp('promote', 'notebooks/named.dpnb', '--name', 'paid_count', '--schema', 'marts');
+    assert.equal(r.code, 0, r.stderr);
+    const model = fs.readFileSync(path.join(root, 'transform/marts/paid_count.sql'), 'utf8');
+    assert.match(model, /WITH paid AS \(\nSELECT \* FROM staging\.stg_orders WHERE status = 'completed'\n\)\nSELECT count\(\*\) AS n FROM paid/);
+    assert.doesNotMatch(model, /unused/);
+    const built = dp('transform', '--select', 'marts.paid_count');
+    assert.equal(built.code, 0, built.stdout + built.stderr);
+    fs.rmSync(path.join(root, 'transform/marts/paid_count.sql'));
+  });
+
   it('writes a debug notebook querying the upstreams and the model', () => {
     const r = dp('debug', 'marts.revenue_by_month');
     assert.equal(r.code, 0, r.stderr);

@@ -1,6 +1,6 @@
 /** The edit loop through the real `dp` binary: init, validate, status, watch. */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,6 +33,18 @@ describe('dp init', () => {
     }
     const test = runCli(['test', '--json'], { cwd: root });
     assert.equal(JSON.parse(test.stdout).passed, 1);
+    // Versions and backups copy every table (masked columns raw): git must not pick them up.
+    for (const args of [['versions', 'create'], ['backup']]) {
+      const r = runCli(args, { cwd: root });
+      assert.equal(r.code, 0, `dp ${args.join(' ')}: ${r.stdout}${r.stderr}`);
+    }
+    assert.ok(fs.readdirSync(path.join(root, '_snapshots')).length > 0 && fs.readdirSync(path.join(root, '_backups')).length > 0);
+    const git = (...args: string[]) => spawnSync('git', args, { cwd: root, encoding: 'utf8' });
+    assert.equal(git('init', '-q').status, 0);
+    const added = git('add', '-A', '--dry-run');
+    assert.equal(added.status, 0, added.stderr);
+    assert.match(added.stdout, /project\.yml/);
+    assert.doesNotMatch(added.stdout, /_snapshots|_backups|\.duckdb/);
     const again = runCli(['init', 'analytics'], { cwd: parent });
     assert.equal(again.code, 1);
     assert.match(again.stderr, /analytics already holds files/);
