@@ -2,7 +2,8 @@
 // `dp query "SELECT count(*) ..."` on a built copy of examples/shop, beside a bare Node process
 // doing the same work with @duckdb/node-api alone (bare-duckdb.mjs). Runs alternate (dp, bare,
 // dp, bare, ...) so a change in the machine's load hits both alike; the ratio is of the medians
-// of 5. Needs a build (npm run build). Usage: node bench/cli-start/run.mjs [rounds]
+// of 5. Needs a build (npm run build). Usage: node bench/cli-start/run.mjs [rounds] [dp.js]
+// (another checkout's bin/dp.js measures its `dp` against the same baseline: before and after).
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..');
-const dp = path.join(root, 'bin', 'dp.js');
+const dp = path.resolve(process.argv[3] ?? path.join(root, 'bin', 'dp.js'));
 const rounds = Number(process.argv[2] ?? 5);
 const cpuFile = path.join(os.tmpdir(), `dp-bench-cpu-${process.pid}.json`);
 
