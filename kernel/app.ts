@@ -3,7 +3,7 @@ import { pathToFileURL } from 'node:url';
 import type { ConfigRef, ProjectConfig, ProjectInfo } from '../sdk/config.js';
 import { CATALOG_CHANGED, type BulkLoadResult, type BulkTarget, type BulkWriter, type DatabasePort, type DbConnection, type MigrationSet, type Row, type SerializedSql, type SqlParams } from '../sdk/db.js';
 import { DpError } from '../sdk/errors.js';
-import type { KernelHooks } from '../sdk/hooks.js';
+import { HOOK_NAMES, KERNEL_HOOKS, type KernelHooks } from '../sdk/hooks.js';
 import type { CommandHandler, PluginContext, PluginDefinition, PluginManifest, RouteDefinition, ServiceRef } from '../sdk/plugin.js';
 import type { SseRouteDefinition, StaticRouteDefinition, WebSocketRouteDefinition } from '../sdk/routes.js';
 import { createAuth, type AuthProvider } from './auth/index.js';
@@ -15,12 +15,15 @@ import { DEFAULT_PHASE_TIMEOUTS_MS, PluginLifecycle, type PhaseTimeouts } from '
 import { KernelLogger } from './log.js';
 import { runMigrations } from './migrations.js';
 import { checkTopLevelKeys, configurationOwners, pluginConfiguration } from './plugin-config.js';
-import { checkExtensionDeclarations, declaredDependencies, discoverPlugins, type DiscoveredPlugin } from './plugins.js';
+import { activationSet, checkExtensionDeclarations, declaredDependencies, discoverPlugins, type DiscoveredPlugin } from './plugins.js';
 import { GuardedQueryRunner } from './query-runner.js';
 import { EnvSecretsStore } from './secrets.js';
 import { WriteLock } from './write-lock.js';
 
 export { CATALOG_CHANGED };
+
+/** Kernel hooks only the kernel fires (the query path): their tappers guard every command. */
+const KERNEL_FIRED_HOOKS: ReadonlySet<string> = new Set(HOOK_NAMES.filter((h) => KERNEL_HOOKS[h].firedBy === 'kernel'));
 /** How long maintenance and shutdown wait for in-flight work before interrupting it (default). */
 export const DEFAULT_DRAIN_MS = 10_000;
 
@@ -38,6 +41,17 @@ export interface BootOptions {
   auth?: boolean;
   /** Override of the built-in plugins folder (tests). */
   builtInPluginsDir?: string;
+  /**
+   * Whether plugins may start work on the wall clock (cron schedules, periodic re-reads): true
+   * only for `dp serve` without --no-scheduler. Test servers leave it off unless the test is about time.
+   */
+  scheduler?: boolean;
+  /**
+   * Activation on demand: the plugins whose command runs (a one-shot CLI command). Only they, the
+   * query guards and what they act through or look up are imported and set up (kernel/plugins.ts
+   * activationSet); absent, every enabled plugin loads (`dp serve`, tests).
+   */
+  activate?: string[];
   /** Per-plugin deadline of each lifecycle phase, in ms (defaults: start 30 s, beforeStop and stop 10 s). */
   phaseTimeoutsMs?: Partial<PhaseTimeouts>;
 }
@@ -189,8 +203,8 @@ class ExtensionPoints {
   private readonly absent = new Set<string>();
   private closed = false;
 
-  constructor(enabled: PluginManifest[], disabled: PluginManifest[]) {
-    for (const m of disabled) for (const e of m.contributes?.extensionPoints ?? []) this.absent.add(e);
+  constructor(absent: PluginManifest[]) {
+    for (const m of absent) for (const e of m.contributes?.extensionPoints ?? []) this.absent.add(e);
   }
 
   provide(owner: PluginManifest, ref: RefLike, accept: (contribution: unknown, from: string) => void): void {
@@ -238,7 +252,10 @@ export class App {
   readonly routes: RegisteredRoute[] = [];
   readonly nonJsonRoutes: RegisteredNonJsonRoute[] = [];
   readonly commands = new Map<string, { plugin: string; handler: CommandHandler }>();
+  /** Every enabled plugin, in setup order (manifests: what the project offers, loaded or not). */
   plugins: DiscoveredPlugin[] = [];
+  /** The enabled plugins whose code this process imported and set up (all of them unless BootOptions.activate). */
+  loadedPlugins: DiscoveredPlugin[] = [];
   disabledPlugins: DiscoveredPlugin[] = [];
   private readonly migrations: MigrationSet[] = [];
   /** One write lock for every file this app opens, so a queued writer survives an environment switch. */
@@ -291,8 +308,12 @@ export class App {
     app.services.declare(disabled.map((p) => p.manifest), false);
     app.services.declare(enabled.map((p) => p.manifest), true);
     app.hookRegistry = new HookRegistry(app.hooks, enabled.map((p) => p.manifest), disabled.map((p) => p.manifest));
-    app.extensionPoints = new ExtensionPoints(enabled.map((p) => p.manifest), disabled.map((p) => p.manifest));
-    for (const p of enabled) await app.loadPlugin(p);
+    const loaded = options.activate ? activationSet(enabled.map((p) => p.manifest), options.activate, KERNEL_FIRED_HOOKS) : null;
+    app.loadedPlugins = loaded ? enabled.filter((p) => loaded.has(p.manifest.name)) : enabled;
+    const notLoaded = enabled.filter((p) => !app.loadedPlugins.includes(p));
+    // The extension points of a plugin not loaded take nothing, like a disabled plugin's.
+    app.extensionPoints = new ExtensionPoints([...disabled, ...notLoaded].map((p) => p.manifest));
+    for (const p of app.loadedPlugins) await app.loadPlugin(p);
     app.extensionPoints.close();
     app.checkManifestRoutes();
     return app;
@@ -373,7 +394,7 @@ export class App {
     const owners = configurationOwners(all.map((p) => p.manifest), (name) => all.find((p) => p.manifest.name === name)!.manifestPath);
     checkTopLevelKeys(project, owners);
     const out = new Map<string, unknown>();
-    for (const p of this.plugins) for (const [k, v] of pluginConfiguration(p.manifest, this.configRefs.get(p.manifest.name) ?? [], project)) out.set(k, v);
+    for (const p of this.loadedPlugins) for (const [k, v] of pluginConfiguration(p.manifest, this.configRefs.get(p.manifest.name) ?? [], project)) out.set(k, v);
     return out;
   }
 
@@ -430,6 +451,7 @@ export class App {
         return app.project.envVars;
       },
       serving: this.serving,
+      scheduling: this.serving && (this.options.scheduler ?? false),
       localServer: async () => (app.serving ? null : (await import('./remote.js')).localServerFor(app.project.root)),
       enabledPlugins: () => app.plugins.map((p) => ({ manifest: p.manifest, dir: p.dir })),
       route: (def) => app.addRoute(manifest.name, def),
@@ -468,6 +490,13 @@ export class App {
   private checkManifestRoutes(): void {
     const key = (m: string, u: string) => `${m} ${u}`;
     for (const p of this.plugins) {
+      if (!this.loadedPlugins.includes(p)) {
+        // Not loaded (activation on demand): its manifest alone is checked, as for every plugin.
+        for (const r of p.manifest.contributes?.routes ?? []) {
+          if (!r.permission) throw new DpError(500, 'route_without_permission', `Route ${r.method} ${r.url} of plugin '${p.manifest.name}' declares no permission`);
+        }
+        continue;
+      }
       const declared = new Map((p.manifest.contributes?.routes ?? []).map((r) => [key(r.method, r.url), r]));
       const registered = [...this.routes, ...this.nonJsonRoutes].filter((r) => r.plugin === p.manifest.name);
       for (const r of registered) {

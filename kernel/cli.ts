@@ -1,8 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import yargs, { type Argv } from 'yargs';
-import { hideBin } from 'yargs/helpers';
+import type { Argv } from 'yargs';
 import { LOCAL_ADMIN } from '../sdk/auth.js';
 import { badRequest, errorMessage, isDpError } from '../sdk/errors.js';
 import type { ManifestCommand, ManifestOption, PluginManifest } from '../sdk/plugin.js';
@@ -13,6 +12,22 @@ import { discoverPlugins } from './plugins.js';
 
 /** Kernel commands that run without loading any plugin (recovery must work with a broken plugin). */
 const PLUGIN_FREE_COMMANDS = ['env', 'secrets', 'users', 'plugins', 'login', 'logout'];
+
+type Yargs = typeof import('yargs').default;
+
+/**
+ * yargs from the one-file bundle the build makes (dist/vendor/yargs.mjs: half the load time of
+ * its 40 modules, paid by every command), or the package when there is no bundle.
+ */
+async function loadYargs(): Promise<{ yargs: Yargs; hideBin: (argv: string[]) => string[] }> {
+  try {
+    return (await import(new URL('../vendor/yargs.mjs', import.meta.url).href)) as { yargs: Yargs; hideBin: (argv: string[]) => string[] };
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw e;
+    const [{ default: yargs }, { hideBin }] = await Promise.all([import('yargs'), import('yargs/helpers')]);
+    return { yargs, hideBin };
+  }
+}
 
 /** Finds --project / --env in argv before yargs runs, to know which plugins are enabled. */
 function preScan(argv: string[], flag: string): string | undefined {
@@ -46,10 +61,13 @@ function applyOptions(y: Argv, options?: Record<string, ManifestOption>, positio
   return y;
 }
 
-/** Runs a command inside a booted (non-serving) App. */
-export async function runInApp(argv: Record<string, any>, fn: (app: import('./app.js').App) => Promise<number | void>): Promise<void> {
+/**
+ * Runs a command inside a booted (non-serving) App. `activate` names the plugins whose command it
+ * is: only they and what they need load (BootOptions.activate); absent, every enabled plugin does.
+ */
+export async function runInApp(argv: Record<string, any>, fn: (app: import('./app.js').App) => Promise<number | void>, activate?: string[]): Promise<void> {
   const { App } = await import('./app.js');
-  const app = await App.boot({ projectRoot: argv.project, env: argv.env ?? null });
+  const app = await App.boot({ projectRoot: argv.project, env: argv.env ?? null, activate });
   try {
     const code = await fn(app);
     process.exitCode = typeof code === 'number' ? code : 0;
@@ -63,6 +81,18 @@ export async function runInApp(argv: Record<string, any>, fn: (app: import('./ap
  * (`whenOption`, e.g. versioning's `diff --snapshot` beside models' `diff`) becomes one command
  * with every plugin's options; `alternatives` lists the options that pick another handler.
  */
+/** The plugin that handles each top-level command key (`diff`, `diff --snapshot`): the one a command activates. */
+function commandOwners(manifests: PluginManifest[]): Map<string, string> {
+  const owners = new Map<string, string>();
+  for (const m of manifests) {
+    for (const cmd of m.contributes?.commands ?? []) {
+      const name = cmd.command.split(' ')[0];
+      owners.set(cmd.whenOption ? `${name} --${cmd.whenOption}` : name, m.name);
+    }
+  }
+  return owners;
+}
+
 function mergeExtendedCommands(manifests: PluginManifest[]): Array<{ cmd: ManifestCommand; alternatives: string[] }> {
   const byName = new Map<string, ManifestCommand[]>();
   for (const m of manifests) {
@@ -104,7 +134,43 @@ async function runThroughServer(argv: Record<string, any>, key: string): Promise
   return server ? runInServer(server, key, argv) : 'local';
 }
 
-function addManifestCommand(y: Argv, cmd: ManifestCommand, parents: string[], alternatives: string[] = []): Argv {
+/** What runs a parsed plugin command: the CLI's own (`runHere`), or an in-process runner (sdk/testing runCommand). */
+export type ManifestCommandRunner = (
+  argv: Record<string, any>,
+  command: { key: string; pathKey: string; chosen: string | undefined; alternatives: string[]; owner: string | undefined; manifest: ManifestCommand },
+) => Promise<void>;
+
+/** The handler of a command whose plugin did not register it: the alternatives' hint, or an error. */
+export function missingHandler(command: { key: string; pathKey: string; chosen: string | undefined; alternatives: string[] }): Error {
+  if (!command.chosen && command.alternatives.length) {
+    return badRequest('option_required', `'dp ${command.pathKey}' needs ${command.alternatives.map((o) => `--${o}`).join(' or ')} here (the plugin that handles it otherwise is disabled)`);
+  }
+  return new Error(`No handler for command '${command.key}' (its plugin did not register one)`);
+}
+
+/** The CLI's runner: through the running server when one holds the database, else in an App that loads only what the command needs. */
+const runHere: ManifestCommandRunner = async (argv, { key, chosen, alternatives, pathKey, owner, manifest: cmd }) => {
+  // While `dp serve` holds this project's database, the command runs in it (docs/cli.md).
+  if (!cmd.withoutProject && !cmd.runsBesideServer && (await runThroughServer(argv, key)) === 'ran') return;
+  const scaffold = cmd.withoutProject && !fs.existsSync(path.join(path.resolve(String(argv.project)), 'project.yml')) ? emptyProject() : null;
+  if (scaffold) argv = { ...argv, project: scaffold };
+  try {
+    await runInApp(
+      argv,
+      async (app) => {
+        const entry = app.commands.get(key);
+        if (!entry) throw missingHandler({ key, pathKey, chosen, alternatives });
+        const io = createCliIO(Boolean(argv.json), LOCAL_ADMIN);
+        return entry.handler(argv, io);
+      },
+      owner ? [owner] : [],
+    );
+  } finally {
+    if (scaffold) fs.rmSync(scaffold, { recursive: true, force: true });
+  }
+};
+
+function addManifestCommand(y: Argv, cmd: ManifestCommand, parents: string[], alternatives: string[], owners: Map<string, string>, run: ManifestCommandRunner): Argv {
   const name = cmd.command.split(' ')[0];
   const pathKey = [...parents, name].join(' ');
   return y.command(
@@ -112,40 +178,28 @@ function addManifestCommand(y: Argv, cmd: ManifestCommand, parents: string[], al
     cmd.describe,
     (sub) => {
       let s = applyOptions(sub, cmd.options, cmd.positionals);
-      for (const child of cmd.commands ?? []) s = addManifestCommand(s, child, [...parents, name]);
+      for (const child of cmd.commands ?? []) s = addManifestCommand(s, child, [...parents, name], [], owners, run);
       if (cmd.commands?.length) s = s.demandCommand(1, `Name a subcommand of '${pathKey}'`);
       return s;
     },
     cmd.commands?.length
       ? undefined
       : async (argv) => {
-          const { commandKey } = await import('./app.js');
           const chosen = alternatives.find((o) => argv[o] !== undefined && argv[o] !== false);
-          const key = commandKey(pathKey, chosen);
-          // While `dp serve` holds this project's database, the command runs in it (docs/cli.md).
-          if (!cmd.withoutProject && !cmd.runsBesideServer && (await runThroughServer(argv, key)) === 'ran') return;
-          const scaffold = cmd.withoutProject && !fs.existsSync(path.join(path.resolve(String(argv.project)), 'project.yml')) ? emptyProject() : null;
-          if (scaffold) argv = { ...argv, project: scaffold };
-          try {
-            await runInApp(argv, async (app) => {
-              const entry = app.commands.get(key);
-              if (!entry && !chosen && alternatives.length) {
-                throw badRequest('option_required', `'dp ${pathKey}' needs ${alternatives.map((o) => `--${o}`).join(' or ')} here (the plugin that handles it otherwise is disabled)`);
-              }
-              if (!entry) throw new Error(`No handler for command '${key}' (its plugin did not register one)`);
-              const io = createCliIO(Boolean(argv.json), LOCAL_ADMIN);
-              return entry.handler(argv, io);
-            });
-          } finally {
-            if (scaffold) fs.rmSync(scaffold, { recursive: true, force: true });
-          }
+          // The key its handler is registered under (app.ts commandKey).
+          const key = chosen ? `${pathKey} --${chosen}` : pathKey;
+          const top = pathKey.split(' ')[0];
+          await run(argv, { key, pathKey, chosen, alternatives, owner: owners.get(chosen ? `${top} --${chosen}` : top), manifest: cmd });
         },
   );
 }
 
-export async function main(rawArgv = hideBin(process.argv)): Promise<void> {
-  const projectRoot = path.resolve(preScan(rawArgv, 'project') ?? process.cwd());
-  let y: Argv = yargs(rawArgv)
+/**
+ * dp's global options and every plugin command of `manifests` on a yargs instance, each parsed
+ * command handed to `run`. The CLI adds the kernel's commands; tests run plugin commands in process.
+ */
+export function withManifestCommands(y: Argv, manifests: PluginManifest[], run: ManifestCommandRunner): Argv {
+  y = y
     .scriptName('dp')
     .usage('$0 <command> [options]\n\ndp: a local data-pipeline workbench on one embedded DuckDB file.')
     .option('project', { type: 'string', describe: 'Project folder (holds project.yml)', default: process.cwd(), defaultDescription: 'current folder', global: true })
@@ -153,7 +207,19 @@ export async function main(rawArgv = hideBin(process.argv)): Promise<void> {
     .option('json', { type: 'boolean', describe: 'Print data as JSON', default: false, global: true })
     .strict()
     .demandCommand(1, 'Name a command; dp --help lists them')
-    .recommendCommands()
+    .recommendCommands();
+  const owners = commandOwners(manifests);
+  for (const { cmd, alternatives } of mergeExtendedCommands(manifests)) y = addManifestCommand(y, cmd, [], alternatives, owners, run);
+  return y;
+}
+
+export { loadYargs };
+
+export async function main(argv?: string[]): Promise<void> {
+  const { yargs, hideBin } = await loadYargs();
+  const rawArgv = argv ?? hideBin(process.argv);
+  const projectRoot = path.resolve(preScan(rawArgv, 'project') ?? process.cwd());
+  let y: Argv = yargs(rawArgv)
     .wrap(Math.min(110, process.stdout.columns ?? 100))
     .fail((msg, err) => {
       if (err) throw err;
@@ -173,7 +239,7 @@ export async function main(rawArgv = hideBin(process.argv)): Promise<void> {
       return;
     }
   }
-  for (const { cmd, alternatives } of mergeExtendedCommands(manifests)) y = addManifestCommand(y, cmd, [], alternatives);
+  y = withManifestCommands(y, manifests, runHere);
   try {
     await y.parseAsync();
   } catch (e) {

@@ -23,7 +23,8 @@ export function kernelCommands(y: Argv): Argv {
           .option('port', { type: 'number', default: Number(process.env.DP_PORT ?? 3000), describe: 'Port to listen on' })
           .option('host', { type: 'string', default: '127.0.0.1', describe: 'Address to bind' })
           .option('auth', { type: 'boolean', default: false, describe: 'Require login and enforce roles' })
-          .option('shutdown-grace', { type: 'number', default: 10, describe: 'Seconds in-flight requests get to finish on SIGTERM/SIGINT' }),
+          .option('shutdown-grace', { type: 'number', default: 10, describe: 'Seconds in-flight requests get to finish on SIGTERM/SIGINT' })
+          .option('scheduler', { type: 'boolean', default: true, describe: 'Run cron schedules (--no-scheduler: streams and jobs run only when asked, as tests need)' }),
       async (argv) => {
         const { serve } = await import('./serve.js');
         await serve({
@@ -33,6 +34,7 @@ export function kernelCommands(y: Argv): Argv {
           host: argv.host,
           auth: argv.auth,
           shutdownGraceSeconds: argv['shutdown-grace'] as number,
+          scheduler: argv.scheduler as boolean,
         });
       },
     )

@@ -51,7 +51,9 @@ const compiled = new WeakMap<object, ValidateFunction>();
 function validatorOf(ref: ConfigRef): ValidateFunction {
   let v = compiled.get(ref.schema);
   if (!v) {
-    ajv ??= new Ajv({ useDefaults: true, allErrors: false, strict: false });
+    // The schemas are the plugins' own code (TypeBox), not input: checking them against the
+    // JSON Schema meta-schema on every command's start cost more than validating project.yml.
+    ajv ??= new Ajv({ useDefaults: true, allErrors: false, strict: false, validateSchema: false, code: { optimize: false } });
     v = ajv.compile(ref.schema as object);
     compiled.set(ref.schema, v);
   }

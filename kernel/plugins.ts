@@ -165,3 +165,50 @@ export function checkExtensionDeclarations(enabled: PluginManifest[], installed:
     }
   }
 }
+
+/**
+ * The plugins a one-shot command loads (activation on demand, docs/plugins.md "Activation"):
+ *
+ * - the command's owner, and the plugins that guard every query: those tapping a kernel hook the
+ *   kernel itself fires (`guardHooks`, e.g. masking on interceptQuery), so nothing a command runs
+ *   skips them;
+ * - what these act through: the plugins they `require`, the plugins that contribute to their
+ *   extension points, and the plugins that tap the hooks they fire or own (a transform runs
+ *   quality's checks, masking applies a third-party method); each of those acts too;
+ * - what any loaded plugin may look up: its `requires` and enabled `optional` plugins, loaded for
+ *   their services (masking reads lineage, lineage reads models), with their own requirements.
+ *
+ * Returns them in `enabled`'s (setup) order. Plugins outside the set are still checked from their
+ * manifests (configuration keys, hooks, extension points, routes' permissions) but their code is
+ * never imported.
+ */
+export function activationSet(enabled: PluginManifest[], owners: string[], guardHooks: ReadonlySet<string>): Set<string> {
+  const byName = new Map(enabled.map((m) => [m.name, m]));
+  const extenders = new Map<string, string[]>();
+  const tappers = new Map<string, string[]>();
+  for (const m of enabled) {
+    for (const e of m.contributes?.extends ?? []) extenders.set(e, [...(extenders.get(e) ?? []), m.name]);
+    for (const h of m.contributes?.hooks ?? []) tappers.set(h, [...(tappers.get(h) ?? []), m.name]);
+  }
+  const acting = new Set<string>();
+  const loaded = new Set<string>();
+  const act = (name: string) => {
+    const m = byName.get(name);
+    if (!m || acting.has(name)) return;
+    acting.add(name);
+    provide(name);
+    for (const r of m.requires ?? []) act(r);
+    for (const e of m.contributes?.extensionPoints ?? []) for (const x of extenders.get(e) ?? []) act(x);
+    const fired = [...(m.contributes?.fires ?? []), ...(m.contributes?.hookPoints ?? []).map((p) => p.name)];
+    for (const h of fired) for (const x of tappers.get(h) ?? []) act(x);
+  };
+  const provide = (name: string) => {
+    const m = byName.get(name);
+    if (!m || loaded.has(name)) return;
+    loaded.add(name);
+    for (const d of [...(m.requires ?? []), ...(m.optional ?? [])]) provide(d);
+  };
+  for (const o of owners) act(o);
+  for (const h of guardHooks) for (const x of tappers.get(h) ?? []) act(x);
+  return loaded;
+}

@@ -82,7 +82,7 @@ export function manifestCommands(app: App): Map<string, ManifestCommand> {
 }
 
 /** Where a command running for a CLI client writes: its stdout goes to that client, not the server's. */
-interface CommandSink {
+export interface CommandSink {
   write(kind: 'stdout' | 'stderr' | 'progress', text: string): void;
   /** The client's working folder, for commands that resolve relative paths against process.cwd(). */
   cwd: string;
@@ -110,6 +110,16 @@ function redirectProcessOutput(): void {
   } as typeof process.stdout.write;
   const cwd = process.cwd.bind(process);
   process.cwd = () => sinks.getStore()?.cwd ?? cwd();
+}
+
+/**
+ * Runs a command's handler with its output going to `sink`: what it prints through `io` and
+ * straight to process.stdout, and process.cwd() as the sink's. For commands run in a process
+ * that is not theirs: this route's, and sdk/testing's runCommand.
+ */
+export function runWithSink<T>(sink: CommandSink, wantsJson: boolean, caller: Caller, handler: (io: CliIO) => Promise<T>): Promise<T> {
+  redirectProcessOutput();
+  return sinks.run(sink, () => handler(sinkIO(sink, wantsJson, caller)));
 }
 
 function sinkIO(sink: CommandSink, wantsJson: boolean, caller: Caller): CliIO {

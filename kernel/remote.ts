@@ -9,9 +9,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
-import { request } from 'undici';
 import { DpError, errorMessage } from '../sdk/errors.js';
 import { LOCAL_TOKEN_HEADER, SERVER_FILE, type ServerFile } from './remote-server.js';
+
+/** undici loads on the first request: most commands only look for a server file and find none. */
+const request = (async (...args: Parameters<typeof import('undici').request>) => (await import('undici')).request(...args)) as typeof import('undici').request;
 
 /** How long the CLI waits for a server that its file names before deciding it is gone. */
 const PROBE_TIMEOUT_MS = 3000;

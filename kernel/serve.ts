@@ -10,6 +10,8 @@ export interface ServeOptions {
   auth: boolean;
   /** Seconds in-flight requests get to finish on SIGTERM/SIGINT before they are cut (default 10). */
   shutdownGraceSeconds?: number;
+  /** Run cron schedules and other wall-clock work (default true; `dp serve --no-scheduler` turns it off). */
+  scheduler?: boolean;
 }
 
 /** Beyond the grace, what the plugins' stop phases may take before the process exits regardless. */
@@ -17,7 +19,7 @@ const STOP_BUDGET_MS = 15_000;
 
 /** `dp serve`: boots the app, opens the database, listens, and shuts down cleanly on SIGINT/SIGTERM. */
 export async function serve(options: ServeOptions): Promise<void> {
-  const app = await App.boot({ projectRoot: options.projectRoot, env: options.env, serving: true, auth: options.auth });
+  const app = await App.boot({ projectRoot: options.projectRoot, env: options.env, serving: true, auth: options.auth, scheduler: options.scheduler ?? true });
   await app.start();
   let localToken: string | null = null;
   const server = await createServer(app, { forceCloseConnections: 'idle', cliLocalToken: () => localToken });

@@ -6,6 +6,7 @@
 // Run by `npm install` (prepare) and before tests.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -17,6 +18,36 @@ if (r.status !== 0) {
   process.stderr.write('build failed\n');
   process.exit(r.status ?? 1);
 }
+
+// Packages every command loads, made of many small modules, bundled into one file each: TypeBox's
+// 200 ES modules alone cost a fifth of `dp tables`' start (bench/cli-start, docs/plugins.md
+// "Activation on demand"). sdk/config.ts loads the bundle, or the package when there is none.
+const esbuild = await import('esbuild');
+const vendor = join(root, 'dist', 'vendor');
+await esbuild.build({
+  entryPoints: [createRequire(import.meta.url).resolve('@sinclair/typebox')],
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  logLevel: 'warning',
+  outfile: join(vendor, 'typebox.cjs'),
+});
+// yargs finds its translations next to its own module: point the bundle at the package's folder.
+const yargsBundle = await esbuild.build({
+  stdin: { contents: "export { default as yargs } from 'yargs'; export { hideBin } from 'yargs/helpers';", resolveDir: root, loader: 'js' },
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  logLevel: 'warning',
+  write: false,
+  outfile: join(vendor, 'yargs.mjs'),
+});
+const yargsCode = yargsBundle.outputFiles[0].text;
+const localesAt = /resolve\d*\(__dirname, "\.\.\/\.\.\/\.\.\/locales"\)/;
+if (!localesAt.test(yargsCode)) throw new Error('build: the yargs bundle no longer names its locales folder as expected (scripts/build.mjs)');
+fs.writeFileSync(join(vendor, 'yargs.mjs'), yargsCode.replace(localesAt, 'fileURLToPath(new URL("../../node_modules/yargs/locales/", import.meta.url))'));
 
 // Locally the build rewrites them; on CI (CI set) it only checks, so a stale checked-in file fails the build.
 const generateArgs = process.env.CI ? ['--check'] : [];

@@ -1,7 +1,10 @@
 // Runs every compiled test file (dist/test/**/*.test.js) with Node's own test runner.
 // Usage: node scripts/test.mjs [substring ...]  — only files whose path contains one of the substrings.
+// Files run in parallel, as many as the machine has cores (os.availableParallelism());
+// DP_TEST_CONCURRENCY sets another number (README "Tests": running the suite under load).
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -23,7 +26,8 @@ if (selected.length === 0) {
   process.stderr.write('no test files found (did the build run?)\n');
   process.exit(1);
 }
-const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', '--test-reporter=spec', ...selected], {
+const concurrency = Number(process.env.DP_TEST_CONCURRENCY) || os.availableParallelism();
+const r = spawnSync(process.execPath, ['--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...selected], {
   stdio: 'inherit',
   cwd: root,
   env: { ...process.env, DP_LOG_SILENT: '1' },

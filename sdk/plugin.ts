@@ -320,6 +320,12 @@ export interface PluginContext {
   /** True when the process is `dp serve` (false for one-shot CLI commands). */
   readonly serving: boolean;
   /**
+   * True when the plugin may start work on the wall clock (cron schedules, periodic re-reads):
+   * `dp serve`, unless started with `--no-scheduler`. False for CLI commands and for test servers
+   * unless the test asks (a test about time moves a clock it owns).
+   */
+  readonly scheduling: boolean;
+  /**
    * For a CLI command that relays to a running `dp serve` of this project (manifest
    * `runsBesideServer`, e.g. `dp mcp` relaying stdio to `/mcp`): the server's address and the
    * headers that authenticate this CLI user there (their `dp login` token with --auth), or null

@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { ErrorObject } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { LineCounter, parseDocument, type Document } from 'yaml';
 import type { ProjectInfo } from './config.js';
 import { badRequest } from './errors.js';
@@ -178,6 +178,24 @@ export interface AjvFieldError {
   parts: Array<string | number>;
   /** A sentence about the field: "missing required property 'model'", "'severity' must be one of error, warn". */
   message: string;
+}
+
+/**
+ * A validator compiled on its first call, not when its module loads: an ajv compile costs
+ * milliseconds, and a plugin's module loads for commands that never read the files it checks
+ * (activation on demand, docs/plugins.md). `errors` is set after each call, as ajv's own.
+ *
+ *   const validateContract = compileOnFirstUse(() => new Ajv({ strict: false }).compile(contractSchema));
+ */
+export function compileOnFirstUse<T = unknown>(compile: () => ValidateFunction<T>): ValidateFunction<T> {
+  let compiled: ValidateFunction<T> | undefined;
+  const validate = function (this: unknown, ...args: Parameters<ValidateFunction<T>>) {
+    compiled ??= compile();
+    const ok = compiled.apply(this, args);
+    validate.errors = compiled.errors;
+    return ok;
+  } as ValidateFunction<T>;
+  return validate;
 }
 
 /**

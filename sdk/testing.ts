@@ -15,7 +15,8 @@ import path from 'node:path';
 import { App } from '../kernel/app.js';
 import { createServer } from '../kernel/http.js';
 import { BUILTIN_PLUGINS_DIR } from '../kernel/plugins.js';
-import type { Role } from './auth.js';
+import { LOCAL_ADMIN, type Caller, type Role } from './auth.js';
+import { errorMessage } from './errors.js';
 import type { DatabasePort } from './db.js';
 
 // Tests are quiet unless the developer asks for the log.
@@ -32,6 +33,8 @@ export interface TestServerOptions {
   projectYml?: string;
   /** Serve with authentication (then use `caller(role)` for tokens). Default false: every request is an admin. */
   auth?: boolean;
+  /** Run cron schedules on the wall clock (default false: a test about time asks for it, or better moves a clock it owns). */
+  scheduler?: boolean;
   /** SSE heartbeat interval in ms (default 15 s). */
   sseHeartbeatMs?: number;
 }
@@ -109,7 +112,7 @@ export async function startTestServer(options: TestServerOptions): Promise<Plugi
     fs.writeFileSync(file, content);
   }
 
-  const app = await App.boot({ projectRoot, serving: true, auth: options.auth ?? false });
+  const app = await App.boot({ projectRoot, serving: true, auth: options.auth ?? false, scheduler: options.scheduler ?? false });
   await app.start();
   const server = await createServer(app, { sseHeartbeatMs: options.sseHeartbeatMs });
   await server.listen({ port: 0, host: '127.0.0.1' });
@@ -165,4 +168,70 @@ export async function startTestServer(options: TestServerOptions): Promise<Plugi
       fs.rmSync(projectRoot, { recursive: true, force: true });
     },
   };
+}
+
+export interface CommandResult {
+  /** The exit code the CLI would give: the handler's number, 0, or 1 when it threw or the arguments were refused. */
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs a plugin's CLI command in this process, on a booted app (`startTestServer(...).app`, or
+ * test/helpers bootApp): the arguments parse as `dp` parses them (the manifests' options,
+ * defaults and checks), the handler runs with the given caller (LOCAL_ADMIN as at the CLI), and
+ * everything it prints is returned. Spawn the real `dp` only when the process is the point: exit
+ * codes of the binary, stdio, signals, the relay to a running server.
+ *
+ *   const r = await runCommand(app, ['tables', '--json']);
+ *   assert.equal(r.code, 0);
+ */
+export async function runCommand(app: App, argv: string[], options: { stdin?: string; caller?: Caller } = {}): Promise<CommandResult> {
+  const { loadYargs, missingHandler, withManifestCommands } = await import('../kernel/cli.js');
+  const { runWithSink } = await import('../kernel/remote-server.js');
+  const { yargs } = await loadYargs();
+  let stdout = '';
+  let stderr = '';
+  let code = 0;
+  const sink = {
+    cwd: app.project.root,
+    write: (kind: 'stdout' | 'stderr' | 'progress', text: string) => {
+      if (kind === 'stdout') stdout += text;
+      else stderr += kind === 'progress' ? `${text}\n` : text;
+    },
+  };
+  const parser = withManifestCommands(
+    yargs(argv).exitProcess(false).wrap(null).fail((message, error) => {
+      throw error ?? new Error(message);
+    }),
+    app.plugins.map((p) => p.manifest),
+    async (args, command) => {
+      const entry = app.commands.get(command.key);
+      if (!entry) throw missingHandler(command);
+      const inProject = { ...args, project: app.project.root };
+      const run = () => runWithSink(sink, Boolean(args.json), options.caller ?? LOCAL_ADMIN, async (io) => entry.handler(inProject, io));
+      const result = options.stdin === undefined ? await run() : await withStdinText(options.stdin, run);
+      code = typeof result === 'number' ? result : 0;
+    },
+  );
+  try {
+    await parser.parseAsync();
+  } catch (e) {
+    stderr += `error: ${errorMessage(e)}\n`;
+    code = 1;
+  }
+  return { code, stdout, stderr };
+}
+
+/** Runs `fn` while process.stdin reads `text` (commands that read their input from stdin). */
+async function withStdinText<T>(text: string, fn: () => Promise<T>): Promise<T> {
+  const { Readable } = await import('node:stream');
+  const descriptor = Object.getOwnPropertyDescriptor(process, 'stdin')!;
+  Object.defineProperty(process, 'stdin', { configurable: true, enumerable: descriptor.enumerable, value: Readable.from([Buffer.from(text)]) });
+  try {
+    return await fn();
+  } finally {
+    Object.defineProperty(process, 'stdin', descriptor);
+  }
 }

@@ -58,14 +58,15 @@ export interface TestServer {
 }
 
 /**
- * Boots an App on the project and serves it on 127.0.0.1:<random port>.
+ * Boots an App on the project and serves it on 127.0.0.1:<random port>, with the scheduler off
+ * unless `scheduler: true` (a cron schedule must never fire because the test crossed a minute).
  * `builtInPluginsDir` replaces the repository's plugins/ folder (an empty folder: kernel only).
  */
 export async function startServer(
   projectRoot: string,
-  options: { auth?: boolean; env?: string | null; builtInPluginsDir?: string; server?: ServerOptions } = {},
+  options: { auth?: boolean; env?: string | null; builtInPluginsDir?: string; server?: ServerOptions; scheduler?: boolean } = {},
 ): Promise<TestServer> {
-  const app = await App.boot({ projectRoot, env: options.env ?? null, serving: true, auth: options.auth ?? false, builtInPluginsDir: options.builtInPluginsDir });
+  const app = await App.boot({ projectRoot, env: options.env ?? null, serving: true, auth: options.auth ?? false, builtInPluginsDir: options.builtInPluginsDir, scheduler: options.scheduler ?? false });
   await app.start();
   const server = await createServer(app, options.server);
   await server.listen({ port: 0, host: '127.0.0.1' });

@@ -5,12 +5,22 @@
  * session outlives the request or crosses callers). `dp context` writes the project's
  * description (context.ts). Other plugins are reached only through their sdk services.
  */
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { badRequest, definePlugin, DpError, LOCAL_ADMIN, type PluginContext } from '../../sdk/index.js';
 import { projectContext } from './context.js';
-import { createMcpServer } from './server.js';
+
+/**
+ * The MCP SDK (transports, server, zod) loads on the first MCP request or `dp mcp`, not when the
+ * plugin sets up: `dp serve` and every command that loads this plugin would pay for it otherwise.
+ */
+const mcp = async () => {
+  const [{ StdioServerTransport }, { StreamableHTTPClientTransport }, { StreamableHTTPServerTransport }, { createMcpServer }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/server/stdio.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+    import('./server.js'),
+  ]);
+  return { StdioServerTransport, StreamableHTTPClientTransport, StreamableHTTPServerTransport, createMcpServer };
+};
 
 const VERSION = '1.0.0';
 /** Header by which `dp mcp --read-only`, relaying to a running server, asks /mcp for the read-only tool set. */
@@ -50,6 +60,7 @@ function answersOwed(stdio: StdioServerTransport): { idle(): Promise<void> } {
  * stdout. The tools, resources and roles are the server's.
  */
 async function relayToServer(ctx: PluginContext, running: { url: string; headers: Record<string, string> }, readOnly: boolean): Promise<number> {
+  const { StdioServerTransport, StreamableHTTPClientTransport } = await mcp();
   const stdio = new StdioServerTransport();
   const http = new StreamableHTTPClientTransport(new URL(`${running.url}/mcp`), {
     requestInit: { headers: { ...running.headers, ...(readOnly ? { [READ_ONLY_HEADER]: '1' } : {}) } },
@@ -97,6 +108,7 @@ export default definePlugin({
         }
         // `dp mcp --read-only` relaying here while the server runs asks for the read-only tool set.
         const readOnly = req.headers[READ_ONLY_HEADER] === '1';
+        const { createMcpServer, StreamableHTTPServerTransport } = await mcp();
         const server = createMcpServer(ctx, req.caller, { readOnly }, VERSION);
         const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
         reply.raw.once('close', () => {
@@ -114,6 +126,7 @@ export default definePlugin({
     ctx.command('mcp', async (args) => {
       const running = await ctx.localServer?.();
       if (running) return relayToServer(ctx, running, Boolean(args['read-only']));
+      const { createMcpServer, StdioServerTransport } = await mcp();
       const server = createMcpServer(ctx, LOCAL_ADMIN, { readOnly: Boolean(args['read-only']) }, VERSION);
       const transport = new StdioServerTransport();
       // Runs until the client closes stdin (or the transport closes); then the CLI closes the

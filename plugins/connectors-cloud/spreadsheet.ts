@@ -5,12 +5,17 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import ExcelJS from 'exceljs';
+import { createRequire } from 'node:module';
+import type ExcelJS from 'exceljs';
 import { DpError, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorRuntime, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
 import { describeFiles, readFiles, saveStream, tempFolder } from './files.js';
 import { expectOk, type HttpCall, hostOf, httpRequest, paramInvalid, probe, TIMEOUT_PARAM, timeoutOf } from './net.js';
 import { generateSyncScript } from './script.js';
 import { batchRowsOf, coerce, inferColumnsOfRows } from './values.js';
+
+/** exceljs loads with the first spreadsheet it reads, not when the plugin sets up (docs/plugins.md "Activation on demand"). */
+let excelModule: typeof ExcelJS | undefined;
+const excel = (): typeof ExcelJS => (excelModule ??= createRequire(import.meta.url)('exceljs') as typeof ExcelJS);
 
 export const SPREADSHEET_PARAMS = {
   type: 'object',
@@ -80,7 +85,7 @@ function headerNames(values: unknown[], width: number): string[] {
 
 /** Rows of each sheet, sheet by sheet: the header names and then data rows (as plain values). */
 async function* sheetRows(file: string, headerRow: number, only?: string): AsyncGenerator<{ sheet: string; header: string[]; rows: AsyncGenerator<unknown[]> }> {
-  const reader = new ExcelJS.stream.xlsx.WorkbookReader(file, { worksheets: 'emit', sharedStrings: 'cache', hyperlinks: 'ignore', styles: 'cache', entries: 'ignore' });
+  const reader = new (excel().stream.xlsx.WorkbookReader)(file, { worksheets: 'emit', sharedStrings: 'cache', hyperlinks: 'ignore', styles: 'cache', entries: 'ignore' });
   for await (const sheet of reader) {
     const name = (sheet as unknown as { name: string }).name;
     if (only !== undefined && name !== only) {

@@ -5,7 +5,8 @@
  * bearer token and supports high-watermark reads; `b` a Databricks-style query API with an API
  * key header, full reads only.
  */
-import { RecordBatchReader, Type, util, type DataType, type RecordBatch } from 'apache-arrow';
+import { createRequire } from 'node:module';
+import type { DataType, RecordBatch } from 'apache-arrow';
 import { DpError, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
 import { expectOk, hostOf, httpRequest, invalidResponse, paramInvalid, probe, TIMEOUT_PARAM, timeoutOf } from './net.js';
 import { generateSyncScript } from './script.js';
@@ -26,8 +27,13 @@ interface WarehouseFlavor {
 
 const ARROW_STREAM = 'application/vnd.apache.arrow.stream';
 
+/** apache-arrow loads with the first warehouse answer it reads, not when the plugin sets up (docs/plugins.md "Activation on demand"). */
+let arrowModule: typeof import('apache-arrow') | undefined;
+const arrow = (): typeof import('apache-arrow') => (arrowModule ??= createRequire(import.meta.url)('apache-arrow') as typeof import('apache-arrow'));
+
 /** The DuckDB type for an Arrow field type. */
 export function arrowTypeToDuckDB(type: DataType): string {
+  const { Type } = arrow();
   switch (type.typeId) {
     case Type.Int: {
       const t = type as unknown as { bitWidth: number; isSigned: boolean };
@@ -62,6 +68,7 @@ export function arrowTypeToDuckDB(type: DataType): string {
 }
 
 function decimalText(value: unknown, scale: number): string {
+  const { util } = arrow();
   const n = util.bigNumToBigInt(value as never);
   if (scale === 0) return n.toString();
   const neg = n < 0n;
@@ -75,6 +82,7 @@ function jsonSafe(v: unknown): unknown {
 
 /** An Arrow value in the form the bulk loader takes for its DuckDB type. */
 function converter(type: DataType): (v: unknown) => unknown {
+  const { Type } = arrow();
   switch (type.typeId) {
     case Type.Timestamp:
     case Type.Date:
@@ -115,7 +123,7 @@ async function* runStatement(flavor: WarehouseFlavor, config: Record<string, unk
   try {
     // An async generator, not the Node stream itself: arrow destroys a Node stream it finishes,
     // which undici reports as an abort.
-    reader = await RecordBatchReader.from((async function* () {
+    reader = await arrow().RecordBatchReader.from((async function* () {
       for await (const chunk of res.body) yield chunk as Uint8Array;
     })());
     await reader.open();

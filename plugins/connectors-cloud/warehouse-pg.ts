@@ -4,12 +4,17 @@
  * any size costs one batch of memory. The design's route, DuckDB's postgres extension, is not
  * available here: extensions cannot be downloaded on this machine.
  */
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type pg from 'pg';
 import { DpError, errorMessage, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
 import { authFailed, networkCause, paramInvalid, probe, TIMEOUT_PARAM, timeoutOf, unreachable } from './net.js';
 import { generateSyncScript } from './script.js';
 import { ansiIdent, sqlTypeToDuckDB } from './sql-types.js';
 import { batchRowsOf } from './values.js';
+
+/** pg loads with the first connection, not when the plugin sets up (docs/plugins.md "Activation on demand"). */
+let pgDriverModule: typeof pg | undefined;
+const pgDriver = (): typeof pg => (pgDriverModule ??= createRequire(import.meta.url)('pg') as typeof pg);
 
 export const WAREHOUSE_C_PARAMS = {
   type: 'object',
@@ -48,7 +53,7 @@ function checkConfig(config: Record<string, unknown>): PgConfig {
 // the bulk loader parses ISO text.
 const TEXT_TYPES = new Set([1082, 1114, 1184]);
 const types = {
-  getTypeParser: (oid: number, format?: string) => (TEXT_TYPES.has(oid) ? (v: string) => v : pg.types.getTypeParser(oid, format as 'text')),
+  getTypeParser: (oid: number, format?: string) => (TEXT_TYPES.has(oid) ? (v: string) => v : pgDriver().types.getTypeParser(oid, format as 'text')),
 };
 
 function where(c: PgConfig): string {
@@ -69,7 +74,7 @@ function asSourceError(c: PgConfig, e: unknown): Error {
 
 async function connect(c: PgConfig, signal: AbortSignal): Promise<pg.Client> {
   const timeoutMs = timeoutOf(c as unknown as Record<string, unknown>);
-  const client = new pg.Client({
+  const client = new (pgDriver().Client)({
     host: c.host,
     port: c.port ?? 5439,
     database: c.database,

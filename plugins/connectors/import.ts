@@ -12,9 +12,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import ExcelJS from 'exceljs';
+import { createRequire } from 'node:module';
+import type ExcelJS from 'exceljs';
 import { IMPORTS_SCRATCH, scratchName } from './scratch.js';
 import { badRequest, conflict, errorMessage, isDpError, qualified, quoteIdent, SAFE_NAME, type BulkColumn, type DatabasePort, type DbConnection, type PluginContext } from '../../sdk/index.js';
+
+/** exceljs loads with the first spreadsheet it reads, not when the plugin sets up (docs/plugins.md "Activation on demand"). */
+let excelModule: typeof ExcelJS | undefined;
+const excel = (): typeof ExcelJS => (excelModule ??= createRequire(import.meta.url)('exceljs') as typeof ExcelJS);
 
 export const IMPORT_FORMATS = { '.csv': 'csv', '.tsv': 'csv', '.txt': 'csv', '.parquet': 'parquet', '.json': 'json', '.jsonl': 'json', '.ndjson': 'json', '.xlsx': 'xlsx' } as const;
 export type ImportFormat = (typeof IMPORT_FORMATS)[keyof typeof IMPORT_FORMATS];
@@ -81,7 +86,7 @@ function kindOf(v: unknown): string | null {
 
 /** Streams the rows of one worksheet (the first, or `sheet`), header row first. */
 async function* sheetRows(file: string, sheet: string | undefined): AsyncGenerator<unknown[]> {
-  const reader = new ExcelJS.stream.xlsx.WorkbookReader(file, { sharedStrings: 'cache', styles: 'cache', hyperlinks: 'cache', worksheets: 'emit' });
+  const reader = new (excel().stream.xlsx.WorkbookReader)(file, { sharedStrings: 'cache', styles: 'cache', hyperlinks: 'cache', worksheets: 'emit' });
   let seen = false;
   for await (const ws of reader) {
     const w = ws as unknown as AsyncIterable<ExcelJS.Row> & { name?: string };

@@ -13,7 +13,8 @@ const METHOD_NAME = /^[a-z][a-z0-9_]*$/;
 
 interface Entry {
   method: MaskingMethod;
-  validate: ValidateFunction;
+  /** The compiled configSchema; built-in methods' schemas compile on first use (a command that sets no policy compiles none). */
+  validate(): ValidateFunction;
   /** Plugin that contributed the method (`masking` for built-ins). */
   plugin: string;
 }
@@ -38,13 +39,17 @@ export class MethodCatalog {
     if (typeof schema !== 'object' || (schema as { type?: unknown }).type !== 'object') throw problem(`a configSchema that is not an object schema ('${method.name}')`);
     const prior = this.entries.get(method.name);
     if (prior) throw new DpError(500, 'duplicate_masking_method', `Masking method '${method.name}' from plugin '${plugin}' is already defined by plugin '${prior.plugin}'`, { plugin, method: method.name });
-    let validate: ValidateFunction;
-    try {
-      validate = this.ajv.compile(schema);
-    } catch (e) {
-      throw problem(`a configSchema ajv cannot compile ('${method.name}': ${(e as Error).message})`);
-    }
-    this.entries.set(method.name, { method: { ...method, configSchema: schema }, validate, plugin });
+    let compiled: ValidateFunction | undefined;
+    const compile = () => {
+      try {
+        return (compiled ??= this.ajv.compile(schema));
+      } catch (e) {
+        throw problem(`a configSchema ajv cannot compile ('${method.name}': ${(e as Error).message})`);
+      }
+    };
+    // Another plugin's schema is checked as it arrives, so a bad contribution fails the boot naming it.
+    if (plugin !== 'masking') compile();
+    this.entries.set(method.name, { method: { ...method, configSchema: schema }, validate: compile, plugin });
   }
 
   /** Whether a method is one of this plugin's own (not contributed by another plugin). */
@@ -83,8 +88,9 @@ export class MethodCatalog {
   normalizeConfig(name: string, config: unknown): Record<string, unknown> {
     const e = this.entry(name);
     const copy = config == null ? {} : structuredCloneJson(config);
-    if (!e.validate(copy)) {
-      const err = e.validate.errors![0];
+    const validate = e.validate();
+    if (!validate(copy)) {
+      const err = validate.errors![0];
       const params = err.params as Record<string, unknown>;
       const { field } = ajvFieldError(err);
       const path = field ? `method_config.${field}` : 'method_config';

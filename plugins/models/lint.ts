@@ -12,7 +12,8 @@
  *     max_line_length: 120
  *     marts_schemas: [marts]   # where SELECT * is reported
  */
-import { format, supportedDialects, type SqlLanguage } from 'sql-formatter';
+import { createRequire } from 'node:module';
+import type { SqlLanguage } from 'sql-formatter';
 import { badRequest, errorMessage, type PluginContext, type SqlNode } from '../../sdk/index.js';
 import { isDirectiveLine } from './directives.js';
 import { LINT_CONFIG } from './config.js';
@@ -55,9 +56,14 @@ export interface LintConfig {
 const CLAUSE_WORDS = ['between', 'exists', 'interval', 'values', 'over', 'partition', 'filter', 'rows', 'range', 'preceding', 'following', 'unbounded', 'current', 'row', 'nulls', 'recursive', 'materialized'];
 const KEYWORD_CATEGORIES = `('reserved', 'type_function')`;
 
+/** sql-formatter (its grammars are large) loads when a lint first needs it, not at plugin setup. */
+let formatter: typeof import('sql-formatter') | undefined;
+const sqlFormatter = (): typeof import('sql-formatter') => (formatter ??= createRequire(import.meta.url)('sql-formatter') as typeof import('sql-formatter'));
+
 export function lintConfig(ctx: PluginContext): LintConfig {
   const raw = ctx.config(LINT_CONFIG) as Record<string, unknown>;
   const dialect = String(raw.dialect ?? 'duckdb');
+  const { supportedDialects } = sqlFormatter();
   if (!(supportedDialects as readonly string[]).includes(dialect)) {
     throw badRequest('invalid_lint_dialect', `lint.dialect '${dialect}' is not a dialect sql-formatter knows (${supportedDialects.join(', ')})`, { field: 'lint.dialect' });
   }
@@ -151,7 +157,7 @@ export function fixedText(sql: string, config: LintConfig): string {
   const lines = sql.replace(/\r\n/g, '\n').split('\n');
   const directives = lines.filter(isDirectiveLine).map((l) => l.trim());
   const body = lines.filter((l) => !isDirectiveLine(l)).join('\n').trim();
-  const formatted = format(body, { language: config.dialect as SqlLanguage, keywordCase: config.keywordCase, tabWidth: 4 }).trimEnd();
+  const formatted = sqlFormatter().format(body, { language: config.dialect as SqlLanguage, keywordCase: config.keywordCase, tabWidth: 4 }).trimEnd();
   return [...directives, formatted].join('\n') + '\n';
 }
 

@@ -28,7 +28,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Ajv } from 'ajv';
+import { Ajv, type ValidateFunction } from 'ajv';
 import {
   ajvFieldError,
   badRequest,
@@ -107,7 +107,9 @@ const FILE_SCHEMA = {
   },
 };
 
-const validateFile = new Ajv({ allErrors: false, allowUnionTypes: true }).compile(FILE_SCHEMA);
+/** Compiled when the first unit-test file is read (not at plugin setup: most commands read none). */
+let fileValidator: ValidateFunction | undefined;
+const validateFile = (): ValidateFunction => (fileValidator ??= new Ajv({ allErrors: false, allowUnionTypes: true }).compile(FILE_SCHEMA));
 
 export interface UnitTestFileError {
   file: string;
@@ -130,8 +132,8 @@ export function discoverUnitTests(ctx: PluginContext): { tests: UnitTestSpec[]; 
       errors.push({ file: rel, line: details?.line ?? null, message: errorMessage(e) });
       continue;
     }
-    if (!validateFile(doc.value)) {
-      const err = ajvFieldError(validateFile.errors![0]);
+    if (!validateFile()(doc.value)) {
+      const err = ajvFieldError(validateFile().errors![0]);
       const line = doc.lineOf(err.parts) ?? null;
       errors.push({ file: rel, line, message: `${rel}${line ? ` line ${line}` : ''}: ${err.message}` });
       continue;

@@ -4,7 +4,7 @@
  * a cell may carry an `id` (a name later cells use, see session.ts) and its saved `outputs`.
  */
 import { Ajv, type ErrorObject } from 'ajv';
-import { ajvFieldError, badRequest, type JsonSchema } from '../../sdk/index.js';
+import { ajvFieldError, badRequest, compileOnFirstUse, type JsonSchema } from '../../sdk/index.js';
 import type { Notebook } from './api-types.js';
 
 export const CELL_TYPES = ['markdown', 'code', 'sql', 'ingest'] as const;
@@ -38,8 +38,7 @@ export const NOTEBOOK_SCHEMA: JsonSchema = {
   },
 };
 
-const ajv = new Ajv({ allErrors: false, strict: false });
-const validate = ajv.compile<Notebook>(NOTEBOOK_SCHEMA);
+const validate = compileOnFirstUse(() => new Ajv({ allErrors: false, strict: false }).compile<Notebook>(NOTEBOOK_SCHEMA));
 
 /**
  * Validates a parsed notebook against NOTEBOOK_SCHEMA plus the one rule a schema cannot say

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Ajv } from 'ajv';
-import { ajvFieldError, errorMessage, isDpError, notFound, readYaml, walkProjectFiles, type ContractRunResult, type PluginContext } from '../../sdk/index.js';
+import { ajvFieldError, compileOnFirstUse, errorMessage, isDpError, notFound, readYaml, walkProjectFiles, type ContractRunResult, type PluginContext } from '../../sdk/index.js';
 import type { Contract } from './api-types.js';
 import { evaluateAssertions } from './assertions.js';
 import { isoUtc, parseJson, relationExists, splitRelation, STORED_AUDIENCE, utcNow } from './relations.js';
@@ -35,8 +35,7 @@ const contractSchema = {
   },
 };
 
-const ajv = new Ajv({ allErrors: false, strict: false });
-const validateContract = ajv.compile(contractSchema);
+const validateContract = compileOnFirstUse(() => new Ajv({ allErrors: false, strict: false }).compile(contractSchema));
 
 function describeAjvError(): string {
   const e = validateContract.errors?.[0];

@@ -14,6 +14,7 @@ import fs from 'node:fs';
 import { Ajv } from 'ajv';
 import {
   ajvFieldError,
+  compileOnFirstUse,
   errorMessage,
   isDpError,
   readYaml,
@@ -47,8 +48,7 @@ const metricSchema = {
   },
 };
 
-const ajv = new Ajv({ allErrors: false, strict: false });
-const validateMetric = ajv.compile(metricSchema);
+const validateMetric = compileOnFirstUse(() => new Ajv({ allErrors: false, strict: false }).compile(metricSchema));
 
 function schemaReason(): string {
   const e = validateMetric.errors?.[0];

@@ -87,6 +87,8 @@ export default definePlugin({
           followStreams(streams.list());
           for (const job of jobs) scheduler.add(job, 'job');
         }
+        // Without the wall clock (`dp serve --no-scheduler`, test servers) the schedules are listed but never fire.
+        if (!ctx.scheduling) return;
         scheduler.start();
         watch = setInterval(() => streams.refresh(), 60_000);
         watch.unref();

@@ -31,7 +31,7 @@ interface Served {
 
 /** `dp serve` as its own process (the database lock is per process), on a free port. */
 async function serve(root: string, extra: string[] = []): Promise<Served> {
-  const child = spawn(process.execPath, [DP_BIN, 'serve', '--project', root, '--port', '0', ...extra], {
+  const child = spawn(process.execPath, [DP_BIN, 'serve', '--no-scheduler', '--project', root, '--port', '0', ...extra], {
     env: { ...process.env, DP_LOG_SILENT: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

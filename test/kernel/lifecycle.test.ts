@@ -108,7 +108,7 @@ describe('plugin lifecycle', () => {
 
 /** Starts the real `dp serve` on a free port; resolves with its URL once it listens. */
 async function serveProcess(root: string, grace: number) {
-  const child = spawn(process.execPath, [DP_BIN, 'serve', '--port', '0', '--shutdown-grace', String(grace), '--project', root], {
+  const child = spawn(process.execPath, [DP_BIN, 'serve', '--no-scheduler', '--port', '0', '--shutdown-grace', String(grace), '--project', root], {
     env: { ...process.env, DP_LOG_SILENT: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

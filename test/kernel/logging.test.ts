@@ -18,7 +18,7 @@ describe('log sink', () => {
       'project.yml': `name: t\ndatabase:\n  path: t.duckdb\nplugins:\n  # live-demo serves its own static folder at /, where the ui plugin's shell would be.\n  disable: [ui]\n  paths: [${JSON.stringify(path.join(FIXTURE_PLUGINS, 'live-demo'))}]\n`,
       '.env': `API_SECRET='${SECRET}'\nOTHER=${PLAIN}\n`,
     });
-    const child = spawn(process.execPath, [DP_BIN, 'serve', '--project', root, '--port', '0', '--host', '127.0.0.1'], {
+    const child = spawn(process.execPath, [DP_BIN, 'serve', '--no-scheduler', '--project', root, '--port', '0', '--host', '127.0.0.1'], {
       env: { ...process.env, DP_LOG_SILENT: '0' },
     });
     let stderr = '';

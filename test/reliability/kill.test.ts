@@ -247,7 +247,7 @@ describe('kill -9 of dp serve during file saves', () => {
       progress: /^dp listening on /,
       killPoint: (t) => ({ afterLines: 1, delayMs: randomInt(t.rng, 150, 600) }),
       async start() {
-        return spawnDp(['serve', '--project', root, '--port', '0']);
+        return spawnDp(['serve', '--no-scheduler', '--project', root, '--port', '0']);
       },
       async drive(_t, child) {
         const url = await new Promise<string>((resolve) => onLines(child, (l) => /^dp listening on (\S+)/.test(l) && resolve(l.split(' ').pop()!)));

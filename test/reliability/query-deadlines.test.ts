@@ -19,7 +19,7 @@ interface Served {
 }
 
 async function serve(root: string, env: Record<string, string> = {}): Promise<Served> {
-  const child = spawn(process.execPath, [DP_BIN, 'serve', '--project', root, '--port', '0', '--auth'], {
+  const child = spawn(process.execPath, [DP_BIN, 'serve', '--no-scheduler', '--project', root, '--port', '0', '--auth'], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, DP_LOG_SILENT: '1', ...env },
   });

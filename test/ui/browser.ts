@@ -81,7 +81,7 @@ export function shopForTests(options: ShopOptions = {}): DpServer {
 
 /** `dp serve` on a project folder; resolves once it prints its URL. */
 export async function serveProject(root: string, options: { auth?: boolean } = {}): Promise<DpServer> {
-  const args = [DP_BIN, 'serve', '--project', root, '--port', '0', '--host', '127.0.0.1', ...(options.auth ? ['--auth'] : [])];
+  const args = [DP_BIN, 'serve', '--no-scheduler', '--project', root, '--port', '0', '--host', '127.0.0.1', ...(options.auth ? ['--auth'] : [])];
   const child: ChildProcess = spawn(process.execPath, args, { cwd: REPO_ROOT, env: { ...process.env, DP_LOG_SILENT: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const url = await new Promise<string>((resolve, reject) => {

@@ -31,6 +31,9 @@ describe('web UI: metrics, docs and guide, overview, git status', { timeout: 300
       await page.getByLabel('Start').fill('2024-01-01');
       await page.getByLabel('End').fill('2025-01-01');
       const sql = page.getByTestId('metric-sql');
+      // The page names the bounds the SQL shown was compiled with: once both dates are there, the
+      // SQL is the one for the whole form (filled last), not an answer to an earlier edit.
+      await page.getByText("$start = '2024-01-01', $end = '2025-01-01'", { exact: false }).waitFor();
       await sql.getByText(/date_trunc\('quarter', order_date\)/).waitFor();
       // The range arrives in a later compile than the grain: wait for the SQL the assertion reads.
       await sql.getByText(/CAST\(\$start AS TIMESTAMP\)/).waitFor();

@@ -5,9 +5,14 @@
  * so a high watermark is the source's own text, compared back by the server. Zero dates
  * (`0000-00-00`) become NULL.
  */
-import mysql from 'mysql2';
+import { createRequire } from 'node:module';
+import type mysql from 'mysql2';
 import { connectorScript, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorType, type DiscoveredTable } from '../../../sdk/index.js';
 import { connectionCause, withTimeout } from './connection-errors.js';
+
+/** mysql2 loads with the first connection, not when the plugin sets up (docs/plugins.md "Activation on demand"). */
+let mysqlDriverModule: typeof mysql | undefined;
+const mysqlDriver = (): typeof mysql => (mysqlDriverModule ??= createRequire(import.meta.url)('mysql2') as typeof mysql);
 
 export interface MysqlConfig {
   host: string;
@@ -21,7 +26,7 @@ export interface MysqlConfig {
 type Conn = mysql.Connection;
 
 function open(config: MysqlConfig, signal: AbortSignal | undefined): Promise<Conn> {
-  const c = mysql.createConnection({
+  const c = mysqlDriver().createConnection({
     host: config.host,
     port: config.port ?? 3306,
     user: config.user,
@@ -105,7 +110,7 @@ const zeroDateToNull: Parse = (v) => (typeof v === 'string' && v.startsWith('000
 
 /** A result column's DuckDB type and value conversion, from mysql2's field packet. */
 function columnOf(f: mysql.FieldPacket): { column: ConnectorColumn; parse: Parse } {
-  const t = mysql.Types;
+  const t = mysqlDriver().Types;
   const unsigned = ((f.flags as number) & 32) !== 0;
   const binary = f.characterSet === 63;
   const c = (type: string, parse: Parse = same) => ({ column: { name: f.name, type }, parse });

@@ -8,7 +8,8 @@
  * Syncs take the bulk path (`readCsv`): `COPY (SELECT …) TO STDOUT (FORMAT csv)` streamed
  * through a pipe into DuckDB's CSV reader, so no row is parsed or converted in JS.
  */
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type pg from 'pg';
 import {
   connectorScript,
   type ConnectorBatch,
@@ -20,6 +21,10 @@ import {
   type DiscoveredTable,
 } from '../../../sdk/index.js';
 import { connectionCause, withTimeout } from './connection-errors.js';
+
+/** pg loads with the first connection, not when the plugin sets up (docs/plugins.md "Activation on demand"). */
+let pgDriverModule: typeof pg | undefined;
+const pgDriver = (): typeof pg => (pgDriverModule ??= createRequire(import.meta.url)('pg') as typeof pg);
 
 export interface PostgresConfig {
   host: string;
@@ -49,7 +54,7 @@ export const POSTGRES_PARAMS = {
 const RAW_TEXT = { getTypeParser: () => (value: string) => value } as unknown as pg.CustomTypesConfig;
 
 function client(config: PostgresConfig): pg.Client {
-  return new pg.Client({
+  return new (pgDriver().Client)({
     host: config.host,
     port: config.port ?? 5432,
     database: config.database,

@@ -6,16 +6,23 @@
  */
 import { FILES_SERVICE, type PluginContext } from '../../../sdk/index.js';
 import { COLLABORATION_CONFIG } from './config.js';
-import { CollaborationHub } from './hub.js';
+import type { CollaborationHub } from './hub.js';
 
 export { COLLABORATION_CONFIG } from './config.js';
 export { collaborationErrors } from './errors.js';
 
 const docOf = (query: unknown) => (query as { doc?: unknown } | undefined)?.doc;
 
-export function registerCollaboration(ctx: PluginContext): CollaborationHub {
+export function registerCollaboration(ctx: PluginContext): void {
   const { idle_release_seconds } = ctx.config(COLLABORATION_CONFIG);
-  const hub = new CollaborationHub({ files: () => ctx.services.get(FILES_SERVICE), log: ctx.log, idleReleaseMs: idle_release_seconds * 1000 });
+  // The hub (Yjs and its protocols) loads when the server starts, not at setup: a CLI command
+  // that loads this plugin never serves a socket (docs/plugins.md "Activation on demand").
+  let hub!: CollaborationHub;
+  ctx.onStart(async () => {
+    if (!ctx.serving || hub) return;
+    const { CollaborationHub } = await import('./hub.js');
+    hub = new CollaborationHub({ files: () => ctx.services.get(FILES_SERVICE), log: ctx.log, idleReleaseMs: idle_release_seconds * 1000 });
+  });
 
   ctx.route({
     kind: 'websocket',
@@ -55,6 +62,5 @@ export function registerCollaboration(ctx: PluginContext): CollaborationHub {
     handler: () => ({ documents: hub.list() }),
   });
 
-  ctx.onBeforeStop(() => hub.close());
-  return hub;
+  ctx.onBeforeStop(() => hub?.close());
 }

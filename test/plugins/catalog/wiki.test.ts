@@ -147,7 +147,8 @@ describe('wiki: the getting-started examples run as written', () => {
       if (w[1] === 'serve') {
         // The server runs until stopped: it must answer, then stop cleanly.
         const port = await freePort();
-        const args = w.slice(1).map((a) => (a === '3000' ? String(port) : a));
+        // Without the scheduler: the example's hourly stream must not fire because the test crossed minute 15.
+        const args = [...w.slice(1).map((a) => (a === '3000' ? String(port) : a)), '--no-scheduler'];
         const child = spawn(process.execPath, [DP_BIN, ...args], { cwd, env: { ...process.env, DP_LOG_SILENT: '1' }, stdio: 'ignore' });
         try {
           let ok = false;

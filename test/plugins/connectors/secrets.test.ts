@@ -29,7 +29,7 @@ describe('connector secrets never leave .env', () => {
     await c.query('CREATE TABLE items (id INT, label TEXT); INSERT INTO items VALUES (1, $$a$$), (2, $$b$$)');
     await c.end();
     root = makeProject({ 'project.yml': 'name: sec\ndatabase:\n  path: s.duckdb\n' });
-    child = spawn(process.execPath, [DP_BIN, 'serve', '--project', root, '--port', '0', '--host', '127.0.0.1'], { env: { ...process.env, DP_LOG_SILENT: '0', DP_LOG_LEVEL: 'debug' } });
+    child = spawn(process.execPath, [DP_BIN, 'serve', '--no-scheduler', '--project', root, '--port', '0', '--host', '127.0.0.1'], { env: { ...process.env, DP_LOG_SILENT: '0', DP_LOG_LEVEL: 'debug' } });
     child.stderr!.on('data', (d) => (stderr += d));
     url = await new Promise<string>((resolve, reject) => {
       let out = '';

@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startTestServer, type PluginTestServer } from '../../../sdk/testing.js';
-import { copyShop, makeProject, runCli, startServer, type TestServer } from '../../helpers.js';
+import type { App } from '../../../kernel/app.js';
+import { runCommand, startTestServer, type PluginTestServer } from '../../../sdk/testing.js';
+import { bootApp, copyShop, makeProject, runCli, startServer, type TestServer } from '../../helpers.js';
 
 const GRAINS = ['hour', 'day', 'week', 'month', 'quarter', 'year'] as const;
 
@@ -306,52 +307,63 @@ describe('semantic: results go through the guarded runner', () => {
   });
 });
 
+/** The built copy of examples/shop both groups below use (the second after the first closed its app). */
+let root: string;
+
 describe('semantic: dp metrics on examples/shop', () => {
-  let root: string;
-  before(() => {
+  let app: App;
+  // The commands run in this process (sdk/testing runCommand); the ones after a file changed spawn dp.
+  const dp = (args: string[]) => runCommand(app, args);
+  before(async () => {
     root = copyShop();
+    app = await bootApp(root);
     for (const cmd of [['seed'], ['transform']]) {
-      const r = runCli([...cmd, '--project', root]);
+      const r = await dp(cmd);
       assert.equal(r.code, 0, r.stderr);
     }
   });
+  after(async () => app?.close());
 
-  it('lists the shop metrics with no load errors', () => {
-    const r = runCli(['metrics', '--json', '--project', root]);
+  it('lists the shop metrics with no load errors', async () => {
+    const r = await dp(['metrics', '--json']);
     assert.equal(r.code, 0, r.stderr);
     const body = JSON.parse(r.stdout);
     assert.deepEqual(body.errors, []);
     assert.deepEqual(body.metrics.map((m: { name: string }) => m.name), ['total_revenue', 'active_customers', 'order_count', 'average_order_value']);
-    const text = runCli(['metrics', '--project', root]);
+    const text = await dp(['metrics']);
     assert.match(text.stdout, /total_revenue\s+marts\.revenue_by_month\s+sum\(revenue\)/);
   });
 
-  it('prints the SQL and runs a metric by grain, dimensions and bounds', () => {
-    const sql = runCli(['metrics', 'sql', 'order_count', '--grain', 'month', '--dimensions', 'status', '--start', '2024-01-01', '--project', root]);
+  it('prints the SQL and runs a metric by grain, dimensions and bounds', async () => {
+    const sql = await dp(['metrics', 'sql', 'order_count', '--grain', 'month', '--dimensions', 'status', '--start', '2024-01-01']);
     assert.equal(sql.code, 0, sql.stderr);
     assert.match(sql.stdout, /^SELECT date_trunc\('month', order_date\) AS "month", status, count\(DISTINCT order_id\) AS order_count FROM staging\.stg_orders WHERE/);
     assert.match(sql.stderr, /\$start = '2024-01-01'/);
-    const q = runCli(['metrics', 'query', 'order_count', '--grain', 'quarter', '--dimensions', 'status', '--start', '2024-01-01', '--end', '2025-01-01', '--json', '--project', root]);
+    const q = await dp(['metrics', 'query', 'order_count', '--grain', 'quarter', '--dimensions', 'status', '--start', '2024-01-01', '--end', '2025-01-01', '--json']);
     assert.equal(q.code, 0, q.stderr);
     const body = JSON.parse(q.stdout);
     assert.deepEqual(body.columns, ['quarter', 'status', 'order_count']);
     assert.ok(body.rows.length > 0);
     assert.ok(body.rows.every((r: unknown[]) => r[1] !== 'returned'));
-    const text = runCli(['metrics', 'query', 'total_revenue', '--dimensions', 'payment_method', '--project', root]);
+    const text = await dp(['metrics', 'query', 'total_revenue', '--dimensions', 'payment_method']);
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, /payment_method\s+total_revenue/);
   });
 
-  it('refuses an undeclared dimension and a missing metric name with exit code 1', () => {
-    const dim = runCli(['metrics', 'query', 'total_revenue', '--dimensions', 'email', '--project', root]);
+  it('refuses an undeclared dimension and a missing metric name with exit code 1', async () => {
+    const dim = await dp(['metrics', 'query', 'total_revenue', '--dimensions', 'email']);
     assert.equal(dim.code, 1);
     assert.match(dim.stderr, /has no dimension 'email'/);
-    const noName = runCli(['metrics', 'sql', '--project', root]);
+    const noName = await dp(['metrics', 'sql']);
     assert.equal(noName.code, 1);
     assert.match(noName.stderr, /needs a metric name/);
-    const grain = runCli(['metrics', 'query', 'total_revenue', '--grain', 'minute', '--project', root]);
+    const grain = await dp(['metrics', 'query', 'total_revenue', '--grain', 'minute']);
     assert.equal(grain.code, 1);
   });
+});
+
+// A fresh `dp` per run reads the definitions as they are on disk after each edit.
+describe('semantic: dp metrics on examples/shop after a definition changed', () => {
 
   it('reports a broken definition through dp validate, with its file and line', () => {
     fs.writeFileSync(path.join(root, 'metrics', 'broken.yml'), 'metrics:\n  - name: broken\n    model: marts.customer_orders\n    measure: lifetime_value\n');

@@ -131,6 +131,8 @@ describe('scheduled streams and jobs of other plugins', () => {
     s = await startTestServer({
       plugins: [path.join(FIXTURE_PLUGINS, 'script-extras')],
       builtIn: ['models', 'streams'],
+      // This test is about the scheduler: it runs on the wall clock (and asserts nothing a tick would change).
+      scheduler: true,
       files: {
         'ingest/mark.ts': "export default async (ctx: any) => { await ctx.db.run('CREATE TABLE IF NOT EXISTS marks (marked_at TIMESTAMP); INSERT INTO marks VALUES (now())'); };\n",
       },

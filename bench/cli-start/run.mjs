@@ -1,0 +1,64 @@
+// CLI start-up against the engine (issue 29): the CPU time (user + system) of `dp tables` and of
+// `dp query "SELECT count(*) ..."` on a built copy of examples/shop, beside a bare Node process
+// doing the same work with @duckdb/node-api alone (bare-duckdb.mjs). Runs alternate (dp, bare,
+// dp, bare, ...) so a change in the machine's load hits both alike; the ratio is of the medians
+// of 5. Needs a build (npm run build). Usage: node bench/cli-start/run.mjs [rounds] [dp.js]
+// (another checkout's bin/dp.js measures its `dp` against the same baseline: before and after).
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '..', '..');
+const dp = path.resolve(process.argv[3] ?? path.join(root, 'bin', 'dp.js'));
+const rounds = Number(process.argv[2] ?? 5);
+const cpuFile = path.join(os.tmpdir(), `dp-bench-cpu-${process.pid}.json`);
+
+/** Runs one process with the CPU reporter preloaded; returns its CPU ms and stdout. */
+function cpuOf(args, cwd) {
+  const r = spawnSync(process.execPath, ['--require', path.join(here, 'cpu-report.cjs'), ...args], {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, DP_LOG_SILENT: '1', DP_BENCH_CPU_FILE: cpuFile },
+  });
+  if (r.status !== 0) throw new Error(`${args.join(' ')} failed (${r.status}): ${r.stderr}`);
+  const { user, system } = JSON.parse(fs.readFileSync(cpuFile, 'utf8'));
+  return { ms: (user + system) / 1000, stdout: r.stdout };
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+const project = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-bench-cli-'));
+fs.cpSync(path.join(root, 'examples', 'shop'), project, { recursive: true, filter: (src) => !/\.duckdb(\.wal)?$|\.service-env$/.test(src) });
+try {
+  // Build the example once, so both sides read the same tables.
+  for (const step of [['seed'], ['transform']]) cpuOf([dp, ...step], project);
+  const file = path.join(project, fs.readdirSync(project).find((f) => f.endsWith('.duckdb')));
+  const sql = 'SELECT count(*) AS n FROM marts.customer_orders';
+  const cases = [
+    { name: 'dp tables', dp: [dp, 'tables'], bare: [path.join(here, 'bare-duckdb.mjs'), file, 'tables'] },
+    { name: `dp query "${sql}"`, dp: [dp, 'query', sql], bare: [path.join(here, 'bare-duckdb.mjs'), file, 'query', sql] },
+  ];
+  const out = [];
+  for (const c of cases) {
+    cpuOf(c.dp, project); // warm the file cache for both
+    cpuOf(c.bare, project);
+    const dpMs = [];
+    const bareMs = [];
+    for (let i = 0; i < rounds; i++) {
+      dpMs.push(cpuOf(c.dp, project).ms);
+      bareMs.push(cpuOf(c.bare, project).ms);
+    }
+    out.push({ command: c.name, dp_cpu_ms: Math.round(median(dpMs)), bare_cpu_ms: Math.round(median(bareMs)), ratio: Number((median(dpMs) / median(bareMs)).toFixed(2)), target: '<= 1.5' });
+  }
+  console.table(out);
+  console.log(`machine: ${os.cpus().length} cores, load ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, node ${process.version}`);
+} finally {
+  fs.rmSync(project, { recursive: true, force: true });
+  fs.rmSync(cpuFile, { force: true });
+}

@@ -1,0 +1,117 @@
+/**
+ * Activation on demand (docs/plugins.md): a CLI command loads the plugin that owns it, what that
+ * plugin acts through, and the query guards (masking); `dp serve` loads every enabled plugin; a
+ * plugin not loaded is still checked from its manifest; no plugin entry imports a heavy package
+ * at its top level.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { App } from '../../kernel/app.js';
+import { activationSet, discoverPlugins } from '../../kernel/plugins.js';
+import { HOOK_NAMES, KERNEL_HOOKS } from '../../sdk/hooks.js';
+import { runCommand } from '../../sdk/testing.js';
+import { makeProject, REPO_ROOT, runCli } from '../helpers.js';
+import { staticPackages } from '../support/import-graph.js';
+
+/** Packages that cost a CLI command's start when imported at a plugin's setup (issue 29). */
+const HEAVY = ['pg', 'mysql2', '@modelcontextprotocol/sdk', 'yjs', 'y-protocols', 'exceljs', 'apache-arrow'];
+
+const builtIns = () => discoverPlugins({ projectRoot: REPO_ROOT, paths: [], disable: [] }).enabled.map((p) => p.manifest);
+const guards = new Set<string>(HOOK_NAMES.filter((h) => KERNEL_HOOKS[h].firedBy === 'kernel'));
+const sorted = (s: Set<string>) => [...s].sort();
+
+describe('activation on demand', () => {
+  const apps: App[] = [];
+  after(async () => {
+    for (const a of apps) await a.close();
+  });
+
+  it('dp tables and dp query load their plugin, the masking guard and what masking reads (lineage, models), nothing else', () => {
+    assert.deepEqual(sorted(activationSet(builtIns(), ['tables'], guards)), ['lineage', 'masking', 'models', 'tables']);
+    assert.deepEqual(sorted(activationSet(builtIns(), ['query'], guards)), ['lineage', 'masking', 'models', 'query']);
+  });
+
+  it('a command loads the plugins that contribute to what it drives: transform runs quality checks, connectors its cloud types', () => {
+    const transform = activationSet(builtIns(), ['models'], guards);
+    for (const p of ['quality', 'lineage', 'semantic', 'streams', 'masking']) assert.ok(transform.has(p), `transform loads ${p}: ${sorted(transform)}`);
+    const connect = activationSet(builtIns(), ['connectors'], guards);
+    assert.ok(connect.has('connectors-cloud'), sorted(connect).join(','));
+    assert.ok(!connect.has('agents') && !connect.has('catalog'), sorted(connect).join(','));
+  });
+
+  it('boots only the activated plugins; the others stay manifests (commands absent, checks still run)', async () => {
+    const root = makeProject();
+    const app = await App.boot({ projectRoot: root, activate: ['tables'] });
+    apps.push(app);
+    assert.deepEqual(app.loadedPlugins.map((p) => p.manifest.name).sort(), ['lineage', 'masking', 'models', 'tables']);
+    assert.equal(app.plugins.length, builtIns().length, 'every enabled plugin is still known');
+    assert.ok(app.commands.has('tables'));
+    assert.ok(!app.commands.has('query'));
+    assert.ok(!app.commands.has('mcp'));
+  });
+
+  it('a project.yml key of a plugin that is not loaded is still checked against the manifests', async () => {
+    const root = makeProject({ 'project.yml': 'name: t\ndatabase:\n  path: t.duckdb\nnot_a_plugin_key: 1\n' });
+    await assert.rejects(App.boot({ projectRoot: root, activate: ['tables'] }), (e: { code?: string }) => e.code === 'invalid_project_yml');
+  });
+
+  it('a route of a plugin that is not loaded is checked from its manifest (a missing permission fails every command)', () => {
+    const plugins = makeProject({
+      'bad/plugin.json': JSON.stringify({ name: 'bad', version: '1.0.0', entry: './index.mjs', contributes: { routes: [{ method: 'GET', url: '/api/bad' }] } }),
+      'bad/index.mjs': 'export default { setup() {} };\n',
+    });
+    const root = makeProject({ 'project.yml': `name: t\ndatabase:\n  path: t.duckdb\nplugins:\n  paths: [${JSON.stringify(plugins)}]\n` });
+    const r = runCli(['tables', '--project', root]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /permission/);
+  });
+
+  it('masking still applies to `dp query` run with only its plugins loaded', async () => {
+    const root = makeProject();
+    const full = await App.boot({ projectRoot: root });
+    await full.start();
+    await full.db.run("CREATE TABLE people (id INTEGER, email VARCHAR); INSERT INTO people VALUES (1, 'ann@example.com')");
+    const added = await runCommand(full, ['mask', 'add', '--schema', 'main', '--table', 'people', '--column', 'email', '--method', 'redact']);
+    assert.equal(added.code, 0, added.stderr);
+    await full.close();
+
+    const app = await App.boot({ projectRoot: root, activate: ['query'] });
+    apps.push(app);
+    const viewer = { username: 'v', role: 'viewer' as const, authenticated: true };
+    const r = await runCommand(app, ['query', 'SELECT email FROM people', '--json'], { caller: viewer });
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(!r.stdout.includes('ann@example.com'), r.stdout);
+    assert.ok(app.loadedPlugins.some((p) => p.manifest.name === 'masking'));
+  });
+
+  it('the import graph sees a heavy package behind a relative import, and not behind import() or import type', () => {
+    const dir = makeProject({
+      'index.ts': "import { helper } from './helper.js';\nimport type { Client } from 'mysql2';\nexport const run = async () => (await import('exceljs')).default;\n",
+      'helper.ts': "import pg from 'pg';\nexport const helper = () => new pg.Client();\n",
+    });
+    assert.deepEqual([...staticPackages(path.join(dir, 'index.ts')).keys()], ['pg']);
+  });
+
+  it('no plugin entry imports a heavy package at its top level (follows the static import graph)', () => {
+    const dirs = [path.join(REPO_ROOT, 'plugins'), path.join(REPO_ROOT, 'examples', 'plugins')];
+    const offenders: string[] = [];
+    let checked = 0;
+    for (const dir of dirs) {
+      for (const name of fs.readdirSync(dir)) {
+        const manifestFile = path.join(dir, name, 'plugin.json');
+        if (!fs.existsSync(manifestFile)) continue;
+        const declared = path.join(dir, name, (JSON.parse(fs.readFileSync(manifestFile, 'utf8')) as { entry: string }).entry);
+        const entry = [declared.replace(/\.js$/, '.ts'), declared].find((f) => fs.existsSync(f));
+        if (!entry) continue;
+        checked++;
+        for (const [pkg, chain] of staticPackages(entry)) {
+          if (HEAVY.includes(pkg)) offenders.push(`${name}: ${pkg} via ${chain.map((f) => path.relative(REPO_ROOT, f)).join(' -> ')}`);
+        }
+      }
+    }
+    assert.ok(checked >= 17, `checked ${checked} plugin entries`);
+    assert.deepEqual(offenders, [], 'import these where they are first used (await import(), or createRequire for a CommonJS package)');
+  });
+});
