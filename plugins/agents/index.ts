@@ -6,6 +6,7 @@
  * description (context.ts). Other plugins are reached only through their sdk services.
  */
 import { badRequest, definePlugin, DpError, LOCAL_ADMIN, type PluginContext } from '../../sdk/index.js';
+import type { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { projectContext } from './context.js';
 
 /**
