@@ -2,6 +2,7 @@ import type { Server as HttpServer } from 'node:http';
 import type { Socket } from 'node:net';
 import { App } from './app.js';
 import { createServer } from './http.js';
+import { setServerPid } from './remote-server.js';
 import { ENGINE_PROCESS_ENV, superviseEngine, type EngineMessage, type SupervisorMessage } from './supervisor.js';
 
 export interface ServeOptions {
@@ -38,6 +39,8 @@ export async function serve(options: ServeOptions): Promise<void> {
  */
 async function serveEngine(options: ServeOptions): Promise<void> {
   const send = (m: EngineMessage) => process.send?.(m);
+  // The CLI checks that the server it reaches is the process .dp/server.json names.
+  setServerPid(process.ppid);
   const app = await App.boot({ projectRoot: options.projectRoot, env: options.env, serving: true, auth: options.auth });
   await app.start();
   let localToken: string | null = null;
