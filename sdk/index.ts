@@ -18,3 +18,5 @@ export * from './masking.js';
 export * from './files.js';
 export * from './catalog.js';
 export * from './script-console.js';
+export * from './nesting.js';
+export * from './workbook-limits.js';

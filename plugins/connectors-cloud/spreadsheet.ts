@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import ExcelJS from 'exceljs';
-import { DpError, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorRuntime, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
+import { assertWorkbookWithinLimits, DpError, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorRuntime, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
 import { describeFiles, readFiles, saveStream, tempFolder } from './files.js';
 import { expectOk, hostOf, httpRequest, paramInvalid, probe, TIMEOUT_PARAM, timeoutOf } from './net.js';
 import { generateSyncScript } from './script.js';
@@ -80,6 +80,8 @@ function headerNames(values: unknown[], width: number): string[] {
 
 /** Rows of each sheet, sheet by sheet: the header names and then data rows (as plain values). */
 async function* sheetRows(file: string, headerRow: number, only?: string): AsyncGenerator<{ sheet: string; header: string[]; rows: AsyncGenerator<unknown[]> }> {
+  // A workbook that would expand past what a read may take is refused before exceljs opens it.
+  await assertWorkbookWithinLimits(file, `'${path.basename(file)}'`, fs.statSync(file).size);
   const reader = new ExcelJS.stream.xlsx.WorkbookReader(file, { worksheets: 'emit', sharedStrings: 'cache', hyperlinks: 'ignore', styles: 'cache', entries: 'ignore' });
   for await (const sheet of reader) {
     const name = (sheet as unknown as { name: string }).name;
