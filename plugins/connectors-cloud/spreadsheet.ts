@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import ExcelJS from 'exceljs';
-import { assertWorkbookWithinLimits, DpError, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorRuntime, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
+import { assertWorkbookWithinLimits, CellBudget, DpError, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorRuntime, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
 import { describeFiles, readFiles, saveStream, tempFolder } from './files.js';
 import { expectOk, hostOf, httpRequest, paramInvalid, probe, TIMEOUT_PARAM, timeoutOf } from './net.js';
 import { generateSyncScript } from './script.js';
@@ -108,11 +108,13 @@ async function* sheetRows(file: string, headerRow: number, only?: string): Async
     }
     if (!header) header = [];
     const width = header.length;
+    const budget = new CellBudget(`'${path.basename(file)}'`);
     const rows = (async function* () {
       for (const r of buffered) yield (r.values as unknown[]).slice(1, width + 1).map(cellValue);
       for (;;) {
         const next = await iterator.next();
         if (next.done) return;
+        budget.spend(Math.max(0, (next.value.values as unknown[]).length - 1));
         const values = (next.value.values as unknown[]).slice(1, width + 1).map(cellValue);
         while (values.length < width) values.push(null);
         if (values.every((v) => v === null)) continue;
