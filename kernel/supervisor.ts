@@ -170,6 +170,8 @@ export async function superviseEngine(options: ServeOptions): Promise<void> {
     await finished;
     throw e;
   }
+  // An accept that fails (out of file descriptors) must not end the supervisor: log it, keep listening.
+  listener.on('error', (e) => log.error({ error: e.message }, 'accepting a connection failed'));
   const address = listener.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
   // The CLI of this project finds the server here and sends its commands to it (docs/cli.md).
