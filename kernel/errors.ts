@@ -62,6 +62,8 @@ export const errors = defineErrors({
   client_closed_request: { status: 499, meaning: 'The client closed the connection and its query was cancelled (logged only: nobody reads the answer).' },
   maintenance: { status: 503, meaning: 'The server is in a maintenance operation (environment switch, restore); Retry-After says when to try again.' },
   shutting_down: { status: 503, meaning: 'The server is shutting down and takes no new work.' },
+  engine_restarting: { status: 503, meaning: "The engine process of `dp serve` stopped unexpectedly (a crash in DuckDB's native code) and is being restarted on the same database file; requests it was answering got no answer. Retry-After says when to try again." },
+  json_structure_not_literal: { status: 400, meaning: 'The structure argument of json_transform, json_transform_strict, from_json or from_json_strict is not a string literal, so its nesting cannot be checked before the engine reads it.' },
   invalid_bulk_target: { status: 400, meaning: 'A bulk load that creates or replaces its table gives no columns.' },
   invalid_bulk_column: { status: 400, meaning: 'A bulk load declares a column with an invalid name or type.' },
   invalid_bulk_batch: { status: 400, meaning: "A bulk-load batch does not match the target's columns (count or shape)." },

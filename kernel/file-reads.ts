@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { DatabasePort, SqlNode } from '../sdk/db.js';
 import { badRequest } from '../sdk/errors.js';
 import { walkSqlTree } from '../sdk/sql.js';
+import { assertSqlNesting } from './sql-nesting.js';
 import { ALLOWED_TABLE_FUNCTIONS, catalogTableRefs, refName, unresolvedTableRefs } from './readonly.js';
 
 /** Table functions that read the files their first arguments name (DuckDB 1.5 and its built-in extensions). */
@@ -131,6 +132,7 @@ export async function assertProjectFileReads(db: DatabasePort, sql: string, poli
   }
   const paths: string[] = [];
   for (const { node } of parsed.tree.statements) {
+    assertSqlNesting(node);
     walkSqlTree(node, (n) => {
       if (n.type !== 'TABLE_FUNCTION' || !n.function) return;
       const name = String(n.function.function_name ?? '').toLowerCase();

@@ -4,6 +4,7 @@ import { badRequest, forbidden, notFound } from '../sdk/errors.js';
 import { walkSqlTree } from '../sdk/sql.js';
 import type { Connection } from './database.js';
 import { locationAt } from './sql-location.js';
+import { assertSqlNesting } from './sql-nesting.js';
 
 /**
  * Table functions a read-only query may call. Everything else (read_csv*, read_parquet,
@@ -276,6 +277,8 @@ async function tableNotFound(db: DatabasePort, ref: TableRef) {
 
 /** Walks one statement's tree; returns the scalar functions it calls (lower case, `schema.name` when qualified). */
 function checkTree(root: SqlNode, options: { allowServiceSchema?: boolean }): Set<string> {
+  // Before anything binds it: a value or type nested too deeply can crash the engine.
+  assertSqlNesting(root);
   const called = new Set<string>();
   walkSqlTree(root, (n) => {
     if (n.type === 'TABLE_FUNCTION' && n.function) {

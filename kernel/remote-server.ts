@@ -36,6 +36,15 @@ export interface ServerFile {
   started_at: string;
 }
 
+/**
+ * The pid `.dp/server.json` names and `/api/cli/server` answers: the `dp serve` process the
+ * operator started (the supervisor), also when an engine process under it answers the CLI.
+ */
+let serverPid = process.pid;
+export function setServerPid(pid: number): void {
+  serverPid = pid;
+}
+
 /** Writes `.dp/server.json` atomically with mode 0600 (created so, never widened) and returns what it wrote. */
 export function writeServerFile(projectRoot: string, info: Omit<ServerFile, 'token' | 'pid' | 'started_at' | 'project_root'>): ServerFile {
   const file = path.join(projectRoot, SERVER_FILE);
@@ -177,7 +186,7 @@ export function cliRoutes(app: App, localToken: () => string | null): RouteDefin
       description: "Needs the X-Dp-Local-Token header with the token of the project's .dp/server.json.",
       handler: async (req) => {
         if (!localTokenValid(req.headers)) throw unauthenticated('local_token_required', 'Send the local token of .dp/server.json in the X-Dp-Local-Token header');
-        return { project_root: fs.realpathSync(app.project.root), pid: process.pid, auth_enabled: app.authEnabled, environment: app.project.env };
+        return { project_root: fs.realpathSync(app.project.root), pid: serverPid, auth_enabled: app.authEnabled, environment: app.project.env };
       },
     },
     {

@@ -1,6 +1,9 @@
+import type { Server as HttpServer } from 'node:http';
+import type { Socket } from 'node:net';
 import { App } from './app.js';
 import { closeGracefully, createServer } from './http.js';
-import { removeServerFile, writeServerFile } from './remote-server.js';
+import { setServerPid } from './remote-server.js';
+import { ENGINE_PROCESS_ENV, superviseEngine, type EngineMessage, type SupervisorMessage } from './supervisor.js';
 
 export interface ServeOptions {
   projectRoot: string;
@@ -15,31 +18,49 @@ export interface ServeOptions {
 }
 
 /** Beyond the grace, what the plugins' stop phases may take before the process exits regardless. */
-const STOP_BUDGET_MS = 15_000;
+export const STOP_BUDGET_MS = 15_000;
 
-/** `dp serve`: boots the app, opens the database, listens, and shuts down cleanly on SIGINT/SIGTERM. */
+/**
+ * `dp serve`: the process the operator starts is a small supervisor (kernel/supervisor.ts) that
+ * holds the port and `.dp/server.json`; the app, its DuckDB engine and the HTTP server run in one
+ * child process it restarts if the engine crashes on an input nobody foresaw.
+ */
 export async function serve(options: ServeOptions): Promise<void> {
+  if (process.env[ENGINE_PROCESS_ENV] === '1' && process.send) {
+    // Not inherited by what the engine process may start itself (scripts, connectors).
+    delete process.env[ENGINE_PROCESS_ENV];
+    return serveEngine(options);
+  }
+  return superviseEngine(options);
+}
+
+/**
+ * The engine process: boots the app, opens the database, then serves the connections the
+ * supervisor accepted and handed over (the requests never pass through the supervisor), and
+ * shuts down cleanly when the supervisor tells it to (SIGTERM/SIGINT there) or goes away.
+ */
+async function serveEngine(options: ServeOptions): Promise<void> {
+  const send = (m: EngineMessage) => process.send?.(m);
+  // The CLI checks that the server it reaches is the process .dp/server.json names.
+  setServerPid(process.ppid);
   const app = await App.boot({ projectRoot: options.projectRoot, env: options.env, serving: true, auth: options.auth, scheduler: options.scheduler ?? true });
   await app.start();
   let localToken: string | null = null;
   const server = await createServer(app, { forceCloseConnections: 'idle', cliLocalToken: () => localToken });
-  await server.listen({ port: options.port, host: options.host });
-  const address = server.server.address();
-  const port = typeof address === 'object' && address ? address.port : options.port;
-  // The CLI of this project finds the server here and sends its commands to it (docs/cli.md).
-  const urlHost = options.host === '0.0.0.0' ? '127.0.0.1' : options.host === '::' ? '::1' : options.host;
-  const written = writeServerFile(app.project.root, { url: `http://${urlHost.includes(':') ? `[${urlHost}]` : urlHost}:${port}`, host: options.host, port, auth: options.auth });
-  localToken = written.token;
-  const forgetServerFile = () => removeServerFile(app.project.root, written.token);
-  process.on('exit', forgetServerFile);
-  app.log.info(`dp serving '${app.project.config.name}' on http://${options.host}:${port}`, {
-    environment: app.project.env,
-    database: app.db.path,
-    auth: options.auth,
-    plugins: app.plugins.map((p) => p.manifest.name),
+  await server.ready();
+  const http: HttpServer = server.server;
+  // Requests still being answered: a graceful stop waits for them (the HTTP server does not
+  // listen itself, so its close() cannot).
+  let active = 0;
+  let onIdle: (() => void) | null = null;
+  http.on('request', (_req, res) => {
+    active++;
+    res.once('close', () => {
+      if (--active === 0) onIdle?.();
+    });
   });
-  // A line tests and scripts can wait for.
-  process.stdout.write(`dp listening on http://${options.host}:${port}\n`);
+  const idle = () => (active === 0 ? Promise.resolve() : new Promise<void>((resolve) => (onIdle = resolve)));
+
   const graceMs = Math.max(0, (options.shutdownGraceSeconds ?? 10) * 1000);
   let stopping = false;
   const shutdown = async (signal: string) => {
@@ -48,16 +69,14 @@ export async function serve(options: ServeOptions): Promise<void> {
       process.exit(1);
     }
     stopping = true;
-    // From now on the CLI opens the file itself (after the server let go of it) rather than calling in.
-    forgetServerFile();
     app.log.info(`${signal}: shutting down (in-flight requests get ${graceMs / 1000} s)`);
     // The process always exits, even when a plugin's stop hangs past its own deadline.
     setTimeout(() => process.exit(1), graceMs + STOP_BUDGET_MS).unref();
     // At the deadline, requests still running are cut (their queries were interrupted by the drain).
-    const cut = setTimeout(() => server.server.closeAllConnections(), graceMs);
+    const cut = setTimeout(() => http.closeAllConnections(), graceMs);
     cut.unref();
     try {
-      await app.close({ drainMs: graceMs, alsoWait: closeGracefully(server, graceMs) });
+      await app.close({ drainMs: graceMs, alsoWait: Promise.all([closeGracefully(server, graceMs), idle()]) });
       clearTimeout(cut);
       process.exit(0);
     } catch (e) {
@@ -65,6 +84,28 @@ export async function serve(options: ServeOptions): Promise<void> {
       process.exit(1);
     }
   };
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  process.on('message', (m: SupervisorMessage, socket?: Socket) => {
+    if (m?.dp === 'connection' && socket) {
+      http.emit('connection', socket);
+    } else if (m?.dp === 'serve') {
+      localToken = m.token;
+      app.log.info(`dp serving '${app.project.config.name}' on http://${options.host}:${m.port}`, {
+        environment: app.project.env,
+        database: app.db.path,
+        auth: options.auth,
+        plugins: app.plugins.map((p) => p.manifest.name),
+        ...(m.restarts ? { engine_restarts: m.restarts } : {}),
+      });
+    } else if (m?.dp === 'stop') {
+      void shutdown(m.signal);
+    }
+  });
+  // The supervisor forwards the operator's signals; one sent to the whole process group (Ctrl-C)
+  // reaches this process too and must not count as a second one.
+  process.on('SIGINT', () => {});
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  // The supervisor is gone (killed): nobody hands connections over any more.
+  process.on('disconnect', () => void shutdown('supervisor gone'));
+  send({ dp: 'booted' });
 }

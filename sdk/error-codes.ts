@@ -10,4 +10,7 @@ export const errors = defineErrors({
   model_not_found: { status: 404, meaning: 'No model with the given name.' },
   no_space_left: { status: 507, meaning: 'The disk filled while dp was writing (a version, a backup, a model build): what the failed operation wrote was removed; free some space and retry. The message names no path.' },
   table_not_found: { status: 404, meaning: 'No table or view with the given schema and name in the warehouse.' },
+  nesting_too_deep: { status: 400, meaning: 'A query or an upload nests values or types (lists, structs, JSON arrays and objects, JSON structures given to json_transform/from_json) deeper than the engine is trusted with; details give the depth found and the limit.' },
+  workbook_too_large: { status: 413, meaning: 'An .xlsx would expand past what a spreadsheet read may take (all parts uncompressed, one part held in memory such as the shared-string table, or cells in the sheet); details name the part, the size and the limit.' },
+  workbook_unreadable: { status: 400, meaning: "An .xlsx is not a well-formed zip: its directory does not read, its entries overlap or leave unlisted data between them, or a part does not inflate." },
 });

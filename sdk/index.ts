@@ -20,3 +20,5 @@ export * from './files.js';
 export * from './catalog.js';
 export * from './script-console.js';
 export * from './error-text.js';
+export * from './nesting.js';
+export * from './workbook-limits.js';

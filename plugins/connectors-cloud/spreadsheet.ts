@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import type ExcelJS from 'exceljs';
-import { DpError, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorRuntime, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
+import { assertWorkbookWithinLimits, CellBudget, DpError, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorRuntime, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
 import { describeFiles, readFiles, saveStream, tempFolder } from './files.js';
 import { expectOk, type HttpCall, hostOf, httpRequest, paramInvalid, probe, TIMEOUT_PARAM, timeoutOf } from './net.js';
 import { generateSyncScript } from './script.js';
@@ -85,6 +85,8 @@ function headerNames(values: unknown[], width: number): string[] {
 
 /** Rows of each sheet, sheet by sheet: the header names and then data rows (as plain values). */
 async function* sheetRows(file: string, headerRow: number, only?: string): AsyncGenerator<{ sheet: string; header: string[]; rows: AsyncGenerator<unknown[]> }> {
+  // A workbook that would expand past what a read may take is refused before exceljs opens it.
+  await assertWorkbookWithinLimits(file, `'${path.basename(file)}'`, fs.statSync(file).size);
   const reader = new (excel().stream.xlsx.WorkbookReader)(file, { worksheets: 'emit', sharedStrings: 'cache', hyperlinks: 'ignore', styles: 'cache', entries: 'ignore' });
   for await (const sheet of reader) {
     const name = (sheet as unknown as { name: string }).name;
@@ -111,11 +113,13 @@ async function* sheetRows(file: string, headerRow: number, only?: string): Async
     }
     if (!header) header = [];
     const width = header.length;
+    const budget = new CellBudget(`'${path.basename(file)}'`);
     const rows = (async function* () {
       for (const r of buffered) yield (r.values as unknown[]).slice(1, width + 1).map(cellValue);
       for (;;) {
         const next = await iterator.next();
         if (next.done) return;
+        budget.spend(Math.max(0, (next.value.values as unknown[]).length - 1));
         const values = (next.value.values as unknown[]).slice(1, width + 1).map(cellValue);
         while (values.length < width) values.push(null);
         if (values.every((v) => v === null)) continue;

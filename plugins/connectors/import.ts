@@ -15,7 +15,7 @@ import { pipeline } from 'node:stream/promises';
 import { createRequire } from 'node:module';
 import type ExcelJS from 'exceljs';
 import { IMPORTS_SCRATCH, scratchName } from './scratch.js';
-import { badRequest, conflict, errorMessage, isDpError, qualified, quoteIdent, SAFE_NAME, type BulkColumn, type DatabasePort, type DbConnection, type PluginContext } from '../../sdk/index.js';
+import { assertJsonFileNesting, assertWorkbookWithinLimits, badRequest, CellBudget, conflict, errorMessage, isDpError, qualified, quoteIdent, SAFE_NAME, type BulkColumn, type DatabasePort, type DbConnection, type PluginContext } from '../../sdk/index.js';
 
 /** exceljs loads with the first spreadsheet it reads, not when the plugin sets up (docs/plugins.md "Activation on demand"). */
 let excelModule: typeof ExcelJS | undefined;
@@ -85,7 +85,7 @@ function kindOf(v: unknown): string | null {
 }
 
 /** Streams the rows of one worksheet (the first, or `sheet`), header row first. */
-async function* sheetRows(file: string, sheet: string | undefined): AsyncGenerator<unknown[]> {
+async function* sheetRows(file: string, sheet: string | undefined, budget: CellBudget): AsyncGenerator<unknown[]> {
   const reader = new (excel().stream.xlsx.WorkbookReader)(file, { sharedStrings: 'cache', styles: 'cache', hyperlinks: 'cache', worksheets: 'emit' });
   let seen = false;
   for await (const ws of reader) {
@@ -97,16 +97,17 @@ async function* sheetRows(file: string, sheet: string | undefined): AsyncGenerat
     seen = true;
     for await (const row of w) {
       const values = (row.values as ExcelJS.CellValue[]).slice(1);
+      budget.spend(values.length);
       yield values.map(cellValue);
     }
   }
   if (!seen) throw badRequest('invalid_import', sheet ? `The workbook has no sheet '${sheet}'` : 'The workbook has no sheet', { field: 'sheet' });
 }
 
-async function xlsxShape(file: string, sheet: string | undefined, sampleRows: number): Promise<SheetShape> {
+async function xlsxShape(file: string, sheet: string | undefined, sampleRows: number, what: string): Promise<SheetShape> {
   let header: string[] | undefined;
   const sample: unknown[][] = [];
-  for await (const row of sheetRows(file, sheet)) {
+  for await (const row of sheetRows(file, sheet, new CellBudget(what))) {
     if (!header) {
       header = row.map((v, i) => (v === null || v === undefined || String(v).trim() === '' ? `column${i + 1}` : String(v).trim()));
       continue;
@@ -126,6 +127,16 @@ async function xlsxShape(file: string, sheet: string | undefined, sampleRows: nu
     return { name: n ? `${name}_${n + 1}` : name, type: kinds[i]! };
   });
   return { columns, sample };
+}
+
+/**
+ * Refuses an upload before anything parses it when it would take the server down: JSON nested
+ * deeper than the engine is trusted with (DuckDB infers its structure by recursion), an .xlsx
+ * that expands past what a spreadsheet read may take (sdk/workbook-limits.ts).
+ */
+async function assertReadable(req: ImportRequest): Promise<void> {
+  if (req.format === 'json') await assertJsonFileNesting(req.file, `'${req.fileName}'`);
+  if (req.format === 'xlsx') await assertWorkbookWithinLimits(req.file, `'${req.fileName}'`, fs.statSync(req.file).size);
 }
 
 function conform(row: unknown[], columns: BulkColumn[]): unknown[] {
@@ -149,9 +160,11 @@ export class ImportService {
   async preview(req: ImportRequest) {
     try {
       if (req.format === 'xlsx') {
-        const shape = await xlsxShape(req.file, req.sheet, PREVIEW_ROWS);
+        await assertReadable(req);
+        const shape = await xlsxShape(req.file, req.sheet, PREVIEW_ROWS, `'${req.fileName}'`);
         return { preview: true, file_name: req.fileName, format: req.format, schema: req.schema, table: req.table, columns: shape.columns, rows: shape.sample.map((r) => conform(r, shape.columns)) };
       }
+      await assertReadable(req);
       const sql = readerSql(this.ctx.db, req.format, req.file);
       const described = await this.ctx.db.all<{ column_name: string; column_type: string }>(`DESCRIBE ${sql}`);
       const sample = await this.ctx.db.query(`${sql} LIMIT ${PREVIEW_ROWS}`);
@@ -194,6 +207,7 @@ export class ImportService {
   }
 
   private async loadWithDuckDb(tx: DbConnection, req: ImportRequest, target: string, exists: boolean): Promise<number> {
+    await assertReadable(req);
     const sql = readerSql(this.ctx.db, req.format, req.file);
     await tx.run(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(req.schema)}`);
     if (req.mode === 'append' && exists) {
@@ -205,12 +219,13 @@ export class ImportService {
   }
 
   private async loadXlsx(tx: DbConnection, req: ImportRequest, exists: boolean): Promise<number> {
-    const shape = await xlsxShape(req.file, req.sheet, XLSX_SAMPLE_ROWS);
+    await assertReadable(req);
+    const shape = await xlsxShape(req.file, req.sheet, XLSX_SAMPLE_ROWS, `'${req.fileName}'`);
     const mode = req.mode === 'append' && exists ? 'append' : 'replace';
     const result = await tx.bulkLoad({ schema: req.schema, table: req.table, mode, columns: shape.columns }, async (writer) => {
       let header = true;
       let batch: unknown[][] = [];
-      for await (const row of sheetRows(req.file, req.sheet)) {
+      for await (const row of sheetRows(req.file, req.sheet, new CellBudget(`'${req.fileName}'`))) {
         if (header) {
           header = false;
           continue;

@@ -1,0 +1,132 @@
+/**
+ * Spreadsheet bombs (issue 38 point 3): an .xlsx whose highly compressed shared strings expand
+ * far past its size is refused before exceljs reads it (it holds the shared-string table in the
+ * heap whole), and so is a sheet with more cells than a read may take. After such an upload,
+ * SIGTERM still stops `dp serve`.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { after, before, describe, it } from 'node:test';
+import ExcelJS from 'exceljs';
+import JSZip from 'jszip';
+import { WORKBOOK_LIMITS } from '../../sdk/workbook-limits.js';
+import { DP_BIN, makeProject, startServer, type TestServer } from '../helpers.js';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-xlsx-bomb-'));
+process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+
+/** A small real workbook (exceljs writes its strings to the shared-string table). */
+async function smallWorkbook(): Promise<Buffer> {
+  const wb = new ExcelJS.Workbook();
+  const ws = wb.addWorksheet('Data');
+  ws.addRow(['team', 'amount', 'note', 'owner']);
+  ws.addRow(['data', 1, 'a', 'ada']);
+  ws.addRow(['web', 2, 'b', 'grace']);
+  return Buffer.from(await wb.xlsx.writeBuffer());
+}
+
+/**
+ * The workbook with its shared-string table replaced by `bytes` of strings, generated as the zip
+ * is written (never whole in this process's memory): a few KB on disk.
+ */
+async function bomb(bytes: number): Promise<string> {
+  const zip = await JSZip.loadAsync(await smallWorkbook());
+  const item = '<si><t>' + 'x'.repeat(1000) + '</t></si>';
+  const count = Math.ceil(bytes / item.length);
+  const strings = Readable.from(
+    (function* () {
+      yield `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="${count}" uniqueCount="${count}">`;
+      for (let i = 0; i < count; i++) yield item;
+      yield '</sst>';
+    })(),
+  );
+  zip.file('xl/sharedStrings.xml', strings);
+  const file = path.join(dir, `bomb-${bytes}.xlsx`);
+  await pipeline(zip.generateNodeStream({ type: 'nodebuffer', streamFiles: true, compression: 'DEFLATE', compressionOptions: { level: 9 } }), fs.createWriteStream(file));
+  return file;
+}
+
+function upload(url: string, name: string, data: Buffer, preview: boolean) {
+  const form = new FormData();
+  if (preview) form.append('preview', 'true');
+  form.append('file', new Blob([new Uint8Array(data)]), name);
+  return fetch(`${url}/api/import`, { method: 'POST', body: form });
+}
+
+describe('spreadsheet bombs', () => {
+  let s: TestServer;
+  let bombFile: string;
+  before(async () => {
+    s = await startServer(makeProject());
+    bombFile = await bomb(WORKBOOK_LIMITS.heldPartBytes + 8 * 1024 * 1024);
+  });
+  after(() => s.close());
+
+  it('refuses highly compressed shared strings before parsing (preview and import)', async () => {
+    const data = fs.readFileSync(bombFile);
+    assert.ok(data.length < 1024 * 1024, `the bomb is small on disk (${data.length} bytes)`);
+    const heapBefore = process.memoryUsage().heapUsed;
+    for (const preview of [true, false]) {
+      const r = await upload(s.url, 'bomb.xlsx', data, preview);
+      const body = (await r.json()) as { error: { code: string; message: string; details: Record<string, unknown> } };
+      assert.equal(r.status, 413, JSON.stringify(body));
+      assert.equal(body.error.code, 'workbook_too_large');
+      assert.equal(body.error.details.part, 'xl/sharedStrings.xml');
+      assert.match(body.error.message, /^'bomb\.xlsx' expands to more than 32 MB/);
+    }
+    // Nothing close to the table's size was taken from the heap (exceljs would hold it twice over, as UTF-16).
+    assert.ok(process.memoryUsage().heapUsed - heapBefore < WORKBOOK_LIMITS.heldPartBytes, `heap grew by ${process.memoryUsage().heapUsed - heapBefore}`);
+    assert.equal((await s.request('GET', '/api/health')).body.status, 'ok');
+  });
+
+  it('still reads a normal workbook, and refuses a sheet with more cells than a read may take', async () => {
+    const small = await smallWorkbook();
+    const ok = await upload(s.url, 'small.xlsx', small, true);
+    assert.equal(ok.status, 200, await ok.text());
+    const saved = WORKBOOK_LIMITS.cells;
+    WORKBOOK_LIMITS.cells = 10;
+    try {
+      const r = await upload(s.url, 'small.xlsx', small, false);
+      const body = (await r.json()) as { error: { code: string; details: Record<string, unknown> } };
+      assert.equal(r.status, 413, JSON.stringify(body));
+      assert.equal(body.error.code, 'workbook_too_large');
+      assert.deepEqual(body.error.details, { cells: 12, limit: 10 });
+    } finally {
+      WORKBOOK_LIMITS.cells = saved;
+    }
+  });
+
+  it('refuses a file that is not a zip as an unreadable workbook', async () => {
+    const r = await upload(s.url, 'fake.xlsx', Buffer.from('id,name\n1,a\n'), true);
+    assert.equal(r.status, 400);
+    assert.equal(((await r.json()) as { error: { code: string } }).error.code, 'workbook_unreadable');
+  });
+
+  it('SIGTERM after a bomb upload stops dp serve', async () => {
+    const root = makeProject();
+    const child = spawn(process.execPath, [DP_BIN, 'serve', '--port', '0', '--project', root], { env: { ...process.env, DP_LOG_SILENT: '1' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (d) => {
+          out += d;
+          const m = /dp listening on (http:\/\/\S+)/.exec(out);
+          if (m) resolve(m[1]!);
+        });
+        void exited.then((code) => reject(new Error(`dp serve exited (${code})`)));
+      });
+      const r = await upload(url, 'bomb.xlsx', fs.readFileSync(bombFile), true);
+      assert.equal(r.status, 413);
+      child.kill('SIGTERM');
+      assert.equal(await exited, 0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});
