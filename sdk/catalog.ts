@@ -2,7 +2,7 @@
  * The catalog plugin's service: the project's generated documentation and dp's user guide (the
  * wiki), for other plugins (the agents plugin serves both as MCP resources).
  */
-import type { Role } from './auth.js';
+import type { Caller } from './auth.js';
 import { createServiceRef } from './plugin.js';
 
 export interface WikiPageInfo {
@@ -15,8 +15,8 @@ export interface WikiPageInfo {
 }
 
 export interface CatalogService {
-  /** The generated documentation of the project as one Markdown document, as `role` may see it (what `dp docs` prints). */
-  docsMarkdown(role: Role): Promise<string>;
+  /** The generated documentation of the project as one Markdown document, as `caller` may see it (what `dp docs` prints); its row counts run as the caller's read. */
+  docsMarkdown(caller: Caller): Promise<string>;
   /** Every wiki page, by order then title. */
   wikiPages(): WikiPageInfo[];
   /** One wiki page with its Markdown; 404 `wiki_page_not_found` for an unknown slug. */

@@ -6,7 +6,7 @@
 import type { Caller } from './auth.js';
 import type { ModelBuildStatus } from './hooks.js';
 import type { Materialization } from './models.js';
-import { createExtensionPoint, createServiceRef } from './plugin.js';
+import { createExtensionPoint, createServiceRef, type QueryStopSignal } from './plugin.js';
 
 export interface SourceTable {
   name: string;
@@ -255,8 +255,13 @@ export interface MaskingMethod {
 
 /** The warehouse's tables and views, as the tables plugin lists them. */
 export interface TablesService {
-  /** With `rowCounts`, each table carries `rows` (exact) and each view `rows: null` (counting would run it). */
-  list(schema?: string, options?: { rowCounts?: boolean }): Promise<Array<{ schema: string; name: string; type: 'table' | 'view'; rows?: number | null }>>;
+  /**
+   * With `rowCounts`, each table carries `rows` (exact) and each view `rows: null` (counting would
+   * run it). With `reader` as well, the counts run as that caller's read: in a query slot of its
+   * role, under its deadline (408), stopped when `signal` fires (a viewer starts them through
+   * /api/overview, /api/sources and the docs routes).
+   */
+  list(schema?: string, options?: { rowCounts?: boolean; reader?: { caller: Caller; signal?: QueryStopSignal } }): Promise<Array<{ schema: string; name: string; type: 'table' | 'view'; rows?: number | null }>>;
   describe(schema: string, table: string): Promise<{ schema: string; name: string; type: string; columns: Array<{ name: string; type: string; nullable: boolean }> }>;
 }
 

@@ -75,7 +75,7 @@ function registerResources(ctx: PluginContext, server: McpServer, caller: Caller
       description: 'Generated documentation of this project: models with their columns and lineage, sources, exposures, metrics and contracts (what `dp docs` prints)',
       mimeType: 'text/markdown',
     },
-    async (uri) => ({ contents: [{ uri: uri.href, mimeType: 'text/markdown', text: await catalog.docsMarkdown(caller.role) }] }),
+    async (uri) => ({ contents: [{ uri: uri.href, mimeType: 'text/markdown', text: await catalog.docsMarkdown(caller) }] }),
   );
   server.registerResource(
     'wiki',

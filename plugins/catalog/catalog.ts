@@ -9,6 +9,8 @@
  */
 import {
   schemaHiddenFrom,
+  type Caller,
+  type QueryStopSignal,
   withEnvReferences,
   type ExposureConfig,
   type LineageService,
@@ -40,10 +42,16 @@ export function shownAsWritten<T>(value: T, env: Readonly<Record<string, string>
 
 const relationKey = (schema: string, name: string) => `${schema}.${name}`.toLowerCase();
 
+/** Who reads, and when they left: row counts run as the caller's read (TablesService.list). */
+export interface CatalogReader {
+  caller: Caller;
+  signal?: QueryStopSignal;
+}
+
 /** Row counts of every visible table by lower-case `schema.name` (views: null). */
-async function warehouse(deps: CatalogDeps, role: Role) {
-  const all = (await deps.tables()?.list(undefined, { rowCounts: true })) ?? [];
-  const visible = all.filter((t) => !schemaHiddenFrom(t.schema, role));
+async function warehouse(deps: CatalogDeps, reader: CatalogReader) {
+  const all = (await deps.tables()?.list(undefined, { rowCounts: true, reader })) ?? [];
+  const visible = all.filter((t) => !schemaHiddenFrom(t.schema, reader.caller.role));
   return { list: visible, byName: new Map(visible.map((t) => [relationKey(t.schema, t.name), t])) };
 }
 
@@ -52,8 +60,8 @@ export interface SourceEntry extends SourceConfig {
 }
 
 /** `sources:` with each table's presence in the warehouse and its row count. */
-export async function listSources(deps: CatalogDeps, role: Role): Promise<SourceEntry[]> {
-  const { byName } = await warehouse(deps, role);
+export async function listSources(deps: CatalogDeps, reader: CatalogReader): Promise<SourceEntry[]> {
+  const { byName } = await warehouse(deps, reader);
   return deps
     .models()
     .sources()
@@ -89,8 +97,9 @@ export async function listExposures(deps: CatalogDeps): Promise<ExposureEntry[]>
 }
 
 /** The overview (SPEC: schemas, tables, rows, recent runs, connectors). */
-export async function overview(deps: CatalogDeps, role: Role) {
-  const { list } = await warehouse(deps, role);
+export async function overview(deps: CatalogDeps, reader: CatalogReader) {
+  const role = reader.caller.role;
+  const { list } = await warehouse(deps, reader);
   const schemas = new Map<string, { name: string; tables: number; views: number; rows: number }>();
   for (const t of list) {
     const s = schemas.get(t.schema) ?? { name: t.schema, tables: 0, views: 0, rows: 0 };

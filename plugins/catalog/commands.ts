@@ -6,7 +6,7 @@ import { renderMarkdown, structuredDocs } from './docs.js';
 
 export function registerCommands(ctx: PluginContext, deps: CatalogDeps, quality: () => QualityService | undefined): void {
   ctx.command('docs', async (args, io) => {
-    const docs = await structuredDocs(deps, (io.caller ?? LOCAL_ADMIN).role, quality());
+    const docs = await structuredDocs(deps, { caller: io.caller ?? LOCAL_ADMIN }, quality());
     if (io.wantsJson && !args.out) {
       io.json(docs);
       return 0;

@@ -19,7 +19,7 @@ import {
   type QualityService,
   type Role,
 } from '../../sdk/index.js';
-import { listExposures, listSources, shownAsWritten, type CatalogDeps, type ExposureEntry, type SourceEntry } from './catalog.js';
+import { listExposures, listSources, shownAsWritten, type CatalogDeps, type CatalogReader, type ExposureEntry, type SourceEntry } from './catalog.js';
 
 const DIRECTIVE = /^(@\w+|depends_on\s*:|assert\s*:)/i;
 
@@ -82,7 +82,8 @@ export interface StructuredDocs {
   contracts: ContractDefinition[];
 }
 
-export async function structuredDocs(deps: CatalogDeps, role: Role, quality: QualityService | undefined): Promise<StructuredDocs> {
+export async function structuredDocs(deps: CatalogDeps, reader: CatalogReader, quality: QualityService | undefined): Promise<StructuredDocs> {
+  const role = reader.caller.role;
   const { ctx } = deps;
   const env = ctx.env;
   const hidden = (relation: string) => {
@@ -91,7 +92,7 @@ export async function structuredDocs(deps: CatalogDeps, role: Role, quality: Qua
   };
   const models = (await deps.models().list()).filter((m) => !hidden(m.full_name));
   const seeds = await deps.models().seeds();
-  const sources = await listSources(deps, role);
+  const sources = await listSources(deps, reader);
   const exposures = await listExposures(deps);
   const semantic = deps.semantic();
   const metricsLoaded = semantic ? await semantic.metrics() : { metrics: [], errors: [] };

@@ -19,7 +19,7 @@ export default definePlugin({
     registerRoutes(ctx, deps, quality);
     registerCommands(ctx, deps, quality);
     ctx.services.provide(CATALOG_SERVICE, {
-      docsMarkdown: async (role) => renderMarkdown(await structuredDocs(deps, role, quality()), ctx.env),
+      docsMarkdown: async (caller) => renderMarkdown(await structuredDocs(deps, { caller }, quality()), ctx.env),
       wikiPages: () => wikiPages().map(({ slug, title, category, plugin }) => ({ slug, title, category, plugin })),
       wikiPage: (slug) => {
         const { title, category, plugin, content } = wikiPage(slug);

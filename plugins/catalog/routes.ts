@@ -1,5 +1,5 @@
 /** HTTP routes of the catalog (SPEC "Catalog" and "Documentation, wiki, git"). */
-import type { JsonSchema, PluginContext, QualityService } from '../../sdk/index.js';
+import { clientGone, type JsonSchema, type PluginContext, type QualityService } from '../../sdk/index.js';
 import { listExposures, listSources, overview, type CatalogDeps } from './catalog.js';
 import { renderMarkdown, structuredDocs } from './docs.js';
 import { gitStatus } from './git.js';
@@ -15,7 +15,7 @@ export function registerRoutes(ctx: PluginContext, deps: CatalogDeps, quality: (
     summary: "Sources declared under project.yml's sources:, each table with whether the warehouse holds it and its row count",
     tags: ['catalog'],
     schema: { response: { 200: { type: 'array', items: anyObject } } },
-    handler: (req) => listSources(deps, req.caller.role),
+    handler: (req, reply) => listSources(deps, { caller: req.caller, signal: clientGone(reply) }),
   });
 
   ctx.route({
@@ -35,7 +35,7 @@ export function registerRoutes(ctx: PluginContext, deps: CatalogDeps, quality: (
     summary: 'Schemas, tables with row counts, totals, recent transform runs and connectors',
     tags: ['catalog'],
     schema: { response: { 200: anyObject } },
-    handler: (req) => overview(deps, req.caller.role),
+    handler: (req, reply) => overview(deps, { caller: req.caller, signal: clientGone(reply) }),
   });
 
   ctx.route({
@@ -45,7 +45,7 @@ export function registerRoutes(ctx: PluginContext, deps: CatalogDeps, quality: (
     summary: 'Documentation of the project as JSON: models with columns, types and lineage, seeds, sources, exposures, metrics, contracts',
     tags: ['catalog'],
     schema: { response: { 200: anyObject } },
-    handler: (req) => structuredDocs(deps, req.caller.role, quality()),
+    handler: (req, reply) => structuredDocs(deps, { caller: req.caller, signal: clientGone(reply) }, quality()),
   });
 
   ctx.route({
@@ -55,7 +55,7 @@ export function registerRoutes(ctx: PluginContext, deps: CatalogDeps, quality: (
     summary: 'Documentation of the project as one markdown document (text/markdown)',
     tags: ['catalog'],
     handler: async (req, reply) => {
-      const markdown = renderMarkdown(await structuredDocs(deps, req.caller.role, quality()), ctx.env);
+      const markdown = renderMarkdown(await structuredDocs(deps, { caller: req.caller, signal: clientGone(reply) }, quality()), ctx.env);
       return reply.type('text/markdown; charset=utf-8').send(markdown);
     },
   });

@@ -37,7 +37,7 @@ export async function listTables(db: DatabasePort, schema?: string): Promise<Tab
  * Exact row counts of tables, in one statement; views get null: a view's rows exist only when it
  * runs, and a listing must not run every view. The names come from the catalog (never from input).
  */
-export async function withRowCounts(db: DatabasePort, tables: TableEntry[]): Promise<Array<TableEntry & { rows: number | null }>> {
+export async function withRowCounts(db: Pick<DatabasePort, 'all'>, tables: TableEntry[]): Promise<Array<TableEntry & { rows: number | null }>> {
   const base = tables.filter((t) => t.type === 'table');
   const counts = new Map<string, number>();
   // A few hundred tables per statement keeps the text small; most projects need one.

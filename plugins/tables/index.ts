@@ -10,9 +10,13 @@ const tableParams: JsonSchema = {
 export default definePlugin({
   setup(ctx) {
     ctx.services.provide(TABLES_SERVICE, {
-      list: async (schema?: string, options?: { rowCounts?: boolean }) => {
+      list: async (schema, options) => {
         const tables = await listTables(ctx.db, schema);
-        return options?.rowCounts ? withRowCounts(ctx.db, tables) : tables;
+        if (!options?.rowCounts) return tables;
+        const reader = options.reader;
+        // count(*) of every table is a read a viewer starts: it runs as theirs (slot, deadline, client gone).
+        if (reader) return ctx.queries.withDeadline({ caller: reader.caller, purpose: 'row_counts', signal: reader.signal }, (c) => withRowCounts(c, tables));
+        return withRowCounts(ctx.db, tables);
       },
       describe: (schema: string, table: string) => describeTable(ctx.db, schema, table),
     });

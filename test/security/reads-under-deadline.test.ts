@@ -1,7 +1,8 @@
 /**
  * Every read a viewer can start runs in a query slot of their role, under its deadline, and
  * stops when the client leaves (issue 28 point 6): the version diff, table and model profiles
- * and source freshness all compare or aggregate whole tables. With one viewer slot held by a
+ * source freshness and the catalog's row counts (overview, sources, docs) all compare or
+ * aggregate whole tables. With one viewer slot held by a
  * long viewer query, each such request must wait for the slot (seen in the runner's stats)
  * instead of running beside it, and one whose client leaves must leave the queue.
  */
@@ -56,6 +57,10 @@ describe('security: whole-table reads under the role deadline and slots', () => 
     ['/api/versions/{id}/diff', () => `/api/versions/${version}/diff`],
     ['/api/tables/{schema}/{table}/profile', () => '/api/tables/seeds/events/profile'],
     ['/api/sources/freshness', () => '/api/sources/freshness'],
+    // Row counts (count(*) of every base table) of the catalog overview, sources and docs.
+    ['/api/overview', () => '/api/overview'],
+    ['/api/sources', () => '/api/sources'],
+    ['/api/docs/structured', () => '/api/docs/structured'],
   ] as const) {
     it(`${name} waits for a viewer slot, and leaves the queue when its client leaves`, async () => {
       const long = viewerFetch('/api/query', { method: 'POST', body: JSON.stringify({ sql: LONG_SQL }) });
