@@ -16,6 +16,16 @@ export interface RegisteredType {
 
 const TYPE_ID = /^[a-z][a-z0-9_]*$/;
 
+/**
+ * The shape to write, where a parameter's schema gives one (`examples`, JSON Schema's keyword):
+ * a missing `resources` is not guessable from its name alone.
+ */
+function exampleOf(type: ConnectorType, field: string): string {
+  const schema = (type.params as { properties?: Record<string, { examples?: unknown[] }> }).properties?.[field];
+  const example = schema?.examples?.[0];
+  return example === undefined ? '' : `; e.g. "${field}": ${JSON.stringify(example).replace(/,"/g, ', "').replace(/":/g, '": ')}`;
+}
+
 export class TypeRegistry {
   private readonly types = new Map<string, RegisteredType>();
   private readonly ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true, coerceTypes: false });
@@ -58,7 +68,7 @@ export class TypeRegistry {
     const copy = structuredClone(config) as Record<string, unknown>;
     if (!t.validate(copy)) {
       const f = ajvFieldError(t.validate.errors![0]!);
-      throw badRequest('invalid_connector_params', `Connector type '${id}': ${f.message}`, { connector_type: id, field: f.field });
+      throw badRequest('invalid_connector_params', `Connector type '${id}': ${f.message}${exampleOf(t.type, f.field)}`, { connector_type: id, field: f.field });
     }
     return copy;
   }

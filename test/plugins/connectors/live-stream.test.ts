@@ -23,7 +23,8 @@ describe('a connector set up on a live server', () => {
       'project.yml': 'name: live\ndatabase:\n  path: w.duckdb\n',
       'data/shop/customers.csv': 'id,name\n1,Ada\n2,Grace\n',
     });
-    s = await startServer(root);
+    // The test is about the scheduler picking up a stream a setup added: it runs here.
+    s = await startServer(root, { scheduler: true });
   });
 
   after(async () => s?.close());
