@@ -240,3 +240,30 @@ export async function setupAdmin(page: Page, username: string, password: string)
   await page.getByRole('button', { name: 'Create admin and log in' }).click();
   await page.getByTestId('user-menu').waitFor();
 }
+
+/**
+ * The text of the page's shared editor (`CollaborativeEditor`) as it shows it, without
+ * collaborators' name labels (drawn inside the text). CodeMirror draws only the lines in view:
+ * with a long file, the lines at the top.
+ */
+export function sharedEditorText(page: Page): Promise<string> {
+  return page.evaluate(() => {
+    const content = document.querySelector('[data-testid="collab-editor"] .cm-content');
+    if (!content) return '';
+    const copy = content.cloneNode(true) as HTMLElement;
+    for (const caret of copy.querySelectorAll('.dp-peer-caret')) caret.remove();
+    return [...copy.querySelectorAll('.cm-line')].map((l) => l.textContent).join('\n');
+  });
+}
+
+/** Waits until the shared editor's text passes `test` (another person's edit arriving); fails saying `what`. */
+export async function waitForSharedText(page: Page, test: (text: string) => boolean, what: string): Promise<string> {
+  const until = Date.now() + 20_000;
+  let seen = '';
+  while (Date.now() < until) {
+    seen = await sharedEditorText(page);
+    if (test(seen)) return seen;
+    await page.waitForTimeout(50);
+  }
+  assert.fail(`${what}; the editor shows:\n${seen}`);
+}

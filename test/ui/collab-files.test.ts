@@ -11,37 +11,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import type { Page } from 'playwright-core';
-import { login, openPage, screenshot, shopForTests, type OpenedPage } from './browser.js';
+import { login, openPage, screenshot, sharedEditorText, shopForTests, waitForSharedText, type OpenedPage } from './browser.js';
 
 const MODEL_FILE = 'transform/staging/stg_customers.sql';
 /** The session check before the login form is a 401 the browser logs itself. */
 const LOGIN_NOISE = /401|Unauthorized/;
-
-/**
- * The editor's text as the page shows it, without collaborators' name labels (drawn inside the
- * text). CodeMirror draws only the lines in view: with a long file, the lines at the top.
- */
-function editorText(page: Page): Promise<string> {
-  return page.evaluate(() => {
-    const content = document.querySelector('[data-testid="collab-editor"] .cm-content');
-    if (!content) return '';
-    const copy = content.cloneNode(true) as HTMLElement;
-    for (const caret of copy.querySelectorAll('.dp-peer-caret')) caret.remove();
-    return [...copy.querySelectorAll('.cm-line')].map((l) => l.textContent).join('\n');
-  });
-}
-
-async function waitForText(page: Page, test: (text: string) => boolean, what: string): Promise<string> {
-  const until = Date.now() + 20_000;
-  let seen = '';
-  while (Date.now() < until) {
-    seen = await editorText(page);
-    if (test(seen)) return seen;
-    await page.waitForTimeout(50);
-  }
-  assert.fail(`${what}; the editor shows:\n${seen}`);
-}
 
 describe('project files edited together (shop, --auth)', { timeout: 300_000 }, () => {
   const server = shopForTests({ auth: true, build: false });
@@ -89,14 +63,14 @@ describe('project files edited together (shop, --auth)', { timeout: 300_000 }, (
       await a.page.locator('[data-testid="collab-editor"] .cm-content').click();
       await a.page.keyboard.press('Control+End');
       await a.page.keyboard.type('\n-- reviewed by ada', { delay: 10 });
-      await waitForText(b.page, (t) => t.endsWith('-- reviewed by ada'), "B sees A's edit");
+      await waitForSharedText(b.page, (t) => t.endsWith('-- reviewed by ada'), "B sees A's edit");
       // B sees A's cursor with A's name and role, set by the server.
       await b.page.locator('.dp-peer-caret').getByText('ada (admin)').waitFor();
 
       await b.page.locator('[data-testid="collab-editor"] .cm-content').click();
       await b.page.keyboard.press('Control+End');
       await b.page.keyboard.type('\n-- and eve', { delay: 10 });
-      await waitForText(a.page, (t) => t.endsWith('-- reviewed by ada\n-- and eve'), "A sees B's edit");
+      await waitForSharedText(a.page, (t) => t.endsWith('-- reviewed by ada\n-- and eve'), "A sees B's edit");
       await screenshot(b.page, 'model-together');
 
       await a.page.getByTestId('collab-editor').getByRole('button', { name: 'Save', exact: true }).click();
@@ -119,15 +93,15 @@ describe('project files edited together (shop, --auth)', { timeout: 300_000 }, (
       await v.page.keyboard.type('zzz');
       await v.page.keyboard.press('Enter');
       // Typed where it clicked (in view): nothing appeared there, and its document did not change.
-      assert.ok(!(await editorText(v.page)).includes('zzz'), "the viewer's keystrokes left its editor as it was");
+      assert.ok(!(await sharedEditorText(v.page)).includes('zzz'), "the viewer's keystrokes left its editor as it was");
       assert.equal(await v.page.getByTestId('collab-editor').getByText('unsaved', { exact: true }).count(), 0);
 
       await a.page.locator('[data-testid="collab-editor"] .cm-line').first().click();
       await a.page.keyboard.press('Control+Home');
       await a.page.keyboard.type('# edited together\n', { delay: 10 });
-      const shared = await waitForText(v.page, (t) => t.startsWith('# edited together\n'), "the viewer sees the admin's edit");
+      const shared = await waitForSharedText(v.page, (t) => t.startsWith('# edited together\n'), "the viewer sees the admin's edit");
       assert.ok(!shared.includes('zzz'));
-      assert.ok(!(await editorText(a.page)).includes('zzz'), "the admin never sees the viewer's keystrokes");
+      assert.ok(!(await sharedEditorText(a.page)).includes('zzz'), "the admin never sees the viewer's keystrokes");
 
       // Meanwhile the file changes on disk (the CLI, another editor).
       const onDisk = `# changed by the CLI\n${read('project.yml')}`;
@@ -139,7 +113,7 @@ describe('project files edited together (shop, --auth)', { timeout: 300_000 }, (
 
       // Taking the file from disk puts it into the shared document for everyone.
       await a.page.getByRole('button', { name: /Load the file from disk/ }).click();
-      await waitForText(v.page, (t) => t.startsWith('# changed by the CLI\n') && !t.includes('# edited together'), 'the viewer sees the file from disk');
+      await waitForSharedText(v.page, (t) => t.startsWith('# changed by the CLI\n') && !t.includes('# edited together'), 'the viewer sees the file from disk');
       await a.page.getByTestId('collab-editor').getByText(/^saved /).waitFor();
       assert.equal(read('project.yml'), onDisk);
       assert.deepEqual(pageErrors(a, v), []);

@@ -156,13 +156,16 @@ describe('SQL workspace and DAG (shop)', { timeout: 300_000 }, () => {
       await page.getByRole('tab', { name: 'customers_by_country' }).waitFor();
       const file = path.join(server.root, 'queries', 'customers_by_country.sql');
       assert.equal(fs.readFileSync(file, 'utf8'), 'SELECT country, count(*) AS customers FROM staging.stg_customers GROUP BY country\n');
-      // An edit marks the tab; Ctrl+S saves it over the version read.
+      // The saved query's tab now edits the file's shared document: an edit marks it unsaved; Ctrl+S saves it through the socket.
+      const shared = page.getByTestId('collab-editor');
+      await shared.getByText('live', { exact: true }).waitFor();
       await page.locator('.dp-sql .cm-content').click();
       await page.keyboard.press('Control+End');
-      await page.keyboard.insertText(' ORDER BY 2 DESC');
-      await page.getByRole('button', { name: 'Save*' }).waitFor();
+      await page.keyboard.press('Backspace');
+      await page.keyboard.insertText(' ORDER BY 2 DESC\n');
+      await shared.getByText('unsaved', { exact: true }).waitFor();
       await page.keyboard.press('Control+S');
-      await page.getByRole('button', { name: 'Saved', exact: true }).waitFor();
+      await shared.getByText(/^saved /).waitFor();
       assert.match(fs.readFileSync(file, 'utf8'), /ORDER BY 2 DESC\n$/);
       // Closed and opened again from the list.
       await page.getByRole('button', { name: 'Close customers_by_country' }).click();

@@ -5,11 +5,13 @@
  * results grid that sorts, filters, selects and copies, paging and a row count, a chart and a
  * column summary of any result, CSV export, the explain plan, errors marked at their line, a
  * query history kept in this browser and saved queries kept in the project (`queries/*.sql`).
+ * A tab showing a saved query edits the file together with whoever else has it open (the shared
+ * document of /ws/collaborate, as the Models page does): presence, live edits, the socket save.
  */
 import { useCallback, useEffect, useMemo, useRef, useState, type KeyboardEvent as ReactKeyboardEvent, type PointerEvent as ReactPointerEvent } from 'react';
 import { useLocation, useNavigate } from 'react-router-dom';
 import { api, ApiError, Badge, Dialog, download, Empty, ErrorBox, Field, Loading, maskedAtOf, maskedResultTitle, ResultsGrid, seg, Tabs, useApi, useCan, usePersistentState, useSession, type MaskedResultColumn, type PageProps } from '@dp/ui';
-import { SqlEditor, type EditorHandle } from '@dp/ui/editor';
+import { CollaborativeEditor, SqlEditor, type EditorHandle } from '@dp/ui/editor';
 import { ResultChart } from '@dp/ui/chart';
 import { CatalogPanel, sqlName, type CatalogTable } from './CatalogPanel';
 import { ColumnSummary } from './ColumnSummary';
@@ -41,7 +43,10 @@ export interface QueryTab {
   id: string;
   title: string;
   sql: string;
-  /** `queries/<name>.sql` when saved in the project, with the sha256 of the version read. */
+  /**
+   * `queries/<name>.sql` when saved in the project, with the sha256 of the version read. Such a
+   * tab's text is the file's shared document (`sql` follows it, for running and parameters).
+   */
   file?: { path: string; sha256: string; savedSql: string };
 }
 
@@ -209,11 +214,11 @@ export default function SqlPage(_props: PageProps) {
   useEffect(() => {
     const sent = (location.state as { sql?: unknown } | null)?.sql;
     if (typeof sent === 'string') {
-      if (sql.trim() === '' || sql === sent) setSql(sent);
+      if (!tab.file && (sql.trim() === '' || sql === sent)) setSql(sent);
       else openTab(sent);
       navigate(location.pathname, { replace: true, state: null });
     }
-  }, [location, navigate, setSql, openTab, sql]);
+  }, [location, navigate, setSql, openTab, sql, tab.file]);
 
   // The elapsed time of running queries, redrawn while any runs.
   const anyRunning = Object.values(runs).some((r) => r.startedAt !== null);
@@ -325,13 +330,14 @@ export default function SqlPage(_props: PageProps) {
   const [saveName, setSaveName] = useState('');
   const [saveError, setSaveError] = useState<unknown>(null);
   const [saving, setSaving] = useState(false);
-  const saveAs = async (name: string, target: QueryTab, base: string | null) => {
+  /** A draft saved as a new file (`base_sha256: null`: never over an existing query); its tab then edits the file together. */
+  const saveAs = async (name: string, target: QueryTab) => {
     setSaving(true);
     setSaveError(null);
     try {
       const path = `${SAVED_DIR}/${name}.sql`;
       const text = target.sql.endsWith('\n') ? target.sql : target.sql + '\n';
-      const r = await api.put<{ sha256: string }>(`/api/files/${seg(SAVED_DIR)}/${seg(name + '.sql')}`, { content: text, base_sha256: base });
+      const r = await api.put<{ sha256: string }>(`/api/files/${seg(SAVED_DIR)}/${seg(name + '.sql')}`, { content: text, base_sha256: null });
       const sha = r.sha256;
       patchTab(target.id, { title: name, file: { path, sha256: sha, savedSql: target.sql }, sql: target.sql });
       setSaveDialog(false);
@@ -344,13 +350,17 @@ export default function SqlPage(_props: PageProps) {
   };
   const save = () => {
     if (!canSave || !filesEnabled) return;
-    if (tab.file) void saveAs(tab.file.path.slice(SAVED_DIR.length + 1).replace(/\.sql$/, ''), tab, tab.file.sha256);
+    // A saved query's tab saves through its shared document (the socket save, conflicts shown there).
+    if (tab.file) editor.current?.save?.();
     else {
       setSaveName(tab.title.startsWith('Query ') ? '' : tab.title);
       setSaveError(null);
       setSaveDialog(true);
     }
   };
+  // The shared text of a saved query's tab, as it changes (here or by a collaborator).
+  const followShared = useCallback((text: string) => patchTab(tab.id, { sql: text.replace(/\n$/, '') }), [patchTab, tab.id]);
+  const onSharedSaved = useCallback((sha256: string) => setWorkspace((w) => ({ ...w, tabs: w.tabs.map((t) => (t.id === tab.id && t.file ? { ...t, file: { ...t.file, sha256, savedSql: t.sql } } : t)) })), [setWorkspace, tab.id]);
   const openSaved = async (name: string) => {
     const open = tabs.find((t) => t.file?.path === `${SAVED_DIR}/${name}.sql`);
     if (open) return setWorkspace((w) => ({ ...w, active: open.id }));
@@ -363,7 +373,6 @@ export default function SqlPage(_props: PageProps) {
     }
   };
   const saveBlocked = !filesEnabled ? 'Saving queries needs the files plugin' : !canSave ? 'Saving a query needs the write permission' : !sql.trim() ? 'Nothing to save: the query is empty' : null;
-  const dirty = !!tab.file && tab.file.savedSql !== sql;
 
   // The split between the editor and the results: dragged, or moved with the arrow keys.
   const splitDrag = useRef<{ y: number; h: number } | null>(null);
@@ -413,9 +422,11 @@ export default function SqlPage(_props: PageProps) {
           <button type="button" className="dp-btn" onClick={() => void exportCsv()} disabled={!run.ranSql && !sql.trim()} title={!run.ranSql && !sql.trim() ? 'Write or run a query first' : 'Every row as a CSV file'}>
             Export CSV
           </button>
-          <button type="button" className="dp-btn" onClick={save} disabled={!!saveBlocked} title={saveBlocked ?? (tab.file ? `Save to ${tab.file.path} (Ctrl/Cmd+S)` : 'Save in the project under queries/ (Ctrl/Cmd+S)')}>
-            {tab.file ? (dirty ? 'Save*' : 'Saved') : 'Save…'}
-          </button>
+          {tab.file ? null : (
+            <button type="button" className="dp-btn" onClick={save} disabled={!!saveBlocked} title={saveBlocked ?? 'Save in the project under queries/ (Ctrl/Cmd+S)'}>
+              Save…
+            </button>
+          )}
           {filesEnabled ? (
             <button type="button" className="dp-btn" aria-pressed={side === 'saved'} onClick={() => setSide((s) => (s === 'saved' ? null : 'saved'))}>
               Saved queries
@@ -454,7 +465,6 @@ export default function SqlPage(_props: PageProps) {
           <div key={t.id} className={`dp-sql-tab${t.id === tab.id ? ' dp-sql-tab-active' : ''}`}>
             <button type="button" role="tab" aria-selected={t.id === tab.id} onClick={() => setWorkspace((w) => ({ ...w, active: t.id }))} title={t.file ? t.file.path : t.title}>
               {t.title}
-              {t.file && t.file.savedSql !== t.sql ? ' •' : ''}
               {runs[t.id]?.startedAt != null ? ' ⏳' : ''}
             </button>
             <button type="button" className="dp-sql-tab-close" aria-label={`Close ${t.title}`} title={`Close ${t.title}`} onClick={() => closeTab(t.id)}>
@@ -472,7 +482,11 @@ export default function SqlPage(_props: PageProps) {
           {awaitingDraft ? (
             <Loading label="Reading the catalog…" />
           ) : (
-          <SqlEditor key={tab.id} value={sql} onChange={setSql} onRun={(text) => runText(text)} onSave={save} errorLine={editorErrorLine} onReady={(h) => (editor.current = h)} />
+          tab.file ? (
+            <CollaborativeEditor key={tab.id} path={tab.file.path} language="sql" readOnly={!canSave} height="auto" ariaLabel="SQL editor" onChange={followShared} onRun={(text) => runText(text)} onSaved={onSharedSaved} errorLine={editorErrorLine} onReady={(h) => (editor.current = h)} />
+          ) : (
+            <SqlEditor key={tab.id} value={sql} onChange={setSql} onRun={(text) => runText(text)} onSave={save} errorLine={editorErrorLine} onReady={(h) => (editor.current = h)} />
+          )
           )}
         </div>
         {side === 'history' ? (
@@ -487,7 +501,7 @@ export default function SqlPage(_props: PageProps) {
             <ul>
               {history.map((h) => (
                 <li key={h.at + h.sql}>
-                  <button type="button" className="dp-history-item" onClick={() => setSql(h.sql)} title={h.sql}>
+                  <button type="button" className="dp-history-item" onClick={() => (tab.file ? openTab(h.sql) : setSql(h.sql))} title={tab.file ? `Open in a new tab (this tab is ${tab.file.path}, shared)` : h.sql}>
                     <code>{h.sql.length > 120 ? h.sql.slice(0, 120) + '…' : h.sql}</code>
                     <span className="dp-muted">
                       {new Date(h.at).toLocaleString()} · {h.ms} ms · {h.error ? <span style={{ color: 'var(--dp-bad)' }}>error</span> : `${h.rows} rows`}
@@ -623,14 +637,14 @@ export default function SqlPage(_props: PageProps) {
             <button type="button" className="dp-btn" onClick={() => setSaveDialog(false)}>
               Cancel
             </button>
-            <button type="button" className="dp-btn dp-btn-primary" disabled={saving || !/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/.test(saveName)} title={!/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/.test(saveName) ? 'A name of letters, digits, _ . - (no slash)' : undefined} onClick={() => void saveAs(saveName, tab, null)}>
+            <button type="button" className="dp-btn dp-btn-primary" disabled={saving || !/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/.test(saveName)} title={!/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/.test(saveName) ? 'A name of letters, digits, _ . - (no slash)' : undefined} onClick={() => void saveAs(saveName, tab)}>
               Save
             </button>
           </>
         }
       >
         <Field label="Name" hint={`Saved as ${SAVED_DIR}/${saveName || '<name>'}.sql, shared with the project (and its git repository).`}>
-          <input autoFocus value={saveName} onChange={(e) => setSaveName(e.target.value)} aria-label="Query name" onKeyDown={(e) => e.key === 'Enter' && /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/.test(saveName) && void saveAs(saveName, tab, null)} />
+          <input autoFocus value={saveName} onChange={(e) => setSaveName(e.target.value)} aria-label="Query name" onKeyDown={(e) => e.key === 'Enter' && /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/.test(saveName) && void saveAs(saveName, tab)} />
         </Field>
         <ErrorBox error={saveError} />
       </Dialog>

@@ -5,18 +5,18 @@
  * through the files service). A viewer (or a page told `readOnly`) sees every edit live and cannot
  * change the text. A save over a change made on disk meanwhile (the CLI, another tool) is refused
  * by the server (409 file_conflict) and shown here with the two ways out: load the file from disk
- * into the shared document, or write ours over it.
+ * into the shared document, or write ours over it. In SQL mode it completes from the catalog like
+ * SqlEditor, and a page may give it what the SQL page needs: `onRun` (Ctrl/Cmd+Enter), the error
+ * line, the text as it changes (`onChange`) and a handle (insert at the cursor, focus, save).
  */
 import { useEffect, useMemo, useRef, useState } from 'react';
-import { basicSetup } from 'codemirror';
-import { sql, PostgreSQL } from '@codemirror/lang-sql';
-import { EditorState, type Extension } from '@codemirror/state';
-import { EditorView, keymap } from '@codemirror/view';
+import { Compartment, EditorState, type Extension } from '@codemirror/state';
+import { EditorView } from '@codemirror/view';
 import { CollaborationClient } from '../../notebooks/collaboration/client';
 import { TEXT_CONTENT } from '../../notebooks/collaboration/protocol';
 import { api, seg } from './api';
 import { Badge, ErrorBox, Loading } from './components';
-import { editorTheme } from './editor';
+import { editorBasics, editorHandle, loadSqlCatalog, setErrorLine, sqlSupport, type EditorHandle } from './editor';
 import { collaborationExtensions, peerClass } from './peer-selections';
 import { useSession } from './session';
 import './collab.css';
@@ -31,6 +31,14 @@ export interface CollaborativeEditorProps {
   onSaved?: (sha256: string) => void;
   height?: number | string;
   ariaLabel?: string;
+  /** Ctrl/Cmd+Enter (and Shift+Enter): run the selection, else the whole text. */
+  onRun?: (text: string) => void;
+  /** The shared text when the editor opens and after every change (its own or a collaborator's). */
+  onChange?: (text: string) => void;
+  /** 1-based line to mark as the error's. */
+  errorLine?: number | null;
+  /** Receives a handle (insert at the cursor, focus, save) once the editor is up, and null when it goes. */
+  onReady?: (handle: EditorHandle | null) => void;
 }
 
 /** Another person in the document (awareness `user`, set by the server). */
@@ -72,7 +80,7 @@ export function usePeers(client: CollaborationClient): Peer[] {
   return peers;
 }
 
-export function CollaborativeEditor({ path, language = 'text', readOnly = false, onSaved, height = 300, ariaLabel = 'File editor' }: CollaborativeEditorProps) {
+export function CollaborativeEditor({ path, language = 'text', readOnly = false, onSaved, height = 300, ariaLabel = 'File editor', onRun, onChange, errorLine = null, onReady }: CollaborativeEditorProps) {
   const session = useSession();
   const client = useMemo(() => new CollaborationClient(socketUrl(path)), [path]);
   const [, setVersion] = useState(0);
@@ -81,6 +89,10 @@ export function CollaborativeEditor({ path, language = 'text', readOnly = false,
   const host = useRef<HTMLDivElement>(null);
   const saveRef = useRef<(force?: boolean) => void>(() => {});
   const peers = usePeers(client);
+  const handlers = useRef({ onRun, onChange, onReady });
+  handlers.current = { onRun, onChange, onReady };
+  const view = useRef<EditorView | null>(null);
+  const langSlot = useRef(new Compartment());
 
   useEffect(() => {
     // The server shows its own name, role and colour for this socket; the name here is for a server without auth.
@@ -131,29 +143,36 @@ export function CollaborativeEditor({ path, language = 'text', readOnly = false,
   useEffect(() => {
     if (!client.synced || !host.current) return;
     const extensions: Extension[] = [
-      keymap.of([
-        {
-          key: 'Mod-s',
-          run: () => {
-            saveRef.current();
-            return true;
-          },
-          preventDefault: true,
-        },
-      ]),
-      basicSetup,
-      editorTheme,
+      editorBasics(() => handlers.current.onRun, () => saveRef.current),
       EditorView.lineWrapping,
       collaborationExtensions(text, client.awareness),
-      language === 'sql' ? sql({ dialect: PostgreSQL, upperCaseKeywords: true }) : [],
+      langSlot.current.of(language === 'sql' ? sqlSupport() : []),
       EditorState.readOnly.of(!writable),
       EditorView.editable.of(writable),
+      EditorView.updateListener.of((u) => {
+        if (u.docChanged) handlers.current.onChange?.(u.state.doc.toString());
+      }),
       EditorView.contentAttributes.of({ 'aria-label': ariaLabel }),
     ];
-    const view = new EditorView({ parent: host.current, state: EditorState.create({ doc: text.toString(), extensions }) });
+    const v = new EditorView({ parent: host.current, state: EditorState.create({ doc: text.toString(), extensions }) });
+    view.current = v;
     setDirty(false);
-    return () => view.destroy();
+    handlers.current.onChange?.(v.state.doc.toString());
+    handlers.current.onReady?.(editorHandle(v, () => saveRef.current()));
+    // SQL completion from the catalog once it is read (the same namespace SqlEditor uses).
+    let gone = false;
+    if (language === 'sql') void loadSqlCatalog().then((ns) => !gone && v.dispatch({ effects: langSlot.current.reconfigure(sqlSupport(ns)) }));
+    return () => {
+      gone = true;
+      handlers.current.onReady?.(null);
+      view.current = null;
+      v.destroy();
+    };
   }, [client, client.synced, text, language, writable, ariaLabel]);
+
+  useEffect(() => {
+    view.current?.dispatch({ effects: setErrorLine.of(errorLine) });
+  }, [errorLine, client.synced]);
 
   const conflict = save && 'error' in save && (save.error as { code?: string }).code === 'file_conflict';
   const live = client.synced && !client.closed;

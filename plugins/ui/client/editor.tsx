@@ -38,10 +38,13 @@ export interface EditorHandle {
   /** Replaces the selection (or inserts at the cursor) with `text`, and focuses the editor. */
   insert(text: string): void;
   focus(): void;
+  /** Saves through the editor's own path (a shared document's socket save), when it has one. */
+  save?(): void;
 }
 
-const setErrorLine = StateEffect.define<number | null>();
-const errorLineField = StateField.define<DecorationSet>({
+/** Marks a 1-based line as the error's (null clears it); needs `errorLineField` in the editor. */
+export const setErrorLine = StateEffect.define<number | null>();
+export const errorLineField = StateField.define<DecorationSet>({
   create: () => Decoration.none,
   update(deco, tr) {
     deco = deco.map(tr.changes);
@@ -133,6 +136,59 @@ function bareColumnCompletion(ns: SQLNamespace) {
   };
 }
 
+/** SQL highlighting and completion: lang-sql's (keywords, `schema.table.column` of `ns`) and bare columns in scope. */
+export function sqlSupport(ns?: SQLNamespace): Extension {
+  const lang = sql({ dialect: PostgreSQL, schema: ns, upperCaseKeywords: true });
+  return [lang, ns ? lang.language.data.of({ autocomplete: bareColumnCompletion(ns) }) : []];
+}
+
+/**
+ * Ctrl/Cmd+Enter (and Shift+Enter) runs: the selection when there is one, else the whole text.
+ * `getRun` is read at each key press, so a page's latest handler runs; without one the key falls through.
+ */
+export function runKeymap(getRun: () => ((text: string) => void) | undefined): Extension {
+  const runKey = (v: EditorView) => {
+    const onRun = getRun();
+    if (!onRun) return false;
+    closeCompletion(v);
+    const sel = v.state.selection.main;
+    onRun(sel.empty ? v.state.doc.toString() : v.state.sliceDoc(sel.from, sel.to));
+    return true;
+  };
+  return keymap.of([
+    { key: 'Mod-Enter', run: runKey, preventDefault: true },
+    { key: 'Shift-Enter', run: runKey },
+  ]);
+}
+
+/**
+ * What every dp code editor has: Ctrl/Cmd+Enter runs and Ctrl/Cmd+S saves (each when its getter
+ * gives a handler, read at the key press), CodeMirror's basic setup, dp's look and colours, the error line.
+ */
+export function editorBasics(getRun: () => ((text: string) => void) | undefined, getSave: () => (() => void) | undefined): Extension {
+  const save = () => {
+    const onSave = getSave();
+    if (!onSave) return false;
+    onSave();
+    return true;
+  };
+  return [runKeymap(getRun), keymap.of([{ key: 'Mod-s', run: save, preventDefault: true }]), basicSetup, editorTheme, editorHighlight, errorLineField];
+}
+
+/** A page's handle on a mounted editor; inserting does nothing in a read-only one. */
+export function editorHandle(v: EditorView, save?: () => void): EditorHandle {
+  return {
+    insert(text) {
+      if (v.state.readOnly) return;
+      const sel = v.state.selection.main;
+      v.dispatch({ changes: { from: sel.from, to: sel.to, insert: text }, selection: { anchor: sel.from + text.length }, scrollIntoView: true });
+      v.focus();
+    },
+    focus: () => v.focus(),
+    save,
+  };
+}
+
 /** dp's editor look (colours from the page's CSS variables); a theme, so it beats CodeMirror's own (adopted-styles.ts). */
 export const editorTheme = EditorView.theme({
   '&': { height: '100%', fontSize: '13px', backgroundColor: 'var(--dp-bg-input)', color: 'var(--dp-fg)' },
@@ -153,7 +209,7 @@ export const editorTheme = EditorView.theme({
  * Syntax colours from the shell's CSS variables (`--dp-syn-*`, light and dark values), so the
  * dark theme keeps readable contrast; CodeMirror's default style is for light backgrounds only.
  */
-const highlight = syntaxHighlighting(
+export const editorHighlight = syntaxHighlighting(
   HighlightStyle.define([
     { tag: [tags.keyword, tags.operatorKeyword, tags.modifier], color: 'var(--dp-syn-keyword)', fontWeight: '600' },
     { tag: [tags.string, tags.special(tags.string)], color: 'var(--dp-syn-string)' },
@@ -177,31 +233,8 @@ export function CodeEditor({ value, onChange, onRun, onSave, language = 'sql', e
   readyRef.current = onReady;
 
   useEffect(() => {
-    const runKey = (v: EditorView) => {
-      if (!handlers.current.onRun) return false;
-      closeCompletion(v);
-      const sel = v.state.selection.main;
-      handlers.current.onRun(sel.empty ? v.state.doc.toString() : v.state.sliceDoc(sel.from, sel.to));
-      return true;
-    };
     const extensions: Extension[] = [
-      keymap.of([
-        { key: 'Mod-Enter', run: runKey, preventDefault: true },
-        { key: 'Shift-Enter', run: runKey },
-        {
-          key: 'Mod-s',
-          run: () => {
-            if (!handlers.current.onSave) return false;
-            handlers.current.onSave();
-            return true;
-          },
-          preventDefault: true,
-        },
-      ]),
-      basicSetup,
-      editorTheme,
-      highlight,
-      errorLineField,
+      editorBasics(() => handlers.current.onRun, () => handlers.current.onSave),
       langSlot.current.of([]),
       readOnlySlot.current.of(EditorState.readOnly.of(readOnly)),
       EditorView.updateListener.of((u) => {
@@ -211,14 +244,7 @@ export function CodeEditor({ value, onChange, onRun, onSave, language = 'sql', e
     ];
     const v = new EditorView({ parent: host.current!, state: EditorState.create({ doc: value, extensions }) });
     view.current = v;
-    readyRef.current?.({
-      insert(text) {
-        const sel = v.state.selection.main;
-        v.dispatch({ changes: { from: sel.from, to: sel.to, insert: text }, selection: { anchor: sel.from + text.length }, scrollIntoView: true });
-        v.focus();
-      },
-      focus: () => v.focus(),
-    });
+    readyRef.current?.(editorHandle(v));
     return () => {
       readyRef.current?.(null);
       v.destroy();
@@ -233,12 +259,7 @@ export function CodeEditor({ value, onChange, onRun, onSave, language = 'sql', e
     let cancelled = false;
     const apply = (ns: SQLNamespace | undefined) => {
       if (cancelled || !view.current) return;
-      const ext: Extension[] = [];
-      if (language === 'sql') {
-        const lang = sql({ dialect: PostgreSQL, schema: ns, upperCaseKeywords: true });
-        ext.push(lang, ns ? lang.language.data.of({ autocomplete: bareColumnCompletion(ns) }) : []);
-      }
-      view.current.dispatch({ effects: langSlot.current.reconfigure(ext) });
+      view.current.dispatch({ effects: langSlot.current.reconfigure(language === 'sql' ? sqlSupport(ns) : []) });
     };
     apply(schema);
     if (language === 'sql' && !schema) void loadSqlCatalog().then(apply);
