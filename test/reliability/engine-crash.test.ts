@@ -49,7 +49,10 @@ describe('dp serve survives a crash of its engine', () => {
       // A write through the running server (the CLI relays `dp seed` to it): in the WAL, not checkpointed.
       const seeded = runCli(['seed', '--project', root]);
       assert.equal(seeded.code, 0, seeded.stderr);
-      const query = (sql: string) => fetch(`${url}/api/query`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sql }) });
+      // A connection handed to the engine in the instant it dies gets no answer at all (README): such
+      // a request gives up after 10 s (as a client's own timeout would) and counts as 'reset'.
+      const query = (sql: string) =>
+        fetch(`${url}/api/query`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sql }), signal: AbortSignal.timeout(10_000) });
       const before = await (await query(TOTALS)).json();
       assert.deepEqual(before.rows, [[500, [...Array(500).keys()].reduce((s, i) => s + (i % 7), 0)]]);
 
