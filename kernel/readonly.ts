@@ -268,11 +268,20 @@ const CLOSEST_TABLES = `SELECT name FROM (
   ORDER BY least(levenshtein(lower(name), lower($1)), levenshtein(lower(bare), lower($2))), name
   LIMIT 3`;
 
+/**
+ * Past this length a name is no typo of a table's: no suggestions (levenshtein costs length × length
+ * per table, so a megabyte of name would hold the engine for minutes), and the message shows its start.
+ */
+const MAX_SUGGESTED_NAME = 128;
+
 async function tableNotFound(db: DatabasePort, ref: TableRef) {
   const name = refName(ref);
-  const closest = (await db.all<{ name: string }>(CLOSEST_TABLES, [[ref.schema, ref.table].filter(Boolean).join('.'), ref.table])).map((r) => r.name);
+  const qualifiedName = [ref.schema, ref.table].filter(Boolean).join('.');
+  const closest =
+    qualifiedName.length > MAX_SUGGESTED_NAME ? [] : (await db.all<{ name: string }>(CLOSEST_TABLES, [qualifiedName, ref.table])).map((r) => r.name);
   const hint = closest.length ? `; did you mean ${closest.join(', ')}?` : '; `dp tables` lists the tables';
-  return notFound('table_not_found', `table '${name}' does not exist${hint}`, { table: name, closest });
+  const shown = name.length > MAX_SUGGESTED_NAME ? `${name.slice(0, MAX_SUGGESTED_NAME)}…` : name;
+  return notFound('table_not_found', `table '${shown}' does not exist${hint}`, { table: shown, closest });
 }
 
 /** Walks one statement's tree; returns the scalar functions it calls (lower case, `schema.name` when qualified). */

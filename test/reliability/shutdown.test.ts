@@ -46,6 +46,8 @@ describe('reliability: graceful shutdown answers 503 shutting_down', () => {
     const query = net.connect(Number(port), '127.0.0.1');
     const closed = new Promise<void>((resolve) => query.on('close', () => resolve()));
     query.on('error', () => undefined);
+    // Read what the server answers it (the drain's error): a socket nobody reads never sees its end.
+    query.resume();
     await new Promise<void>((resolve) =>
       query.on('connect', () =>
         query.write(`POST /api/query HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`, () => resolve()),

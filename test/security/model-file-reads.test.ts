@@ -116,7 +116,8 @@ describe('a model reading a file is not served to a viewer', () => {
       const summary = await models.transform({});
       assert.equal(summary.results[0].status, 'error');
       const r = await s.request('POST', '/api/query', { sql: 'SELECT * FROM main.leak' });
-      assert.equal(r.status, 400);
+      assert.equal(r.status, 404, r.text);
+      assert.equal(r.body.error.code, 'table_not_found');
       assert.ok(!r.text.includes('root:'));
     } finally {
       await s.close();
