@@ -49,17 +49,6 @@ async function serveEngine(options: ServeOptions): Promise<void> {
   const server = await createServer(app, { forceCloseConnections: 'idle', cliLocalToken: () => localToken });
   await server.ready();
   const http: HttpServer = server.server;
-  // Requests still being answered: a graceful stop waits for them (the HTTP server does not
-  // listen itself, so its close() cannot).
-  let active = 0;
-  let onIdle: (() => void) | null = null;
-  http.on('request', (_req, res) => {
-    active++;
-    res.once('close', () => {
-      if (--active === 0) onIdle?.();
-    });
-  });
-  const idle = () => (active === 0 ? Promise.resolve() : new Promise<void>((resolve) => (onIdle = resolve)));
 
   const graceMs = Math.max(0, (options.shutdownGraceSeconds ?? 10) * 1000);
   let stopping = false;
@@ -76,7 +65,7 @@ async function serveEngine(options: ServeOptions): Promise<void> {
     const cut = setTimeout(() => http.closeAllConnections(), graceMs);
     cut.unref();
     try {
-      await app.close({ drainMs: graceMs, alsoWait: Promise.all([closeGracefully(server, graceMs), idle()]) });
+      await app.close({ drainMs: graceMs, alsoWait: closeGracefully(server, graceMs) });
       clearTimeout(cut);
       process.exit(0);
     } catch (e) {
