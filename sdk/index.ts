@@ -18,6 +18,7 @@ export * from './ui.js';
 export * from './masking.js';
 export * from './files.js';
 export * from './catalog.js';
+export * from './db-catalog.js';
 export * from './script-console.js';
 export * from './error-text.js';
 export * from './nesting.js';
