@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import type { ConfigRef, ProjectConfig, ProjectInfo } from '../sdk/config.js';
 import { CATALOG_CHANGED, type BulkLoadResult, type BulkTarget, type BulkWriter, type DatabasePort, type DbConnection, type MigrationSet, type Row, type SerializedSql, type SqlParams } from '../sdk/db.js';
+import type { DbCatalog } from '../sdk/db-catalog.js';
 import { DpError } from '../sdk/errors.js';
 import { HOOK_NAMES, KERNEL_HOOKS, type KernelHooks } from '../sdk/hooks.js';
 import type { CommandHandler, PluginContext, PluginDefinition, PluginManifest, RouteDefinition, ServiceRef } from '../sdk/plugin.js';
@@ -9,6 +10,7 @@ import type { SseRouteDefinition, StaticRouteDefinition, WebSocketRouteDefinitio
 import { createAuth, type AuthProvider } from './auth/index.js';
 import { databaseFile, ENV_FILE, loadProject, readEnvFile, writeActiveEnv, type LoadedProject } from './config.js';
 import { configuredMemoryLimit, DuckDatabase, type DrainReport } from './database.js';
+import { forwardingCatalog } from './db-catalog.js';
 import { KernelEventBus } from './events.js';
 import { checkHookDeclarations, createHooks, HookRegistry } from './hooks.js';
 import { DEFAULT_PHASE_TIMEOUTS_MS, PluginLifecycle, type PhaseTimeouts } from './lifecycle.js';
@@ -73,6 +75,8 @@ class DatabaseHandle implements DatabasePort {
   get catalogVersion() {
     return this.current().catalogVersion;
   }
+  /** The open file's catalog port: an environment switch brings the new file's catalog. */
+  readonly catalog: DbCatalog = forwardingCatalog(() => this.current().catalog);
   withConnection<T>(fn: (c: DbConnection) => Promise<T>) {
     return this.current().withConnection(fn);
   }

@@ -26,6 +26,8 @@ import {
 } from '../sdk/db.js';
 import { DpError, errorMessage } from '../sdk/errors.js';
 import { quoteIdent, quoteLiteral } from '../sdk/sql.js';
+import { CachedCatalog, type DbCatalog } from '../sdk/db-catalog.js';
+import { DuckCatalogSource } from './db-catalog.js';
 import { assertProjectFileReads } from './file-reads.js';
 import { bulkLoadOn } from './bulk.js';
 import { leadingKeyword, NEUTRAL_STATEMENT_TYPES, READ_STATEMENT_TYPES, statementKind, type StatementKind } from './statement-kind.js';
@@ -555,6 +557,8 @@ export class DuckDatabase implements DatabasePort {
   private readonly observer: WriteObserver;
   /** Catalog lookups shared by this database's connections, dropped on every write and reopen. */
   private readonly lookups = new CatalogLookups();
+  /** The catalog port (sdk DbCatalog), its answers kept under the same version as the lookups. */
+  readonly catalog: DbCatalog = new CachedCatalog(new DuckCatalogSource(this), () => this.catalogVersion);
   /** The engine's own file sandbox (see EngineSandbox). */
   private readonly sandbox: EngineSandbox | null;
   /** Runs before the file opens (e.g. creates its folder). */

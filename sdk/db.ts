@@ -4,6 +4,7 @@
  * implementation without touching a plugin.
  */
 import crypto from 'node:crypto';
+import type { DbCatalog } from './db-catalog.js';
 
 export type SqlParams = Record<string, unknown> | unknown[];
 
@@ -171,6 +172,11 @@ export interface DatabasePort {
    * closes it. Throws DpError 400 `database_file_unreadable` when DuckDB cannot open or read it.
    */
   inspectFile(file: string): Promise<{ tables: Array<{ schema: string; name: string; rows: number }> }>;
+  /**
+   * The catalog port: relations, columns, kinds and existence, cached on the catalog version.
+   * Plugins read the catalog only through it, never through the engine's catalog functions.
+   */
+  readonly catalog: DbCatalog;
   /** Quotes an identifier for SQL. */
   ident(name: string): string;
   /** Quotes a string literal for SQL. */
