@@ -162,6 +162,9 @@ export class Connection implements DbConnection {
   private pendingWrite: string | null = null;
   private closed = false;
 
+  /** See DbConnection.catalog: read on this connection, kept nowhere. */
+  readonly catalog: DbCatalog = new CachedCatalog(new DuckCatalogSource(this));
+
   constructor(readonly raw: DuckDBConnection) {}
 
   /** The statement's kind, asking DuckDB's parser only when the leading keyword cannot tell. */

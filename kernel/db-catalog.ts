@@ -2,7 +2,7 @@
  * The DuckDB file's catalog source (sdk/db-catalog.ts): the one place that reads DuckDB's catalog
  * functions for the port plugins use. Names compare case-insensitively, as DuckDB resolves them.
  */
-import type { CatalogColumn, CatalogRelation, CatalogSource, DbCatalog } from '../sdk/db-catalog.js';
+import type { CatalogColumn, CatalogKey, CatalogRelation, CatalogSource, DbCatalog } from '../sdk/db-catalog.js';
 import type { Row, SqlParams } from '../sdk/db.js';
 
 /** What the source reads through: a database's pooled reads. */
@@ -10,12 +10,11 @@ export interface CatalogReader {
   all<T = Row>(sql: string, params?: SqlParams): Promise<T[]>;
 }
 
-/** The project's database only: no attached file, no temporary or internal relation. */
-const OWN = 'database_name = current_database() AND NOT internal AND NOT temporary';
+/** One database's own relations (the project's unless another is named by `$1`): no temporary or internal one. */
+const own = (named: boolean) => `database_name = ${named ? '$1' : 'current_database()'} AND NOT internal AND NOT temporary`;
 
 /** The WHERE conditions and parameters of name filters on `schema_name` and `nameColumn`. */
-function filters(nameColumn: string, opts: { schema?: string; name?: string }): { where: string; params: string[] } {
-  const params: string[] = [];
+function filters(nameColumn: string, opts: { schema?: string; name?: string }, params: string[] = []): { where: string; params: string[] } {
   let where = '';
   if (opts.schema !== undefined) {
     params.push(opts.schema);
@@ -49,14 +48,16 @@ function column(r: ColumnRow, withDatabase: boolean): CatalogColumn {
 export class DuckCatalogSource implements CatalogSource {
   constructor(private readonly db: CatalogReader) {}
 
-  async relations(opts: { schema?: string; name?: string } = {}): Promise<CatalogRelation[]> {
-    const tables = filters('table_name', opts);
-    const views = filters('view_name', opts);
+  async relations(opts: { schema?: string; name?: string; database?: string } = {}): Promise<CatalogRelation[]> {
+    const named = opts.database !== undefined;
+    const tables = filters('table_name', opts, named ? [opts.database!] : []);
+    const views = filters('view_name', opts, named ? [opts.database!] : []);
+    const scope = own(named);
     // Both branches take the same parameters in the same order.
-    const rows = await this.db.all<{ s: string; n: string; k: 'table' | 'view'; e: number | bigint | null; c: string | null }>(
-      `SELECT schema_name AS s, table_name AS n, 'table' AS k, estimated_size AS e, comment AS c FROM duckdb_tables() WHERE ${OWN}${tables.where}
+    const rows = await this.db.all<{ s: string; n: string; k: 'table' | 'view'; e: number | bigint | null; c: string | null; d: string | null }>(
+      `SELECT schema_name AS s, table_name AS n, 'table' AS k, estimated_size AS e, comment AS c, NULL AS d FROM duckdb_tables() WHERE ${scope}${tables.where}
        UNION ALL
-       SELECT schema_name, view_name, 'view', NULL, comment FROM duckdb_views() WHERE ${OWN}${views.where}
+       SELECT schema_name, view_name, 'view', NULL, comment, sql FROM duckdb_views() WHERE ${scope}${views.where}
        ORDER BY 1, 2`,
       tables.params,
     );
@@ -64,6 +65,7 @@ export class DuckCatalogSource implements CatalogSource {
       const rel: CatalogRelation = { schema: r.s, name: r.n, kind: r.k };
       if (r.e !== null && r.e !== undefined) rel.estimatedRows = Number(r.e);
       if (r.c) rel.comment = r.c;
+      if (r.d !== null && r.d !== undefined) rel.definition = r.d;
       return rel;
     });
   }
@@ -76,6 +78,15 @@ export class DuckCatalogSource implements CatalogSource {
       params,
     );
     return rows.map((r) => column(r, false));
+  }
+
+  async keys(): Promise<CatalogKey[]> {
+    const rows = await this.db.all<{ s: string; t: string; k: string; c: string[] }>(
+      `SELECT schema_name AS s, table_name AS t, constraint_type AS k, constraint_column_names AS c FROM duckdb_constraints()
+        WHERE database_name = current_database() AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')
+        ORDER BY constraint_type = 'PRIMARY KEY' DESC, constraint_index`,
+    );
+    return rows.map((r) => ({ schema: r.s, table: r.t, kind: r.k === 'PRIMARY KEY' ? 'primary' : 'unique', columns: [...r.c] }));
   }
 
   async resolvableColumns(): Promise<{ current: string; columns: CatalogColumn[] }> {
@@ -97,6 +108,7 @@ export function forwardingCatalog(current: () => DbCatalog): DbCatalog {
     columns: (schema, table) => current().columns(schema, table),
     allColumns: (opts) => current().allColumns(opts),
     resolvableColumns: () => current().resolvableColumns(),
+    keys: () => current().keys(),
     get version() {
       return current().version;
     },

@@ -17,6 +17,8 @@ export interface CatalogRelation {
   estimatedRows?: number;
   /** The relation's comment (`COMMENT ON`), when it has one. */
   comment?: string;
+  /** A view's defining SQL, as the engine keeps it. */
+  definition?: string;
 }
 
 /** One column of a table or view; `ordinal` counts from 1 in the relation's column order. */
@@ -37,10 +39,11 @@ export interface CatalogColumn {
  * (`DbCatalog`) caches and filters on top of it. Without options it answers the relations of the
  * project's database (DuckDB: the current database, no internal or temporary relations); a
  * `schema`/`table` filter compares names as the engine resolves identifiers (DuckDB:
- * case-insensitively). Results are ordered by schema, name (and ordinal).
+ * case-insensitively); `database` reads another attached database (DuckDB: an ATTACHed file)
+ * instead of the project's. Results are ordered by schema, name (and ordinal).
  */
 export interface CatalogSource {
-  relations(opts?: { schema?: string; name?: string }): Promise<CatalogRelation[]>;
+  relations(opts?: { schema?: string; name?: string; database?: string }): Promise<CatalogRelation[]>;
   columns(opts?: { schema?: string; table?: string }): Promise<CatalogColumn[]>;
   /**
    * Every column a query can name, in every attached database (temporary and the engine's own
@@ -49,17 +52,27 @@ export interface CatalogSource {
    * database answers `columns()` with `database` set to `current`.
    */
   resolvableColumns?(): Promise<{ current: string; columns: CatalogColumn[] }>;
+  /** Primary keys and unique constraints of the project's tables, primary keys first. Optional: an engine without them answers none. */
+  keys?(): Promise<CatalogKey[]>;
+}
+
+/** A primary key or unique constraint. */
+export interface CatalogKey {
+  schema: string;
+  table: string;
+  kind: 'primary' | 'unique';
+  columns: string[];
 }
 
 /**
  * Schemas that hold no user data: the kernel's bookkeeping (`_service`), the masking plugin's keys
  * (`_masking`) and the SQL-standard catalog views. Listings leave them out unless asked.
  */
-export const SERVICE_SCHEMAS: ReadonlySet<string> = new Set(['_service', '_masking', 'information_schema', 'pg_catalog']);
+export const INTERNAL_SCHEMAS: ReadonlySet<string> = new Set(['_service', '_masking', 'information_schema', 'pg_catalog']);
 
-/** Whether a schema is one of SERVICE_SCHEMAS (names compare case-insensitively, as DuckDB's do). */
-export function isServiceSchema(schema: string): boolean {
-  return SERVICE_SCHEMAS.has(schema.toLowerCase());
+/** Whether a schema is one of INTERNAL_SCHEMAS (names compare case-insensitively, as DuckDB's do). */
+export function isInternalSchema(schema: string): boolean {
+  return INTERNAL_SCHEMAS.has(schema.toLowerCase());
 }
 
 /**
@@ -70,8 +83,11 @@ export function isServiceSchema(schema: string): boolean {
  * them, never change them.
  */
 export interface DbCatalog {
-  /** The user relations of the project's database, ordered by schema and name; service schemas only with `includeService`. */
-  relations(opts?: { schema?: string; includeService?: boolean }): Promise<CatalogRelation[]>;
+  /**
+   * The user relations of the project's database (or of the attached `database`), ordered by
+   * schema and name; internal schemas only with `includeInternal`.
+   */
+  relations(opts?: { schema?: string; database?: string; includeInternal?: boolean }): Promise<CatalogRelation[]>;
   /** The relation `schema.name`, or null when the catalog holds none. */
   relation(schema: string, name: string): Promise<CatalogRelation | null>;
   /** Whether `schema.name` is a table or view. */
@@ -80,10 +96,12 @@ export interface DbCatalog {
   kind(schema: string, name: string): Promise<'table' | 'view' | null>;
   /** The columns of `schema.table` in order (empty when the relation is absent). */
   columns(schema: string, table: string): Promise<CatalogColumn[]>;
-  /** The columns of every user relation (of one schema), ordered by schema, table, ordinal; service schemas only with `includeService`. */
-  allColumns(opts?: { schema?: string; includeService?: boolean }): Promise<CatalogColumn[]>;
+  /** The columns of every user relation (of one schema), ordered by schema, table, ordinal; internal schemas only with `includeInternal`. */
+  allColumns(opts?: { schema?: string; includeInternal?: boolean }): Promise<CatalogColumn[]>;
   /** See CatalogSource.resolvableColumns. */
   resolvableColumns(): Promise<{ current: string; columns: CatalogColumn[] }>;
+  /** See CatalogSource.keys. */
+  keys(): Promise<CatalogKey[]>;
   /** Changes whenever the catalog may have changed; undefined when the port keeps nothing. */
   readonly version: number | undefined;
 }
@@ -134,9 +152,12 @@ export class CachedCatalog implements DbCatalog {
     return answer;
   }
 
-  async relations(opts: { schema?: string; includeService?: boolean } = {}): Promise<CatalogRelation[]> {
-    const all = await this.cached(`r\u0000${opts.schema ?? ''}`, () => this.source.relations(opts.schema === undefined ? {} : { schema: opts.schema }));
-    return opts.includeService ? all : all.filter((r) => !isServiceSchema(r.schema));
+  async relations(opts: { schema?: string; database?: string; includeInternal?: boolean } = {}): Promise<CatalogRelation[]> {
+    const { schema, database } = opts;
+    const all = await this.cached(`r\u0000${database ?? ''}\u0000${schema ?? ''}`, () =>
+      this.source.relations({ ...(schema === undefined ? {} : { schema }), ...(database === undefined ? {} : { database }) }),
+    );
+    return opts.includeInternal ? all : all.filter((r) => !isInternalSchema(r.schema));
   }
 
   relation(schema: string, name: string): Promise<CatalogRelation | null> {
@@ -162,9 +183,13 @@ export class CachedCatalog implements DbCatalog {
     );
   }
 
-  async allColumns(opts: { schema?: string; includeService?: boolean } = {}): Promise<CatalogColumn[]> {
+  async allColumns(opts: { schema?: string; includeInternal?: boolean } = {}): Promise<CatalogColumn[]> {
     const all = await this.cached(`a\u0000${opts.schema ?? ''}`, () => this.source.columns(opts.schema === undefined ? {} : { schema: opts.schema }));
-    return opts.includeService ? all : all.filter((c) => !isServiceSchema(c.schema));
+    return opts.includeInternal ? all : all.filter((c) => !isInternalSchema(c.schema));
+  }
+
+  keys(): Promise<CatalogKey[]> {
+    return this.cached('k', async () => (this.source.keys ? this.source.keys() : []));
   }
 
   resolvableColumns(): Promise<{ current: string; columns: CatalogColumn[] }> {

@@ -49,6 +49,11 @@ export interface DbConnection {
   /** Number of top-level statements in sql (DuckDB's own splitter). */
   countStatements(sql: string): Promise<number>;
   /**
+   * The catalog as this connection sees it (inside its transaction: that transaction's
+   * snapshot). Nothing is kept: use `DatabasePort.catalog` outside a transaction.
+   */
+  readonly catalog: DbCatalog;
+  /**
    * Bulk-loads rows into a table through DuckDB's appender, in column chunks: never one INSERT
    * per row. Runs on this connection, so inside `transaction()` the rows commit with the rest.
    */

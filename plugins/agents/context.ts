@@ -82,10 +82,8 @@ export async function projectContext(ctx: PluginContext): Promise<string> {
 
   const list = await models.list();
   const built = new Map<string, Array<{ name: string; type: string }>>();
-  for (const r of await ctx.db.all<{ rel: string; name: string; type: string }>(
-    `SELECT lower(schema_name || '.' || table_name) AS rel, column_name AS name, data_type AS type FROM duckdb_columns()
-      WHERE database_name = current_database() ORDER BY schema_name, table_name, column_index`,
-  )) {
+  for (const c of await ctx.db.catalog.allColumns({ includeInternal: true })) {
+    const r = { rel: `${c.schema}.${c.table}`.toLowerCase(), name: c.name, type: c.type };
     if (!built.has(r.rel)) built.set(r.rel, []);
     built.get(r.rel)!.push({ name: r.name, type: r.type });
   }

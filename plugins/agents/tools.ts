@@ -128,10 +128,7 @@ export function agentTools(ctx: PluginContext, caller: Caller, options: ToolOpti
       permission: 'read',
       run: async (args) => {
         const m = await modelOrThrow(String(args.name));
-        const columns = await ctx.db.all<{ name: string; type: string }>(
-          `SELECT column_name AS name, data_type AS type FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = $1 AND table_name = $2 ORDER BY column_index`,
-          [m.schema, m.name],
-        );
+        const columns = (await ctx.db.catalog.columns(m.schema, m.name)).map((c) => ({ name: c.name, type: c.type }));
         const masked = new Set((await maskedOf(m.schema, m.name)).map((c) => c.toLowerCase()));
         return {
           name: m.full_name,
@@ -158,10 +155,7 @@ export function agentTools(ctx: PluginContext, caller: Caller, options: ToolOpti
       run: async (args) => {
         // The streams plugin records runs in _service.run_history and offers no read service:
         // read it through the database port, and answer an empty list when it never ran.
-        const exists = await ctx.db.value<number>(
-          `SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = '_service' AND table_name = 'run_history'`,
-        );
-        if (!Number(exists)) return { runs: [], note: 'no run history: the streams plugin has recorded no run' };
+        if (!(await ctx.db.catalog.exists('_service', 'run_history'))) return { runs: [], note: 'no run history: the streams plugin has recorded no run' };
         const params: unknown[] = [args.limit ?? 20];
         const where = args.name ? `WHERE name = $${params.push(args.name)}` : '';
         const runs = await ctx.db.all(

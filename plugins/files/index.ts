@@ -57,13 +57,9 @@ async function objectOf(ctx: PluginContext, rel: string): Promise<{ schema: stri
 }
 
 async function dropObject(ctx: PluginContext, obj: { schema: string; name: string }): Promise<string | null> {
-  const kind = await ctx.db.value<string>(
-    `SELECT 'TABLE' FROM duckdb_tables() WHERE schema_name = $1 AND table_name = $2
-     UNION ALL SELECT 'VIEW' FROM duckdb_views() WHERE schema_name = $1 AND view_name = $2 LIMIT 1`,
-    [obj.schema, obj.name],
-  );
-  if (!kind) return null;
-  await ctx.db.run(`DROP ${kind} ${qualified(obj.schema, obj.name)}`);
+  const found = await ctx.db.catalog.relation(obj.schema, obj.name);
+  if (!found) return null;
+  await ctx.db.run(`DROP ${found.kind === 'view' ? 'VIEW' : 'TABLE'} ${qualified(found.schema, found.name)}`);
   return `${obj.schema}.${obj.name}`;
 }
 

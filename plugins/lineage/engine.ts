@@ -64,17 +64,12 @@ export class LineageEngine {
 
   /** Column names of every relation in the live database, by lower-case `schema.name`. */
   private async liveColumns(): Promise<Map<string, string[]>> {
-    const rows = await this.db.all<{ schema_name: string; table_name: string; column_name: string }>(
-      `SELECT schema_name, table_name, column_name FROM duckdb_columns()
-       WHERE database_name = current_database() AND lower(schema_name) NOT IN ('_service', '_masking')
-       ORDER BY schema_name, table_name, column_index`,
-    );
     const out = new Map<string, string[]>();
-    for (const r of rows) {
-      const k = key(`${r.schema_name}.${r.table_name}`);
+    for (const c of await this.db.catalog.allColumns()) {
+      const k = key(`${c.schema}.${c.table}`);
       const list = out.get(k);
-      if (list) list.push(r.column_name);
-      else out.set(k, [r.column_name]);
+      if (list) list.push(c.name);
+      else out.set(k, [c.name]);
     }
     return out;
   }

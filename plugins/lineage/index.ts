@@ -83,11 +83,8 @@ async function impact(ctx: PluginContext, engine: LineageEngine, name: string, c
     if (!found) throw notFound('model_not_found', `No model named '${name}' (nor a seed or source that models read)`, { model: name });
     root = found;
     const dot = found.lastIndexOf('.');
-    const live = await ctx.db.all<{ column_name: string }>(
-      `SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = $1 AND table_name = $2 ORDER BY column_index`,
-      [found.slice(0, dot), found.slice(dot + 1)],
-    );
-    columns = live.length ? live.map((r) => r.column_name) : null;
+    const live = await ctx.db.catalog.columns(found.slice(0, dot), found.slice(dot + 1));
+    columns = live.length ? live.map((c) => c.name) : null;
   }
   let spelled = column;
   if (column !== undefined && columns && !columns.includes(STAR)) {
@@ -102,28 +99,22 @@ async function impact(ctx: PluginContext, engine: LineageEngine, name: string, c
 /** A source declared without `tables:` stands for every table and view of its schema in the database. */
 async function withSchemaTables(ctx: PluginContext, sources: SourceConfig[]): Promise<SourceConfig[]> {
   if (!sources.some((s) => s.tables.length === 0)) return sources;
-  const found = await ctx.db.all<{ schema_name: string; name: string }>(
-    `SELECT schema_name, table_name AS name FROM duckdb_tables() WHERE database_name = current_database()
-     UNION SELECT schema_name, view_name FROM duckdb_views() WHERE database_name = current_database() AND NOT internal
-     ORDER BY 1, 2`,
-  );
+  const found = (await ctx.db.catalog.relations({ includeInternal: true })).map((r) => ({ schema_name: r.schema, name: r.name }));
   return sources.map((s) => (s.tables.length ? s : { ...s, tables: found.filter((f) => f.schema_name === s.schema).map((f) => ({ name: f.name })) }));
 }
 
 async function fullDag(ctx: PluginContext, models: ModelsService) {
-  const importTables = await ctx.db.all<{ table_name: string }>(
-    `SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = $1
-     UNION SELECT view_name FROM duckdb_views() WHERE database_name = current_database() AND schema_name = $1 AND NOT internal
-     ORDER BY 1`,
-    [IMPORT_SCHEMA],
-  );
-  // Imports into any schema, as the connectors plugin records them (when it is installed).
-  const recorded = await ctx.db.all<{ name: string }>(
-    `SELECT DISTINCT i.schema_name || '.' || i.table_name AS name FROM _service.imports i
-     JOIN duckdb_tables() t ON t.database_name = current_database() AND t.schema_name = i.schema_name AND t.table_name = i.table_name
-     WHERE i.schema_name <> $1 ORDER BY 1`,
-    [IMPORT_SCHEMA],
-  ).catch(() => [] as Array<{ name: string }>);
+  const relations = await ctx.db.catalog.relations({ includeInternal: true });
+  const importTables = relations.filter((r) => r.schema === IMPORT_SCHEMA).map((r) => ({ table_name: r.name }));
+  // Imports into any schema, as the connectors plugin records them (when it is installed), whose tables exist.
+  const tables = new Set(relations.filter((r) => r.kind === 'table').map((r) => `${r.schema}\u0000${r.name}`));
+  const recorded = (
+    await ctx.db
+      .all<{ schema_name: string; table_name: string }>('SELECT DISTINCT schema_name, table_name FROM _service.imports WHERE schema_name <> $1 ORDER BY 1, 2', [IMPORT_SCHEMA])
+      .catch(() => [] as Array<{ schema_name: string; table_name: string }>)
+  )
+    .filter((i) => tables.has(`${i.schema_name}\u0000${i.table_name}`))
+    .map((i) => ({ name: `${i.schema_name}.${i.table_name}` }));
   return buildFullDag({
     models: await models.list(),
     seeds: await models.seeds(),

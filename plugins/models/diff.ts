@@ -97,10 +97,8 @@ export async function runDiff(ctx: PluginContext, engine: ModelsEngine, options:
   let base: string | null = null;
   try {
     if (options.against_db) base = await attachBase(ctx, conn, options.against_db);
-    const where = base ? `WHERE database_name = ${quoteLiteral(BASE_ALIAS)}` : `WHERE database_name = current_database()`;
-    const existing = new Set(
-      (await conn.all<{ name: string }>(`SELECT lower(schema_name || '.' || table_name) AS name FROM duckdb_tables() ${where} UNION ALL SELECT lower(schema_name || '.' || view_name) FROM duckdb_views() ${where}`)).map((r) => r.name),
-    );
+    const relations = await ctx.db.catalog.relations({ includeInternal: true, ...(base ? { database: BASE_ALIAS } : {}) });
+    const existing = new Set(relations.map((r) => `${r.schema}.${r.name}`.toLowerCase()));
     for (const m of selected) out.push(await diffOne(conn, m, options, existing, base));
   } finally {
     if (base) await conn.run(`DETACH ${quoteIdent(BASE_ALIAS)}`).catch(() => undefined);

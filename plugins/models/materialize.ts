@@ -59,13 +59,9 @@ function validFrom(cfg: Scd2Config, alias: string, runStamp: string): string {
   return cfg.strategy === 'timestamp' ? `CAST(${alias}.${quoteIdent(cfg.updatedAt!)} AS TIMESTAMP)` : `TIMESTAMP ${quoteLiteral(runStamp)}`;
 }
 
-async function columnsOf(c: DbConnection, database: 'temp' | null, schema: string, table: string): Promise<Column[]> {
-  return c.all<Column>(
-    `SELECT column_name AS name, data_type AS type FROM duckdb_columns()
-      WHERE database_name = ${database ? quoteLiteral(database) : 'current_database()'} AND schema_name = $1 AND table_name = $2
-      ORDER BY column_index`,
-    [schema, table],
-  );
+/** A relation's columns as this connection sees them: inside its transaction, temp tables included. */
+async function columnsOf(c: DbConnection, relation: string): Promise<Column[]> {
+  return (await c.all<{ column_name: string; column_type: string }>(`DESCRIBE ${relation}`)).map((r) => ({ name: r.column_name, type: r.column_type }));
 }
 
 const lc = (s: string) => s.toLowerCase();
@@ -95,7 +91,7 @@ export async function applyIncremental(c: DbConnection, m: GraphModel): Promise<
   }
   try {
     const batch = (await c.all<{ column_name: string; column_type: string }>(`DESCRIBE SELECT * FROM ${source} AS __dp_b`)).map((r) => ({ name: r.column_name, type: r.column_type }));
-    const existing = await columnsOf(c, null, m.info.schema, m.info.name);
+    const existing = await columnsOf(c, target);
     requireColumns(batch, cfg.uniqueKey, 'unique_key');
     const schemaChanges = await reconcileColumns(c, m, cfg, target, batch, existing);
     const cols = batch.map((b) => quoteIdent(b.name));
@@ -166,8 +162,8 @@ export async function applyScd2(c: DbConnection, m: GraphModel, runStamp: string
   const target = qualified(m.info.schema, m.info.name);
   await c.run(`CREATE OR REPLACE TEMP TABLE ${BATCH} AS\nSELECT * FROM (\n${m.file.body}\n) AS __dp_src`);
   try {
-    const batch = await columnsOf(c, 'temp', 'main', BATCH);
-    const existing = await columnsOf(c, null, m.info.schema, m.info.name);
+    const batch = await columnsOf(c, `temp.main.${BATCH}`);
+    const existing = await columnsOf(c, target);
     const own = existing.filter((e) => !(SCD2_COLUMNS as readonly string[]).includes(lc(e.name)));
     const ownNames = own.map((o) => lc(o.name)).join(',');
     if (batch.map((b) => lc(b.name)).join(',') !== ownNames) {

@@ -53,11 +53,9 @@ export class ModelsEngine implements ModelsService {
       seeds,
       sources,
       existingRelations: async () => {
-        const rows = await this.ctx.db.all<{ name: string }>(
-          `SELECT lower(schema_name || '.' || table_name) AS name FROM duckdb_tables()
-           UNION ALL SELECT lower(schema_name || '.' || view_name) FROM duckdb_views()`,
-        );
-        return new Set(rows.map((r) => r.name));
+        // Every relation a model can name, the engine's own catalog views included.
+        const { columns } = await this.ctx.db.catalog.resolvableColumns();
+        return new Set(columns.map((c) => `${c.schema}.${c.table}`.toLowerCase()));
       },
     });
     this.cached = { signature, graph };

@@ -3,6 +3,7 @@
  * content hash and the state hash (content plus upstream states) of what is in the warehouse now:
  * the basis for skipping unchanged work. Transform runs and their per-model results are history.
  */
+import crypto from 'node:crypto';
 import { quoteLiteral, type DbConnection, type PluginContext } from '../../sdk/index.js';
 
 export const MIGRATIONS = [
@@ -92,14 +93,19 @@ export interface Relation {
 
 /** Every user table and view, by lower-case `schema.name`. */
 export async function readCatalog(ctx: PluginContext): Promise<Map<string, Relation>> {
-  const rows = await ctx.db.all<{ name: string; kind: 'table' | 'view'; signature: string }>(
-    `SELECT lower(schema_name || '.' || table_name) AS name, 'table' AS kind, estimated_size || ':' || column_count AS signature
-       FROM duckdb_tables() WHERE database_name = current_database()
-     UNION ALL
-     SELECT lower(schema_name || '.' || view_name), 'view', md5(coalesce(sql, ''))
-       FROM duckdb_views() WHERE database_name = current_database() AND NOT internal`,
+  const [relations, columns] = await Promise.all([ctx.db.catalog.relations({ includeInternal: true }), ctx.db.catalog.allColumns({ includeInternal: true })]);
+  const width = new Map<string, number>();
+  for (const c of columns) {
+    const key = `${c.schema}.${c.table}`.toLowerCase();
+    width.set(key, (width.get(key) ?? 0) + 1);
+  }
+  return new Map(
+    relations.map((r) => {
+      const key = `${r.schema}.${r.name}`.toLowerCase();
+      const signature = r.kind === 'table' ? `${r.estimatedRows ?? 0}:${width.get(key) ?? 0}` : crypto.createHash('md5').update(r.definition ?? '').digest('hex');
+      return [key, { kind: r.kind, signature }];
+    }),
   );
-  return new Map(rows.map((r) => [r.name, { kind: r.kind, signature: r.signature }]));
 }
 
 export interface RunRecord {

@@ -351,13 +351,13 @@ export async function runUnitTest(ctx: PluginContext, t: UnitTestSpec, graph: Mo
       return result('error', { error: `${m.info.path}: ${errorMessage(e).split('\n')[0]}` });
     }
     const actualTypes = new Map(
-      (await c.all<{ name: string; type: string }>(`SELECT column_name AS name, data_type AS type FROM duckdb_columns() WHERE table_name = '__dp_actual' ORDER BY column_index`)).map((r) => [lc(r.name), r.type]),
+      (await c.all<{ column_name: string; column_type: string }>('DESCRIBE __dp_actual')).map((r) => [lc(r.column_name), r.column_type]),
     );
     const expectLabel = `${where(t)}: expect`;
     const names = t.expect.csv !== undefined ? null : columnNames(t.expect);
     if (t.expect.csv !== undefined) await loadRows(c, t.expect, '__dp_expected', expectLabel, csvDir, n++);
     else await c.run(`CREATE TEMP TABLE __dp_expected AS ${rowsSelect(t.expect, expectLabel, actualTypes)}`);
-    const expectedColumns = names ?? (await c.all<{ name: string }>(`SELECT column_name AS name FROM duckdb_columns() WHERE table_name = '__dp_expected' ORDER BY column_index`)).map((r) => r.name);
+    const expectedColumns = names ?? (await c.all<{ column_name: string }>('DESCRIBE __dp_expected')).map((r) => r.column_name);
     const absent = expectedColumns.filter((col) => !actualTypes.has(lc(col)));
     if (absent.length) return result('error', { error: `${expectLabel} names column${absent.length > 1 ? 's' : ''} ${absent.join(', ')}, which ${m.info.full_name} does not produce (it has ${[...actualTypes.keys()].join(', ')})` });
     const list = expectedColumns.map(quoteIdent).join(', ');

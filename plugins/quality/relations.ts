@@ -2,7 +2,7 @@
  * Shared helpers of the quality plugin: which relation a name means, whether it exists,
  * UTC timestamps for the service tables, and masking of data values shown in diagnostics.
  */
-import { badRequest, MASKING_SERVICE, redactErrorValues, VIEWER_AUDIENCE, MODELS_SERVICE, notFound, quoteLiteral, schemaHiddenFrom, type Caller, type ModelsService, type PluginContext } from '../../sdk/index.js';
+import { badRequest, MASKING_SERVICE, redactErrorValues, VIEWER_AUDIENCE, MODELS_SERVICE, notFound, schemaHiddenFrom, type Caller, type ModelsService, type PluginContext } from '../../sdk/index.js';
 
 export interface Relation {
   schema: string;
@@ -22,12 +22,8 @@ export function relation(schema: string, table: string): Relation {
 }
 
 /** True when a table or view `schema.table` exists in the warehouse. */
-export async function relationExists(ctx: PluginContext, schema: string, table: string): Promise<boolean> {
-  const n = await ctx.db.value<number>(
-    'SELECT count(*) FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2',
-    [schema, table],
-  );
-  return Number(n) > 0;
+export function relationExists(ctx: PluginContext, schema: string, table: string): Promise<boolean> {
+  return ctx.db.catalog.exists(schema, table);
 }
 
 export interface ColumnInfo {
@@ -44,16 +40,13 @@ export interface ColumnInfo {
 export async function relationColumns(ctx: PluginContext, relations: ReadonlyArray<{ schema: string; table: string }>): Promise<Map<string, ColumnInfo[]>> {
   const out = new Map<string, ColumnInfo[]>();
   if (relations.length === 0) return out;
-  const wanted = relations.map((r) => `(${quoteLiteral(r.schema.toLowerCase())}, ${quoteLiteral(r.table.toLowerCase())})`).join(', ');
-  const rows = await ctx.db.all<{ schema_name: string; table_name: string; column_name: string; data_type: string }>(
-    `SELECT schema_name, table_name, column_name, data_type FROM duckdb_columns()
-      WHERE database_name = current_database() AND (lower(schema_name), lower(table_name)) IN (${wanted})
-      ORDER BY schema_name, table_name, column_index`,
-  );
-  for (const r of rows) {
-    const key = columnsKey(r.schema_name, r.table_name);
+  const wanted = new Set(relations.map((r) => columnsKey(r.schema, r.table)));
+  // One read of the whole (cached) catalog answers any number of relations.
+  for (const c of await ctx.db.catalog.allColumns({ includeInternal: true })) {
+    const key = columnsKey(c.schema, c.table);
+    if (!wanted.has(key)) continue;
     const list = out.get(key) ?? [];
-    list.push({ name: r.column_name, type: r.data_type });
+    list.push({ name: c.name, type: c.type });
     out.set(key, list);
   }
   return out;

@@ -13,24 +13,14 @@ export interface ColumnEntry {
 }
 
 /**
- * Schemas that are not user data: listings, describe and autocomplete leave them out for every
- * role. `_service` is the kernel's bookkeeping; `_masking` holds the masking plugin's keyed pads,
- * which no user statement may read (naming it only invites a refused query). DuckDB names are
- * case-insensitive, so the comparison is too.
+ * User relations only: the catalog port leaves out the service schemas (`_service`, the kernel's
+ * bookkeeping; `_masking`, the masking plugin's keyed pads, which no user statement may read;
+ * the SQL-standard catalog views) for every role. The schema filter is exact, as the route's
+ * path names it.
  */
-const HIDDEN_SCHEMAS = new Set(['_service', '_masking', 'information_schema', 'pg_catalog']);
-const isHiddenSchema = (schema: string) => HIDDEN_SCHEMAS.has(schema.toLowerCase());
-
 export async function listTables(db: DatabasePort, schema?: string): Promise<TableEntry[]> {
-  const rows = await db.all<TableEntry>(
-    `SELECT schema_name AS schema, table_name AS name, 'table' AS type FROM duckdb_tables()
-       WHERE database_name = current_database() AND NOT internal AND NOT temporary
-     UNION ALL
-     SELECT schema_name, view_name, 'view' FROM duckdb_views()
-       WHERE database_name = current_database() AND NOT internal AND NOT temporary
-     ORDER BY 1, 2`,
-  );
-  return rows.filter((r) => !isHiddenSchema(r.schema) && (schema === undefined || r.schema === schema));
+  const rows = await db.catalog.relations();
+  return rows.filter((r) => schema === undefined || r.schema === schema).map((r) => ({ schema: r.schema, name: r.name, type: r.kind }));
 }
 
 /**
@@ -52,21 +42,14 @@ export async function withRowCounts(db: Pick<DatabasePort, 'all'>, tables: Table
 export async function describeTable(db: DatabasePort, schema: string, table: string): Promise<{ schema: string; name: string; type: string; columns: ColumnEntry[] }> {
   const found = (await listTables(db, schema)).find((t) => t.name === table);
   if (!found) throw notFound('table_not_found', `No table or view ${schema}.${table}`, { schema, table });
-  const columns = await db.all<ColumnEntry>(
-    `SELECT column_name AS name, data_type AS type, is_nullable AS nullable FROM duckdb_columns()
-     WHERE database_name = current_database() AND schema_name = $1 AND table_name = $2 ORDER BY column_index`,
-    [schema, table],
-  );
+  const columns = (await db.catalog.columns(found.schema, found.name)).map((c) => ({ name: c.name, type: c.type, nullable: c.nullable }));
   return { schema, name: table, type: found.type, columns };
 }
 
 /** Every user table with its columns, for editor autocomplete. */
 export async function autocompleteCatalog(db: DatabasePort) {
   const tables = await listTables(db);
-  const cols = await db.all<{ schema: string; table: string; name: string; type: string }>(
-    `SELECT schema_name AS schema, table_name AS "table", column_name AS name, data_type AS type FROM duckdb_columns()
-     WHERE database_name = current_database() AND NOT internal ORDER BY schema_name, table_name, column_index`,
-  );
+  const cols = await db.catalog.allColumns();
   const byTable = new Map<string, Array<{ name: string; type: string }>>();
   for (const c of cols) {
     const key = `${c.schema}.${c.table}`;

@@ -18,35 +18,23 @@ export interface TableInfo {
   key: string[];
 }
 
-const INTERNAL_SCHEMAS = ['_service', '_masking', 'information_schema', 'pg_catalog'];
-const internalList = INTERNAL_SCHEMAS.map((s) => `'${s}'`).join(', ');
+type Reader = Pick<DatabasePort | DbConnection, 'all' | 'catalog'>;
 
-type Reader = Pick<DatabasePort | DbConnection, 'all'>;
-
+/** Read through `db`'s catalog: inside a transaction, the tables of its snapshot. */
 export async function userTables(db: Reader): Promise<TableInfo[]> {
-  const cols = await db.all<{ schema: string; name: string; column: string; type: string }>(
-    `SELECT c.schema_name AS schema, c.table_name AS name, c.column_name AS "column", c.data_type AS type
-       FROM duckdb_columns() c JOIN duckdb_tables() t
-         ON t.database_name = c.database_name AND t.schema_name = c.schema_name AND t.table_name = c.table_name
-      WHERE c.database_name = current_database() AND NOT t.internal AND NOT t.temporary
-        AND lower(c.schema_name) NOT IN (${internalList})
-      ORDER BY c.schema_name, c.table_name, c.column_index`,
-  );
-  const keys = await db.all<{ schema: string; name: string; kind: string; columns: string[] }>(
-    `SELECT schema_name AS schema, table_name AS name, constraint_type AS kind, constraint_column_names AS columns
-       FROM duckdb_constraints()
-      WHERE database_name = current_database() AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')
-      ORDER BY constraint_type = 'PRIMARY KEY' DESC, constraint_index`,
-  );
+  // One after another: `db` may be a single connection inside its transaction.
+  const relations = await db.catalog.relations();
+  const cols = await db.catalog.allColumns();
+  const keys = await db.catalog.keys();
   const byName = new Map<string, TableInfo>();
-  for (const c of cols) {
-    const table = `${c.schema}.${c.name}`;
-    let t = byName.get(table);
-    if (!t) byName.set(table, (t = { schema: c.schema, name: c.name, table, columns: [], key: [] }));
-    t.columns.push({ name: c.column, type: c.type });
+  for (const r of relations) {
+    if (r.kind !== 'table') continue;
+    const table = `${r.schema}.${r.name}`;
+    byName.set(table, { schema: r.schema, name: r.name, table, columns: [], key: [] });
   }
+  for (const c of cols) byName.get(`${c.schema}.${c.table}`)?.columns.push({ name: c.name, type: c.type });
   for (const k of keys) {
-    const t = byName.get(`${k.schema}.${k.name}`);
+    const t = byName.get(`${k.schema}.${k.table}`);
     if (t && t.key.length === 0) t.key = [...k.columns];
   }
   return [...byName.values()];

@@ -8,7 +8,7 @@
 import { qualified, quoteIdent, quoteLiteral, type DbConnection } from '../../sdk/index.js';
 
 /** What the diff reads through: one connection under the caller's deadline (the route), or the database port (the CLI). */
-export type DiffReader = Pick<DbConnection, 'all' | 'value'>;
+export type DiffReader = Pick<DbConnection, 'all' | 'value' | 'catalog'>;
 import type { ColumnInfo, DiffResult, TableChange } from './api-types.js';
 import { rowCount, userTables } from './catalog.js';
 import type { VersionStore } from './versions.js';
