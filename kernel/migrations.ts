@@ -38,11 +38,7 @@ function checkSteps(set: MigrationSet): void {
 
 async function ensureTable(db: DatabasePort): Promise<void> {
   await db.run('CREATE SCHEMA IF NOT EXISTS _service');
-  const columns = new Set(
-    (await db.all<{ column_name: string }>("SELECT column_name FROM information_schema.columns WHERE table_schema = '_service' AND table_name = 'migrations'")).map(
-      (r) => r.column_name,
-    ),
-  );
+  const columns = new Set((await db.catalog.columns('_service', 'migrations')).map((c) => c.name));
   const create = (name: string) =>
     `CREATE TABLE ${name} (owner VARCHAR NOT NULL, id VARCHAR NOT NULL, sql_hash VARCHAR, applied_at TIMESTAMP DEFAULT current_timestamp, PRIMARY KEY (owner, id))`;
   if (columns.size === 0) {

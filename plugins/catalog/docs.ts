@@ -98,10 +98,7 @@ export async function structuredDocs(deps: CatalogDeps, reader: CatalogReader, q
   const metricsLoaded = semantic ? await semantic.metrics() : { metrics: [], errors: [] };
   const contracts = quality ? quality.contracts().contracts : [];
 
-  const live = await ctx.db.all<{ schema: string; table: string; name: string; type: string; nullable: boolean }>(
-    `SELECT schema_name AS schema, table_name AS "table", column_name AS name, data_type AS type, is_nullable AS nullable
-       FROM duckdb_columns() WHERE database_name = current_database() AND NOT internal ORDER BY schema_name, table_name, column_index`,
-  );
+  const live = await ctx.db.catalog.allColumns({ includeInternal: true });
   const columnsOf = new Map<string, Array<{ name: string; type: string; nullable: boolean }>>();
   for (const c of live) {
     const key = `${c.schema}.${c.table}`.toLowerCase();

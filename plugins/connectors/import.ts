@@ -188,7 +188,7 @@ export class ImportService {
     return this.ctx.db.exclusive(() =>
       this.ctx.db.withConnection((c) =>
         c.transaction(async (tx) => {
-          const exists = ((await tx.value<number>('SELECT count(*)::INTEGER FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = $1 AND table_name = $2', [req.schema, req.table])) ?? 0) > 0;
+          const exists = (await tx.catalog.kind(req.schema, req.table)) === 'table';
           if (exists && req.mode === 'create') {
             throw conflict('import_table_exists', `${req.schema}.${req.table} exists: choose mode 'replace' or 'append'`, { schema: req.schema, table: req.table });
           }

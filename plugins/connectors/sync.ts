@@ -231,12 +231,9 @@ export class SyncEngine {
     }
   }
 
+  /** Read on `c`: inside a transaction, as that transaction sees the catalog. */
   private async tableExists(c: DbConnection, schema: string, table: string): Promise<boolean> {
-    const n = await c.value<number>(
-      "SELECT count(*)::INTEGER FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = $1 AND table_name = $2",
-      [schema, table],
-    );
-    return (n ?? 0) > 0;
+    return (await c.catalog.kind(schema, table)) === 'table';
   }
 
   /**
@@ -246,10 +243,7 @@ export class SyncEngine {
   private async targetMode(tx: DbConnection, columns: ReadonlyArray<{ name: string; type: string }>, target: { schema: string; table: string; replace: boolean }): Promise<'replace' | 'create' | 'append'> {
     if (target.replace) return 'replace';
     if (!(await this.tableExists(tx, target.schema, target.table))) return 'create';
-    const existing = (await tx.all<{ column_name: string }>(
-      'SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = $1 AND table_name = $2',
-      [target.schema, target.table],
-    )).map((r) => r.column_name);
+    const existing = (await tx.catalog.columns(target.schema, target.table)).map((c) => c.name);
     for (const c of columns) {
       if (!existing.includes(c.name)) await tx.run(`ALTER TABLE ${qualified(target.schema, target.table)} ADD COLUMN ${quoteIdent(c.name)} ${typeSql(c)}`);
     }

@@ -1,5 +1,5 @@
 /** `dp mask add | list | remove`: policy management from the command line. */
-import { badRequest, LOCAL_ADMIN, type CliIO, type PluginContext } from '../../sdk/index.js';
+import { badRequest, LOCAL_ADMIN, quoteLiteral, type CliIO, type PluginContext } from '../../sdk/index.js';
 import { shownPolicy, type MethodCatalog } from './catalog.js';
 import type { DerivedPolicy } from './derived.js';
 import type { MaskingPolicy, PolicyStore } from './policies.js';
@@ -35,26 +35,25 @@ function roles(value: unknown): string[] | undefined {
  * typo: refused (with the table's columns or the closest tables) unless `--allow-missing`.
  */
 async function assertColumnExists(ctx: PluginContext, schema: string, table: string, column: string): Promise<void> {
-  const columns = await ctx.db.all<{ column_name: string }>(
-    `SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND lower(schema_name) = lower($1) AND lower(table_name) = lower($2) ORDER BY column_index`,
-    [schema, table],
-  );
+  const columns = await ctx.db.catalog.columns(schema, table);
   if (columns.length === 0) {
-    const closest = await ctx.db.all<{ name: string }>(
-      `SELECT name FROM (
-         SELECT schema_name || '.' || table_name AS name FROM duckdb_tables() WHERE database_name = current_database() AND NOT internal AND NOT starts_with(schema_name, '_')
-         UNION SELECT schema_name || '.' || view_name FROM duckdb_views() WHERE database_name = current_database() AND NOT internal AND NOT starts_with(schema_name, '_'))
-       ORDER BY levenshtein(lower(name), lower($1)), name LIMIT 3`,
-      [`${schema}.${table}`],
-    );
+    // dp's own schemas (`_service`, `_masking`...) are never suggested.
+    const names = (await ctx.db.catalog.relations()).filter((r) => !r.schema.startsWith('_')).map((r) => `${r.schema}.${r.name}`);
+    const closest = names.length
+      ? await ctx.db.all<{ name: string }>(
+          `SELECT name FROM (VALUES ${names.map((n) => `(${quoteLiteral(n)})`).join(', ')}) AS candidates(name)
+            ORDER BY levenshtein(lower(name), lower($1)), name LIMIT 3`,
+          [`${schema}.${table}`],
+        )
+      : [];
     const hint = closest.length ? ` (closest: ${closest.map((c) => c.name).join(', ')})` : '';
     throw badRequest('invalid_policy', `No table or view ${schema}.${table} in the database${hint}; for a model not built yet, run dp transform first or pass --allow-missing`, {
       field: 'table_name',
       closest: closest.map((c) => c.name),
     });
   }
-  if (!columns.some((c) => c.column_name.toLowerCase() === column.toLowerCase())) {
-    const names = columns.map((c) => c.column_name);
+  if (!columns.some((c) => c.name.toLowerCase() === column.toLowerCase())) {
+    const names = columns.map((c) => c.name);
     throw badRequest('invalid_policy', `${schema}.${table} has no column '${column}'; its columns: ${names.join(', ')} (or pass --allow-missing)`, { field: 'column_name', columns: names });
   }
 }

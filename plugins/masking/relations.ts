@@ -1,5 +1,6 @@
 /**
- * Which physical columns each relation has, read from the live catalog (duckdb_columns()).
+ * Which physical columns each relation has, read from the live catalog (the catalog port's
+ * resolvable columns: every database a query can name).
  *
  * Reading the catalog costs about a millisecond, so the snapshot is kept for a short time and
  * dropped early on any event of the bus (model builds, seed loads, syncs change tables) and
@@ -75,11 +76,9 @@ export class RelationCatalog {
   }
 
   private async read(): Promise<CatalogSnapshot> {
-    const rows = await this.db.all<{ d: string; s: string; t: string; c: string; ty: string }>(
-      `SELECT database_name AS d, schema_name AS s, table_name AS t, column_name AS c, data_type AS ty
-         FROM duckdb_columns() ORDER BY database_name, schema_name, table_name, column_index`,
-    );
-    const currentDatabase = String((await this.db.value<string>('SELECT current_database()')) ?? 'memory');
+    // Every relation a query can name (temp, attached and system ones too), kept by the port until the catalog changes.
+    const { current: currentDatabase, columns } = await this.db.catalog.resolvableColumns();
+    const rows = columns.map((c) => ({ d: c.database ?? currentDatabase, s: c.schema, t: c.table, c: c.name, ty: c.type }));
     const relations = new Map<string, Relation>();
     const hash = crypto.createHash('sha1');
     hash.update(currentDatabase);
