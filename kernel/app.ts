@@ -1,4 +1,3 @@
-import fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import type { ConfigRef, ProjectConfig, ProjectInfo } from '../sdk/config.js';
 import { CATALOG_CHANGED, type BulkLoadResult, type BulkTarget, type BulkWriter, type DatabasePort, type DbConnection, type MigrationSet, type Row, type SerializedSql, type SqlParams } from '../sdk/db.js';
@@ -8,7 +7,8 @@ import { HOOK_NAMES, KERNEL_HOOKS, type KernelHooks } from '../sdk/hooks.js';
 import type { CommandHandler, PluginContext, PluginDefinition, PluginManifest, RouteDefinition, ServiceRef } from '../sdk/plugin.js';
 import type { SseRouteDefinition, StaticRouteDefinition, WebSocketRouteDefinition } from '../sdk/routes.js';
 import { createAuth, type AuthProvider } from './auth/index.js';
-import { databaseFile, ENV_FILE, loadProject, readEnvFile, writeActiveEnv, type LoadedProject } from './config.js';
+import { databaseFile, loadProject, writeActiveEnv, type LoadedProject } from './config.js';
+import { LiveConfig } from './config/live.js';
 import { configuredMemoryLimit, DuckDatabase, type DrainReport } from './database.js';
 import { forwardingCatalog } from './db-catalog.js';
 import { KernelEventBus } from './events.js';
@@ -252,6 +252,8 @@ export class App {
   readonly services: Services;
   readonly queries: GuardedQueryRunner;
   secrets!: EnvSecretsStore;
+  /** project.yml and .env, live: reads, subscriptions, owners' edits, change announcements. */
+  liveConfig!: LiveConfig;
   auth!: AuthProvider;
   readonly routes: RegisteredRoute[] = [];
   readonly nonJsonRoutes: RegisteredNonJsonRoute[] = [];
@@ -273,6 +275,8 @@ export class App {
   private readonly configRefs = new Map<string, ReadonlyArray<ConfigRef>>();
   /** Each enabled plugin's validated part of project.yml, by key. */
   private pluginConfig = new Map<string, unknown>();
+  /** Top-level key → the installed plugin that declares it. */
+  private configOwners = new Map<string, string>();
   readonly serving: boolean;
   authEnabled: boolean;
 
@@ -291,8 +295,21 @@ export class App {
     const app = new App(options);
     app.project = loadProject(options.projectRoot, options.env ?? null);
     for (const v of app.project.unresolvedVars) (app.serving ? app.log.warn : app.log.debug).call(app.log, `project.yml references \${${v}}, which .env does not define`);
-    app.secrets = new EnvSecretsStore(app.project.root, (vars) => app.reloadEnv(vars));
-    if (app.serving) app.watchEnvFile();
+    app.liveConfig = new LiveConfig({
+      current: () => ({ project: app.project, values: app.pluginConfig }),
+      install: (next) => {
+        app.project = next.project;
+        app.pluginConfig = next.values;
+      },
+      validate: (project) => app.validatePluginConfig(project),
+      ownerOf: (key) => app.configOwners.get(key),
+      restartReasonOf: (key) => [...app.configRefs.values()].flat().find((r) => r.key === key)?.restartRequired,
+      events: app.events,
+      log: app.log.child('config'),
+      follow: app.serving,
+    });
+    app.secrets = new EnvSecretsStore(app.project.root, () => app.liveConfig.reload('secrets'));
+    app.liveConfig.watch();
     app.openDatabase();
     app.auth = createAuth(app);
     const { enabled, disabled } = discoverPlugins({
@@ -306,6 +323,7 @@ export class App {
     const installed = [...enabled, ...disabled];
     const fileOf = (name: string) => installed.find((p) => p.manifest.name === name)!.manifestPath;
     const owners = configurationOwners(installed.map((p) => p.manifest), fileOf);
+    app.configOwners = owners;
     checkTopLevelKeys(app.project, owners);
     checkHookDeclarations(enabled.map((p) => p.manifest), installed.map((p) => p.manifest), fileOf);
     checkExtensionDeclarations(enabled.map((p) => p.manifest), installed.map((p) => p.manifest), fileOf);
@@ -321,29 +339,6 @@ export class App {
     app.extensionPoints.close();
     app.checkManifestRoutes();
     return app;
-  }
-
-  private reloadEnv(vars: Record<string, string>): void {
-    (this.project as { envVars: Record<string, string> }).envVars = vars;
-  }
-
-  private envWatcher: fs.FSWatcher | null = null;
-
-  /**
-   * A server re-reads .env whenever it changes (`dp secrets set` in another process, an edit by
-   * hand): a rotated secret takes effect at once, not at the next restart. The folder is watched,
-   * since an atomic write replaces the file itself.
-   */
-  private watchEnvFile(): void {
-    try {
-      this.envWatcher = fs.watch(this.project.root, (_event, name) => {
-        if (name === ENV_FILE) this.reloadEnv(readEnvFile(this.project.root));
-      });
-      this.envWatcher.on('error', (e) => this.log.warn('.env is no longer watched', { error: e.message }));
-      this.envWatcher.unref();
-    } catch (e) {
-      this.log.warn('.env cannot be watched: secrets set outside the server apply at its next start', { error: (e as Error).message });
-    }
   }
 
   /** The file opens lazily; when it does, migrations run and then the plugins' start phase. */
@@ -415,6 +410,7 @@ export class App {
         return app.project.env;
       },
       get config(): ProjectConfig {
+        app.liveConfig.refresh();
         // The kernel's keys only: a plugin reads its own part through ctx.config().
         const { raw: _raw, ...kernelKeys } = app.project.config;
         return kernelKeys;
@@ -434,14 +430,7 @@ export class App {
         get: <T>(ref: ServiceRef<T>) => app.services.get<T>(ref, manifest),
         find: <T>(ref: ServiceRef<T>) => app.services.find<T>(ref, manifest),
       },
-      config: ((ref: ConfigRef) => {
-        if (!(declared.configuration ?? []).includes(ref.key)) {
-          throw new DpError(500, 'undeclared_configuration', `Plugin '${manifest.name}' reads project.yml key '${ref.key}', which its manifest does not list in contributes.configuration`, {
-            plugin: manifest.name,
-          });
-        }
-        return app.pluginConfig.get(ref.key);
-      }) as PluginContext['config'],
+      config: app.liveConfig.forPlugin(manifest),
       secrets: {
         list: () => app.secrets.list(),
         get: (k) => app.secrets.get(k),
@@ -452,6 +441,7 @@ export class App {
       webhooks: app.auth.webhooks,
       log,
       get env() {
+        app.liveConfig.refresh();
         return app.project.envVars;
       },
       serving: this.serving,
@@ -608,7 +598,7 @@ export class App {
   async close(options: { drainMs?: number; alsoWait?: Promise<unknown> } = {}): Promise<void> {
     const refusal = new DpError(503, 'shutting_down', 'The server is shutting down', {}, { 'Retry-After': '10' });
     this.refusal ??= refusal;
-    this.envWatcher?.close();
+    this.liveConfig?.close();
     if (!this.database) return;
     const drainMs = options.drainMs ?? DEFAULT_DRAIN_MS;
     // User queries get the same grace as other in-flight work, then are stopped; and before the

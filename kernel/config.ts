@@ -22,6 +22,8 @@ export interface KernelConfig extends ProjectConfig {
 
 export interface LoadedProject extends ProjectInfo {
   readonly config: KernelConfig;
+  /** Every top-level key as written: `${VAR}` references unexpanded (for display). */
+  readonly written: Record<string, unknown>;
   /** Line of a YAML path in project.yml (the nearest existing ancestor's), for error messages. */
   lineOf(pathParts: Array<string | number>): number | undefined;
   /** Variables read from .env. */
@@ -73,7 +75,12 @@ export function readProjectFile(root: string): { raw: Record<string, unknown>; d
   if (!fs.existsSync(file)) {
     throw notFound('project_not_found', `No ${PROJECT_FILE} in ${root}: pass --project <folder> or run dp inside a project`, { path: file });
   }
-  const yaml = readYaml(fs.readFileSync(file, 'utf8'), PROJECT_FILE, 'invalid_project_yml');
+  return parseProjectText(fs.readFileSync(file, 'utf8'));
+}
+
+/** project.yml's text parsed and shape-checked (the kernel's keys), for a file on disk or an edit before it is written. */
+export function parseProjectText(text: string): { raw: Record<string, unknown>; doc: Document; lineOf: (parts: Array<string | number>) => number | undefined } {
+  const yaml = readYaml(text, PROJECT_FILE, 'invalid_project_yml');
   const raw = (yaml.value ?? {}) as Record<string, unknown>;
   if (typeof raw !== 'object' || Array.isArray(raw)) {
     throw badRequest('invalid_project_yml', `${PROJECT_FILE}: the top level must be a mapping of keys`, { file: PROJECT_FILE, line: 1 });
@@ -136,12 +143,12 @@ export function buildConfig(raw: Record<string, unknown>, env: string | null): K
  * Loads a project: project.yml, ${VAR} expansion from .env, and the environment overlay
  * (explicit `env`, else the persistent one in .service-env, else none).
  */
-export function loadProject(rootArg: string, envOverride?: string | null): LoadedProject {
+export function loadProject(rootArg: string, envOverride?: string | null, text?: string): LoadedProject {
   const root = path.resolve(rootArg);
   if (!fs.existsSync(root) || !fs.statSync(root).isDirectory()) {
     throw notFound('project_not_found', `Project folder '${rootArg}' does not exist`, { path: root });
   }
-  const { raw, lineOf } = readProjectFile(root);
+  const { raw, lineOf } = text === undefined ? readProjectFile(root) : parseProjectText(text);
   const envVars = readEnvFile(root);
   const unresolved = new Set<string>();
   const expanded = expandVars(raw, envVars, unresolved) as Record<string, unknown>;
@@ -159,6 +166,7 @@ export function loadProject(rootArg: string, envOverride?: string | null): Loade
     root,
     env,
     config,
+    written: raw,
     envVars,
     unresolvedVars: [...unresolved],
     lineOf,

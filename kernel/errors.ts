@@ -47,6 +47,8 @@ export const errors = defineErrors({
   project_not_found: { status: 404, meaning: 'The project folder or its project.yml does not exist.' },
   invalid_project_yml: { status: 400, meaning: 'project.yml does not parse or fails its schema; the message names the line and field.' },
   unknown_environment: { status: 400, meaning: 'The environment is not defined in project.yml.' },
+  config_edit_invalid: { status: 400, meaning: 'An edit of project.yml through the config service would leave it invalid (the message names the field); nothing was written.' },
+  config_key_not_owned: { status: 403, meaning: 'A plugin tried to edit a project.yml key it does not declare; only the key\'s owner edits it (connections through the kernel).' },
   path_outside_project: { status: 400, meaning: 'A path leaves the project (.., absolute, or a symlink pointing outside).' },
   project_file_protected: { status: 400, meaning: 'A feature (connector, import, script helper, notebook, dp query @file) was pointed at a hidden or service file (.env, .dp/, .git, databases), by name or through a link: the files API rules apply.' },
   // queries and the database

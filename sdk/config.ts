@@ -32,16 +32,84 @@ export { Type, type Static, type TSchema };
 export interface ConfigRef<S extends TSchema = TSchema> {
   readonly key: string;
   readonly schema: S;
+  /**
+   * Set when a running server cannot apply a change of this key (the plugin reads it once, at
+   * setup): why. A change is then announced with the key under `restartRequired`.
+   */
+  readonly restartRequired?: string;
   /** Type carrier only (never set). */
   readonly __type?: Static<S>;
 }
 
-export function defineConfig<S extends TSchema>(key: string, schema: S): ConfigRef<S> {
-  return Object.freeze({ key, schema });
+export function defineConfig<S extends TSchema>(key: string, schema: S, options: { restartRequired?: string } = {}): ConfigRef<S> {
+  return Object.freeze({ key, schema, ...(options.restartRequired ? { restartRequired: options.restartRequired } : {}) });
 }
 
 /** A plugin's validated part of project.yml with its defaults (after ${VAR} expansion and the environment overlay). */
 export type ConfigOf<R> = R extends ConfigRef<infer S> ? Static<S> : never;
+
+/**
+ * What changed in the live configuration (announced to `ctx.config.subscribe` listeners and on
+ * the event bus as CONFIG_CHANGED): the top-level keys whose value changed (after `${VAR}`
+ * expansion, so a secret set in `.env` changes the keys that reference it), and those among them
+ * a running server applies only at its next start.
+ */
+export interface ConfigChange {
+  /** Top-level keys of project.yml whose validated value changed. */
+  keys: string[];
+  /** Whether `.env` changed (secrets: ctx.env and ctx.secrets read the new values). */
+  env: boolean;
+  /** Changed keys the running server does not apply until it restarts (docs/architecture.md "Live configuration"). */
+  restartRequired: string[];
+  /** `file`: project.yml or .env changed on disk (an editor, another process); `edit`: through ctx.config.edit / setConnection; `secrets`: ctx.secrets. */
+  source: 'file' | 'edit' | 'secrets';
+}
+
+/** The event-bus type of a configuration change (payload: ConfigChange). */
+export const CONFIG_CHANGED = 'config.changed';
+
+/**
+ * An edit of one top-level key of project.yml, paths relative to that key. It works on the YAML
+ * document, so comments and the order of everything else survive.
+ */
+export interface ConfigEditor {
+  /** The value as written at `path` (`${VAR}` unexpanded), or undefined. */
+  get(path: ReadonlyArray<string | number>): unknown;
+  has(path: ReadonlyArray<string | number>): boolean;
+  set(path: ReadonlyArray<string | number>, value: unknown): void;
+  /** Removes the entry; a mapping left empty by it is removed too. */
+  delete(path: ReadonlyArray<string | number>): void;
+}
+
+/**
+ * The live configuration (Backstage's `Config` with `subscribe`, VS Code's
+ * `contributes.configuration`): `ctx.config(ref)` is the plugin's validated part with defaults,
+ * current at every call; a running server follows edits of project.yml and .env.
+ */
+export interface PluginConfig {
+  /** This plugin's part of project.yml: the key of `ref`, validated, defaults filled in, `${VAR}` expanded. Only keys the plugin declares. */
+  <S extends TSchema>(ref: ConfigRef<S>): Static<S>;
+  /**
+   * Calls `listener` after a change of a key (a ref or key name), of every key of a plugin (its
+   * name), or of anything (`'*'`). Returns the unsubscribe function.
+   */
+  subscribe(target: ConfigRef | string, listener: (change: ConfigChange) => void): () => void;
+  /**
+   * Edits this plugin's key in project.yml: comments kept, the result validated against the
+   * key's schema (DpError 400 `config_edit_invalid`, the file unchanged), written atomically,
+   * then announced. DpError 403 `config_key_not_owned` for a key the plugin does not declare.
+   */
+  edit(ref: ConfigRef, fn: (editor: ConfigEditor) => void): ConfigChange;
+  /**
+   * The kernel's `connections:` entry `name` set to `value` (as written: secrets as `${VAR}`), or
+   * removed with null. Same guarantees as `edit`.
+   */
+  setConnection(name: string, value: Record<string, unknown> | null): ConfigChange;
+  /** Every top-level key as written (`${VAR}` unexpanded): what may be shown. */
+  asWritten(): Readonly<Record<string, unknown>>;
+  /** The line of a path in project.yml (the nearest existing ancestor's), for problems `dp validate` lists. */
+  lineOf(path: ReadonlyArray<string | number>): number | undefined;
+}
 
 /**
  * The kernel's keys. `connections` is reserved: the specification names it (docs/decisions.md "Project configuration")

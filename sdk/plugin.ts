@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller, Permission, RoutePermission } from './auth.js';
-import type { ConfigRef, ProjectInfo, Static, TSchema } from './config.js';
+import type { ConfigRef, PluginConfig, ProjectInfo } from './config.js';
 import type { DatabasePort, DbConnection, MigrationSet } from './db.js';
 import type { FireableHook, HookKind, HookTarget, QueryContext, QueryPurpose, QueryResult, TapFn } from './hooks.js';
 import type { RouteKind, SseRouteDefinition, StaticRouteDefinition, WebSocketRouteDefinition } from './routes.js';
@@ -340,10 +340,12 @@ export interface PluginContext {
   /** Handles a CLI command declared in the manifest, by its path: `transform`, `mask add`. */
   command(path: string, handler: CommandHandler): void;
   /**
-   * This plugin's part of project.yml: the key of `ref`, validated against its schema at boot
-   * (errors name the line) with the schema's defaults filled in. Only keys the plugin declares.
+   * The live configuration: `ctx.config(ref)` is this plugin's part of project.yml (the key of
+   * `ref`, validated against its schema, errors naming the line, defaults filled in; only keys
+   * the plugin declares), current at every call; `subscribe`, `edit`, `setConnection`,
+   * `asWritten`, `lineOf` (sdk/config.ts PluginConfig).
    */
-  config<S extends TSchema>(ref: ConfigRef<S>): Static<S>;
+  readonly config: PluginConfig;
   /**
    * Taps a hook listed in the manifest's `contributes.hooks`: a kernel hook by name, or another
    * plugin's hook point by ref (a no-op when that plugin is an absent `optional` one).

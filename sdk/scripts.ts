@@ -130,6 +130,16 @@ export interface StreamDefinition {
   steps: StreamStep[];
 }
 
+/** A stream as another plugin defines it (StreamsService.define): the steps, and what differs from the defaults. */
+export interface StreamInput {
+  description?: string;
+  schedule?: string | null;
+  retries?: number;
+  retry_delay?: number;
+  webhook_url?: string | null;
+  steps: StreamStep[];
+}
+
 /** What one step of a stream run did. */
 export interface StreamStepResult {
   index: number;
@@ -188,13 +198,15 @@ export interface StreamsService {
   /** Problems of the streams without running anything: bad cron expressions, targets that do not exist (for `dp validate`). */
   validate(): Promise<ProjectProblem[]>;
   /**
-   * Re-reads `streams:` from project.yml now (a plugin that edited it calls this: the connectors
-   * plugin after a setup or remove): new, changed and removed streams and their schedules take
-   * effect on the running server. Throws DpError 400 `invalid_project_yml` naming the field when the
-   * section is invalid; the streams in force stay then. (`list` and a run also notice an edit of
-   * the file by itself, and a serving process looks once a minute.)
+   * Adds or replaces the stream `name` in project.yml's `streams:` (the streams plugin's key,
+   * edited through the live config: comments kept, validated, written atomically). The running
+   * server lists, runs and schedules it at once. DpError 400 `config_edit_invalid` when the
+   * definition does not validate (project.yml unchanged). How other plugins define streams
+   * (the connectors plugin's sync streams): never by writing the key themselves.
    */
-  reload(): StreamDefinition[];
+  define(name: string, stream: StreamInput): void;
+  /** Removes the stream `name` from project.yml; false when there is none. */
+  remove(name: string): boolean;
 }
 
 export const STREAMS_SERVICE = createServiceRef<StreamsService>('streams');

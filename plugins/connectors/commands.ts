@@ -56,7 +56,7 @@ function printResults(io: CliIO, results: Array<{ table: string; status: string;
 export function registerCommands(ctx: PluginContext, service: ConnectorsService): void {
   // The same view as the routes (shown.ts), for the caller of a command relayed through the server.
   const valuesHidden = ctx.hook('valuesHiddenFrom');
-  const viewOf = (io: CliIO) => callerView(ctx, service.projectFile, valuesHidden, io.caller ?? LOCAL_ADMIN);
+  const viewOf = (io: CliIO) => callerView(ctx, service.settings, valuesHidden, io.caller ?? LOCAL_ADMIN);
   ctx.command('connect', async (args, io) => {
     const type = String(args.type);
     const config = configFromArgs(args, process.cwd());
@@ -113,7 +113,7 @@ export function registerCommands(ctx: PluginContext, service: ConnectorsService)
     return r.ok ? 0 : 1;
   });
   ctx.command('connectors discover', async (args, io) => {
-    const c = service.projectFile.connector(String(args.name));
+    const c = service.settings.connector(String(args.name));
     const tables = await service.discover(c.type, service.engine.resolve(c).config);
     if (io.wantsJson) io.json(tables);
     else io.table(tables.map((t) => ({ table: t.name, columns: t.columns.map((x) => `${x.name} ${x.type}`).join(', ') })), ['table', 'columns']);
@@ -145,14 +145,14 @@ export function registerCommands(ctx: PluginContext, service: ConnectorsService)
   });
 
   ctx.command('cdc status', async (args, io) => {
-    if (args.connector) service.projectFile.connector(String(args.connector));
+    if (args.connector) service.settings.connector(String(args.connector));
     const rows = await (await viewOf(io)).cdcRows(await service.state.all(args.connector ? String(args.connector) : undefined));
     if (io.wantsJson) io.json(rows);
     else if (!rows.length) io.out('No CDC state yet (nothing synced).');
     else io.table(rows.map((r) => ({ connector: r.connector_name, table: r.table_name, mode: r.cdc_mode, watermark: r.watermark_masked ? '*** (masked)' : (r.watermark_value ?? ''), file_mtime: r.file_mtime ?? '', last_sync_at: r.last_sync_at ?? '', rows: r.rows_synced })));
   });
   ctx.command('cdc reset', async (args, io) => {
-    const c = service.projectFile.connector(String(args.connector));
+    const c = service.settings.connector(String(args.connector));
     const table = args.table === undefined ? undefined : String(args.table);
     if (table !== undefined && !c.tables.some((t) => t.name === table)) throw badRequest('invalid_connector_request', `Connector '${c.name}' has no table '${table}'`, { field: 'table' });
     const n = await service.state.reset(c.name, table);

@@ -1,16 +1,16 @@
 /**
  * The connectors plugin: the CONNECTOR_TYPES extension point and the built-in types (postgres,
- * mysql, csv, webhook), setup (script, project.yml, .env), CDC syncs with their state in
+ * mysql, csv, webhook), setup (script; connection, connector and sync stream through the live config; .env), CDC syncs with their state in
  * `_service.cdc_state`, the webhook inbox and file import. index.ts only wires.
  */
-import { CONNECTOR_TYPES, definePlugin, errorMessage, SCHEDULER_JOBS, SCRIPT_CONTEXT, STREAMS_SERVICE } from '../../sdk/index.js';
+import { CONNECTOR_TYPES, definePlugin, SCHEDULER_JOBS, SCRIPT_CONTEXT, STREAMS_SERVICE } from '../../sdk/index.js';
 import { registerCommands } from './commands.js';
 import { CONNECTORS_CONFIG } from './config.js';
 import { ImportService } from './import.js';
-import { ProjectFile } from './project-file.js';
 import { TypeRegistry } from './registry.js';
 import { registerRoutes } from './routes.js';
 import { ConnectorsService } from './service.js';
+import { ConnectorSettings } from './settings.js';
 import { CdcStateStore, MIGRATIONS } from './state.js';
 import { scheduleJob, scriptContext } from './scripts.js';
 import { IMPORTS_SCRATCH, sweepScratch, SYNC_SCRATCH } from './scratch.js';
@@ -33,34 +33,28 @@ export default definePlugin({
     });
     ctx.migrate(MIGRATIONS);
 
-    const projectFile = new ProjectFile(ctx.project, (name) => ctx.secrets.get(name));
+    const settings = new ConnectorSettings(ctx.config, (name) => ctx.secrets.get(name));
     const state = new CdcStateStore(() => ctx.db);
-    const engine = new SyncEngine(ctx, registry, projectFile, state, ctx.hook('onSync'), ctx.log);
+    const engine = new SyncEngine(ctx, registry, settings, state, ctx.hook('onSync'), ctx.log);
     const inbox = new WebhookInbox(() => ctx.db);
     const imports = new ImportService(ctx);
     const service = new ConnectorsService(
       ctx,
       registry,
-      projectFile,
+      settings,
       state,
       engine,
       async (c) => {
         if (c.type === 'webhook') await inbox.ensure(c.name);
       },
-      // The sync stream a setup adds (or a remove drops) is runnable and scheduled at once.
-      () => {
-        try {
-          ctx.services.find(STREAMS_SERVICE)?.reload();
-        } catch (e) {
-          ctx.log.warn(`streams not reloaded after a connector change: ${errorMessage(e)}`);
-        }
-      },
+      // The sync stream a setup adds (or a remove drops) is defined through the streams service.
+      () => ctx.services.find(STREAMS_SERVICE),
     );
 
     // With the streams plugin: generated scripts call ctx.connectors.sync(name), and connector
     // schedules run on its scheduler (no-ops when streams is disabled).
     ctx.extend(SCRIPT_CONTEXT, scriptContext(engine));
-    ctx.extend(SCHEDULER_JOBS, scheduleJob(projectFile, engine, ctx.log));
+    ctx.extend(SCHEDULER_JOBS, scheduleJob(() => settings.connectors().values(), engine, ctx.log));
 
     // Import uploads and sync pipes a killed process left behind.
     ctx.onStart(() => {
@@ -72,7 +66,7 @@ export default definePlugin({
     // next sync reloads the table whole instead of skipping the gap after the watermark.
     ctx.tap('tablesRestored', async (restore) => {
       const restored = new Set(restore.tables.map((t) => t.toLowerCase()));
-      for (const c of projectFile.connectors().values()) {
+      for (const c of settings.connectors().values()) {
         for (const t of c.tables) {
           const target = `${c.target_schema}.${targetTableName(t.name)}`;
           if (!restored.has(target.toLowerCase())) continue;

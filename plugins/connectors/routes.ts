@@ -18,7 +18,7 @@ const TYPE_AND_CONFIG = {
 export function registerRoutes(ctx: PluginContext, service: ConnectorsService, inbox: WebhookInbox, imports: ImportService): void {
   const valuesHidden = ctx.hook('valuesHiddenFrom');
   /** What the caller may read: watermarks of cursor columns masked for them withheld, error texts redacted (shown.ts). */
-  const viewOf = (req: { caller: Caller }) => callerView(ctx, service.projectFile, valuesHidden, req.caller);
+  const viewOf = (req: { caller: Caller }) => callerView(ctx, service.settings, valuesHidden, req.caller);
   ctx.route({
     method: 'GET',
     url: '/api/connectors/available',
@@ -37,7 +37,7 @@ export function registerRoutes(ctx: PluginContext, service: ConnectorsService, i
 
   const typeAndConfig = (body: { connector_type?: string; config?: unknown; connection_name?: string }) => {
     if (body?.connection_name !== undefined) {
-      const c = service.projectFile.connector(String(body.connection_name));
+      const c = service.settings.connector(String(body.connection_name));
       return { type: c.type, config: service.engine.resolve(c).config };
     }
     if (typeof body?.connector_type !== 'string') throw badRequest('invalid_connector_request', "'connector_type' is required", { field: 'connector_type' });
@@ -140,7 +140,7 @@ export function registerRoutes(ctx: PluginContext, service: ConnectorsService, i
     summary: 'CDC state of one connector',
     schema: { params: NAME_PARAMS('connector_name') },
     handler: async (req) => {
-      const c = service.projectFile.connector(req.params.connector_name);
+      const c = service.settings.connector(req.params.connector_name);
       return { connector: c.name, tables: await (await viewOf(req)).cdcRows(await service.state.all(c.name)) };
     },
   });
@@ -151,7 +151,7 @@ export function registerRoutes(ctx: PluginContext, service: ConnectorsService, i
     summary: 'Forgets watermarks and file times (all tables, or `table` in the body or query): the next sync is a full re-sync',
     schema: { params: NAME_PARAMS('connector_name'), querystring: { type: 'object', properties: { table: { type: 'string' } } } },
     handler: async (req) => {
-      const c = service.projectFile.connector(req.params.connector_name);
+      const c = service.settings.connector(req.params.connector_name);
       const table = req.body?.table ?? req.query?.table;
       if (table !== undefined && !c.tables.some((t) => t.name === table)) {
         throw badRequest('invalid_connector_request', `Connector '${c.name}' has no table '${table}'`, { field: 'table' });

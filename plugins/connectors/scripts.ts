@@ -3,13 +3,13 @@
  * script's ctx (SCRIPT_CONTEXT), which generated `ingest/connector_<name>.ts` scripts call, and
  * one scheduler job (SCHEDULER_JOBS) that starts the connectors whose `schedule` is due.
  *
- * The job runs every minute and reads the schedules from project.yml each time, so a connector
- * set up while the server runs is scheduled at once (scheduler jobs are fixed when plugins set
- * up). A connector still syncing when its schedule comes round again is not started twice.
+ * The job runs every minute and reads the schedules from the live config each time, so a
+ * connector set up while the server runs is scheduled at once (scheduler jobs are fixed when
+ * plugins set up). A connector still syncing when its schedule comes round again is not started twice.
  */
 import { CronExpressionParser } from 'cron-parser';
 import { errorMessage, type ConnectorsScriptApi, type Logger, type ScheduledJob, type ScriptContextContribution } from '../../sdk/index.js';
-import type { ProjectFile } from './project-file.js';
+import type { ConnectorConfig } from './config.js';
 import type { SyncEngine } from './sync.js';
 
 export function scriptContext(engine: SyncEngine): ScriptContextContribution {
@@ -31,7 +31,7 @@ export function dueAt(cron: string, minute: Date): boolean {
   }
 }
 
-export function scheduleJob(projectFile: ProjectFile, engine: SyncEngine, log: Logger): ScheduledJob & { readonly running: ReadonlySet<string> } {
+export function scheduleJob(connectors: () => Iterable<ConnectorConfig>, engine: SyncEngine, log: Logger): ScheduledJob & { readonly running: ReadonlySet<string> } {
   const running = new Set<string>();
   return {
     name: 'connectors:schedules',
@@ -39,14 +39,7 @@ export function scheduleJob(projectFile: ProjectFile, engine: SyncEngine, log: L
     running,
     async run(signal) {
       const minute = new Date(Math.floor(Date.now() / 60_000) * 60_000);
-      let connectors;
-      try {
-        connectors = [...projectFile.connectors().values()];
-      } catch (e) {
-        log.warn(`connector schedules: project.yml unreadable: ${errorMessage(e)}`);
-        return;
-      }
-      for (const c of connectors) {
+      for (const c of connectors()) {
         if (!c.schedule || !dueAt(c.schedule, minute) || running.has(c.name)) continue;
         running.add(c.name);
         void engine

@@ -5,7 +5,6 @@
  */
 import fs from 'node:fs';
 import { CronExpressionParser } from 'cron-parser';
-import { isMap, type Document } from 'yaml';
 import {
   badRequest,
   conflict,
@@ -14,9 +13,10 @@ import {
   type ConnectorTestResult,
   type DiscoveredTable,
   type PluginContext,
+  type StreamsService,
 } from '../../sdk/index.js';
-import { CDC_MODES, type TableConfig } from './config.js';
-import type { ProjectFile } from './project-file.js';
+import { CDC_MODES, CONNECTORS_CONFIG, type TableConfig } from './config.js';
+import type { ConnectorSettings } from './settings.js';
 import type { RegisteredType, TypeRegistry } from './registry.js';
 import type { CdcStateStore } from './state.js';
 import { targetTableName, type SyncEngine } from './sync.js';
@@ -70,14 +70,14 @@ function withoutSecrets(text: string, secrets: Record<string, string>): string {
 
 export class ConnectorsService {
   constructor(
-    private readonly ctx: Pick<PluginContext, 'project' | 'secrets' | 'db' | 'log' | 'signal'>,
+    private readonly ctx: Pick<PluginContext, 'project' | 'secrets' | 'db' | 'log' | 'signal' | 'config'>,
     readonly registry: TypeRegistry,
-    readonly projectFile: ProjectFile,
+    readonly settings: ConnectorSettings,
     readonly state: CdcStateStore,
     readonly engine: SyncEngine,
     private readonly afterSetup: (connector: { name: string; type: string; targetSchema: string }) => Promise<void>,
-    /** After setup and remove edited project.yml: the running server's streams follow (streams plugin). */
-    private readonly projectChanged: () => void = () => undefined,
+    /** The streams service, when its plugin is enabled: a connector's sync stream is defined through it. */
+    private readonly streams: () => StreamsService | undefined = () => undefined,
   ) {}
 
   available() {
@@ -141,7 +141,7 @@ export class ConnectorsService {
     const registered = this.registry.get(req?.connector_type);
     const { name, targetSchema, schedule, tables: requested } = this.checkRequest(req);
     const config = this.registry.validate(req.connector_type, req.config);
-    if (this.projectFile.connection(name) || this.projectFile.connectors().has(name)) {
+    if (this.settings.connection(name) || this.settings.connectors().has(name)) {
       throw conflict('connector_exists', `project.yml already has a connection or connector named '${name}'`, { connection_name: name });
     }
     const modes = registered.type.cdcModes ?? ['full_refresh'];
@@ -188,25 +188,29 @@ export class ConnectorsService {
     const scriptPath = scriptPathOf(name);
     this.ctx.project.writeFile(scriptPath, script);
 
-    // 5. project.yml: the connection, the connector and its sync stream
+    // 5. project.yml through the live config: the connection (the kernel's key), the connector
+    // (this plugin's) and its sync stream (the streams service's); each edit validated and atomic.
     const stream = streamNameOf(name);
-    this.projectFile.edit((doc) => {
-      doc.setIn(['connections', name], doc.createNode({ type: registered.type.type, ...written }));
-      const connector: Record<string, unknown> = { type: registered.type.type, connection: name, target_schema: targetSchema };
-      if (schedule) connector.schedule = schedule;
-      connector.tables = tables.map((t) => {
-        const o: Record<string, unknown> = { name: t.name, cdc_mode: t.cdc_mode };
-        if (t.cdc_column) o.cdc_column = t.cdc_column;
-        if (t.source_query) o.source_query = t.source_query;
-        return o;
-      });
-      doc.setIn(['connectors', name], doc.createNode(connector));
-      if (!doc.hasIn(['streams', stream])) {
-        doc.setIn(['streams', stream], doc.createNode({ description: `Sync connector ${name} (${registered.type.type})`, steps: [{ ingest: [`connector_${name}`] }] }));
-      }
+    const connector: Record<string, unknown> = { type: registered.type.type, connection: name, target_schema: targetSchema };
+    if (schedule) connector.schedule = schedule;
+    connector.tables = tables.map((t) => {
+      const o: Record<string, unknown> = { name: t.name, cdc_mode: t.cdc_mode };
+      if (t.cdc_column) o.cdc_column = t.cdc_column;
+      if (t.source_query) o.source_query = t.source_query;
+      return o;
     });
+    this.ctx.config.setConnection(name, { type: registered.type.type, ...written });
+    try {
+      this.ctx.config.edit(CONNECTORS_CONFIG, (connectors) => connectors.set([name], connector));
+    } catch (e) {
+      this.ctx.config.setConnection(name, null);
+      throw e;
+    }
+    const streams = this.streams();
+    if (streams && !streams.list().some((d) => d.name === stream)) {
+      streams.define(stream, { description: `Sync connector ${name} (${registered.type.type})`, steps: [{ action: 'ingest', targets: [`connector_${name}`] }] });
+    }
     await this.afterSetup({ name, type: registered.type.type, targetSchema });
-    this.projectChanged();
     this.ctx.log.info(`connector ${name} (${registered.type.type}) set up: ${tables.length} tables into ${targetSchema}`);
     return {
       connection_name: name,
@@ -233,8 +237,8 @@ export class ConnectorsService {
 
   async list() {
     const last = await this.state.lastSyncs();
-    return [...this.projectFile.connectors().values()].map((c) => {
-      const connection = this.projectFile.connection(c.connection);
+    return [...this.settings.connectors().values()].map((c) => {
+      const connection = this.settings.connection(c.connection);
       return {
         name: c.name,
         type: c.type,
@@ -253,15 +257,15 @@ export class ConnectorsService {
 
   /** Tests the connection a configured connector uses. */
   async testConfigured(name: string): Promise<ConnectorTestResult> {
-    const c = this.projectFile.connector(name);
+    const c = this.settings.connector(name);
     const { config } = this.engine.resolve(c);
     return this.test(c.type, config);
   }
 
   regenerate(name: string) {
-    const c = this.projectFile.connector(name);
+    const c = this.settings.connector(name);
     const registered = this.registry.get(c.type);
-    const connection = this.projectFile.connection(c.connection);
+    const connection = this.settings.connection(c.connection);
     const written = connection?.written ?? {};
     const script = registered.type.generateScript({ name, type: c.type, config: written }, c.tables.map((t) => t.name), c.target_schema);
     const scriptPath = scriptPathOf(name);
@@ -272,44 +276,29 @@ export class ConnectorsService {
   }
 
   async remove(name: string) {
-    const c = this.projectFile.connector(name);
-    const connection = this.projectFile.connection(c.connection);
+    const c = this.settings.connector(name);
+    const connection = this.settings.connection(c.connection);
     const scriptPath = scriptPathOf(name);
     const scriptFile = this.ctx.project.resolve(scriptPath);
     const scriptRemoved = fs.existsSync(scriptFile);
     // Secrets this connection references by the setup's naming (<NAME>_<PARAM>); other variables stay.
     const prefix = name.toUpperCase().replace(/[^A-Z0-9]/g, '_') + '_';
     const referenced = connection ? [...JSON.stringify(connection.written).matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]!) : [];
-    const otherUses = (doc: Document, variable: string) => {
-      const text = doc.toString();
-      return text.split(`\${${variable}}`).length - 1;
-    };
-    const toDelete: string[] = [];
-    this.projectFile.edit((doc) => {
-      doc.deleteIn(['connectors', name]);
-      if (!this.stillUsed(doc, c.connection)) doc.deleteIn(['connections', c.connection]);
-      doc.deleteIn(['streams', streamNameOf(name)]);
-      for (const key of ['connectors', 'connections', 'streams']) {
-        const node = doc.get(key);
-        if (isMap(node) && node.items.length === 0) doc.delete(key);
-      }
-      for (const v of referenced) if (v.startsWith(prefix) && otherUses(doc, v) === 0) toDelete.push(v);
-    });
-    this.projectChanged();
+    this.streams()?.remove(streamNameOf(name));
+    this.ctx.config.edit(CONNECTORS_CONFIG, (connectors) => connectors.delete([name]));
+    const stillUsed = [...this.settings.connectors().values()].some((other) => other.connection === c.connection);
+    if (!stillUsed && connection) this.ctx.config.setConnection(c.connection, null);
+    const written = JSON.stringify(this.ctx.config.asWritten());
+    const toDelete = referenced.filter((v) => v.startsWith(prefix) && !written.includes(`\${${v}}`));
     for (const v of toDelete) await this.ctx.secrets.delete(v);
     if (scriptRemoved) fs.rmSync(scriptFile);
     await this.state.forget(name);
     return { removed: name, script_path: scriptRemoved ? scriptPath : null, secrets_removed: toDelete, tables_kept: true };
   }
 
-  private stillUsed(doc: Document, connection: string): boolean {
-    const connectors = doc.toJS()?.connectors ?? {};
-    return Object.entries(connectors as Record<string, { connection?: string }>).some(([n, v]) => (v?.connection ?? n) === connection);
-  }
-
   async health() {
     const last = await this.state.lastSyncs();
-    return [...this.projectFile.connectors().values()].map((c) => {
+    return [...this.settings.connectors().values()].map((c) => {
       const l = last.get(c.name);
       return {
         name: c.name,

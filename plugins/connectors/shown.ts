@@ -7,7 +7,7 @@
  */
 import { errorTextsFor, MASKING_SERVICE, type Caller, type FireableHook, type PluginContext } from '../../sdk/index.js';
 import type { CdcStateRow } from './api-types.js';
-import type { ProjectFile } from './project-file.js';
+import type { ConnectorSettings } from './settings.js';
 import { targetTableName } from './sync.js';
 
 export interface CallerView {
@@ -21,19 +21,13 @@ export interface CallerView {
   fields<T>(value: T): T;
 }
 
-export async function callerView(ctx: PluginContext, projectFile: ProjectFile, valuesHidden: FireableHook<'valuesHiddenFrom'>, caller: Caller): Promise<CallerView> {
+export async function callerView(ctx: PluginContext, settings: ConnectorSettings, valuesHidden: FireableHook<'valuesHiddenFrom'>, caller: Caller): Promise<CallerView> {
   const errorTexts = await errorTextsFor(valuesHidden, caller);
   const masking = ctx.services.find(MASKING_SERVICE);
   const maskedNames = new Set(masking ? await masking.maskedColumnNames(caller) : []);
   const watermarkHidden = async (connectorName: string, tableName: string): Promise<boolean> => {
     if (!masking || maskedNames.size === 0) return false;
-    const connector = (() => {
-      try {
-        return projectFile.connectors().get(connectorName);
-      } catch {
-        return undefined;
-      }
-    })();
+    const connector = settings.connectors().get(connectorName);
     const table = connector?.tables.find((t) => t.name === tableName);
     // A state row whose table or cursor project.yml no longer names: its column cannot be told, so it is withheld.
     if (!connector || !table?.cdc_column) return true;

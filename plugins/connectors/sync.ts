@@ -32,7 +32,7 @@ import {
   type SyncContext,
 } from '../../sdk/index.js';
 import type { ConnectorConfig, TableConfig } from './config.js';
-import type { ProjectFile } from './project-file.js';
+import type { ConnectorSettings } from './settings.js';
 import type { TypeRegistry } from './registry.js';
 import { scratchName, SYNC_SCRATCH } from './scratch.js';
 import type { CdcStateStore } from './state.js';
@@ -89,7 +89,7 @@ export class SyncEngine {
   constructor(
     private readonly ctx: Pick<PluginContext, 'db' | 'project' | 'signal'>,
     private readonly registry: TypeRegistry,
-    private readonly projectFile: ProjectFile,
+    private readonly settings: ConnectorSettings,
     private readonly state: CdcStateStore,
     private readonly onSync: FireableHook<'onSync'>,
     private readonly log: Logger,
@@ -102,19 +102,19 @@ export class SyncEngine {
   /** The type and validated, expanded parameters of a connector's connection. */
   resolve(connector: ConnectorConfig): { type: ReturnType<TypeRegistry['get']>; config: Record<string, unknown> } {
     const type = this.registry.get(connector.type);
-    const connection = this.projectFile.connection(connector.connection);
+    const connection = this.settings.connection(connector.connection);
     if (!connection) {
       throw badRequest('invalid_project_yml', `project.yml: connector '${connector.name}' names connection '${connector.connection}', which 'connections' does not hold`, {
         field: `connectors.${connector.name}.connection`,
       });
     }
     const written = connection.written;
-    return { type, config: this.registry.validate(connector.type, this.projectFile.expand(written)) };
+    return { type, config: this.registry.validate(connector.type, this.settings.expand(written)) };
   }
 
   /** Syncs every table of a connector (or `options.tables`), one transaction each. */
   async syncConnector(name: string, options: SyncOptions): Promise<CDCSyncResult[]> {
-    const connector = this.projectFile.connector(name);
+    const connector = this.settings.connector(name);
     const started = new Date();
     const t0 = performance.now();
     const tables = options.tables ? connector.tables.filter((t) => options.tables!.includes(t.name)) : connector.tables;

@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { MIN_SECRET_LENGTH, readNotebook, schemaHiddenFrom, readYaml, walkProjectFiles, withEnvReferences, type DagEdge, type DagNode, type ExposureConfig, type ModelInfo, type ProjectInfo, type Role, type SeedInfo, type SourceConfig } from '../../sdk/index.js';
+import { MIN_SECRET_LENGTH, readNotebook, schemaHiddenFrom, walkProjectFiles, withEnvReferences, type DagEdge, type DagNode, type ExposureConfig, type ModelInfo, type ProjectInfo, type Role, type SeedInfo, type SourceConfig } from '../../sdk/index.js';
 
 /** The schema the import wizard writes to: every table in it is an `import` node. */
 export const IMPORT_SCHEMA = 'imports';
@@ -135,9 +135,10 @@ const STRUCTURAL_FIELDS = new Set(['id', 'label', 'schema', 'name', 'path', 'typ
  * Puts `${VAR}` references back where project.yml wrote them. The kernel expands `.env` values
  * into the configuration the plugin reads, and an exposure URL or description with a token in it
  * must not hand that token to every viewer: each free-text node field that equals the expansion of
- * a string project.yml holds is shown as written (`https://bi/?key=${BI_TOKEN}`).
+ * a string project.yml holds is shown as written (`https://bi/?key=${BI_TOKEN}`); `written` is
+ * project.yml as written, from the live config (ctx.config.asWritten()).
  */
-export function withVarReferences(dag: { nodes: DagNode[]; edges: DagEdge[] }, projectYml: string, env: Readonly<Record<string, string>>): { nodes: DagNode[]; edges: DagEdge[] } {
+export function withVarReferences(dag: { nodes: DagNode[]; edges: DagEdge[] }, projectAsWritten: unknown, env: Readonly<Record<string, string>>): { nodes: DagNode[]; edges: DagEdge[] } {
   const written = new Map<string, string>();
   const collect = (value: unknown): void => {
     if (typeof value === 'string') {
@@ -147,11 +148,7 @@ export function withVarReferences(dag: { nodes: DagNode[]; edges: DagEdge[] }, p
     } else if (Array.isArray(value)) value.forEach(collect);
     else if (value && typeof value === 'object') Object.values(value).forEach(collect);
   };
-  try {
-    collect(readYaml(projectYml, 'project.yml').value);
-  } catch {
-    /* project.yml was valid at load; if it no longer parses, the strings below are still checked */
-  }
+  collect(projectAsWritten);
   // A value that reached a node another way (a default, a concatenation) is still never shown.
   const asWritten = (value: string): string => written.get(value) ?? withEnvReferences(value, env);
   if (written.size === 0 && !Object.values(env).some((v) => v.length >= MIN_SECRET_LENGTH)) return dag;

@@ -1,5 +1,3 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import {
   definePlugin,
   LINEAGE_SERVICE,
@@ -206,8 +204,7 @@ export default definePlugin({
       tags: ['lineage'],
       schema: { response: { 200: dagSchema } },
       handler: async (req) => {
-        const yml = path.join(ctx.project.root, 'project.yml');
-        const dag = withVarReferences(await fullDag(ctx, models()), fs.existsSync(yml) ? fs.readFileSync(yml, 'utf8') : '', ctx.env);
+        const dag = withVarReferences(await fullDag(ctx, models()), ctx.config.asWritten(), ctx.env);
         return withoutInternal(dag, req.caller.role);
       },
     });

@@ -3,9 +3,7 @@
  * One TypeBox source gives the schema the kernel validates at boot (line-numbered errors: an
  * unknown step action is "unknown property 'load'" on its line) and the type ctx.config() returns.
  */
-import fs from 'node:fs';
-import { Ajv, type ValidateFunction } from 'ajv';
-import { ajvFieldError, badRequest, defineConfig, readYaml, Type, type ProjectInfo, type StreamDefinition, type StreamStep } from '../../sdk/index.js';
+import { defineConfig, Type, type StreamDefinition, type StreamInput, type StreamStep } from '../../sdk/index.js';
 
 const Targets = Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: "Targets, or [all]" });
 
@@ -52,38 +50,14 @@ export function streamDefinitions(raw: Record<string, { description: string; sch
   }));
 }
 
-const PROJECT_FILE = 'project.yml';
-let validateStreams: ValidateFunction | undefined;
-
-/** What identifies one version of project.yml on disk (an atomic rewrite is a new inode). */
-export function projectFileStamp(project: ProjectInfo): string | null {
-  try {
-    const st = fs.statSync(project.resolve(PROJECT_FILE));
-    return `${st.ino}:${st.size}:${st.mtimeMs}`;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * `streams:` of project.yml as it is on disk now, `${VAR}` expanded through `lookup`, validated
- * against the schema the kernel checks at boot (defaults filled in). DpError 400
- * `invalid_project_yml` naming the field when it does not hold.
- */
-export function readStreamDefinitions(project: ProjectInfo, lookup: (name: string) => string | undefined): StreamDefinition[] {
-  const text = fs.readFileSync(project.resolve(PROJECT_FILE), 'utf8');
-  const doc = readYaml(text, PROJECT_FILE, 'invalid_project_yml').value as Record<string, unknown> | null;
-  const expand = (v: unknown): unknown => {
-    if (typeof v === 'string') return v.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (all, name: string) => lookup(name) ?? all);
-    if (Array.isArray(v)) return v.map(expand);
-    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, expand(x)]));
-    return v;
-  };
-  const raw = expand(doc && typeof doc === 'object' ? (doc.streams ?? {}) : {});
-  validateStreams ??= new Ajv({ useDefaults: true, strict: false }).compile(STREAMS_CONFIG.schema as object);
-  if (!validateStreams(raw)) {
-    const f = ajvFieldError(validateStreams.errors![0]!);
-    throw badRequest('invalid_project_yml', `${PROJECT_FILE}: streams.${f.field}: ${f.message}`, { file: PROJECT_FILE, field: `streams.${f.field}` });
-  }
-  return streamDefinitions(raw as Parameters<typeof streamDefinitions>[0]);
+/** A stream as project.yml writes it: steps as `{action: targets}`, defaults left implicit. */
+export function writtenStream(stream: StreamInput): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (stream.description) out.description = stream.description;
+  if (stream.schedule) out.schedule = stream.schedule;
+  if (stream.retries) out.retries = stream.retries;
+  if (stream.retry_delay !== undefined && stream.retry_delay !== 5) out.retry_delay = stream.retry_delay;
+  if (stream.webhook_url) out.webhook_url = stream.webhook_url;
+  out.steps = stream.steps.map((step) => ({ [step.action]: step.targets }));
+  return out;
 }

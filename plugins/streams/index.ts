@@ -18,7 +18,7 @@ import {
   type ScriptContextContribution,
 } from '../../sdk/index.js';
 import { registerCommands } from './commands.js';
-import { STREAMS_CONFIG, streamDefinitions } from './config.js';
+import { STREAMS_CONFIG } from './config.js';
 import { PipelineEvents } from './events.js';
 import { markInterruptedHistory, MIGRATIONS } from './history.js';
 import { registerRoutes } from './routes.js';
@@ -52,7 +52,7 @@ export default definePlugin({
     const scripts = new ScriptRunner(ctx, contributions, cellRunners);
     ctx.services.provide(SCRIPTS_SERVICE, scripts);
     const events = new PipelineEvents();
-    const streams = new StreamRunner(ctx, streamDefinitions(ctx.config(STREAMS_CONFIG)), scripts, ctx.services.get(MODELS_SERVICE), events);
+    const streams = new StreamRunner(ctx, scripts, ctx.services.get(MODELS_SERVICE), events);
     ctx.services.provide(STREAMS_SERVICE, streams);
     // dp validate: bad cron expressions and step targets that do not exist, with their lines.
     ctx.extend(PROJECT_VALIDATORS, { name: 'streams', validate: () => streams.validate() });
@@ -77,9 +77,6 @@ export default definePlugin({
       streams.onChange((defs) => {
         if (registered) followStreams(defs);
       });
-      // An edit of project.yml by another process (`dp connect` beside the server, an editor)
-      // reaches the schedules within a minute even when nobody lists or runs a stream.
-      let watch: NodeJS.Timeout | undefined;
       ctx.onStart(() => {
         // Once: the extension point is closed by now, and a restart after maintenance keeps the entries.
         if (!registered) {
@@ -90,11 +87,8 @@ export default definePlugin({
         // Without the wall clock (`dp serve --no-scheduler`, test servers) the schedules are listed but never fire.
         if (!ctx.scheduling) return;
         scheduler.start();
-        watch = setInterval(() => streams.refresh(), 60_000);
-        watch.unref();
       });
       ctx.onBeforeStop(() => {
-        clearInterval(watch);
         scheduler.stop();
       });
     }

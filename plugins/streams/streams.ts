@@ -21,13 +21,14 @@ import {
   type PluginContext,
   type ProjectProblem,
   type StreamDefinition,
+  type StreamInput,
   type StreamRunResult,
   type StreamsService,
   type StreamStep,
   type StreamStepResult,
 } from '../../sdk/index.js';
 import type { PipelineEventKind, PipelineEvents } from './events.js';
-import { projectFileStamp, readStreamDefinitions } from './config.js';
+import { STREAMS_CONFIG, streamDefinitions, writtenStream } from './config.js';
 import { newRunId, recordHistory, recordHistoryStart } from './history.js';
 import { SUPPORTED, type ScriptRunner } from './scripts.js';
 import { streamProblems } from './validate.js';
@@ -60,55 +61,47 @@ export class StreamRunner implements StreamsService {
   /** The snapshot of the last finished run (SPEC's `finished`, `status`, `duration_seconds`). */
   private last: ActivePipeline | null = null;
 
-  private definitions: StreamDefinition[];
-  /** project.yml as the definitions were read from it (projectFileStamp). */
-  private stamp: string | null;
+  /** The definitions made from the `streams:` value they were read from (the live config hands out a new value on a change). */
+  private parsed: { from: unknown; definitions: StreamDefinition[] } | null = null;
   private readonly changeListeners: Array<(definitions: StreamDefinition[]) => void> = [];
 
   constructor(
     private readonly ctx: PluginContext,
-    definitions: StreamDefinition[],
     private readonly scripts: ScriptRunner,
     private readonly models: ModelsService,
     private readonly events: PipelineEvents,
   ) {
-    this.definitions = definitions;
-    this.stamp = projectFileStamp(ctx.project);
+    // An edit of `streams:` (the file by hand, another process, define/remove) reaches the
+    // scheduler at once; a section that does not validate never gets here (the one in force stays).
+    ctx.config.subscribe(STREAMS_CONFIG, () => {
+      const next = this.definitions;
+      ctx.log.info(`streams changed in project.yml: ${next.map((d) => d.name).join(', ') || 'none'}`);
+      for (const l of this.changeListeners) l(next);
+    });
   }
 
-  /** Called with the new definitions whenever a reload changed them (the scheduler follows). */
+  private get definitions(): StreamDefinition[] {
+    const value = this.ctx.config(STREAMS_CONFIG);
+    if (this.parsed?.from !== value) this.parsed = { from: value, definitions: streamDefinitions(value) };
+    return this.parsed.definitions;
+  }
+
+  /** Called with the new definitions whenever `streams:` changed (the scheduler follows). */
   onChange(listener: (definitions: StreamDefinition[]) => void): void {
     this.changeListeners.push(listener);
   }
 
-  reload(): StreamDefinition[] {
-    const stamp = projectFileStamp(this.ctx.project);
-    const next = readStreamDefinitions(this.ctx.project, (name) => this.ctx.secrets.get(name) ?? process.env[name]);
-    this.stamp = stamp;
-    if (JSON.stringify(next) !== JSON.stringify(this.definitions)) {
-      this.definitions = next;
-      this.ctx.log.info(`streams reloaded from project.yml: ${next.map((d) => d.name).join(', ') || 'none'}`);
-      for (const l of this.changeListeners) l(next);
-    }
-    return this.definitions;
+  define(name: string, stream: StreamInput): void {
+    this.ctx.config.edit(STREAMS_CONFIG, (streams) => streams.set([name], writtenStream(stream)));
   }
 
-  /**
-   * Reloads when project.yml changed on disk since the last read (another process such as
-   * `dp connect`, or an editor). An invalid section keeps the streams in force, with a warning.
-   */
-  refresh(): void {
-    if (projectFileStamp(this.ctx.project) === this.stamp) return;
-    try {
-      this.reload();
-    } catch (e) {
-      this.stamp = projectFileStamp(this.ctx.project);
-      this.ctx.log.warn(`project.yml changed but its streams were not reloaded: ${errorMessage(e)}`);
-    }
+  remove(name: string): boolean {
+    if (!this.definitions.some((d) => d.name === name)) return false;
+    this.ctx.config.edit(STREAMS_CONFIG, (streams) => streams.delete([name]));
+    return true;
   }
 
   list(): StreamDefinition[] {
-    this.refresh();
     return this.definitions;
   }
 
@@ -117,7 +110,6 @@ export class StreamRunner implements StreamsService {
   }
 
   get(name: string): StreamDefinition {
-    this.refresh();
     const def = this.definitions.find((d) => d.name === name);
     if (!def) {
       throw notFound('stream_not_found', `No stream '${name}' in project.yml${this.definitions.length ? ` (streams: ${this.definitions.map((d) => d.name).join(', ')})` : ''}`, { stream: name });

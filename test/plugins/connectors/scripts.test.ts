@@ -9,10 +9,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { ProjectFile } from '../../../plugins/connectors/project-file.js';
 import { scheduleJob } from '../../../plugins/connectors/scripts.js';
 import type { SyncEngine } from '../../../plugins/connectors/sync.js';
-import type { ProjectInfo } from '../../../sdk/index.js';
+import type { ConnectorConfig } from '../../../plugins/connectors/config.js';
 import { makeProject, startServer, type TestServer } from '../../helpers.js';
 import { startPostgres, type RunningDatabase } from '../../support/databases.js';
 
@@ -79,12 +78,9 @@ describe('generated connector scripts through the streams plugin', () => {
     assert.ok(JSON.stringify(r.body).includes('connectors:schedules'), r.text);
   });
 
-  it('the schedule job starts each due connector once, reading project.yml each time', async () => {
-    const project = makeProject({
-      'project.yml':
-        'name: sched\nconnectors:\n  every_minute: { type: postgres, schedule: "* * * * *", tables: [a] }\n  yearly: { type: postgres, schedule: "0 0 1 1 *", tables: [a] }\n  manual: { type: postgres, tables: [a] }\n',
-    });
-    const info = { root: project, resolve: (p: string) => path.join(project, p) } as unknown as ProjectInfo;
+  it('the schedule job starts each due connector once, reading the connectors each time', async () => {
+    const connector = (name: string, schedule: string | null): ConnectorConfig => ({ name, type: 'postgres', connection: name, target_schema: 'landing', schedule, tables: [] });
+    const connectors = [connector('every_minute', '* * * * *'), connector('yearly', '0 0 1 1 *'), connector('manual', null)];
     const started: string[] = [];
     let finish: () => void = () => undefined;
     const engine = {
@@ -93,7 +89,7 @@ describe('generated connector scripts through the streams plugin', () => {
         return new Promise((resolve) => (finish = () => resolve([])));
       },
     } as unknown as SyncEngine;
-    const job = scheduleJob(new ProjectFile(info, () => undefined), engine, { info() {}, warn() {}, error() {}, debug() {} });
+    const job = scheduleJob(() => connectors, engine, { info() {}, warn() {}, error() {}, debug() {} });
     assert.equal(job.cron, '* * * * *');
     await job.run(new AbortController().signal);
     assert.deepEqual(started, ['every_minute:schedule']);
@@ -102,7 +98,7 @@ describe('generated connector scripts through the streams plugin', () => {
     finish();
     await new Promise((r) => setImmediate(r));
     assert.equal(job.running.size, 0);
-    fs.appendFileSync(path.join(project, 'project.yml'), '  added_later: { type: postgres, schedule: "* * * * *", tables: [a] }\n');
+    connectors.push(connector('added_later', '* * * * *'));
     await job.run(new AbortController().signal);
     assert.deepEqual(started, ['every_minute:schedule', 'every_minute:schedule', 'added_later:schedule']);
   });
