@@ -4,11 +4,16 @@
  * Nothing runs; each problem names its line of project.yml.
  */
 import fs from 'node:fs';
-import { errorMessage, readYaml, type PluginContext, type ProjectProblem } from '../../sdk/index.js';
+import { errorMessage, readYaml, type PluginContext, type ProjectProblem, type StreamDefinition } from '../../sdk/index.js';
 import { cronProblem } from './scheduler.js';
-import type { StreamRunner } from './streams.js';
 
-export async function streamProblems(ctx: PluginContext, streams: StreamRunner): Promise<ProjectProblem[]> {
+/** What validation reads of the stream runner (streams.ts, which calls this with itself). */
+export interface ValidatedStreams {
+  list(): StreamDefinition[];
+  targetProblems(def: StreamDefinition): Promise<Array<{ step: number; message: string }>>;
+}
+
+export async function streamProblems(ctx: PluginContext, streams: ValidatedStreams): Promise<ProjectProblem[]> {
   {
     {
       const file = 'project.yml';
