@@ -1,8 +1,7 @@
-import type { DatabasePort, SerializedSql, SqlNode } from '../sdk/db.js';
+import type { DatabasePort, DbConnection, SerializedSql, SqlNode } from '../sdk/db.js';
 import type { MacroBody } from '../sdk/hooks.js';
 import { badRequest, forbidden, notFound } from '../sdk/errors.js';
 import { walkSqlTree } from '../sdk/sql.js';
-import type { Connection } from './database.js';
 import { locationAt } from './sql-location.js';
 import { assertSqlNesting } from './sql-nesting.js';
 
@@ -171,6 +170,15 @@ function quotedName(ref: TableRef): string {
 }
 
 /**
+ * The catalog lookups of the kernel's connection (kernel/database.ts), named here so that the
+ * read-only checks, which the database itself runs, need not import it.
+ */
+type CatalogConnection = DbConnection & {
+  tableExists(quotedName: string): Promise<boolean>;
+  preparedValue(sql: string, value: string): Promise<unknown>;
+};
+
+/**
  * The references among refs that DuckDB would not find in its catalog. DuckDB binds a name it
  * cannot find as a replacement scan: `FROM '.en[.csv?v]'` or `FROM main."data.csv"` read files,
  * with globs. So what decides is the catalog, asked through DuckDB's own lookup
@@ -187,7 +195,7 @@ export async function unresolvedTableRefs(db: DatabasePort, refs: TableRef[]): P
     const name = quotedName(ref);
     let found = seen.get(name);
     if (found === undefined) {
-      found = await db.withConnection((c) => (c as Connection).tableExists(name));
+      found = await db.withConnection((c) => (c as CatalogConnection).tableExists(name));
       seen.set(name, found);
     }
     if (!found) missing.push(ref);
@@ -214,7 +222,7 @@ const CATALOG_LISTING = `SELECT to_json({
 async function unresolvedInListing(db: DatabasePort, refs: TableRef[]): Promise<TableRef[]> {
   // NUL cannot occur in an identifier DuckDB parsed, so it separates the names.
   const names = [...new Set(refs.map((r) => r.table.toLowerCase()))].join('\0');
-  const text = await db.withConnection((c) => (c as Connection).preparedValue(CATALOG_LISTING, names));
+  const text = await db.withConnection((c) => (c as CatalogConnection).preparedValue(CATALOG_LISTING, names));
   const row = JSON.parse(String(text)) as { db: string; sch: string; search_path: string; found: string[][] };
   const found = new Set(row.found.map(([d, s, t]) => `${d}\0${s}\0${t}`));
   const has = (d: string, s: string, t: string) => found.has(`${d.toLowerCase()}\0${s.toLowerCase()}\0${t.toLowerCase()}`);

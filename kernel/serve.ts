@@ -3,22 +3,7 @@ import type { Socket } from 'node:net';
 import { App } from './app.js';
 import { closeGracefully, createServer } from './http.js';
 import { setServerPid } from './remote-server.js';
-import { ENGINE_PROCESS_ENV, superviseEngine, type EngineMessage, type SupervisorMessage } from './supervisor.js';
-
-export interface ServeOptions {
-  projectRoot: string;
-  env: string | null;
-  port: number;
-  host: string;
-  auth: boolean;
-  /** Seconds in-flight requests get to finish on SIGTERM/SIGINT before they are cut (default 10). */
-  shutdownGraceSeconds?: number;
-  /** Run cron schedules and other wall-clock work (default true; `dp serve --no-scheduler` turns it off). */
-  scheduler?: boolean;
-}
-
-/** Beyond the grace, what the plugins' stop phases may take before the process exits regardless. */
-export const STOP_BUDGET_MS = 15_000;
+import { ENGINE_PROCESS_ENV, STOP_BUDGET_MS, superviseEngine, type EngineMessage, type ServeOptions, type SupervisorMessage } from './supervisor.js';
 
 /**
  * `dp serve`: the process the operator starts is a small supervisor (kernel/supervisor.ts) that

@@ -21,13 +21,29 @@ import { fileURLToPath } from 'node:url';
 import { DpError } from '../sdk/errors.js';
 import { createLogSink } from './log.js';
 import { removeServerFile, writeServerFile } from './remote-server.js';
-import { STOP_BUDGET_MS, type ServeOptions } from './serve.js';
+
+/** `dp serve`'s options (kernel/serve.ts), which the supervisor passes on to the engine process. */
+export interface ServeOptions {
+  projectRoot: string;
+  env: string | null;
+  port: number;
+  host: string;
+  auth: boolean;
+  /** Seconds in-flight requests get to finish on SIGTERM/SIGINT before they are cut (default 10). */
+  shutdownGraceSeconds?: number;
+  /** Run cron schedules and other wall-clock work (default true; `dp serve --no-scheduler` turns it off). */
+  scheduler?: boolean;
+}
+
+/** Beyond the grace, what the plugins' stop phases may take before the process exits regardless. */
+export const STOP_BUDGET_MS = 15_000;
 
 /** Set in the environment of the child process that runs the app. */
 export const ENGINE_PROCESS_ENV = 'DP_SERVE_ENGINE_PROCESS';
 
 /** From the engine process: booted, the database open, ready for connections. */
 export type EngineMessage = { dp: 'booted' };
+
 /** To the engine process: a connection (the socket rides along), where it serves, stop. */
 export type SupervisorMessage = { dp: 'connection' } | { dp: 'serve'; port: number; token: string; restarts: number } | { dp: 'stop'; signal: string };
 

@@ -3,8 +3,10 @@ import type { Caller, Permission, RoutePermission } from './auth.js';
 import type { ConfigRef, PluginConfig, ProjectInfo } from './config.js';
 import type { DatabasePort, DbConnection, MigrationSet } from './db.js';
 import type { FireableHook, HookKind, HookTarget, QueryContext, QueryPurpose, QueryResult, TapFn } from './hooks.js';
-import type { RouteKind, SseRouteDefinition, StaticRouteDefinition, WebSocketRouteDefinition } from './routes.js';
-import type { EnabledPlugin, ManifestUi } from './ui.js';
+import type { QueryStopSignal, RouteKind, RouteRequest, SseRouteDefinition, StaticRouteDefinition, WebSocketRouteDefinition } from './routes.js';
+import type { ManifestUi } from './ui.js';
+
+export type { QueryStopSignal, RouteRequest } from './routes.js';
 
 // ---------------------------------------------------------------- manifest
 
@@ -106,20 +108,17 @@ export interface PluginManifest {
   };
 }
 
+/** An enabled plugin as other plugins may see it: its manifest and its folder. */
+export interface EnabledPlugin {
+  readonly manifest: PluginManifest;
+  /** Absolute folder of the plugin (where its plugin.json is). */
+  readonly dir: string;
+}
+
 // ---------------------------------------------------------------- routes
 
 export interface JsonSchema {
   [key: string]: unknown;
-}
-
-export interface RouteRequest<B = any, Q = any, P = any> {
-  body: B;
-  query: Q;
-  params: P;
-  caller: Caller;
-  headers: Record<string, string | string[] | undefined>;
-  ip: string;
-  raw: FastifyRequest;
 }
 
 export interface RouteDefinition<B = any, Q = any, P = any> {
@@ -271,17 +270,6 @@ export interface UserQueryRequest {
   table?: { schema: string; table: string };
   /** Aborts the query (the client went away): it is interrupted and never started if still waiting. */
   signal?: QueryStopSignal;
-}
-
-/**
- * What stops a query before its deadline: an AbortSignal, or `clientGone(reply)` (sdk/routes.ts),
- * which the query routes use because an AbortSignal per request costs about 20 µs of the main
- * thread's CPU (measured on POST /api/query), a tenth of what the whole request costs it.
- */
-export interface QueryStopSignal {
-  readonly aborted: boolean;
-  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
-  removeEventListener(type: 'abort', listener: () => void): void;
 }
 
 /**

@@ -3,7 +3,6 @@
  * plugin serves the shell at `/` and shows the pages of enabled plugins the caller may see.
  */
 import type { Permission } from './auth.js';
-import type { PluginManifest } from './plugin.js';
 
 export interface ManifestUiPage {
   /** Client-side route of the page; it also owns the routes below it (`/models/...`). */
@@ -25,11 +24,4 @@ export interface ManifestUiPage {
 
 export interface ManifestUi {
   pages?: ManifestUiPage[];
-}
-
-/** An enabled plugin as other plugins may see it: its manifest and its folder. */
-export interface EnabledPlugin {
-  readonly manifest: PluginManifest;
-  /** Absolute folder of the plugin (where its plugin.json is). */
-  readonly dir: string;
 }

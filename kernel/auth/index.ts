@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Caller } from '../../sdk/auth.js';
 import { badRequest, DpError } from '../../sdk/errors.js';
 import type { RouteDefinition, WebhookGuard } from '../../sdk/plugin.js';
-import type { App } from '../app.js';
+import type { AuthHost } from './host.js';
 import { LoginRateLimiter } from './rate-limit.js';
 import { authRoutes, TOKEN_COOKIE } from './routes.js';
 import fs from 'node:fs';
@@ -99,7 +99,7 @@ export function openUserStore(projectRoot: string, legacy: () => DatabasePort | 
   return { users: new UserStore(db, tokenLifetimeMs), db };
 }
 
-export function createAuth(app: App): AuthProvider {
+export function createAuth(app: AuthHost): AuthProvider {
   const tokenLifetimeMs = () => tokenTtlDays(app.project.config.raw) * DAY_MS;
   tokenLifetimeMs();
   const store = openUserStore(app.project.root, () => app.db, tokenLifetimeMs);

@@ -1,7 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import { DpError, notFound } from '../../sdk/errors.js';
 import type { RouteDefinition } from '../../sdk/plugin.js';
-import type { App } from '../app.js';
+import type { AuthHost } from './host.js';
 import { LoginRateLimiter } from './rate-limit.js';
 import { PASSWORD_MAX, PASSWORD_MIN, USERNAME_MAX, validateRole, type UserRecord, type UserStore } from './users.js';
 
@@ -29,7 +29,7 @@ const SECRET_ROW = { type: 'object', properties: { key: { type: 'string' }, mask
 const SECRET_KEY_SCHEMA = { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 200 };
 
 export interface AuthRouteDeps {
-  app: App;
+  app: AuthHost;
   users: UserStore;
   limiter: LoginRateLimiter;
   tokenLifetimeMs: () => number;

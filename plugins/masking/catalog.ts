@@ -5,7 +5,7 @@
  */
 import { Ajv, type ValidateFunction } from 'ajv';
 import { ajvFieldError, badRequest, DpError, hasPermission, type Caller, type MaskingColumnInfo, type MaskingMethod } from '../../sdk/index.js';
-import type { MaskingPolicy } from './policies.js';
+import type { MaskingPolicy } from './api-types.js';
 import { MaskKeys } from './keys.js';
 import { builtinMethods } from './methods.js';
 

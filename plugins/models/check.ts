@@ -11,8 +11,9 @@ import {
   type ContractRunResult,
   type PluginContext,
 } from '../../sdk/index.js';
-import { keyOf } from './dag.js';
-import type { ModelsEngine } from './service.js';
+import { keyOf, type ModelGraph } from './dag.js';
+import type { Discovery } from './discovery.js';
+import type { ModelExtensions } from './extensions.js';
 import { readCatalog } from './state.js';
 import { runUnitTests, type UnitTestReport } from './unit-tests.js';
 
@@ -43,7 +44,14 @@ export interface CheckReport {
   contracts: (ContractRunResult & { evaluated: true; errors_failed: number; warnings_failed: number }) | { evaluated: false; note: string };
 }
 
-export async function runCheck(ctx: PluginContext, engine: ModelsEngine): Promise<CheckReport> {
+/** What the check reads of the models engine (service.ts, which runs the check and passes itself). */
+export interface CheckedModels {
+  graph(): Promise<ModelGraph>;
+  readonly discovery: Pick<Discovery, 'modelFiles'>;
+  readonly extensions: Pick<ModelExtensions, 'checker'>;
+}
+
+export async function runCheck(ctx: PluginContext, engine: CheckedModels): Promise<CheckReport> {
   const structural: CheckReport['validation']['errors'] = [];
   const models: ModelValidation[] = [];
   const catalog = await readCatalog(ctx);

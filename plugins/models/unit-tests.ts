@@ -44,7 +44,6 @@ import {
 } from '../../sdk/index.js';
 import { findModel, keyOf, type GraphModel, type ModelGraph } from './dag.js';
 import type { ModelFile } from './discovery.js';
-import type { ModelsEngine } from './service.js';
 import { forEachTableReference } from './sqltree.js';
 
 export const UNIT_TESTS_DIR = 'tests/unit';
@@ -398,7 +397,7 @@ export interface UnitTestReport {
 }
 
 /** Runs the tests (all, or those of one model, or by name). */
-export async function runUnitTests(ctx: PluginContext, engine: ModelsEngine, filter: { model?: string | null; names?: string[] | null } = {}): Promise<UnitTestReport> {
+export async function runUnitTests(ctx: PluginContext, engine: { graph(): Promise<ModelGraph> }, filter: { model?: string | null; names?: string[] | null } = {}): Promise<UnitTestReport> {
   const { tests, errors } = discoverUnitTests(ctx);
   const graph = await engine.graph();
   let selected = tests;

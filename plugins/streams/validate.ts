@@ -3,11 +3,16 @@
  * 5-field cron expression and every step target names a script, seed or model that exists.
  * Nothing runs; each problem names its line of project.yml (the live config's lineOf).
  */
-import { errorMessage, type PluginContext, type ProjectProblem } from '../../sdk/index.js';
+import { errorMessage, type PluginContext, type ProjectProblem, type StreamDefinition } from '../../sdk/index.js';
 import { cronProblem } from './scheduler.js';
-import type { StreamRunner } from './streams.js';
 
-export async function streamProblems(ctx: PluginContext, streams: StreamRunner): Promise<ProjectProblem[]> {
+/** What validation reads of the stream runner (streams.ts, which calls this with itself). */
+export interface ValidatedStreams {
+  list(): StreamDefinition[];
+  targetProblems(def: StreamDefinition): Promise<Array<{ step: number; message: string }>>;
+}
+
+export async function streamProblems(ctx: PluginContext, streams: ValidatedStreams): Promise<ProjectProblem[]> {
   const file = 'project.yml';
   const problems: ProjectProblem[] = [];
   const at = (parts: Array<string | number>, message: string) => {
