@@ -16,7 +16,7 @@ import { checkHookDeclarations, createHooks, HookRegistry } from './hooks.js';
 import { DEFAULT_PHASE_TIMEOUTS_MS, PluginLifecycle, type PhaseTimeouts } from './lifecycle.js';
 import { KernelLogger } from './log.js';
 import { runMigrations } from './migrations.js';
-import { checkTopLevelKeys, configurationOwners, pluginConfiguration } from './plugin-config.js';
+import { checkTopLevelKeys, configurationOwners, configValue, pluginConfiguration } from './plugin-config.js';
 import { activationSet, checkExtensionDeclarations, declaredDependencies, discoverPlugins, type DiscoveredPlugin } from './plugins.js';
 import { GuardedQueryRunner } from './query-runner.js';
 import { EnvSecretsStore } from './secrets.js';
@@ -384,7 +384,7 @@ export class App {
   /** A plugin's validated part of project.yml, by key (tests and kernel tools; plugins use ctx.config()). */
   configOf(key: string): unknown {
     if (!this.pluginConfig.has(key)) throw new DpError(500, 'unknown_configuration', `No enabled plugin owns project.yml key '${key}'`, { key });
-    return this.pluginConfig.get(key);
+    return configValue(this.pluginConfig.get(key));
   }
 
   /** Validates every enabled plugin's part of a (re)loaded project before it replaces the current one. */

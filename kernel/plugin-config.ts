@@ -5,7 +5,8 @@
  * plugin's keys against its schemas with the same line-numbered errors as the kernel's keys,
  * fills in the schemas' defaults, and ignores the keys of disabled plugins.
  */
-import { Ajv, type ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
+import type { Ajv, ValidateFunction } from 'ajv';
 import type { ConfigRef } from '../sdk/config.js';
 import { badRequest, DpError } from '../sdk/errors.js';
 import type { PluginManifest } from '../sdk/plugin.js';
@@ -53,7 +54,8 @@ function validatorOf(ref: ConfigRef): ValidateFunction {
   if (!v) {
     // The schemas are the plugins' own code (TypeBox), not input: checking them against the
     // JSON Schema meta-schema on every command's start cost more than validating project.yml.
-    ajv ??= new Ajv({ useDefaults: true, allErrors: false, strict: false, validateSchema: false, code: { optimize: false } });
+    // Loaded on the first schema a process compiles: a command whose plugins' keys are all absent never loads ajv.
+    ajv ??= new (createRequire(import.meta.url)('ajv') as typeof import('ajv')).Ajv({ useDefaults: true, allErrors: false, strict: false, validateSchema: false, code: { optimize: false } });
     v = ajv.compile(ref.schema as object);
     compiled.set(ref.schema, v);
   }
@@ -70,7 +72,32 @@ function absentValue(ref: ConfigRef): unknown {
 }
 
 /**
- * Validates one plugin's keys (after ${VAR} expansion) and returns them with defaults, by key.
+ * The value of a key project.yml does not hold: its schema's defaults, computed (and the schema
+ * compiled) on the first read, so a command never pays for the schemas of keys the file leaves
+ * out and the plugin does not read. Defaults are the plugin's code, not input: they cannot fail.
+ */
+class AbsentKey {
+  private value: { v: unknown } | null = null;
+  constructor(private readonly ref: ConfigRef) {}
+  resolve(): unknown {
+    if (!this.value) {
+      const v = absentValue(this.ref);
+      const validate = validatorOf(this.ref);
+      if (!validate(v)) throw new DpError(500, 'invalid_plugin_manifest', `The defaults of project.yml key '${this.ref.key}' fail its own schema: ${validate.errors![0]!.message}`, { key: this.ref.key });
+      this.value = { v };
+    }
+    return this.value.v;
+  }
+}
+
+/** A plugin's key's value as pluginConfiguration stored it (an absent key's defaults on first read). */
+export function configValue(stored: unknown): unknown {
+  return stored instanceof AbsentKey ? stored.resolve() : stored;
+}
+
+/**
+ * Validates one plugin's keys (after ${VAR} expansion) and returns them with defaults, by key
+ * (read each through configValue).
  * The manifest's keys and the code's refs must match both ways.
  */
 export function pluginConfiguration(manifest: PluginManifest, refs: ReadonlyArray<ConfigRef>, project: LoadedProject): Map<string, unknown> {
@@ -91,7 +118,11 @@ export function pluginConfiguration(manifest: PluginManifest, refs: ReadonlyArra
       });
     }
     const raw = project.config.raw[ref.key];
-    const value = raw === undefined || raw === null ? absentValue(ref) : structuredClone(raw);
+    if (raw === undefined || raw === null) {
+      out.set(ref.key, new AbsentKey(ref));
+      continue;
+    }
+    const value = structuredClone(raw);
     const validate = validatorOf(ref);
     if (!validate(value)) throw schemaError(validate.errors![0], [ref.key], project.lineOf);
     out.set(ref.key, value);

@@ -19,6 +19,7 @@ import type { EventBus, PluginManifest } from '../../sdk/plugin.js';
 import { ENV_FILE, loadProject, PROJECT_FILE, readEnvFile, type LoadedProject } from '../config.js';
 import type { KernelLogger } from '../log.js';
 import { writeFileAtomic } from '../paths.js';
+import { configValue } from '../plugin-config.js';
 
 /**
  * The kernel's keys a running server applies only at its next start, and why. Every other
@@ -219,7 +220,7 @@ export class LiveConfig {
           plugin: manifest.name,
         });
       }
-      return current().values.get(ref.key);
+      return configValue(current().values.get(ref.key));
     };
     const service = {
       subscribe: (target: ConfigRef | string, listener: Listener) => this.subscribe(typeof target === 'string' ? target : target.key, listener),

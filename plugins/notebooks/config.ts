@@ -18,4 +18,5 @@ export const NOTEBOOKS_CONFIG = defineConfig(
     },
     { additionalProperties: false, default: {} },
   ),
+  { restartRequired: 'notebook sessions take their idle time and limits when the plugin sets up' },
 );

@@ -16,4 +16,5 @@ export const VERSIONING_CONFIG = defineConfig(
     },
     { default: {}, additionalProperties: false },
   ),
+  { restartRequired: 'the version store takes its compression when the plugin sets up (after_pipeline applies at once)' },
 );

@@ -13,4 +13,5 @@ export const COLLABORATION_CONFIG = defineConfig(
     },
     { additionalProperties: false, default: {} },
   ),
+  { restartRequired: 'the collaboration hub takes its idle release time when the server starts' },
 );
