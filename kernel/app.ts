@@ -1,6 +1,6 @@
 import { pathToFileURL } from 'node:url';
 import type { ConfigRef, ProjectConfig, ProjectInfo } from '../sdk/config.js';
-import { CATALOG_CHANGED, type BulkLoadResult, type BulkTarget, type BulkWriter, type DatabasePort, type DbConnection, type MigrationSet, type Row, type SerializedSql, type SqlParams } from '../sdk/db.js';
+import { CATALOG_CHANGED, type BulkLoadResult, type BulkTarget, type BulkWriter, type DatabasePort, type DbConnection, type MigrationSet, type Row, type ScratchOptions, type SerializedSql, type SqlParams } from '../sdk/db.js';
 import type { DbCatalog } from '../sdk/db-catalog.js';
 import { DpError } from '../sdk/errors.js';
 import { HOOK_NAMES, KERNEL_HOOKS, type KernelHooks } from '../sdk/hooks.js';
@@ -83,7 +83,7 @@ class DatabaseHandle implements DatabasePort {
   connect() {
     return this.current().connect();
   }
-  scratch(options?: { readableDirectories?: string[] }) {
+  scratch(options?: ScratchOptions) {
     return this.current().scratch(options);
   }
   all<T = Row>(sql: string, params?: SqlParams) {

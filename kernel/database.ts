@@ -19,6 +19,7 @@ import {
   type DbConnection,
   type ParsedSql,
   type Row,
+  type ScratchOptions,
   type SerializedSql,
   type SqlParams,
   type TabularResult,
@@ -690,15 +691,18 @@ export class DuckDatabase implements DatabasePort {
   }
 
   /** See DatabasePort.scratch: its own in-memory instance, no file access, closed with the connection. */
-  async scratch(options: { readableDirectories?: string[] } = {}): Promise<DbConnection & { close(): void }> {
+  async scratch(options: ScratchOptions = {}): Promise<DbConnection & { close(): void }> {
     if (this.refusal) throw this.refusal;
-    const inst = await DuckDBInstance.create(':memory:');
+    const inst = await DuckDBInstance.create(':memory:', {
+      ...(options.threads !== undefined ? { threads: String(options.threads) } : {}),
+      ...(options.spillDirectory !== undefined ? { temp_directory: options.spillDirectory } : {}),
+    });
     try {
       const setup = await inst.connect();
       try {
         const dirs = (options.readableDirectories ?? []).map((d) => quoteLiteral(d.endsWith(path.sep) ? d : d + path.sep));
         await setup.run(`SET allowed_directories = [${dirs.join(', ')}]`);
-        await setup.run(`SET memory_limit = ${quoteLiteral(this.sandbox?.memoryLimit ?? defaultMemoryLimit())}`);
+        await setup.run(`SET memory_limit = ${quoteLiteral(options.memoryLimit ?? this.sandbox?.memoryLimit ?? defaultMemoryLimit())}`);
         await setup.run('SET autoinstall_known_extensions = false');
         await setup.run('SET autoload_known_extensions = false');
         await setup.run('SET enable_external_access = false');

@@ -134,6 +134,21 @@ export interface MigrationSet {
   steps: MigrationStep[];
 }
 
+/** How a scratch database (`DatabasePort.scratch`) is set up; it never reaches the project's file. */
+export interface ScratchOptions {
+  /** Absolute folders its file readers may read (the caller made them for it). */
+  readableDirectories?: string[];
+  /** Worker threads (default: DuckDB's, one per core). */
+  threads?: number;
+  /** Its memory limit, e.g. `256MB` (default: the project's `database.memory_limit`). */
+  memoryLimit?: string;
+  /**
+   * An absolute folder where a sort or join past the memory limit spills (default: DuckDB's
+   * `.tmp` under the working directory, which is the project for dp serve).
+   */
+  spillDirectory?: string;
+}
+
 export interface DatabasePort {
   /** Absolute file path, or ':memory:'. */
   readonly path: string;
@@ -145,9 +160,9 @@ export interface DatabasePort {
    * A connection to a new, empty in-memory DuckDB that shares nothing with the project's
    * database and can read no file except under `readableDirectories` (absolute folders the
    * caller made for it). Closing it discards everything: for work that must never touch the
-   * warehouse, such as model unit tests on mock rows.
+   * warehouse, such as model unit tests on mock rows, or a connector's private reads and sorts.
    */
-  scratch(options?: { readableDirectories?: string[] }): Promise<DbConnection & { close(): void }>;
+  scratch(options?: ScratchOptions): Promise<DbConnection & { close(): void }>;
   /**
    * Runs fn under the kernel's write lock: transform, seed, ingest, sync and restore run one at
    * a time (first come, first served); reads go on meanwhile. Re-entrant within fn.

@@ -7,8 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { quoteIdent, quoteLiteral, type ConnectorBatch, type ConnectorColumn } from '../../sdk/index.js';
+import { quoteIdent, quoteLiteral, type ConnectorBatch, type ConnectorColumn, type ConnectorRuntime, type DbConnection } from '../../sdk/index.js';
 import { invalidResponse } from './net.js';
 import { isAfter } from './values.js';
 
@@ -67,20 +66,25 @@ export interface FileReadOptions {
   cursor?: { column: string; after: unknown };
   /** Names the source in errors. */
   where: string;
+  /** The connectors runtime: its database port lends the private DuckDB. */
+  runtime?: ConnectorRuntime;
 }
 
-async function openMemoryDb(): Promise<{ conn: DuckDBConnection; close(): void }> {
-  // A sort for an incremental read may spill: DuckDB's default temp folder for :memory: is
-  // `.tmp` under the working directory, so name one in the system temp folder.
-  const instance = await DuckDBInstance.create(':memory:', { threads: '1', memory_limit: '512MB', temp_directory: path.join(os.tmpdir(), 'dp-cloud-spill') });
-  const conn = await instance.connect();
-  return {
-    conn,
-    close() {
-      conn.closeSync();
-      instance.closeSync();
-    },
-  };
+/** Where a private DuckDB spills a sort past its memory limit: never the working directory (DuckDB's default `.tmp`). */
+export const SPILL_DIRECTORY = path.join(os.tmpdir(), 'dp-cloud-spill');
+
+/**
+ * A private in-memory DuckDB from the kernel (ctx.db.scratch): it shares nothing with the
+ * project's database and reads no file outside `readable`.
+ */
+export async function privateDuckDb(runtime: ConnectorRuntime | undefined, options: { readable?: string[]; memoryLimit: string }): Promise<DbConnection & { close(): void }> {
+  // The connectors plugin always passes its runtime: only a caller that forgot it gets here.
+  if (!runtime) throw new Error('this connector reads files through DuckDB: pass the connectors runtime');
+  return runtime.db.scratch({ readableDirectories: options.readable ?? [], threads: 1, memoryLimit: options.memoryLimit, spillDirectory: SPILL_DIRECTORY });
+}
+
+function openMemoryDb(files: LocalFile[], runtime: ConnectorRuntime | undefined): Promise<DbConnection & { close(): void }> {
+  return privateDuckDb(runtime, { readable: [...new Set(files.map((f) => path.dirname(f.local)))], memoryLimit: '512MB' });
 }
 
 const FILE_COLUMN = '__dp_file';
@@ -97,10 +101,12 @@ function isProvenance(name: string): boolean {
  * The reader's SQL: the data columns plus the file each row came from. Provenance values are
  * filled in from that file name afterwards (a join would lose the files' row order).
  */
-function selectSql(files: LocalFile[], options: Pick<FileReadOptions, 'format' | 'provenance' | 'columns' | 'cursor'>, limit?: number): string {
+function selectSql(files: LocalFile[], options: Pick<FileReadOptions, 'format' | 'provenance' | 'columns' | 'cursor'>, limit?: number, asText: ReadonlySet<string> = new Set()): string {
   const source = readerSql(files.map((f) => f.local), options.format);
   const wanted = options.columns?.filter((c) => !(options.provenance && isProvenance(c)));
-  const projection = options.columns?.length ? wanted!.map((c) => `_r.${quoteIdent(c)}`) : ['_r.* EXCLUDE (filename)'];
+  const column = (c: string) => (asText.has(c) ? `CAST(_r.${quoteIdent(c)} AS VARCHAR) AS ${quoteIdent(c)}` : `_r.${quoteIdent(c)}`);
+  const replace = [...asText].map((c) => `CAST(_r.${quoteIdent(c)} AS VARCHAR) AS ${quoteIdent(c)}`);
+  const projection = options.columns?.length ? wanted!.map(column) : [`_r.* EXCLUDE (filename)${replace.length ? ` REPLACE (${replace.join(', ')})` : ''}`];
   let tail = '';
   const cursor = options.cursor && !(options.provenance && isProvenance(options.cursor.column)) ? options.cursor : undefined;
   if (cursor) {
@@ -140,10 +146,10 @@ function trackedFiles(files: LocalFile[], options: Pick<FileReadOptions, 'proven
 
 /** Columns of the files (DuckDB's inference, mapped to loadable types). */
 export async function describeFiles(files: LocalFile[], options: Omit<FileReadOptions, 'batchRows' | 'signal' | 'columns'>): Promise<ConnectorColumn[]> {
-  const db = await openMemoryDb();
+  const db = await openMemoryDb(files, options.runtime);
   try {
-    const result = await db.conn.run(selectSql(files, options, 0));
-    return outputOf(result.columnNames(), result.columnTypes().map((t) => t.toString()), options).columns;
+    const result = await db.query(selectSql(files, options, 0));
+    return outputOf(result.columns, result.column_types, options).columns;
   } catch (e) {
     throw invalidResponse(options.where, `cannot read the ${options.format} data: ${firstLine(e)}`);
   } finally {
@@ -166,26 +172,32 @@ export async function* readFiles(all: LocalFile[], options: FileReadOptions): As
     return;
   }
   const byLocal = new Map(files.map((f) => [f.local, f]));
-  const db = await openMemoryDb();
-  const onAbort = () => db.conn.interrupt();
+  const db = await openMemoryDb(files, options.runtime);
+  const onAbort = () => db.interrupt();
   options.signal.addEventListener('abort', onAbort, { once: true });
   try {
-    let result;
-    try {
-      result = await db.conn.stream(selectSql(files, options));
-    } catch (e) {
-      throw invalidResponse(options.where, `cannot read the ${options.format} data: ${firstLine(e)}`);
-    }
-    const out = outputOf(result.columnNames(), result.columnTypes().map((t) => t.toString()), options);
+    const read = async (asText?: ReadonlySet<string>) => {
+      try {
+        return await db.stream(selectSql(files, options, undefined, asText));
+      } catch (e) {
+        throw invalidResponse(options.where, `cannot read the ${options.format} data: ${firstLine(e)}`);
+      }
+    };
+    let result = await read();
+    // DECIMAL values come out of a connection's stream as numbers: read them as their exact text instead.
+    const decimals = new Set(result.columns.filter((name, i) => name !== FILE_COLUMN && result.column_types[i]!.startsWith('DECIMAL')));
+    const column_types = result.column_types;
+    if (decimals.size) result = await read(decimals);
+    const out = outputOf(result.columns, column_types, options);
     const shape = (row: unknown[]): unknown[] => {
       const file = byLocal.get(String(row[out.fileIndex]));
       return out.from.map((f) => (f === '_source_file' ? (file?.source ?? null) : f === '_source_modified' ? (file?.modified?.toISOString() ?? null) : row[f]));
     };
     let pending: unknown[][] = [];
     let yielded = false;
-    for await (const rows of result.yieldRowsJson()) {
+    for await (const rows of result.chunks) {
       options.signal.throwIfAborted();
-      for (const row of rows) pending.push(shape(row as unknown[]));
+      for (const row of rows) pending.push(shape(row));
       while (pending.length >= options.batchRows) {
         yield { columns: out.columns, rows: pending.slice(0, options.batchRows) };
         yielded = true;

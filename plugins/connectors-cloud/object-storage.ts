@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import aws4 from 'aws4';
-import { DpError, type ConnectorBatch, type ConnectorReadRequest, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
+import { DpError, type ConnectorBatch, type ConnectorReadRequest, type ConnectorRuntime, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
 import { describeFiles, formatOfName, readFiles, saveStream, tempFolder, type FileFormat, type LocalFile } from './files.js';
 import { expectOk, hostOf, httpRequest, invalidResponse, paramInvalid, probe, readText, requestFailed, shortMessage, TIMEOUT_PARAM, timeoutOf } from './net.js';
 import { generateSyncScript } from './script.js';
@@ -193,13 +193,14 @@ async function* readObjects(config: Record<string, unknown>, request: ConnectorR
       columns: request.columns,
       cursor: request.cursor,
       where: hostOf(c.endpoint ?? 'https://s3.amazonaws.com'),
+      runtime: request.runtime,
     });
   } finally {
     tmp.dispose();
   }
 }
 
-async function discoverObjects(config: Record<string, unknown>, signal: AbortSignal): Promise<DiscoveredTable[]> {
+async function discoverObjects(config: Record<string, unknown>, signal: AbortSignal, runtime?: ConnectorRuntime): Promise<DiscoveredTable[]> {
   const c = checkConfig(config);
   const out: DiscoveredTable[] = [];
   for (const t of (await tablesOf(c, signal)).values()) {
@@ -208,7 +209,7 @@ async function discoverObjects(config: Record<string, unknown>, signal: AbortSig
     const tmp = tempFolder();
     try {
       const files = await download(c, [smallest], tmp.dir, signal);
-      const columns = await describeFiles(files, { format: t.format, provenance: true, where: hostOf(c.endpoint ?? 'https://s3.amazonaws.com') });
+      const columns = await describeFiles(files, { format: t.format, provenance: true, where: hostOf(c.endpoint ?? 'https://s3.amazonaws.com'), runtime });
       out.push({ schema: c.prefix || undefined, name: t.name, columns });
     } finally {
       tmp.dispose();

@@ -5,10 +5,8 @@
  * are spooled into a private in-memory DuckDB (it spills to disk past its memory limit) and
  * streamed back sorted, one batch at a time.
  */
-import os from 'node:os';
-import path from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
-import type { ConnectorBatch, ConnectorColumn } from '../../sdk/index.js';
+import type { ConnectorBatch, ConnectorColumn, ConnectorRuntime } from '../../sdk/index.js';
+import { privateDuckDb } from './files.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?\s*(Z|[+-]\d{2}(:?\d{2})?)?$/i;
 
@@ -32,39 +30,49 @@ function serialize(row: unknown[]): string {
 }
 
 /** The batches' rows sorted by `column` (nulls first, ties in arrival order), in batches of `batchRows`. */
-export async function* orderedByCursor(batches: AsyncIterable<ConnectorBatch>, column: string, batchRows: number, signal: AbortSignal): AsyncGenerator<ConnectorBatch> {
-  const instance = await DuckDBInstance.create(':memory:', { threads: '1', memory_limit: '256MB', temp_directory: path.join(os.tmpdir(), 'dp-cloud-spill') });
-  const conn = await instance.connect();
+export async function* orderedByCursor(
+  batches: AsyncIterable<ConnectorBatch>,
+  column: string,
+  batchRows: number,
+  signal: AbortSignal,
+  runtime: ConnectorRuntime | undefined,
+): AsyncGenerator<ConnectorBatch> {
+  const conn = await privateDuckDb(runtime, { memoryLimit: '256MB' });
   try {
-    await conn.run('CREATE TABLE spool (key_num DOUBLE, key_text VARCHAR, seq BIGINT, row_json VARCHAR)');
-    const appender = await conn.createAppender('spool');
     let columns: ConnectorColumn[] | undefined;
     let index = -1;
-    let seq = 0n;
-    for await (const batch of batches) {
-      signal.throwIfAborted();
-      if (!columns) {
-        columns = batch.columns;
-        index = columns.findIndex((c) => c.name === column);
-      }
-      for (const row of batch.rows) {
-        const key = keyOf(index >= 0 ? row[index] : null);
-        if (key.num === null) appender.appendNull();
-        else appender.appendDouble(key.num);
-        if (key.text === null) appender.appendNull();
-        else appender.appendVarchar(key.text);
-        appender.appendBigInt(seq++);
-        appender.appendVarchar(serialize(row));
-        appender.endRow();
-      }
-    }
-    appender.flushSync();
-    appender.closeSync();
+    let seq = 0;
+    await conn.bulkLoad(
+      {
+        table: 'spool',
+        mode: 'create',
+        columns: [
+          { name: 'key_num', type: 'DOUBLE' },
+          { name: 'key_text', type: 'VARCHAR' },
+          { name: 'seq', type: 'BIGINT' },
+          { name: 'row_json', type: 'VARCHAR' },
+        ],
+      },
+      async (writer) => {
+        for await (const batch of batches) {
+          signal.throwIfAborted();
+          if (!columns) {
+            columns = batch.columns;
+            index = columns.findIndex((c) => c.name === column);
+          }
+          const rows = batch.rows.map((row) => {
+            const key = keyOf(index >= 0 ? row[index] : null);
+            return [key.num, key.text, seq++, serialize(row)];
+          });
+          if (rows.length) await writer.appendRows(rows);
+        }
+      },
+    );
     if (!columns) return;
     const result = await conn.stream('SELECT row_json FROM spool ORDER BY key_num NULLS FIRST, key_text NULLS FIRST, seq');
     let pending: unknown[][] = [];
     let yielded = false;
-    for await (const rows of result.yieldRowsJs()) {
+    for await (const rows of result.chunks) {
       signal.throwIfAborted();
       for (const r of rows) pending.push(JSON.parse(String(r[0])) as unknown[]);
       while (pending.length >= batchRows) {
@@ -75,7 +83,6 @@ export async function* orderedByCursor(batches: AsyncIterable<ConnectorBatch>, c
     }
     if (pending.length || !yielded) yield { columns, rows: pending };
   } finally {
-    conn.closeSync();
-    instance.closeSync();
+    conn.close();
   }
 }

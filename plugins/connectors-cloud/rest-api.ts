@@ -289,7 +289,7 @@ export async function* readRest(config: Record<string, unknown>, request: Connec
   const c = checkConfig(config);
   const r = resourceOf(c, request.table);
   if (!request.cursor) return yield* readPages(c, r, request);
-  yield* orderedByCursor(readPages(c, r, request), request.cursor.column, batchRowsOf(request.batchRows), request.signal);
+  yield* orderedByCursor(readPages(c, r, request), request.cursor.column, batchRowsOf(request.batchRows), request.signal, request.runtime);
 }
 
 export async function discoverRest(config: Record<string, unknown>, signal: AbortSignal): Promise<DiscoveredTable[]> {

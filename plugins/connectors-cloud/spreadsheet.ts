@@ -156,7 +156,7 @@ async function* readSpreadsheet(config: Record<string, unknown>, request: Connec
     const tmp = tempFolder();
     try {
       const file = await downloadCsv(c, tmp.dir, request.signal);
-      yield* readFiles([{ local: file }], { format: 'csv', batchRows, signal: request.signal, columns: request.columns, where: hostOf(c.url) });
+      yield* readFiles([{ local: file }], { format: 'csv', batchRows, signal: request.signal, columns: request.columns, where: hostOf(c.url), runtime: request.runtime });
     } finally {
       tmp.dispose();
     }
@@ -199,7 +199,7 @@ async function discoverSpreadsheet(config: Record<string, unknown>, signal: Abor
     const tmp = tempFolder();
     try {
       const file = await downloadCsv(c, tmp.dir, signal);
-      return [{ name: c.table_name ?? 'sheet', columns: await describeFiles([{ local: file }], { format: 'csv', where: hostOf(c.url) }) }];
+      return [{ name: c.table_name ?? 'sheet', columns: await describeFiles([{ local: file }], { format: 'csv', where: hostOf(c.url), runtime }) }];
     } finally {
       tmp.dispose();
     }
