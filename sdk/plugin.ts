@@ -5,6 +5,7 @@ import type { DatabasePort, DbConnection, MigrationSet } from './db.js';
 import type { FireableHook, HookKind, HookTarget, QueryContext, QueryPurpose, QueryResult, TapFn } from './hooks.js';
 import type { RouteKind, SseRouteDefinition, StaticRouteDefinition, WebSocketRouteDefinition } from './routes.js';
 import type { EnabledPlugin, ManifestUi } from './ui.js';
+import type { SchedulerService } from './scheduler.js';
 
 // ---------------------------------------------------------------- manifest
 
@@ -325,6 +326,11 @@ export interface PluginContext {
    * unless the test asks (a test about time moves a clock it owns).
    */
   readonly scheduling: boolean;
+  /**
+   * The kernel's scheduler (sdk/scheduler.ts): cron tasks that run once every plugin has started,
+   * never overlapping, aborted at their timeout and before shutdown; they run only when `scheduling`.
+   */
+  readonly scheduler: SchedulerService;
   /**
    * For a CLI command that relays to a running `dp serve` of this project (manifest
    * `runsBesideServer`, e.g. `dp mcp` relaying stdio to `/mcp`): the server's address and the

@@ -1,5 +1,5 @@
 /**
- * The contract of the streams plugin's script runner and scheduler, shared with the plugins that
+ * The contract of the streams plugin's script runner and streams, shared with the plugins that
  * build on them (connectors, notebooks, versioning). Types and refs only: the streams plugin
  * implements them.
  */
@@ -94,21 +94,6 @@ export const NOTEBOOK_CELL_RUNNER = createExtensionPoint<NotebookCellRunner>('st
 
 /** Offered by the streams plugin (extension point names start with their owner's name). */
 export const SCRIPT_CONTEXT = createExtensionPoint<ScriptContextContribution>('streams.scriptContext');
-
-/**
- * A scheduled job other plugins register with the streams plugin's scheduler (the connectors
- * plugin registers each connector's `schedule`). A job still running at its next tick is skipped.
- */
-export interface ScheduledJob {
-  /** Unique, e.g. `connector:orders_db`. */
-  name: string;
-  /** 5-field cron expression. */
-  cron: string;
-  run(signal: AbortSignal): Promise<unknown>;
-}
-
-/** Offered by the streams plugin; list `streams` under `requires` or `optional` to extend it. */
-export const SCHEDULER_JOBS = createExtensionPoint<ScheduledJob>('streams.schedulerJobs');
 
 // ---------------------------------------------------------------- streams
 

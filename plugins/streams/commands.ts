@@ -1,10 +1,9 @@
 /** CLI commands of the streams plugin: `dp run <path>`, `dp jobs run <name>`, `dp jobs list` (declared in plugin.json). */
 import { errorTextsFor, LOCAL_ADMIN, withEnvReferences, type PluginContext } from '../../sdk/index.js';
-import type { Scheduler } from './scheduler.js';
 import type { ScriptRunner } from './scripts.js';
 import type { StreamRunner } from './streams.js';
 
-export function registerCommands(ctx: PluginContext, parts: { scripts: ScriptRunner; streams: StreamRunner; scheduler: Scheduler }): void {
+export function registerCommands(ctx: PluginContext, parts: { scripts: ScriptRunner; streams: StreamRunner }): void {
   const { scripts, streams } = parts;
   // Relayed through POST /api/cli/run, a command answers its caller as the routes do: error
   // texts through the sdk's one redaction, webhook URLs with their secrets as ${VAR} references.

@@ -1,20 +1,18 @@
 /**
  * The streams plugin: the script runner (the `scripts` service other plugins run scripts
- * through), streams (pipelines of ingest, seed, transform and export steps), the scheduler
- * `dp serve` starts, run history and the live pipeline events. It offers SCRIPT_CONTEXT (fields
- * other plugins add to a script's ctx) and SCHEDULER_JOBS (cron jobs other plugins register).
+ * through), streams (pipelines of ingest, seed, transform and export steps) with their schedules
+ * on the kernel's scheduler, run history and the live pipeline events. It offers SCRIPT_CONTEXT
+ * (fields other plugins add to a script's ctx).
  */
 import {
   definePlugin,
   MODELS_SERVICE,
   NOTEBOOK_CELL_RUNNER,
   PROJECT_VALIDATORS,
-  SCHEDULER_JOBS,
   SCRIPT_CONTEXT,
   SCRIPTS_SERVICE,
   STREAMS_SERVICE,
   type NotebookCellRunner,
-  type ScheduledJob,
   type ScriptContextContribution,
 } from '../../sdk/index.js';
 import { registerCommands } from './commands.js';
@@ -22,7 +20,7 @@ import { STREAMS_CONFIG, streamDefinitions } from './config.js';
 import { PipelineEvents } from './events.js';
 import { markInterruptedHistory, MIGRATIONS } from './history.js';
 import { registerRoutes } from './routes.js';
-import { Scheduler, streamJob } from './scheduler.js';
+import { followStreams } from './scheduler.js';
 import { ScriptRunner } from './scripts.js';
 import { StreamRunner } from './streams.js';
 
@@ -40,8 +38,6 @@ export default definePlugin({
       }
       contributions.push(c);
     });
-    const jobs: ScheduledJob[] = [];
-    ctx.provideExtensionPoint(SCHEDULER_JOBS, (job) => jobs.push(job));
 
     const cellRunners: NotebookCellRunner[] = [];
     ctx.provideExtensionPoint(NOTEBOOK_CELL_RUNNER, (runner, from) => {
@@ -57,48 +53,26 @@ export default definePlugin({
     // dp validate: bad cron expressions and step targets that do not exist, with their lines.
     ctx.extend(PROJECT_VALIDATORS, { name: 'streams', validate: () => streams.validate() });
 
-    const scheduler = new Scheduler(ctx.log);
     // Runs a killed process left `running` are marked interrupted (CLI and server alike).
     ctx.onStart(async () => {
       const n = await markInterruptedHistory(ctx.db);
       if (n) ctx.log.warn(`${n} run(s) left running by a process that ended mid-run marked interrupted`);
     });
     if (ctx.serving) {
-      let registered = false;
-      /** The scheduler's stream entries follow the definitions: added, re-timed, dropped. */
-      const followStreams = (defs: ReturnType<typeof streams.list>) => {
-        const wanted = new Map(defs.filter((d) => d.schedule !== null).map((d) => [`stream:${d.name}`, d]));
-        for (const s of scheduler.list()) {
-          if (s.kind === 'stream' && (!wanted.has(s.name) || wanted.get(s.name)!.schedule !== s.cron)) scheduler.remove(s.name);
-        }
-        const present = new Set(scheduler.list().map((s) => s.name));
-        for (const [name, def] of wanted) if (!present.has(name)) scheduler.add(streamJob(streams, def), 'stream');
-      };
-      streams.onChange((defs) => {
-        if (registered) followStreams(defs);
-      });
+      // The schedules follow the definitions; the kernel runs them (only with ctx.scheduling).
+      followStreams(ctx.scheduler, streams, streams.list());
+      streams.onChange((defs) => followStreams(ctx.scheduler, streams, defs));
       // An edit of project.yml by another process (`dp connect` beside the server, an editor)
       // reaches the schedules within a minute even when nobody lists or runs a stream.
       let watch: NodeJS.Timeout | undefined;
       ctx.onStart(() => {
-        // Once: the extension point is closed by now, and a restart after maintenance keeps the entries.
-        if (!registered) {
-          registered = true;
-          followStreams(streams.list());
-          for (const job of jobs) scheduler.add(job, 'job');
-        }
-        // Without the wall clock (`dp serve --no-scheduler`, test servers) the schedules are listed but never fire.
         if (!ctx.scheduling) return;
-        scheduler.start();
         watch = setInterval(() => streams.refresh(), 60_000);
         watch.unref();
       });
-      ctx.onBeforeStop(() => {
-        clearInterval(watch);
-        scheduler.stop();
-      });
+      ctx.onBeforeStop(() => clearInterval(watch));
     }
-    registerRoutes(ctx, { scripts, streams, scheduler, events });
-    registerCommands(ctx, { scripts, streams, scheduler });
+    registerRoutes(ctx, { scripts, streams, events });
+    registerCommands(ctx, { scripts, streams });
   },
 });

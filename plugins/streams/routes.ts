@@ -3,14 +3,14 @@ import { badRequest, errorTextsFor, withEnvReferences, type Caller, type PluginC
 import type { SchedulerState } from './api-types.js';
 import type { PipelineEvents } from './events.js';
 import { readHistory } from './history.js';
-import type { Scheduler } from './scheduler.js';
 import type { ScriptRunner } from './scripts.js';
 import type { StreamRunner } from './streams.js';
 
 const nameParams = { type: 'object', properties: { name: { type: 'string', minLength: 1 } }, required: ['name'] };
 
-export function registerRoutes(ctx: PluginContext, parts: { scripts: ScriptRunner; streams: StreamRunner; scheduler: Scheduler; events: PipelineEvents }): void {
-  const { scripts, streams, scheduler, events } = parts;
+export function registerRoutes(ctx: PluginContext, parts: { scripts: ScriptRunner; streams: StreamRunner; events: PipelineEvents }): void {
+  const { scripts, streams, events } = parts;
+  const scheduler = ctx.scheduler;
   // Every answer that can hold an error text (run results, history, events) passes through the
   // sdk's one redaction for the caller (docs/security.md "Error texts").
   const valuesHidden = ctx.hook('valuesHiddenFrom');

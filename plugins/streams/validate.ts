@@ -4,8 +4,7 @@
  * Nothing runs; each problem names its line of project.yml.
  */
 import fs from 'node:fs';
-import { errorMessage, readYaml, type PluginContext, type ProjectProblem } from '../../sdk/index.js';
-import { cronProblem } from './scheduler.js';
+import { cronProblem, errorMessage, readYaml, type PluginContext, type ProjectProblem } from '../../sdk/index.js';
 import type { StreamRunner } from './streams.js';
 
 export async function streamProblems(ctx: PluginContext, streams: StreamRunner): Promise<ProjectProblem[]> {
