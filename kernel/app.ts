@@ -15,6 +15,7 @@ import { checkHookDeclarations, createHooks, HookRegistry } from './hooks.js';
 import { DEFAULT_PHASE_TIMEOUTS_MS, PluginLifecycle, type PhaseTimeouts } from './lifecycle.js';
 import { KernelLogger } from './log.js';
 import { runMigrations } from './migrations.js';
+import { WebhookNotifier } from './notifier.js';
 import { Scheduler } from './scheduler.js';
 import { checkTopLevelKeys, configurationOwners, pluginConfiguration } from './plugin-config.js';
 import { activationSet, checkExtensionDeclarations, declaredDependencies, discoverPlugins, type DiscoveredPlugin } from './plugins.js';
@@ -277,6 +278,7 @@ export class App {
   /** Whether the scheduler runs: `dp serve` without --no-scheduler (BootOptions.scheduler). */
   readonly scheduling: boolean;
   readonly scheduler: Scheduler;
+  readonly notifier = new WebhookNotifier();
   authEnabled: boolean;
 
   private constructor(private readonly options: BootOptions) {
@@ -458,6 +460,7 @@ export class App {
       },
       queries: this.queries,
       webhooks: app.auth.webhooks,
+      notifier: app.notifier,
       log,
       get env() {
         return app.project.envVars;

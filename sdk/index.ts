@@ -12,6 +12,7 @@ export * from './services.js';
 export * from './sql.js';
 export * from './scripts.js';
 export * from './scheduler.js';
+export * from './notifier.js';
 export * from './connectors.js';
 export * from './semantic.js';
 export * from './models.js';

@@ -5,6 +5,7 @@ import type { DatabasePort, DbConnection, MigrationSet } from './db.js';
 import type { FireableHook, HookKind, HookTarget, QueryContext, QueryPurpose, QueryResult, TapFn } from './hooks.js';
 import type { RouteKind, SseRouteDefinition, StaticRouteDefinition, WebSocketRouteDefinition } from './routes.js';
 import type { EnabledPlugin, ManifestUi } from './ui.js';
+import type { NotifierService } from './notifier.js';
 import type { SchedulerService } from './scheduler.js';
 
 // ---------------------------------------------------------------- manifest
@@ -315,6 +316,8 @@ export interface PluginContext {
   readonly queries: QueryRunner;
   /** Shared-secret check for routes that receive webhooks (declare them `public`). */
   readonly webhooks: WebhookGuard;
+  /** The one sender of outgoing webhooks (sdk/notifier.ts): timeout, one retry, a throttle per receiver, deliveries naming the origin only. */
+  readonly notifier: NotifierService;
   readonly log: Logger;
   /** Variables from the project's .env (the only source of ${VAR}). */
   readonly env: Readonly<Record<string, string>>;

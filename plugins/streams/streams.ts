@@ -6,9 +6,9 @@
  * transform inside it re-enters the lock). Cancelling stops at the next step boundary and
  * aborts the running script through its signal; a transform step finishes its models (SPEC:
  * in-flight queries are not interrupted). Each run fires pipelineStart/Step/End, pushes the
- * pipeline events, lands in `_service.run_history` and, with `webhook_url`, POSTs its outcome.
+ * pipeline events, lands in `_service.run_history` and, with `webhook_url`, POSTs its outcome
+ * through the kernel's notifier (`ctx.notifier`: timeout, one retry, a throttle per receiver).
  */
-import { request } from 'undici';
 import {
   badRequest,
   errorMessage,
@@ -34,7 +34,6 @@ import { streamProblems } from './validate.js';
 
 /** SPEC "Limits": a run older than this is cleared when the snapshot is read. */
 export const STALE_RUN_MS = 10 * 60_000;
-const WEBHOOK_TIMEOUT_MS = 10_000;
 
 export type StreamEventListener = (event: PipelineEventKind | 'output', payload: Record<string, unknown>) => void;
 
@@ -505,18 +504,7 @@ export class StreamRunner implements StreamsService {
       ...(result.error ? { error: result.error } : {}),
       steps: result.steps.map((s) => ({ index: s.index, action: s.action, targets: s.targets, status: s.status, duration_ms: s.duration_ms, attempts: s.attempts, ...(s.error ? { error: s.error } : {}) })),
     };
-    try {
-      const res = await request(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'dp-streams' },
-        body: JSON.stringify(body),
-        headersTimeout: WEBHOOK_TIMEOUT_MS,
-        bodyTimeout: WEBHOOK_TIMEOUT_MS,
-      });
-      await res.body.dump();
-      if (res.statusCode >= 300) this.ctx.log.warn(`completion webhook of stream ${result.stream_name} answered ${res.statusCode}`);
-    } catch (e) {
-      this.ctx.log.warn(`completion webhook of stream ${result.stream_name} failed`, { error: errorMessage(e) });
-    }
+    const delivery = await this.ctx.notifier.send({ url, payload: body, userAgent: 'dp-streams' });
+    if (delivery.status === 'failed') this.ctx.log.warn(`completion webhook of stream ${result.stream_name} to ${delivery.target ?? 'an invalid URL'} failed: ${delivery.error}`);
   }
 }
