@@ -57,8 +57,8 @@ export default definePlugin({
       },
     );
 
-    // With the streams plugin: generated scripts call ctx.connectors.sync(name) (a no-op when
-    // streams is disabled). Connector schedules run on the kernel's scheduler.
+    // With the scripts plugin: generated scripts call ctx.connectors.sync(name) (a no-op when
+    // scripts is disabled). Connector schedules run on the kernel's scheduler.
     ctx.extend(SCRIPT_CONTEXT, scriptContext(engine));
     if (ctx.serving) ctx.scheduler.schedule(scheduleJob(projectFile, engine, ctx.log));
 

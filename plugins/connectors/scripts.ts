@@ -1,5 +1,5 @@
 /**
- * The `connectors` field of every script's ctx (the streams plugin's SCRIPT_CONTEXT), which
+ * The `connectors` field of every script's ctx (the scripts plugin's SCRIPT_CONTEXT), which
  * generated `ingest/connector_<name>.ts` scripts call, and one task on the kernel's scheduler
  * that starts the connectors whose `schedule` is due.
  *

@@ -1,52 +1,26 @@
 /**
- * The streams plugin: the script runner (the `scripts` service other plugins run scripts
- * through), streams (pipelines of ingest, seed, transform and export steps) with their schedules
- * on the kernel's scheduler, run history and the live pipeline events. It offers SCRIPT_CONTEXT
- * (fields other plugins add to a script's ctx).
+ * The streams plugin: streams (pipelines of ingest, seed, transform and export steps; scripts
+ * run through the scripts plugin's service) with their schedules on the kernel's scheduler, run
+ * history (stream runs and, through `scripts.runEnded`, script runs) and the live pipeline events.
  */
-import {
-  definePlugin,
-  MODELS_SERVICE,
-  NOTEBOOK_CELL_RUNNER,
-  PROJECT_VALIDATORS,
-  SCRIPT_CONTEXT,
-  SCRIPTS_SERVICE,
-  STREAMS_SERVICE,
-  type NotebookCellRunner,
-  type ScriptContextContribution,
-} from '../../sdk/index.js';
+import { definePlugin, MODELS_SERVICE, PROJECT_VALIDATORS, SCRIPT_RUN_ENDED, SCRIPTS_SERVICE, STREAMS_SERVICE } from '../../sdk/index.js';
 import { registerCommands } from './commands.js';
 import { STREAMS_CONFIG, streamDefinitions } from './config.js';
 import { PipelineEvents } from './events.js';
-import { markInterruptedHistory, MIGRATIONS } from './history.js';
+import { markInterruptedHistory, MIGRATIONS, recordHistory } from './history.js';
 import { registerRoutes } from './routes.js';
 import { followStreams } from './scheduler.js';
-import { ScriptRunner } from './scripts.js';
 import { StreamRunner } from './streams.js';
-
-/** Keys every script's ctx has; a contribution may not take them. */
-const RESERVED_CONTEXT_KEYS = new Set(['db', 'config', 'env', 'secrets', 'log', 'signal']);
 
 export default definePlugin({
   config: [STREAMS_CONFIG],
   setup(ctx) {
     ctx.migrate(MIGRATIONS);
-    const contributions: ScriptContextContribution[] = [];
-    ctx.provideExtensionPoint(SCRIPT_CONTEXT, (c, from) => {
-      if (RESERVED_CONTEXT_KEYS.has(c.key) || contributions.some((x) => x.key === c.key)) {
-        throw new Error(`Plugin '${from}' contributes the script ctx field '${c.key}', which is already taken`);
-      }
-      contributions.push(c);
+    const scripts = ctx.services.get(SCRIPTS_SERVICE);
+    // Script runs land in the run history beside stream runs.
+    ctx.tap(SCRIPT_RUN_ENDED, async (r) => {
+      await recordHistory(ctx.db, { run_id: r.run_id, kind: 'script', name: r.path, trigger: r.trigger, status: r.status, started_at: r.started_at, finished_at: r.finished_at, duration_ms: r.duration_ms, error: r.error });
     });
-
-    const cellRunners: NotebookCellRunner[] = [];
-    ctx.provideExtensionPoint(NOTEBOOK_CELL_RUNNER, (runner, from) => {
-      if (cellRunners.length > 0) throw new Error(`Plugin '${from}' contributes a second notebook cell runner`);
-      cellRunners.push(runner);
-    });
-
-    const scripts = new ScriptRunner(ctx, contributions, cellRunners);
-    ctx.services.provide(SCRIPTS_SERVICE, scripts);
     const events = new PipelineEvents();
     const streams = new StreamRunner(ctx, streamDefinitions(ctx.config(STREAMS_CONFIG)), scripts, ctx.services.get(MODELS_SERVICE), events);
     ctx.services.provide(STREAMS_SERVICE, streams);
@@ -72,7 +46,7 @@ export default definePlugin({
       });
       ctx.onBeforeStop(() => clearInterval(watch));
     }
-    registerRoutes(ctx, { scripts, streams, events });
-    registerCommands(ctx, { scripts, streams });
+    registerRoutes(ctx, { streams, events });
+    registerCommands(ctx, { streams });
   },
 });

@@ -14,12 +14,14 @@ import {
   errorMessage,
   isDpError,
   notFound,
+  SCRIPT_EXTENSIONS,
   walkProjectFiles,
   type ActivePipeline,
   type ModelsService,
   type PipelineContext,
   type PluginContext,
   type ProjectProblem,
+  type ScriptsService,
   type StreamDefinition,
   type StreamRunResult,
   type StreamsService,
@@ -29,7 +31,6 @@ import {
 import type { PipelineEventKind, PipelineEvents } from './events.js';
 import { projectFileStamp, readStreamDefinitions } from './config.js';
 import { newRunId, recordHistory, recordHistoryStart } from './history.js';
-import { SUPPORTED, type ScriptRunner } from './scripts.js';
 import { streamProblems } from './validate.js';
 
 /** SPEC "Limits": a run older than this is cleared when the snapshot is read. */
@@ -67,7 +68,7 @@ export class StreamRunner implements StreamsService {
   constructor(
     private readonly ctx: PluginContext,
     definitions: StreamDefinition[],
-    private readonly scripts: ScriptRunner,
+    private readonly scripts: ScriptsService,
     private readonly models: ModelsService,
     private readonly events: PipelineEvents,
   ) {
@@ -164,8 +165,8 @@ export class StreamRunner implements StreamsService {
   /** The project-relative script a step target names: `events`, `events.ts` or `ingest/events.ts`. */
   scriptFor(folder: 'ingest' | 'export', target: string): string {
     const rel = target.startsWith(`${folder}/`) ? target : `${folder}/${target}`;
-    const hasExt = SUPPORTED.some((ext) => rel.toLowerCase().endsWith(ext));
-    const candidates = hasExt ? [rel] : SUPPORTED.map((ext) => `${rel}${ext}`);
+    const hasExt = SCRIPT_EXTENSIONS.some((ext) => rel.toLowerCase().endsWith(ext));
+    const candidates = hasExt ? [rel] : SCRIPT_EXTENSIONS.map((ext) => `${rel}${ext}`);
     for (const c of candidates) {
       try {
         return this.scripts.locate(c).path;
@@ -178,7 +179,7 @@ export class StreamRunner implements StreamsService {
 
   private scriptsOf(step: StreamStep): string[] {
     const folder = step.action as 'ingest' | 'export';
-    if (step.targets.includes('all')) return walkProjectFiles(this.ctx.project, folder, { extensions: SUPPORTED, recursive: false }).map((e) => e.path);
+    if (step.targets.includes('all')) return walkProjectFiles(this.ctx.project, folder, { extensions: [...SCRIPT_EXTENSIONS], recursive: false }).map((e) => e.path);
     return step.targets.map((t) => this.scriptFor(folder, t));
   }
 

@@ -98,7 +98,7 @@ describe('scheduled streams and jobs of other plugins', () => {
   before(async () => {
     s = await startTestServer({
       plugins: [path.join(FIXTURE_PLUGINS, 'script-extras')],
-      builtIn: ['models', 'streams'],
+      builtIn: ['models', 'scripts', 'streams'],
       // This test is about the scheduler: it runs on the wall clock (and asserts nothing a tick would change).
       scheduler: true,
       files: {
