@@ -6,6 +6,7 @@ import { DpError } from '../sdk/errors.js';
 import { HOOK_NAMES, KERNEL_HOOKS, type KernelHooks } from '../sdk/hooks.js';
 import type { CommandHandler, PluginContext, PluginDefinition, PluginManifest, RouteDefinition, ServiceRef } from '../sdk/plugin.js';
 import type { SseRouteDefinition, StaticRouteDefinition, WebSocketRouteDefinition } from '../sdk/routes.js';
+import type { Clock } from '../sdk/scheduler.js';
 import { createAuth, type AuthProvider } from './auth/index.js';
 import { databaseFile, loadProject, writeActiveEnv, type LoadedProject } from './config.js';
 import { LiveConfig } from './config/live.js';
@@ -16,6 +17,8 @@ import { checkHookDeclarations, createHooks, HookRegistry } from './hooks.js';
 import { DEFAULT_PHASE_TIMEOUTS_MS, PluginLifecycle, type PhaseTimeouts } from './lifecycle.js';
 import { KernelLogger } from './log.js';
 import { runMigrations } from './migrations.js';
+import { WebhookNotifier } from './notifier.js';
+import { Scheduler } from './scheduler.js';
 import { checkTopLevelKeys, configurationOwners, configValue, pluginConfiguration } from './plugin-config.js';
 import { activationSet, checkExtensionDeclarations, declaredDependencies, discoverPlugins, type DiscoveredPlugin } from './plugins.js';
 import { GuardedQueryRunner } from './query-runner.js';
@@ -56,6 +59,8 @@ export interface BootOptions {
   activate?: string[];
   /** Per-plugin deadline of each lifecycle phase, in ms (defaults: start 30 s, beforeStop and stop 10 s). */
   phaseTimeoutsMs?: Partial<PhaseTimeouts>;
+  /** The scheduler's clock (a test about schedules moves one it owns); the system clock by default. */
+  clock?: Clock;
 }
 
 export interface MaintenanceOptions {
@@ -278,6 +283,10 @@ export class App {
   /** Top-level key → the installed plugin that declares it. */
   private configOwners = new Map<string, string>();
   readonly serving: boolean;
+  /** Whether the scheduler runs: `dp serve` without --no-scheduler (BootOptions.scheduler). */
+  readonly scheduling: boolean;
+  readonly scheduler: Scheduler;
+  readonly notifier = new WebhookNotifier();
   authEnabled: boolean;
 
   private constructor(private readonly options: BootOptions) {
@@ -286,6 +295,11 @@ export class App {
     // JSON lines for the server (log collectors), readable lines for a person at the CLI.
     this.log = new KernelLogger('kernel', () => Object.values(this.project?.envVars ?? {}), { human: !this.serving });
     this.lifecycle = new PluginLifecycle({ ...DEFAULT_PHASE_TIMEOUTS_MS, ...(options.phaseTimeoutsMs ?? {}) }, this.log.child('lifecycle'));
+    this.scheduling = this.serving && (options.scheduler ?? false);
+    this.scheduler = new Scheduler(this.log.child('scheduler'), options.clock);
+    // Schedules fire only once every plugin has started, and stop before any plugin stops.
+    this.lifecycle.around('afterStart', () => (this.scheduling ? this.scheduler.start() : undefined));
+    this.lifecycle.around('beforeStop', () => this.scheduler.stop());
     this.services = new Services();
     this.queries = new GuardedQueryRunner(this.db, this.hooks, () => this.project.config, this.log.child('query'));
   }
@@ -439,13 +453,15 @@ export class App {
       },
       queries: this.queries,
       webhooks: app.auth.webhooks,
+      notifier: app.notifier,
       log,
       get env() {
         app.liveConfig.refresh();
         return app.project.envVars;
       },
       serving: this.serving,
-      scheduling: this.serving && (this.options.scheduler ?? false),
+      scheduling: this.scheduling,
+      scheduler: app.scheduler.forPlugin(manifest.name),
       localServer: async () => (app.serving ? null : (await import('./remote.js')).localServerFor(app.project.root)),
       enabledPlugins: () => app.plugins.map((p) => ({ manifest: p.manifest, dir: p.dir })),
       route: (def) => app.addRoute(manifest.name, def),

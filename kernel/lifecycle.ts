@@ -36,11 +36,18 @@ export class PluginLifecycle {
   private readonly order: string[] = [];
   private running = false;
   private controller = new AbortController();
+  /** Kernel work around the plugins' phases (the scheduler): after every start, before the first beforeStop. */
+  private readonly kernel: { afterStart: Callback[]; beforeStop: Callback[] } = { afterStart: [], beforeStop: [] };
 
   constructor(
     private readonly timeouts: PhaseTimeouts,
     private readonly log: Logger,
   ) {}
+
+  /** Runs `fn` once every plugin has started (`afterStart`) or before any plugin's beforeStop (`beforeStop`). */
+  around(when: 'afterStart' | 'beforeStop', fn: Callback): void {
+    this.kernel[when].push(fn);
+  }
 
   register(plugin: string, phase: LifecyclePhase, fn: Callback): void {
     if (!this.order.includes(plugin)) this.order.push(plugin);
@@ -95,6 +102,7 @@ export class PluginLifecycle {
     // Set first: when a start fails, the plugins that did start are still stopped.
     this.running = true;
     for (const plugin of this.order) await this.runPhase(plugin, 'start');
+    for (const fn of this.kernel.afterStart) await fn();
   }
 
   /**
@@ -116,6 +124,13 @@ export class PluginLifecycle {
         }
       }
     };
+    for (const fn of this.kernel.beforeStop) {
+      try {
+        await fn();
+      } catch (e) {
+        this.log.error(errorMessage(e), { phase: 'beforeStop' });
+      }
+    }
     await phase('beforeStop');
     await drain();
     await phase('stop');

@@ -11,6 +11,8 @@ export * from './routes.js';
 export * from './services.js';
 export * from './sql.js';
 export * from './scripts.js';
+export * from './scheduler.js';
+export * from './notifier.js';
 export * from './connectors.js';
 export * from './semantic.js';
 export * from './models.js';

@@ -5,6 +5,8 @@ import type { DatabasePort, DbConnection, MigrationSet } from './db.js';
 import type { FireableHook, HookKind, HookTarget, QueryContext, QueryPurpose, QueryResult, TapFn } from './hooks.js';
 import type { QueryStopSignal, RouteKind, RouteRequest, SseRouteDefinition, StaticRouteDefinition, WebSocketRouteDefinition } from './routes.js';
 import type { ManifestUi } from './ui.js';
+import type { NotifierService } from './notifier.js';
+import type { SchedulerService } from './scheduler.js';
 
 export type { QueryStopSignal, RouteRequest } from './routes.js';
 
@@ -302,6 +304,8 @@ export interface PluginContext {
   readonly queries: QueryRunner;
   /** Shared-secret check for routes that receive webhooks (declare them `public`). */
   readonly webhooks: WebhookGuard;
+  /** The one sender of outgoing webhooks (sdk/notifier.ts): timeout, one retry, a throttle per receiver, deliveries naming the origin only. */
+  readonly notifier: NotifierService;
   readonly log: Logger;
   /** Variables from the project's .env (the only source of ${VAR}). */
   readonly env: Readonly<Record<string, string>>;
@@ -313,6 +317,11 @@ export interface PluginContext {
    * unless the test asks (a test about time moves a clock it owns).
    */
   readonly scheduling: boolean;
+  /**
+   * The kernel's scheduler (sdk/scheduler.ts): cron tasks that run once every plugin has started,
+   * never overlapping, aborted at their timeout and before shutdown; they run only when `scheduling`.
+   */
+  readonly scheduler: SchedulerService;
   /**
    * For a CLI command that relays to a running `dp serve` of this project (manifest
    * `runsBesideServer`, e.g. `dp mcp` relaying stdio to `/mcp`): the server's address and the

@@ -1,13 +1,14 @@
 /**
- * The contract of the streams plugin's script runner and scheduler, shared with the plugins that
- * build on them (connectors, notebooks, versioning). Types and refs only: the streams plugin
- * implements them.
+ * The contracts of the scripts plugin (the script runner: compile, console capture, run) and of
+ * the streams plugin, shared with the plugins that build on them (connectors, notebooks,
+ * versioning). Types and refs only: those plugins implement them.
  */
 import type { Caller } from './auth.js';
 import type { DbConnection, DatabasePort } from './db.js';
 import type { Logger } from './plugin.js';
 import type { NotebookCell } from './project-files.js';
 import type { ProjectProblem } from './services.js';
+import { createHookRef } from './hooks.js';
 import { createExtensionPoint, createServiceRef } from './plugin.js';
 
 /**
@@ -52,7 +53,16 @@ export interface ScriptRunResult {
   stack?: string;
 }
 
+/** What a script can be: TypeScript or JavaScript modules, and notebooks. */
+export const SCRIPT_EXTENSIONS: readonly string[] = Object.freeze(['.ts', '.js', '.mjs', '.dpnb']);
+
 export interface ScriptsService {
+  /**
+   * Checks a script path before anything runs and answers it project-relative: 400
+   * `script_path_refused` outside ingest/, export/ or notebooks/ (symlinks resolved), 400
+   * `unsupported_script_language`, 404 `file_not_found`.
+   */
+  locate(projectPath: string): { path: string };
   /**
    * Runs a `.ts`/`.js`/`.mjs` script or a `.dpnb` notebook under `ingest/`, `export/` or
    * `notebooks/` (symlinks resolved), under the kernel's write lock. Throws DpError 400 for any
@@ -77,10 +87,10 @@ export interface ScriptContextContribution {
 }
 
 /**
- * How the cells of a notebook run inside a script run (`dp run`, a stream's step): the notebooks
- * plugin contributes one, so a pipeline run gives cells what an interactive session gives them
- * (earlier cells' exports, sql cells named by id). Without one the streams plugin runs each cell
- * on its own. One contribution at most.
+ * The notebook cell rules of a script run (`dp run`, a stream's step): the notebooks plugin
+ * contributes one, so a pipeline run gives cells what an interactive session gives them (earlier
+ * cells' exports, sql cells named by id). Without one the scripts plugin runs each cell on its
+ * own. One contribution at most.
  */
 export interface NotebookCellRunner {
   /** State for one run of the notebook at `path`; `push` takes output lines. */
@@ -90,25 +100,26 @@ export interface NotebookCellRunner {
   };
 }
 
-export const NOTEBOOK_CELL_RUNNER = createExtensionPoint<NotebookCellRunner>('streams.notebookCellRunner');
+export const NOTEBOOK_CELL_RUNNER = createExtensionPoint<NotebookCellRunner>('scripts.notebookCellRunner');
 
-/** Offered by the streams plugin (extension point names start with their owner's name). */
-export const SCRIPT_CONTEXT = createExtensionPoint<ScriptContextContribution>('streams.scriptContext');
+/** Offered by the scripts plugin (extension point names start with their owner's name). */
+export const SCRIPT_CONTEXT = createExtensionPoint<ScriptContextContribution>('scripts.scriptContext');
 
-/**
- * A scheduled job other plugins register with the streams plugin's scheduler (the connectors
- * plugin registers each connector's `schedule`). A job still running at its next tick is skipped.
- */
-export interface ScheduledJob {
-  /** Unique, e.g. `connector:orders_db`. */
-  name: string;
-  /** 5-field cron expression. */
-  cron: string;
-  run(signal: AbortSignal): Promise<unknown>;
+/** A finished script run, as the scripts plugin's `scripts.runEnded` hook point gives it. */
+export interface ScriptRunRecord {
+  run_id: string;
+  /** Project-relative path that ran. */
+  path: string;
+  trigger: string;
+  status: ScriptRunResult['status'];
+  started_at: string;
+  finished_at: string;
+  duration_ms: number;
+  error: string | null;
 }
 
-/** Offered by the streams plugin; list `streams` under `requires` or `optional` to extend it. */
-export const SCHEDULER_JOBS = createExtensionPoint<ScheduledJob>('streams.schedulerJobs');
+/** Fired by the scripts plugin after every run (the streams plugin records it in its run history). */
+export const SCRIPT_RUN_ENDED = createHookRef<[ScriptRunRecord]>('scripts.runEnded');
 
 // ---------------------------------------------------------------- streams
 

@@ -3,7 +3,7 @@
  * mysql, csv, webhook), setup (script; connection, connector and sync stream through the live config; .env), CDC syncs with their state in
  * `_service.cdc_state`, the webhook inbox and file import. index.ts only wires.
  */
-import { CONNECTOR_TYPES, definePlugin, SCHEDULER_JOBS, SCRIPT_CONTEXT, STREAMS_SERVICE } from '../../sdk/index.js';
+import { CONNECTOR_TYPES, definePlugin, SCRIPT_CONTEXT, STREAMS_SERVICE } from '../../sdk/index.js';
 import { registerCommands } from './commands.js';
 import { CONNECTORS_CONFIG } from './config.js';
 import { ImportService } from './import.js';
@@ -51,10 +51,10 @@ export default definePlugin({
       () => ctx.services.find(STREAMS_SERVICE),
     );
 
-    // With the streams plugin: generated scripts call ctx.connectors.sync(name), and connector
-    // schedules run on its scheduler (no-ops when streams is disabled).
+    // With the scripts plugin: generated scripts call ctx.connectors.sync(name) (a no-op when
+    // scripts is disabled). Connector schedules run on the kernel's scheduler.
     ctx.extend(SCRIPT_CONTEXT, scriptContext(engine));
-    ctx.extend(SCHEDULER_JOBS, scheduleJob(() => settings.connectors().values(), engine, ctx.log));
+    if (ctx.serving) ctx.scheduler.schedule(scheduleJob(() => settings.connectors().values(), engine, ctx.log));
 
     // Import uploads and sync pipes a killed process left behind.
     ctx.onStart(() => {

@@ -1,14 +1,13 @@
 /**
- * What the connectors plugin adds to the streams plugin: the `connectors` field of every
- * script's ctx (SCRIPT_CONTEXT), which generated `ingest/connector_<name>.ts` scripts call, and
- * one scheduler job (SCHEDULER_JOBS) that starts the connectors whose `schedule` is due.
+ * The `connectors` field of every script's ctx (the scripts plugin's SCRIPT_CONTEXT), which
+ * generated `ingest/connector_<name>.ts` scripts call, and one task on the kernel's scheduler
+ * that starts the connectors whose `schedule` is due.
  *
- * The job runs every minute and reads the schedules from the live config each time, so a
- * connector set up while the server runs is scheduled at once (scheduler jobs are fixed when
- * plugins set up). A connector still syncing when its schedule comes round again is not started twice.
+ * The task runs every minute and reads the schedules from the live config each time, so a
+ * connector set up while the server runs is scheduled at once. A connector still syncing when its
+ * schedule comes round again is not started twice.
  */
-import { CronExpressionParser } from 'cron-parser';
-import { errorMessage, type ConnectorsScriptApi, type Logger, type ScheduledJob, type ScriptContextContribution } from '../../sdk/index.js';
+import { cronDueAt, errorMessage, type ConnectorsScriptApi, type Logger, type ScheduledTask, type ScriptContextContribution } from '../../sdk/index.js';
 import type { ConnectorConfig } from './config.js';
 import type { SyncEngine } from './sync.js';
 
@@ -23,18 +22,13 @@ export function scriptContext(engine: SyncEngine): ScriptContextContribution {
 
 /** True when `cron` fires at `minute` (a Date on a whole minute). */
 export function dueAt(cron: string, minute: Date): boolean {
-  try {
-    const next = CronExpressionParser.parse(cron, { currentDate: new Date(minute.getTime() - 1000) }).next();
-    return next.getTime() === minute.getTime();
-  } catch {
-    return false;
-  }
+  return cronDueAt(cron, minute.getTime());
 }
 
-export function scheduleJob(connectors: () => Iterable<ConnectorConfig>, engine: SyncEngine, log: Logger): ScheduledJob & { readonly running: ReadonlySet<string> } {
+export function scheduleJob(connectors: () => Iterable<ConnectorConfig>, engine: SyncEngine, log: Logger): ScheduledTask & { readonly running: ReadonlySet<string> } {
   const running = new Set<string>();
   return {
-    name: 'connectors:schedules',
+    id: 'connectors:schedules',
     cron: '* * * * *',
     running,
     async run(signal) {

@@ -15,6 +15,9 @@ import { registerPreviewRoute } from './preview.js';
 import { registerRoutes } from './routes.js';
 import { interceptMaskingCommand } from './sql-commands.js';
 
+/** The models plugin's events after which a table's columns may be computed from other sources. */
+const MODEL_BUILT_EVENTS = ['model_end', 'transform_end'] as const;
+
 export default definePlugin({
   config: [MASKING_CONFIG],
   setup(ctx) {
@@ -52,12 +55,14 @@ export default definePlugin({
       enforcer.relations.invalidate();
       enforcer.derived.invalidate();
     });
-    // Model builds, seed loads and syncs change tables too.
-    ctx.events.on('*', () => {
-      enforcer.relations.invalidate();
-      // A model build or transform may change what its columns are computed from.
-      enforcer.derived.invalidate();
-    });
+    // A model built (or a transform ended) may be computed from other columns now: derived masks
+    // follow. Only these: progress events (starts, stream steps, output) change nothing masked.
+    for (const type of MODEL_BUILT_EVENTS) {
+      ctx.events.on(type, () => {
+        enforcer.relations.invalidate();
+        enforcer.derived.invalidate();
+      });
+    }
 
     ctx.tap('interceptQuery', async (q) => interceptMaskingCommand(q, store));
     ctx.tap('beforeQuery', async (q) => enforcer.beforeQuery(q));

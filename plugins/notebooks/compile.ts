@@ -1,5 +1,5 @@
 /**
- * Compiling a notebook `code`/`ingest` cell with esbuild, as the streams plugin's script runner
+ * Compiling a notebook `code`/`ingest` cell with esbuild, as the scripts plugin's runner
  * compiles scripts and cells (TypeScript or JavaScript, target node20, compiled modules under
  * `.dp/scripts/<sha256>.mjs` imported once and called afresh per run).
  *

@@ -1,7 +1,7 @@
 /**
  * The notebooks plugin: `.dpnb` files (list, read, validated atomic save), cell execution in a
  * per-notebook server session, and conversion between notebooks and scripts. Pipeline runs of
- * notebooks (`dp run`, streams) stay with the streams plugin's script runner, which runs each
+ * notebooks (`dp run`, streams) stay with the scripts plugin's runner, which runs each
  * cell through the runner this plugin contributes (pipeline.ts).
  */
 import { definePlugin, NOTEBOOK_CELL_RUNNER, SCRIPTS_SERVICE } from '../../sdk/index.js';

@@ -1,6 +1,6 @@
 /**
  * The notebooks plugin's cell runner for pipeline runs (`dp run`, stream steps), contributed to
- * the streams plugin's NOTEBOOK_CELL_RUNNER: the streams plugin keeps the pipeline rules
+ * the scripts plugin's NOTEBOOK_CELL_RUNNER: the scripts plugin keeps the pipeline rules
  * (markdown skipped, top to bottom, the first failing cell stops the run, write lock, cancel),
  * and each cell runs as in an interactive session: code/ingest cells see earlier cells'
  * exports, sql cells select from earlier sql cells by id (names.ts) and a named sql cell's rows

@@ -15,7 +15,7 @@
  *   from by that id (`WITH <id> AS (<its SQL>) <the cell>`, only the ids the cell names, with
  *   theirs in turn), and its returned rows (objects by column) a variable later code cells read.
  * - `code`/`ingest` cells need `execute` (403 for a viewer); they run with the same ctx a script
- *   gets (the streams plugin's ScriptsService.context), under the write lock and the caller's
+ *   gets (the scripts plugin's ScriptsService.context), under the write lock and the caller's
  *   role timeout: past it the cell's signal aborts, its database calls are interrupted and the
  *   answer is 408 `query_timeout`, the code given that the queries return.
  */

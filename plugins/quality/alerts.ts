@@ -1,12 +1,11 @@
 /**
  * Alerts (docs/decisions.md "Alerts"): notifications to the `chat`, `webhook` and `log` channels, gated by
  * `on_failure` / `on_success`. Delivery is fire-and-record: hooks queue an alert and return at
- * once; each HTTP delivery has a timeout and one retry; every outcome lands in
- * `_service.alert_history`. `drain()` awaits what is still in flight (tests, shutdown).
+ * once; each HTTP delivery goes through the kernel's notifier (`ctx.notifier`: timeout, one
+ * retry, a throttle per receiver); every outcome lands in `_service.alert_history`. `drain()`
+ * awaits what is still in flight (tests, shutdown).
  */
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { request } from 'undici';
 import { errorMessage, type PluginContext } from '../../sdk/index.js';
 import { ALERTS_CONFIG } from './config.js';
 import { isoUtc, parseJson, utcNow } from './relations.js';
@@ -46,7 +45,6 @@ export interface DeliveryOverrides {
 }
 
 const DEFAULT_TIMEOUT_SECONDS = 10;
-const RETRY_DELAY_MS = 500;
 const SUCCESS_TYPES: ReadonlySet<AlertType> = new Set(['pipeline_success']);
 
 interface Settings {
@@ -58,23 +56,7 @@ interface Settings {
   timeoutMs: number;
 }
 
-class DeliveryError extends Error {
-  constructor(
-    message: string,
-    readonly httpStatus: number | null,
-    readonly retryable: boolean,
-  ) {
-    super(message);
-  }
-}
-
-function networkErrorText(e: unknown): string {
-  const err = e as { code?: string; message?: string; errors?: Array<{ message?: string }> };
-  const inner = err.errors?.map((x) => x.message).filter(Boolean).join('; ');
-  const text = err.message || inner || String(e);
-  return err.code && !text.includes(err.code) ? `${err.code}: ${text}` : text;
-}
-
+/** Scheme, host and port of a receiver (the record never keeps its path: it may hold a secret). */
 function originOf(url: string | undefined): string | null {
   if (!url) return null;
   try {
@@ -180,7 +162,8 @@ export class AlertDispatcher {
       if (!url) {
         record.error = `alerts.${channel === 'chat' ? 'chat_webhook_url' : 'webhook_url'} is not set`;
       } else {
-        await this.post(url, payload, s.timeoutMs, record);
+        const delivery = await this.ctx.notifier.send({ url, payload, timeoutMs: s.timeoutMs, userAgent: 'dp-alerts/1.0' });
+        Object.assign(record, { status: delivery.status, attempts: delivery.attempts, http_status: delivery.http_status, error: delivery.error });
       }
     }
     record.finished_at = utcNow();
@@ -197,47 +180,6 @@ export class AlertDispatcher {
     return { ...record, created_at: isoUtc(created) as string, finished_at: isoUtc(record.finished_at), payload };
   }
 
-  /** POSTs JSON with a timeout; one retry after a network error, a timeout, 408, 429 or 5xx. */
-  private async post(url: string, payload: unknown, timeoutMs: number, record: AlertRecord): Promise<void> {
-    let parsed: URL;
-    try {
-      parsed = new URL(url);
-    } catch {
-      record.error = `invalid URL '${url}'`;
-      return;
-    }
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-      record.error = `only http and https URLs can receive alerts, not ${parsed.protocol}`;
-      return;
-    }
-    for (let attempt = 1; attempt <= 2; attempt++) {
-      record.attempts = attempt;
-      try {
-        const res = await request(parsed, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'user-agent': 'dp-alerts/1.0' },
-          body: JSON.stringify(payload),
-          headersTimeout: timeoutMs,
-          bodyTimeout: timeoutMs,
-          signal: AbortSignal.timeout(timeoutMs * 2),
-        });
-        await res.body.dump();
-        record.http_status = res.statusCode;
-        if (res.statusCode >= 200 && res.statusCode < 300) {
-          record.status = 'sent';
-          record.error = null;
-          return;
-        }
-        const retryable = res.statusCode === 408 || res.statusCode === 429 || res.statusCode >= 500;
-        throw new DeliveryError(`receiver answered HTTP ${res.statusCode}`, res.statusCode, retryable);
-      } catch (e) {
-        const err = e instanceof DeliveryError ? e : new DeliveryError(networkErrorText(e), null, true);
-        record.error = err.message;
-        if (!err.retryable || attempt === 2) return;
-        await sleep(RETRY_DELAY_MS);
-      }
-    }
-  }
 }
 
 export async function alertHistory(ctx: PluginContext, limit: number): Promise<AlertRecord[]> {

@@ -22,7 +22,7 @@ export interface HistoryRecord {
 export interface ScheduleStatus {
   name: string;
   /** `stream` for a stream's schedule, `job` for one another plugin registered. */
-  kind: 'stream' | 'job';
+  kind: string;
   cron: string;
   /** ISO time of the next run; null when the expression is invalid or the scheduler is stopped. */
   next_run: string | null;

@@ -1,31 +1,12 @@
-/** CLI commands of the streams plugin: `dp run <path>`, `dp jobs run <name>`, `dp jobs list` (declared in plugin.json). */
+/** CLI commands of the streams plugin: `dp jobs run <name>`, `dp jobs list` (declared in plugin.json). */
 import { errorTextsFor, LOCAL_ADMIN, withEnvReferences, type PluginContext } from '../../sdk/index.js';
-import type { Scheduler } from './scheduler.js';
-import type { ScriptRunner } from './scripts.js';
 import type { StreamRunner } from './streams.js';
 
-export function registerCommands(ctx: PluginContext, parts: { scripts: ScriptRunner; streams: StreamRunner; scheduler: Scheduler }): void {
-  const { scripts, streams } = parts;
+export function registerCommands(ctx: PluginContext, parts: { streams: StreamRunner }): void {
+  const { streams } = parts;
   // Relayed through POST /api/cli/run, a command answers its caller as the routes do: error
   // texts through the sdk's one redaction, webhook URLs with their secrets as ${VAR} references.
   const valuesHidden = ctx.hook('valuesHiddenFrom');
-
-  ctx.command('run', async (args, io) => {
-    const errorTexts = await errorTextsFor(valuesHidden, io.caller ?? LOCAL_ADMIN);
-    const target = String(args.path);
-    const result = await scripts.run(target, {
-      trigger: 'cli',
-      // Output shows as it happens (on stderr with --json, so stdout stays one JSON document).
-      onOutput: (line) => (io.wantsJson ? io.err(line) : io.out(line)),
-    });
-    if (io.wantsJson) io.json(errorTexts.fields(result));
-    else if (result.status === 'success') io.err(`run ${result.path}: success in ${Math.round(result.duration_ms)} ms`);
-    else {
-      io.err(`run ${result.path}: ${result.status}: ${errorTexts.text(result.error ?? '')}`);
-      if (result.stack) io.err(errorTexts.text(result.stack));
-    }
-    return result.status === 'success' ? 0 : 1;
-  });
 
   ctx.command('jobs run', async (args, io) => {
     const name = String(args.name);

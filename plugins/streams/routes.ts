@@ -3,14 +3,13 @@ import { badRequest, errorTextsFor, withEnvReferences, type Caller, type PluginC
 import type { SchedulerState } from './api-types.js';
 import type { PipelineEvents } from './events.js';
 import { readHistory } from './history.js';
-import type { Scheduler } from './scheduler.js';
-import type { ScriptRunner } from './scripts.js';
 import type { StreamRunner } from './streams.js';
 
 const nameParams = { type: 'object', properties: { name: { type: 'string', minLength: 1 } }, required: ['name'] };
 
-export function registerRoutes(ctx: PluginContext, parts: { scripts: ScriptRunner; streams: StreamRunner; scheduler: Scheduler; events: PipelineEvents }): void {
-  const { scripts, streams, scheduler, events } = parts;
+export function registerRoutes(ctx: PluginContext, parts: { streams: StreamRunner; events: PipelineEvents }): void {
+  const { streams, events } = parts;
+  const scheduler = ctx.scheduler;
   // Every answer that can hold an error text (run results, history, events) passes through the
   // sdk's one redaction for the caller (docs/security.md "Error texts").
   const valuesHidden = ctx.hook('valuesHiddenFrom');
@@ -22,21 +21,6 @@ export function registerRoutes(ctx: PluginContext, parts: { scripts: ScriptRunne
     webhook_url: d.webhook_url === null ? null : withEnvReferences(d.webhook_url, ctx.env),
     steps: d.steps.map((s) => ({ [s.action]: s.targets })),
     next_run: scheduler.list().find((s) => s.name === `stream:${d.name}`)?.next_run ?? null,
-  });
-
-  ctx.route({
-    method: 'POST',
-    url: '/api/run',
-    permission: 'execute',
-    summary: 'Run an ingest/export script (.ts, .js, .mjs) or a .dpnb notebook under ingest/, export/ or notebooks/',
-    schema: {
-      body: { type: 'object', required: ['script_path'], additionalProperties: false, properties: { script_path: { type: 'string', minLength: 1 } } },
-    },
-    handler: async (req) => {
-      // The client leaving does not stop the script: a run, once started, ends on its own (or with the server).
-      const result = await scripts.run((req.body as { script_path: string }).script_path, { caller: req.caller, trigger: 'api' });
-      return (await errorTexts(req)).fields(result);
-    },
   });
 
   ctx.route({

@@ -6,20 +6,22 @@
  * transform inside it re-enters the lock). Cancelling stops at the next step boundary and
  * aborts the running script through its signal; a transform step finishes its models (SPEC:
  * in-flight queries are not interrupted). Each run fires pipelineStart/Step/End, pushes the
- * pipeline events, lands in `_service.run_history` and, with `webhook_url`, POSTs its outcome.
+ * pipeline events, lands in `_service.run_history` and, with `webhook_url`, POSTs its outcome
+ * through the kernel's notifier (`ctx.notifier`: timeout, one retry, a throttle per receiver).
  */
-import { request } from 'undici';
 import {
   badRequest,
   errorMessage,
   isDpError,
   notFound,
+  SCRIPT_EXTENSIONS,
   walkProjectFiles,
   type ActivePipeline,
   type ModelsService,
   type PipelineContext,
   type PluginContext,
   type ProjectProblem,
+  type ScriptsService,
   type StreamDefinition,
   type StreamInput,
   type StreamRunResult,
@@ -30,12 +32,10 @@ import {
 import type { PipelineEventKind, PipelineEvents } from './events.js';
 import { STREAMS_CONFIG, streamDefinitions, writtenStream } from './config.js';
 import { newRunId, recordHistory, recordHistoryStart } from './history.js';
-import { SUPPORTED, type ScriptRunner } from './scripts.js';
 import { streamProblems } from './validate.js';
 
 /** SPEC "Limits": a run older than this is cleared when the snapshot is read. */
 export const STALE_RUN_MS = 10 * 60_000;
-const WEBHOOK_TIMEOUT_MS = 10_000;
 
 export type StreamEventListener = (event: PipelineEventKind | 'output', payload: Record<string, unknown>) => void;
 
@@ -67,7 +67,7 @@ export class StreamRunner implements StreamsService {
 
   constructor(
     private readonly ctx: PluginContext,
-    private readonly scripts: ScriptRunner,
+    private readonly scripts: ScriptsService,
     private readonly models: ModelsService,
     private readonly events: PipelineEvents,
   ) {
@@ -157,8 +157,8 @@ export class StreamRunner implements StreamsService {
   /** The project-relative script a step target names: `events`, `events.ts` or `ingest/events.ts`. */
   scriptFor(folder: 'ingest' | 'export', target: string): string {
     const rel = target.startsWith(`${folder}/`) ? target : `${folder}/${target}`;
-    const hasExt = SUPPORTED.some((ext) => rel.toLowerCase().endsWith(ext));
-    const candidates = hasExt ? [rel] : SUPPORTED.map((ext) => `${rel}${ext}`);
+    const hasExt = SCRIPT_EXTENSIONS.some((ext) => rel.toLowerCase().endsWith(ext));
+    const candidates = hasExt ? [rel] : SCRIPT_EXTENSIONS.map((ext) => `${rel}${ext}`);
     for (const c of candidates) {
       try {
         return this.scripts.locate(c).path;
@@ -171,7 +171,7 @@ export class StreamRunner implements StreamsService {
 
   private scriptsOf(step: StreamStep): string[] {
     const folder = step.action as 'ingest' | 'export';
-    if (step.targets.includes('all')) return walkProjectFiles(this.ctx.project, folder, { extensions: SUPPORTED, recursive: false }).map((e) => e.path);
+    if (step.targets.includes('all')) return walkProjectFiles(this.ctx.project, folder, { extensions: [...SCRIPT_EXTENSIONS], recursive: false }).map((e) => e.path);
     return step.targets.map((t) => this.scriptFor(folder, t));
   }
 
@@ -497,18 +497,7 @@ export class StreamRunner implements StreamsService {
       ...(result.error ? { error: result.error } : {}),
       steps: result.steps.map((s) => ({ index: s.index, action: s.action, targets: s.targets, status: s.status, duration_ms: s.duration_ms, attempts: s.attempts, ...(s.error ? { error: s.error } : {}) })),
     };
-    try {
-      const res = await request(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'dp-streams' },
-        body: JSON.stringify(body),
-        headersTimeout: WEBHOOK_TIMEOUT_MS,
-        bodyTimeout: WEBHOOK_TIMEOUT_MS,
-      });
-      await res.body.dump();
-      if (res.statusCode >= 300) this.ctx.log.warn(`completion webhook of stream ${result.stream_name} answered ${res.statusCode}`);
-    } catch (e) {
-      this.ctx.log.warn(`completion webhook of stream ${result.stream_name} failed`, { error: errorMessage(e) });
-    }
+    const delivery = await this.ctx.notifier.send({ url, payload: body, userAgent: 'dp-streams' });
+    if (delivery.status === 'failed') this.ctx.log.warn(`completion webhook of stream ${result.stream_name} to ${delivery.target ?? 'an invalid URL'} failed: ${delivery.error}`);
   }
 }

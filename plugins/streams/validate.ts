@@ -3,8 +3,7 @@
  * 5-field cron expression and every step target names a script, seed or model that exists.
  * Nothing runs; each problem names its line of project.yml (the live config's lineOf).
  */
-import { errorMessage, type PluginContext, type ProjectProblem, type StreamDefinition } from '../../sdk/index.js';
-import { cronProblem } from './scheduler.js';
+import { cronProblem, errorMessage, type PluginContext, type ProjectProblem, type StreamDefinition } from '../../sdk/index.js';
 
 /** What validation reads of the stream runner (streams.ts, which calls this with itself). */
 export interface ValidatedStreams {

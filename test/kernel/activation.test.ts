@@ -41,6 +41,24 @@ describe('activation on demand', () => {
     assert.ok(!connect.has('agents') && !connect.has('catalog'), sorted(connect).join(','));
   });
 
+  it('notebooks run cells through the scripts plugin: they require no streams, and run with streams disabled', async () => {
+    const notebooks = builtIns().find((m) => m.name === 'notebooks')!;
+    assert.deepEqual(notebooks.requires, ['scripts']);
+    assert.ok(!(notebooks.optional ?? []).includes('streams'));
+    const run = activationSet(builtIns(), ['scripts'], guards);
+    assert.ok(run.has('notebooks'), `dp run loads the notebook cell rules: ${sorted(run)}`);
+    const root = makeProject({
+      'project.yml': 'name: t\ndatabase:\n  path: t.duckdb\nplugins:\n  disable: [streams]\n',
+      'notebooks/two.dpnb': JSON.stringify({ cells: [{ type: 'code', source: 'export const n = 20;' }, { type: 'code', source: 'console.log(`n is ${n + 1}`);' }] }),
+    });
+    const app = await App.boot({ projectRoot: root, activate: ['scripts'] });
+    apps.push(app);
+    assert.ok(!app.loadedPlugins.some((p) => p.manifest.name === 'streams'));
+    const r = await runCommand(app, ['run', 'notebooks/two.dpnb']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /n is 21/);
+  });
+
   it('boots only the activated plugins; the others stay manifests (commands absent, checks still run)', async () => {
     const root = makeProject();
     const app = await App.boot({ projectRoot: root, activate: ['tables'] });

@@ -33,10 +33,10 @@ describe('servers in tests run without the scheduler', () => {
 
   it('startTestServer leaves the scheduler off unless asked', async () => {
     const projectYml = 'streams:\n  every_minute:\n    schedule: "* * * * *"\n    steps:\n      - transform: [all]\n';
-    const off = await startTestServer({ plugins: [], builtIn: ['models', 'streams'], projectYml });
+    const off = await startTestServer({ plugins: [], builtIn: ['models', 'scripts', 'streams'], projectYml });
     servers.push(off);
     assert.equal((await off.request('GET', '/api/scheduler')).body.running, false);
-    const on = await startTestServer({ plugins: [], builtIn: ['models', 'streams'], projectYml, scheduler: true });
+    const on = await startTestServer({ plugins: [], builtIn: ['models', 'scripts', 'streams'], projectYml, scheduler: true });
     servers.push(on);
     assert.equal((await on.request('GET', '/api/scheduler')).body.running, true);
   });

@@ -27,7 +27,7 @@ describe('notebook sessions are per user (real HTTP, --auth)', () => {
   before(async () => {
     s = await startTestServer({
       plugins: [],
-      builtIn: ['notebooks', 'streams', 'models', 'query'],
+      builtIn: ['notebooks', 'scripts', 'streams', 'models', 'query'],
       auth: true,
       projectYml: 'query:\n  timeout_seconds:\n    viewer: 120\nnotebooks:\n  max_pending_runs: 2\n',
       files: { 'notebooks/shared.dpnb': JSON.stringify(NOTEBOOK, null, 2) },

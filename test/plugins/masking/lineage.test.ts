@@ -190,6 +190,25 @@ describe('masking through lineage', () => {
     assert.equal(derived(), before + 1, 'a build derives them again once');
   });
 
+  it('progress events (stream steps, model starts) leave derived policies alone; a finished build does not', async () => {
+    await query(srv, 'viewer', 'SELECT contact FROM m.renamed');
+    const derived = (srv.s.app.services.get<any>('masking') as any).derivations as () => number;
+    const before = derived();
+    for (const [type, payload] of [
+      ['stream.step_start', { run_id: 'r1', stream: 's', step: 0 }],
+      ['transform_start', { run_id: 'r1', models: 1 }],
+      ['model_start', { run_id: 'r1', model: 'm.pass' }],
+      ['notebook.cell', { path: 'notebooks/a.dpnb' }],
+    ] as const) {
+      srv.s.app.events.emit(type, payload);
+      assert.equal((await query(srv, 'viewer', 'SELECT contact FROM m.renamed')).status, 200);
+    }
+    assert.equal(derived(), before, 'no progress event re-derives policies');
+    srv.s.app.events.emit('model_end', { run_id: 'r1', model: 'm.pass', status: 'success' });
+    await query(srv, 'viewer', 'SELECT contact FROM m.renamed');
+    assert.equal(derived(), before + 1, 'a model built re-derives them once');
+  });
+
   it('refuses predicates on a derived masked column with 403, like the source column', async () => {
     for (const sql of [
       "SELECT id FROM m.renamed WHERE contact LIKE 'a%'",

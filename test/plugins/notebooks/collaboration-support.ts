@@ -3,7 +3,7 @@ import WebSocket from 'ws';
 import { CollaborationClient, type CollaborationClientOptions, type SocketLike } from '../../../plugins/notebooks/collaboration/client.js';
 
 /** The built-in plugins a collaboration server needs (notebooks carries it; files saves). */
-export const COLLAB_PLUGINS = ['notebooks', 'streams', 'models', 'files'];
+export const COLLAB_PLUGINS = ['notebooks', 'scripts', 'streams', 'models', 'files'];
 
 export const wsUrl = (httpUrl: string, doc: string, query = '') => `${httpUrl.replace(/^http/, 'ws')}/ws/collaborate?doc=${encodeURIComponent(doc)}${query}`;
 

@@ -41,7 +41,7 @@ describe('notebooks API (real HTTP, real DuckDB)', () => {
   before(async () => {
     s = await startTestServer({
       plugins: [],
-      builtIn: ['notebooks', 'streams', 'models', 'masking', 'query'],
+      builtIn: ['notebooks', 'scripts', 'streams', 'models', 'masking', 'query'],
       auth: true,
       projectYml: 'query:\n  timeout_seconds:\n    viewer: 1\n    editor: 2\nnotebooks:\n  row_limit: 2\n',
       files: {
@@ -265,7 +265,7 @@ describe('notebook sessions and the API description', () => {
   before(async () => {
     s = await startTestServer({
       plugins: [],
-      builtIn: ['notebooks', 'streams', 'models', 'query'],
+      builtIn: ['notebooks', 'scripts', 'streams', 'models', 'query'],
       projectYml: 'notebooks:\n  session_idle_seconds: 1\n',
       files: {
         'notebooks/s.dpnb': JSON.stringify({ cells: [{ type: 'code', source: 'export const x = 41;' }, { type: 'code', source: 'x + 1' }] }),

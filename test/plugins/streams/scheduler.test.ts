@@ -1,52 +1,20 @@
 /**
- * The scheduler: cron schedules fire on an injected clock (no real minute waits), a job still
- * running at its next tick is skipped, a bad expression is listed with its error while the others
- * run, a scheduled stream runs through the real streams service, and `dp serve` lists the
- * schedules of streams and of other plugins' jobs (SCHEDULER_JOBS) with their next runs.
+ * Streams on the kernel's scheduler: cron schedules fire on an injected clock (no real minute
+ * waits), a job still running at its next tick is skipped, a bad expression is listed with its
+ * error while the others run, a scheduled stream runs through the real streams service, and
+ * `dp serve` lists the schedules of streams and of other plugins' tasks with their next runs.
  */
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Scheduler, cronProblem, streamJob, type Clock } from '../../../plugins/streams/scheduler.js';
-import type { StreamsService } from '../../../sdk/index.js';
+import { Scheduler } from '../../../kernel/scheduler.js';
+import { streamJob } from '../../../plugins/streams/scheduler.js';
+import { cronProblem, type StreamsService } from '../../../sdk/index.js';
 import { startTestServer, type PluginTestServer } from '../../../sdk/testing.js';
 import { FIXTURE_PLUGINS } from '../../helpers.js';
 
-/** A clock tests move by hand: timers fire in time order as `advance` passes them. */
-class FakeClock implements Clock {
-  private timers: Array<{ at: number; fn: () => void; id: number }> = [];
-  private seq = 0;
-  constructor(private time: number) {}
-  now(): number {
-    return this.time;
-  }
-  setTimeout(fn: () => void, ms: number): unknown {
-    const id = ++this.seq;
-    this.timers.push({ at: this.time + ms, fn, id });
-    return id;
-  }
-  clearTimeout(handle: unknown): void {
-    this.timers = this.timers.filter((t) => t.id !== handle);
-  }
-  /** Moves time forward, firing each timer due on the way (and those they arm). */
-  async advance(ms: number): Promise<void> {
-    const end = this.time + ms;
-    for (;;) {
-      const due = this.timers.filter((t) => t.at <= end).sort((a, b) => a.at - b.at)[0];
-      if (!due) break;
-      this.timers = this.timers.filter((t) => t !== due);
-      this.time = Math.max(this.time, due.at);
-      due.fn();
-      await new Promise((r) => setImmediate(r));
-    }
-    this.time = end;
-  }
-  get pending(): number {
-    return this.timers.length;
-  }
-}
+import { FakeClock, quietLog } from '../../kernel/fake-clock.js';
 
-const quietLog = { info() {}, warn() {}, error() {}, debug() {} };
 const T0 = Date.parse('2026-03-02T10:00:30.000Z');
 
 describe('scheduler (injected clock)', () => {
@@ -62,7 +30,7 @@ describe('scheduler (injected clock)', () => {
     const clock = new FakeClock(T0);
     const scheduler = new Scheduler(quietLog, clock);
     const fired: number[] = [];
-    scheduler.add({ name: 'every5', cron: '*/5 * * * *', run: async () => void fired.push(clock.now()) });
+    scheduler.add({ id: 'every5', cron: '*/5 * * * *', run: async () => void fired.push(clock.now()) });
     scheduler.start();
     assert.equal(scheduler.list()[0].next_run, '2026-03-02T10:05:00.000Z');
     await clock.advance(4 * 60_000);
@@ -86,7 +54,7 @@ describe('scheduler (injected clock)', () => {
     let starts = 0;
     let release!: () => void;
     scheduler.add({
-      name: 'slow',
+      id: 'slow',
       cron: '* * * * *',
       run: () => {
         starts++;
@@ -112,8 +80,8 @@ describe('scheduler (injected clock)', () => {
     const errors: string[] = [];
     const scheduler = new Scheduler({ ...quietLog, error: (m: string) => void errors.push(m) }, clock);
     let good = 0;
-    scheduler.add({ name: 'stream:broken', cron: '0 25 * * *', run: async () => assert.fail('never runs') }, 'stream');
-    scheduler.add({ name: 'stream:fine', cron: '* * * * *', run: async () => void good++ }, 'stream');
+    scheduler.add({ id: 'stream:broken', kind: 'stream', cron: '0 25 * * *', run: async () => assert.fail('never runs') });
+    scheduler.add({ id: 'stream:fine', kind: 'stream', cron: '* * * * *', run: async () => void good++ });
     scheduler.start();
     await clock.advance(2 * 60_000);
     assert.equal(good, 2);
@@ -130,7 +98,7 @@ describe('scheduled streams and jobs of other plugins', () => {
   before(async () => {
     s = await startTestServer({
       plugins: [path.join(FIXTURE_PLUGINS, 'script-extras')],
-      builtIn: ['models', 'streams'],
+      builtIn: ['models', 'scripts', 'streams'],
       // This test is about the scheduler: it runs on the wall clock (and asserts nothing a tick would change).
       scheduler: true,
       files: {
@@ -171,13 +139,13 @@ describe('scheduled streams and jobs of other plugins', () => {
     const service = s.app.services.get<StreamsService>('streams');
     const clock = new FakeClock(Date.parse('2026-03-02T10:59:00.000Z'));
     const scheduler = new Scheduler(quietLog, clock);
-    scheduler.add(streamJob(service, service.list().find((d) => d.name === 'hourly')!), 'stream');
+    scheduler.add(streamJob(service, service.list().find((d) => d.name === 'hourly')!));
     scheduler.start();
     await clock.advance(59_000);
     assert.equal(scheduler.list()[0].running, false);
     await clock.advance(1_000);
     assert.equal(scheduler.list()[0].running, true);
-    for (let i = 0; i < 200 && scheduler.list()[0].running; i++) await new Promise((r) => setTimeout(r, 25));
+    await scheduler.settled();
     assert.equal(scheduler.list()[0].last_status, 'success');
     // (At least one: the server's own scheduler would add a run if the real clock passed the hour meanwhile.)
     assert.ok(((await s.db.value<number>('SELECT count(*)::INT FROM marks')) ?? 0) >= 1);

@@ -126,7 +126,7 @@ describe('script runner: POST /api/run and SCRIPT_CONTEXT', () => {
   before(async () => {
     s = await startTestServer({
       plugins: [path.join(FIXTURE_PLUGINS, 'script-extras')],
-      builtIn: ['models', 'streams', 'tables'],
+      builtIn: ['models', 'scripts', 'streams', 'tables'],
       auth: true,
       files: {
         'ingest/greet.ts': "export default async (ctx: any) => { console.log(ctx.greeter.greet('ada')); console.log(typeof ctx.signal.aborted, Object.isFrozen(ctx.config)); };\n",

@@ -108,7 +108,7 @@ describe('streams', () => {
     const hookUrl = `http://127.0.0.1:${(hook.address() as { port: number }).port}/done`;
     s = await startTestServer({
       plugins: [],
-      builtIn: ['models', 'streams'],
+      builtIn: ['models', 'scripts', 'streams'],
       auth: true,
       sseHeartbeatMs: 300,
       files: {

@@ -1,5 +1,5 @@
 /**
- * The script runner (the `scripts` service): runs an ingest/export script or a `.dpnb` notebook
+ * The scripts plugin's runner (the `scripts` service): runs an ingest/export script or a `.dpnb` notebook
  * in the server's process (DuckDB allows one writer process), under the kernel's write lock,
  * with a `ctx` of `db`, `config`, `env`, `secrets`, `log`, `signal` and the fields other plugins
  * contribute through SCRIPT_CONTEXT.
@@ -12,6 +12,7 @@
  * cancelled after a grace period and can no longer touch the database.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
@@ -22,6 +23,7 @@ import {
   readNotebook,
   scriptConsole,
   scriptConsoleLine,
+  SCRIPT_EXTENSIONS,
   withEnvReferences,
   type BulkTarget,
   type BulkWriter,
@@ -34,13 +36,13 @@ import {
   type ScriptRunOptions,
   type ScriptRunResult,
   type ScriptsService,
+  type ScriptRunRecord,
 } from '../../sdk/index.js';
 import { compileCell, compileScript, SCRIPT_CONSOLE, scriptStack, type CompiledScript } from './compile.js';
-import { newRunId, recordHistory } from './history.js';
 
 export const SCRIPT_FOLDERS = ['ingest', 'export', 'notebooks'] as const;
 export const MODULE_EXTENSIONS = ['.ts', '.js', '.mjs'] as const;
-export const SUPPORTED = [...MODULE_EXTENSIONS, '.dpnb'];
+const SUPPORTED: readonly string[] = SCRIPT_EXTENSIONS;
 
 /** Lines of output kept per run; later lines are counted, not kept (a chatty loop cannot fill memory). */
 const MAX_OUTPUT_LINES = 10_000;
@@ -52,6 +54,11 @@ interface RunOutput {
 }
 
 const currentRun = new AsyncLocalStorage<RunOutput>();
+
+/** `20260302104501`: a run id's time part, as the streams plugin's run ids have it. */
+function startStamp(): string {
+  return new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14);
+}
 
 /**
  * The `console` compiled scripts see (compile.ts's banner): inside a run its lines go to that
@@ -141,6 +148,8 @@ export class ScriptRunner implements ScriptsService {
     private readonly contributions: ScriptContextContribution[],
     /** The notebooks plugin's cell runner, when enabled (filled during setup). */
     private readonly cellRunners: NotebookCellRunner[] = [],
+    /** Taps of `scripts.runEnded` (the streams plugin records the run in its history). */
+    private readonly runEnded: (record: ScriptRunRecord) => Promise<void> = async () => {},
   ) {
     installScriptConsole();
   }
@@ -183,7 +192,7 @@ export class ScriptRunner implements ScriptsService {
   async run(scriptPath: string, options: ScriptRunOptions = {}): Promise<ScriptRunResult> {
     const file = this.locate(scriptPath);
     const trigger = options.trigger ?? 'api';
-    const runId = newRunId('script');
+    const runId = `script_${startStamp()}_${crypto.randomBytes(3).toString('hex')}`;
     const startedAt = new Date();
     const t0 = performance.now();
     const output: string[] = [];
@@ -233,10 +242,9 @@ export class ScriptRunner implements ScriptsService {
       ...('stack' in outcome && outcome.stack ? { stack: withEnvReferences(outcome.stack, env) } : {}),
     };
     try {
-      await recordHistory(this.ctx.db, {
+      await this.runEnded({
         run_id: runId,
-        kind: 'script',
-        name: file.path,
+        path: file.path,
         trigger,
         status: result.status,
         started_at: startedAt.toISOString(),
@@ -245,7 +253,7 @@ export class ScriptRunner implements ScriptsService {
         error: result.error ?? null,
       });
     } catch (e) {
-      this.ctx.log.warn('could not record the script run', { path: file.path, error: errorMessage(e) });
+      this.ctx.log.warn('a scripts.runEnded tap failed', { path: file.path, error: errorMessage(e) });
     }
     this.ctx.log.info(`script ${file.path} ${result.status}`, { trigger, duration_ms: result.duration_ms });
     return result;
