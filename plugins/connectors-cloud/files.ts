@@ -88,6 +88,8 @@ function openMemoryDb(files: LocalFile[], runtime: ConnectorRuntime | undefined)
 }
 
 const FILE_COLUMN = '__dp_file';
+/** Types whose values a JS number cannot always hold. */
+const EXACT_AS_TEXT = /^(DECIMAL|BIGINT$|UBIGINT$|HUGEINT$|UHUGEINT$)/;
 const PROVENANCE: ConnectorColumn[] = [
   { name: '_source_file', type: 'VARCHAR' },
   { name: '_source_modified', type: 'TIMESTAMPTZ' },
@@ -184,10 +186,11 @@ export async function* readFiles(all: LocalFile[], options: FileReadOptions): As
       }
     };
     let result = await read();
-    // DECIMAL values come out of a connection's stream as numbers: read them as their exact text instead.
-    const decimals = new Set(result.columns.filter((name, i) => name !== FILE_COLUMN && result.column_types[i]!.startsWith('DECIMAL')));
+    // A connection's stream turns DECIMALs and 64-bit and wider integers into JS numbers: read
+    // them as their exact text instead (the bulk loader takes text for those types).
+    const exact = new Set(result.columns.filter((name, i) => name !== FILE_COLUMN && EXACT_AS_TEXT.test(result.column_types[i]!)));
     const column_types = result.column_types;
-    if (decimals.size) result = await read(decimals);
+    if (exact.size) result = await read(exact);
     const out = outputOf(result.columns, column_types, options);
     const shape = (row: unknown[]): unknown[] => {
       const file = byLocal.get(String(row[out.fileIndex]));

@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { objectStorageType, tableOfKey } from '../../../plugins/connectors-cloud/object-storage.js';
 import { startS3, type RunningS3 } from './support/s3.js';
-import { freePort, readAll } from './support/read.js';
+import { freePort, readAll, TEST_RUNTIME } from './support/read.js';
 
 async function parquetOf(sql: string): Promise<Buffer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-cc-pq-'));
@@ -52,7 +52,7 @@ describe('object_storage (S3-compatible, s3rver)', () => {
   });
 
   it('discovers CSV, Parquet and JSON tables with DuckDB types and provenance columns', async () => {
-    const tables = await objectStorageType.discover(config, AbortSignal.timeout(30_000));
+    const tables = await objectStorageType.discover(config, AbortSignal.timeout(30_000), TEST_RUNTIME);
     const byName = Object.fromEntries(tables.map((t) => [t.name, t.columns.map((c) => `${c.name} ${c.type}`)]));
     assert.deepEqual(Object.keys(byName).sort(), ['customers', 'events', 'orders']);
     assert.deepEqual(byName.orders, ['id BIGINT', 'customer VARCHAR', 'amount DOUBLE', 'placed_at TIMESTAMP', '_source_file VARCHAR', '_source_modified TIMESTAMPTZ']);

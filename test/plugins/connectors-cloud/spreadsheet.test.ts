@@ -12,7 +12,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import ExcelJS from 'exceljs';
 import { spreadsheetType } from '../../../plugins/connectors-cloud/spreadsheet.js';
-import { freePort, readAll } from './support/read.js';
+import { freePort, readAll, TEST_RUNTIME } from './support/read.js';
 
 describe('spreadsheet', () => {
   let dir: string;
@@ -88,8 +88,8 @@ describe('spreadsheet', () => {
 
   it('a CSV-export URL: one table, DuckDB types, the bearer token sent', async () => {
     const config = { url, token: 'sheet-token', table_name: 'regions' };
-    assert.equal((await spreadsheetType.testConnection(config, AbortSignal.timeout(10_000))).ok, true);
-    const [t] = await spreadsheetType.discover(config, AbortSignal.timeout(10_000));
+    assert.equal((await spreadsheetType.testConnection(config, AbortSignal.timeout(10_000), TEST_RUNTIME)).ok, true);
+    const [t] = await spreadsheetType.discover(config, AbortSignal.timeout(10_000), TEST_RUNTIME);
     assert.deepEqual(t, { name: 'regions', columns: [{ name: 'region', type: 'VARCHAR' }, { name: 'revenue', type: 'DOUBLE' }, { name: 'day', type: 'DATE' }] });
     const r = await readAll(spreadsheetType, config, { table: 'regions' });
     assert.deepEqual(r.rows, [['north', 1200.5, '2024-05-01'], ['south', 980, '2024-05-02']]);

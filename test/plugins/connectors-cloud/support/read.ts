@@ -1,6 +1,18 @@
 /** Drains a connector read into memory (tests read small tables) and checks each batch's bound. */
 import assert from 'node:assert/strict';
-import type { ConnectorColumn, ConnectorReadRequest, ConnectorType } from '../../../../sdk/index.js';
+import os from 'node:os';
+import path from 'node:path';
+import { DuckDatabase } from '../../../../kernel/database.js';
+import type { ConnectorColumn, ConnectorReadRequest, ConnectorRuntime, ConnectorType } from '../../../../sdk/index.js';
+
+/**
+ * What the connectors plugin passes a type, for a type called directly: a real database port
+ * (only its scratch() is used: the file itself is never opened) and paths taken as given.
+ */
+export const TEST_RUNTIME: ConnectorRuntime = {
+  project: { resolve: (p: string) => path.resolve(p), resolveReadable: (p: string) => path.resolve(p) } as unknown as ConnectorRuntime['project'],
+  db: new DuckDatabase(path.join(os.tmpdir(), 'dp-connectors-cloud-never-opened.duckdb')),
+};
 
 export interface ReadAll {
   columns: ConnectorColumn[];
@@ -13,7 +25,7 @@ export async function readAll(type: ConnectorType, config: Record<string, unknow
   const rows: unknown[][] = [];
   let columns: ConnectorColumn[] = [];
   let batches = 0;
-  for await (const batch of type.read(config, { signal: AbortSignal.timeout(60_000), ...request })) {
+  for await (const batch of type.read(config, { signal: AbortSignal.timeout(60_000), runtime: TEST_RUNTIME, ...request })) {
     batches++;
     if (request.batchRows) assert.ok(batch.rows.length <= request.batchRows, `a batch of ${batch.rows.length} rows exceeds ${request.batchRows}`);
     assert.ok(batch.rows.length > 0 || (batches === 1 && rows.length === 0), 'an empty batch only as the one batch of an empty read');
