@@ -15,22 +15,22 @@ import {
   readYaml,
   QUALITY_SERVICE,
   type AssertionOutcome,
-  type CliIO,
-  type JsonSchema,
   type ModelInfo,
-  type PluginContext,
   type QualityService,
 } from '../../sdk/index.js';
 import { AlertDispatcher, alertHistory, CHANNELS, type Alert, type AlertRecord, type Channel } from './alerts.js';
 import { detectAnomalies, listAnomalies, type AnomalyReport, type AnomalySettings } from './anomalies.js';
 import { evaluateAssertions, lastExpressions, listAssertionResults, parseAssertion, recordAssertionResults, StoredOutcomeMasker, summarizeOutcome } from './assertions.js';
 import { ALERTS_CONFIG, QUALITY_CONFIG } from './config.js';
-import { contractHistory, hasBlockingFailure, loadContracts, runContracts, type ContractRun } from './contracts.js';
+import { contractHistory, hasBlockingFailure, loadContracts, runContracts } from './contracts.js';
 import { isStaleSource, modelFreshness, sourceFreshness } from './freshness.js';
-import type { TableProfile } from './api-types.js';
 import { computeStats, profileForCaller, profileHistory } from './profiles.js';
 import { BuildRecorder } from './recorder.js';
-import { assertVisible, maskedNamesFor, modelsService, redactQuoted, relationExists, resolveModel, splitRelation, STORED_AUDIENCE, utcNow, visibleTo, type Relation } from './relations.js';
+import { MIGRATIONS } from './migrations.js';
+import { contractRunSchema, limitQuery, modelParams } from './route-schemas.js';
+import { knownModels, requireRelation } from './known-models.js';
+import { printContractRun, printProfile } from './cli-output.js';
+import { assertVisible, maskedNamesFor, modelsService, redactQuoted, relationExists, resolveModel, splitRelation, STORED_AUDIENCE, utcNow, visibleTo } from './relations.js';
 
 /** What the plugin offers beyond the sdk's QualityService (tests and the CLI use it). */
 export interface QualityPluginService extends QualityService {
@@ -43,85 +43,6 @@ export interface QualityPluginService extends QualityService {
   /** Queues an alert to the configured channels (or the given ones). */
   notify(alert: Alert, channels?: readonly string[]): Promise<AlertRecord[]>;
 }
-
-const MIGRATIONS = [
-  {
-    id: 'quality-001',
-    sql: `CREATE TABLE IF NOT EXISTS _service.assertion_results (
-     id VARCHAR PRIMARY KEY, run_id VARCHAR, model VARCHAR, expression VARCHAR, form VARCHAR,
-     passed BOOLEAN, detail JSON, checked_at TIMESTAMP)`,
-  },
-  {
-    id: 'quality-002',
-    sql: `CREATE TABLE IF NOT EXISTS _service.contract_results (
-     id VARCHAR PRIMARY KEY, contract_name VARCHAR, model VARCHAR, passed BOOLEAN, severity VARCHAR,
-     detail JSON, checked_at TIMESTAMP, duration_ms DOUBLE, error VARCHAR)`,
-  },
-  {
-    id: 'quality-003',
-    sql: `CREATE SEQUENCE IF NOT EXISTS _service.model_profiles_seq;
-   CREATE TABLE IF NOT EXISTS _service.model_profiles (
-     seq BIGINT DEFAULT nextval('_service.model_profiles_seq'), id VARCHAR, run_id VARCHAR, model VARCHAR,
-     row_count BIGINT, columns JSON, profiled_at TIMESTAMP)`,
-  },
-  {
-    id: 'quality-004',
-    sql: `CREATE TABLE IF NOT EXISTS _service.anomalies (
-     id VARCHAR PRIMARY KEY, run_id VARCHAR, model VARCHAR, metric VARCHAR, column_name VARCHAR, value DOUBLE,
-     mean DOUBLE, stddev DOUBLE, z_score DOUBLE, threshold DOUBLE, history_count INTEGER, detected_at TIMESTAMP)`,
-  },
-  {
-    id: 'quality-005',
-    sql: `CREATE TABLE IF NOT EXISTS _service.alert_history (
-     id VARCHAR PRIMARY KEY, alert_type VARCHAR, channel VARCHAR, status VARCHAR, target VARCHAR, title VARCHAR,
-     message VARCHAR, payload JSON, attempts INTEGER, http_status INTEGER, error VARCHAR,
-     created_at TIMESTAMP, finished_at TIMESTAMP)`,
-  },
-  {
-    id: 'quality-006',
-    sql: `CREATE TABLE IF NOT EXISTS _service.model_freshness (
-     model VARCHAR PRIMARY KEY, last_built_at TIMESTAMP, last_status VARCHAR, run_id VARCHAR)`,
-  },
-];
-
-const limitQuery = (fallback: number): JsonSchema => ({
-  type: 'object',
-  additionalProperties: false,
-  properties: { limit: { type: 'integer', minimum: 1, maximum: 10000, default: fallback, description: `Rows to return (default ${fallback})` } },
-});
-const modelParams: JsonSchema = {
-  type: 'object',
-  required: ['model_name'],
-  properties: { model_name: { type: 'string', minLength: 1, description: 'Model as schema.name or bare name' } },
-};
-const assertionOutcomeSchema: JsonSchema = {
-  type: 'object',
-  properties: { expression: { type: 'string' }, passed: { type: 'boolean' }, detail: { type: 'object', additionalProperties: true } },
-};
-const contractRunSchema: JsonSchema = {
-  type: 'object',
-  properties: {
-    total: { type: 'integer' },
-    passed: { type: 'integer' },
-    failed: { type: 'integer' },
-    results: {
-      type: 'array',
-      items: {
-        type: 'object',
-        properties: {
-          contract_name: { type: 'string' },
-          model: { type: 'string' },
-          passed: { type: 'boolean' },
-          severity: { type: 'string' },
-          duration_ms: { type: 'number' },
-          error: { type: ['string', 'null'] },
-          assertions: { type: 'array', items: assertionOutcomeSchema },
-        },
-      },
-    },
-    errors: { type: 'array', items: { type: 'object', properties: { file: { type: 'string' }, index: { type: 'integer' }, reason: { type: 'string' } } } },
-  },
-};
 
 const BUILT = new Set(['built', 'assertion_failed']);
 const KEPT_RUNS = 20;
@@ -657,47 +578,3 @@ export default definePlugin({
     });
   },
 });
-
-/** Models the profile listing covers: the models service's plus every model this plugin saw built. */
-async function knownModels(ctx: PluginContext): Promise<string[]> {
-  const names = new Set((await ctx.db.all<{ model: string }>('SELECT model FROM _service.model_freshness')).map((r) => r.model));
-  const models = modelsService(ctx);
-  if (models) for (const m of await models.list()) names.add(m.full_name);
-  return [...names].sort();
-}
-
-async function requireRelation(ctx: PluginContext, rel: Relation): Promise<void> {
-  if (!(await relationExists(ctx, rel.schema, rel.table))) {
-    throw notFound('model_not_built', `Model ${rel.full} does not exist in the warehouse yet; run a transform first`, { model: rel.full });
-  }
-}
-
-function printContractRun(io: CliIO, run: ContractRun): void {
-  for (const r of run.results) {
-    const status = r.passed ? 'PASS' : r.severity === 'warn' ? 'WARN' : 'FAIL';
-    io.out(`${status}  ${r.contract_name}  (${r.model}, ${r.duration_ms} ms)`);
-    if (r.error) io.out(`      ${r.error}`);
-    for (const a of r.assertions) if (!a.passed) io.out(`      ✗ ${a.expression}: ${summarizeOutcome(a)}`);
-  }
-  for (const e of run.errors) io.err(`invalid contract: ${e.file}${e.index === undefined ? '' : ` (entry ${e.index + 1})`}: ${e.reason}`);
-  const warned = run.results.filter((r) => !r.passed && r.severity === 'warn').length;
-  io.out(`${run.total} contract(s): ${run.passed} passed, ${run.failed - warned} failed, ${warned} warning(s)`);
-}
-
-function printProfile(io: CliIO, model: string, p: TableProfile): void {
-  io.out(`${model}: ${p.row_count} rows, ${p.column_count} columns`);
-  io.table(
-    p.columns.map((c) => ({
-      column: c.name,
-      type: c.type,
-      nulls: c.null_count,
-      'null %': c.null_pct,
-      distinct: c.distinct_count,
-      min: c.masked ? '(masked)' : c.min,
-      max: c.masked ? '(masked)' : c.max,
-      avg: c.avg,
-      samples: (c.sample_values ?? []).map((v) => String(v)).join(', '),
-    })),
-  );
-  for (const n of p.notes ?? []) io.err(n);
-}
