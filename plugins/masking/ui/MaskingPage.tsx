@@ -246,7 +246,7 @@ function PolicyDialog({ policy, methods, onClose, onSaved }: { policy: MaskingPo
           <button type="button" className="dp-btn" onClick={onClose}>
             Cancel
           </button>
-          <button type="button" className="dp-btn dp-btn-primary" disabled={busy || (!existing && (!schema || !table || !column))} onClick={() => void save()}>
+          <button type="button" className="dp-btn dp-btn-primary" title={busy ? 'Saving…' : !existing && (!schema || !table || !column) ? 'Choose a schema, a table and a column' : 'Save the policy'} disabled={busy || (!existing && (!schema || !table || !column))} onClick={() => void save()}>
             Save policy
           </button>
         </>
@@ -368,7 +368,7 @@ function Preview() {
             ))}
           </select>
         </label>
-        <button type="button" className="dp-btn dp-btn-primary" disabled={!schema || !table} onClick={() => void run()}>
+        <button type="button" className="dp-btn dp-btn-primary" title={!schema || !table ? 'Choose a table first' : 'Show the sample as the chosen role sees it'} disabled={!schema || !table} onClick={() => void run()}>
           Preview
         </button>
       </div>

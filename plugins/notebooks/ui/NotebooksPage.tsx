@@ -452,10 +452,10 @@ function CellView({ cell, index, count, client, readOnly, run, busy, onRun, onRu
         </button>
         {readOnly ? null : (
           <>
-            <button className="dp-btn dp-btn-small" aria-label={`Move cell ${index} up`} onClick={() => onMove(index, index - 1)} disabled={index === 0}>
+            <button className="dp-btn dp-btn-small" aria-label={`Move cell ${index} up`} onClick={() => onMove(index, index - 1)} title={index === 0 ? 'The first cell cannot move up' : 'Move this cell up'} disabled={index === 0}>
               ↑
             </button>
-            <button className="dp-btn dp-btn-small" aria-label={`Move cell ${index} down`} onClick={() => onMove(index, index + 1)} disabled={index === count - 1}>
+            <button className="dp-btn dp-btn-small" aria-label={`Move cell ${index} down`} onClick={() => onMove(index, index + 1)} title={index === count - 1 ? 'The last cell cannot move down' : 'Move this cell down'} disabled={index === count - 1}>
               ↓
             </button>
             <button className="dp-btn dp-btn-small dp-btn-danger" aria-label={`Delete cell ${index}`} onClick={onDelete}>

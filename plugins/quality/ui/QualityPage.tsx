@@ -104,7 +104,7 @@ function Contracts() {
               <button
                 type="button"
                 className="dp-btn dp-btn-small"
-                disabled={!canRun || running !== null}
+                title={!canRun ? 'Needs the editor role' : running !== null ? 'A contract run is in progress' : 'Run this contract now'} disabled={!canRun || running !== null}
                 onClick={(e) => {
                   e.stopPropagation();
                   void run(c.name);
