@@ -148,4 +148,57 @@ describe('model pages, runs and masking preview (shop)', { timeout: 300_000 }, (
       await b?.close();
     }
   });
+
+  it('says why on every disabled button of the working pages', async () => {
+    for (const at of ['/models', '/models/m/marts.customer_orders', '/models/runs', '/notebooks', '/notebooks/notebooks/day_one.dpnb', '/sql', '/masking', '/quality', '/versioning', '/metrics', '/connectors', '/admin']) {
+      await onPage(server, at, async (page) => {
+        await page.getByRole('navigation', { name: 'Pages' }).waitFor();
+        await page.locator('main button').first().waitFor();
+        const silent = await page.locator('button:disabled').evaluateAll((buttons) =>
+          buttons.filter((b) => !(b.getAttribute('title') ?? '').trim() && !b.getAttribute('aria-describedby')).map((b) => (b.getAttribute('aria-label') ?? b.textContent ?? '').trim()),
+        );
+        assert.deepEqual(silent, [], `disabled buttons without a reason on ${at}`);
+      });
+    }
+  });
+
+  it('gives the editor text at least 4.5:1 contrast in dark mode', async () => {
+    await onPage(
+      server,
+      '/sql',
+      async (page) => {
+        await page.locator('.dp-sql .cm-content').waitFor();
+        const ratios = await page.evaluate(() => {
+          const rgb = (c: string) => (c.match(/[\d.]+/g) ?? []).slice(0, 3).map(Number);
+          const lum = (c: number[]) => {
+            const [r, g, b] = c.map((v) => {
+              const x = v / 255;
+              return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4;
+            });
+            return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+          };
+          const ratio = (a: number[], b: number[]) => {
+            const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x);
+            return (hi + 0.05) / (lo + 0.05);
+          };
+          // The editor's background: the first ancestor of the text that paints one.
+          const background = (el: Element): number[] => {
+            for (let e: Element | null = el; e; e = e.parentElement) {
+              // The first opaque background (a translucent tint such as the active line's is skipped).
+              const c = getComputedStyle(e).backgroundColor;
+              const alpha = /rgba/.test(c) ? Number((c.match(/[\d.]+/g) ?? [])[3] ?? 1) : c === 'transparent' ? 0 : 1;
+              if (alpha >= 0.99) return rgb(c);
+            }
+            return [255, 255, 255];
+          };
+          const lines = [...document.querySelectorAll('.dp-sql .cm-line, .dp-sql .cm-line span')];
+          return lines.map((el) => ({ text: el.textContent ?? '', ratio: ratio(rgb(getComputedStyle(el).color), background(el)) }));
+        });
+        assert.ok(ratios.length > 0);
+        const low = ratios.filter((r) => r.ratio < 4.5);
+        assert.deepEqual(low, [], `editor text under 4.5:1 in dark mode (lowest ${Math.min(...ratios.map((r) => r.ratio)).toFixed(2)})`);
+      },
+      { colorScheme: 'dark' },
+    );
+  });
 });
