@@ -3,7 +3,8 @@
  * docs/security.md "Masking through lineage"). From the lineage service's column lineage of
  * every model, a column whose value comes from a masked column is masked for the same roles:
  *
- * - a pass-through, rename or cast of one masked column gets that column's method and config;
+ * - a pass-through, rename or cast of masked columns that share one method and config (one column,
+ *   or the branches of a UNION) gets that method and config;
  * - a column computed from masked input gets `redact` (text) or `null` (other types);
  * - a plain `count(col)` / `count(*)` stays unmasked (it reveals no value);
  * - an explicit policy on the column wins (`method: none` declassifies it, and what is computed
@@ -81,7 +82,10 @@ export function derivePolicies(explicit: readonly MaskingPolicy[], lineage: Mode
         let method: string;
         let config: Record<string, unknown>;
         let finalKind: DerivedPolicy['kind'];
-        if (kind === 'pass' && hits.length === 1 && sources.length === 1) {
+        // The same value as its sources (a pass-through of one column, or of the branches of a
+        // UNION that are all masked with one method): their method, so the mask reads the same.
+        const sameMethod = hits.every((h) => h.policy.method === hits[0]!.policy.method && JSON.stringify(h.policy.method_config ?? {}) === JSON.stringify(hits[0]!.policy.method_config ?? {}));
+        if (kind === 'pass' && hits.length === sources.length && sameMethod) {
           method = hits[0]!.policy.method;
           config = { ...hits[0]!.policy.method_config };
           finalKind = 'pass';

@@ -2,7 +2,9 @@
  * `POST /api/masking/preview`: sample rows of a table as another role would see them, so whoever
  * writes a policy can check its effect before a viewer meets it. The rows come from the guarded
  * runner with that role (the same rewrite, checks and limits as the role's own queries). A caller
- * may preview only roles at or below its own: a viewer never sees what an editor sees.
+ * may preview only roles at or below its own: a viewer never sees what an editor sees. The answer's
+ * `masked_columns` say which columns the role reads masked and how (explicit and derived policies
+ * alike), as `POST /api/query` says it.
  */
 import { forbidden, type JsonSchema, type PluginContext, qualified, ROLES, type Role } from '../../sdk/index.js';
 
@@ -47,7 +49,7 @@ export function registerPreviewRoute(ctx: PluginContext): void {
         purpose: 'sample',
         table: { schema, table },
       });
-      return { schema_name: schema, table_name: table, role, columns: result.columns, column_types: result.column_types, rows: result.rows, ...(result.notes?.length ? { notes: result.notes } : {}) };
+      return { schema_name: schema, table_name: table, role, columns: result.columns, column_types: result.column_types, rows: result.rows, masked_columns: result.masked_columns ?? [], ...(result.notes?.length ? { notes: result.notes } : {}) };
     },
   });
 }

@@ -130,16 +130,17 @@ function graphProblems(code: string, message: string, details: Record<string, un
 
 // ---------------------------------------------------------------- dp status
 
-export type BuildStatus = 'up_to_date' | 'new' | 'changed' | 'stale';
+export type BuildStatus = 'up_to_date' | 'new' | 'needs_rebuild' | 'changed' | 'stale';
 
 export interface StatusReport {
   models: Array<{ model: string; path: string; materialized: string; status: BuildStatus; reason?: string }>;
-  seeds: Array<{ seed: string; path: string; status: Exclude<BuildStatus, 'stale'> }>;
+  seeds: Array<{ seed: string; path: string; status: Exclude<BuildStatus, 'stale' | 'needs_rebuild'> }>;
 }
 
 /**
  * Compares the files with what the last builds recorded (`_service.model_state`): `new` (never
- * built), `changed` (the file differs from the built one), `stale` (the file is unchanged but
+ * built), `needs_rebuild` (its table exists but no build of dp's made it from this SQL: a version
+ * restore forgets the build state of what it replaced), `changed` (the file differs from the built one), `stale` (the file is unchanged but
  * something upstream changed or was rebuilt since), `up_to_date`.
  */
 export async function projectStatus(ctx: PluginContext, engine: ModelsEngine): Promise<StatusReport> {
@@ -160,6 +161,10 @@ export async function projectStatus(ctx: PluginContext, engine: ModelsEngine): P
     const key = keyOf(m.info.full_name);
     const stored = states.get(key);
     const entry = { model: m.info.full_name, path: m.info.path, materialized: m.info.materialized };
+    if (!stored && catalog.has(key)) {
+      out.set(key, { ...entry, status: 'needs_rebuild', reason: 'its table was not built from this SQL (restored from a version, or made outside dp): rebuild it' });
+      continue;
+    }
     if (!stored || !catalog.has(key)) {
       out.set(key, { ...entry, status: 'new' });
       continue;

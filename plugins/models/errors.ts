@@ -6,6 +6,7 @@ export const errors = defineErrors({
   model_exists: { status: 409, meaning: 'The model file to create already exists (pass force to overwrite).' },
   dependency_cycle: { status: 400, meaning: 'Models depend on each other in a cycle; the message lists the files.' },
   unknown_reference: { status: 400, meaning: 'A model references a relation that is neither a model, a seed, a source nor a table.' },
+  transform_run_not_found: { status: 404, meaning: 'No transform run with that run_id (GET /api/transform/runs/:run_id).' },
   unknown_model: { status: 400, meaning: 'A selector names no model.' },
   unknown_seed: { status: 400, meaning: 'No seed file with that name in seeds/.' },
   invalid_config: { status: 400, meaning: 'A -- @config key is unknown for the model\'s materialization, or its value is outside its set (the message names file and line).' },

@@ -1,8 +1,10 @@
 /** HTTP routes of the models plugin (declared in plugin.json with the same permissions). */
 import {
+  clientGone,
   errorMessage,
   errorTextsFor,
   notFound,
+  QUERY_PURPOSES,
   qualified,
   requirePermission,
   type Caller,
@@ -16,7 +18,8 @@ import { runLint } from './lint.js';
 import { MAX_NAME_LENGTH } from './files.js';
 import { writeModel } from './promote.js';
 import type { ModelsEngine } from './service.js';
-import { readCatalog } from './state.js';
+import { lastModelRun, readCatalog, runDetail } from './state.js';
+import { statementBody } from './sqltext.js';
 import { discoverUnitTests, runUnitTests } from './unit-tests.js';
 import { projectStatus, validateProject } from './edit-loop.js';
 
@@ -136,6 +139,86 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
     summary: 'Recent transform runs, newest first',
     schema: { querystring: { type: 'object', additionalProperties: false, properties: { limit: { type: 'integer', minimum: 1, maximum: 1000, default: 20 } } } },
     handler: (req) => shownTo(req, engine.runs(req.query.limit ?? 20)),
+  });
+
+  ctx.route<unknown, unknown, { run_id: string }>({
+    method: 'GET',
+    url: '/api/transform/runs/:run_id',
+    permission: 'read',
+    summary: "One transform run with each model's step: status, time and error",
+    schema: { params: { type: 'object', required: ['run_id'], properties: { run_id: { type: 'string', minLength: 1, maxLength: 200 } } } },
+    handler: async (req) => {
+      const run = await runDetail(ctx, req.params.run_id);
+      if (!run) throw notFound('transform_run_not_found', `No transform run '${req.params.run_id}'`, { run_id: req.params.run_id });
+      return shownTo(req, run);
+    },
+  });
+
+  const modelParams: JsonSchema = { type: 'object', required: ['model_name'], properties: { model_name: { type: 'string', minLength: 1 } } };
+  const modelNamed = async (name: string) => {
+    const m = findModel(await engine.graph(), name);
+    if (!m) throw notFound('model_not_found', `No model named '${name}'`, { model: name });
+    return m;
+  };
+
+  ctx.route<unknown, unknown, { model_name: string }>({
+    method: 'GET',
+    url: '/api/models/:model_name/overview',
+    permission: 'read',
+    summary: "A model's build state (needs_rebuild after a version restore), its last build and run, and its table's rows",
+    schema: { params: modelParams },
+    handler: async (req) => {
+      const m = await modelNamed(req.params.model_name);
+      const [status, runs, catalog] = await Promise.all([projectStatus(ctx, engine), lastModelRun(ctx, m.info.full_name), readCatalog(ctx)]);
+      const build = status.models.find((s) => s.model === m.info.full_name);
+      // The rows of a built table, counted as the caller's read (a view's count would run its query).
+      let rows: number | null = null;
+      if (catalog.get(keyOf(m.info.full_name))?.kind === 'table') {
+        const counted = await ctx.queries.run({
+          sql: `SELECT count(*) AS n FROM ${qualified(m.info.schema, m.info.name)}`,
+          caller: req.caller,
+          purpose: QUERY_PURPOSES.sample,
+          table: { schema: m.info.schema, table: m.info.name },
+        });
+        rows = Number(counted.rows[0]?.[0] ?? 0);
+      }
+      return shownTo(req, {
+        model: m.info.full_name,
+        path: m.info.path,
+        materialized: m.info.materialized,
+        assertions: m.info.assertions,
+        build_status: build?.status ?? 'new',
+        build_reason: build?.reason ?? null,
+        ...runs,
+        rows,
+      });
+    },
+  });
+
+  ctx.route<{ sql?: string; limit?: number }, unknown, { model_name: string }>({
+    method: 'POST',
+    url: '/api/models/:model_name/preview',
+    permission: 'read',
+    summary: "Runs a model's SELECT (the saved file, or the editor's unsaved text) with a limit, as the caller's read-only query: rows, columns and the SQL that ran",
+    schema: {
+      params: modelParams,
+      body: {
+        type: ['object', 'null'],
+        additionalProperties: false,
+        properties: {
+          sql: { type: 'string', minLength: 1, maxLength: 1_000_000, description: "The model file's text as edited (directives included); default: the saved file" },
+          limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+        },
+      },
+    },
+    handler: async (req, reply) => {
+      const m = await modelNamed(req.params.model_name);
+      // The statement a build embeds in its CREATE ... AS: directives are comments, the last `;` goes.
+      const compiled = statementBody(req.body?.sql ?? m.info.sql);
+      const started = performance.now();
+      const result = await ctx.queries.run({ sql: compiled, limit: req.body?.limit ?? 100, caller: req.caller, purpose: QUERY_PURPOSES.query, signal: clientGone(reply) });
+      return { model: m.info.full_name, compiled_sql: compiled, ...result, duration_ms: Math.round(performance.now() - started) };
+    },
   });
 
   ctx.route<{ name: string; schema_name: string; materialized: 'table' | 'view'; sql: string }>({

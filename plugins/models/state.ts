@@ -159,6 +159,39 @@ export async function recordRun(ctx: PluginContext, run: RunRecord): Promise<voi
   });
 }
 
+/** One transform run with each model's step (status, time, error), or null when no run has that id. */
+export async function runDetail(ctx: PluginContext, runId: string): Promise<Record<string, unknown> | null> {
+  const [run] = await ctx.db.all(
+    `SELECT run_id, trigger, targets, force, status, started_at::VARCHAR AS started_at, finished_at::VARCHAR AS finished_at, duration_ms, built, skipped, failed
+       FROM _service.transform_runs WHERE run_id = $1`,
+    [runId],
+  );
+  if (!run) return null;
+  const models = await ctx.db.all(
+    `SELECT model, status, duration_ms, error, finished_at::VARCHAR AS finished_at FROM _service.model_runs WHERE run_id = $1 ORDER BY finished_at, model`,
+    [runId],
+  );
+  return { ...run, models };
+}
+
+/** A model's latest build that did something (a skipped model keeps its older table), and its latest run of any outcome. */
+export async function lastModelRun(ctx: PluginContext, model: string): Promise<{ last_build: Record<string, unknown> | null; last_run: Record<string, unknown> | null }> {
+  const runs = await ctx.db.all<Record<string, unknown>>(
+    `(SELECT 'last_build' AS which, run_id, status, duration_ms, error, finished_at::VARCHAR AS finished_at FROM _service.model_runs
+        WHERE lower(model) = $1 AND status <> 'skipped' ORDER BY finished_at DESC LIMIT 1)
+     UNION ALL
+     (SELECT 'last_run', run_id, status, duration_ms, error, finished_at::VARCHAR FROM _service.model_runs WHERE lower(model) = $1 ORDER BY finished_at DESC LIMIT 1)`,
+    [model.toLowerCase()],
+  );
+  const pick = (which: string) => {
+    const r = runs.find((x) => x.which === which);
+    if (!r) return null;
+    const { which: _which, ...rest } = r;
+    return rest;
+  };
+  return { last_build: pick('last_build'), last_run: pick('last_run') };
+}
+
 export async function recentRuns(ctx: PluginContext, limit: number): Promise<Array<Record<string, unknown>>> {
   return ctx.db.all(
     `SELECT run_id, trigger, targets, force, status, started_at::VARCHAR AS started_at, finished_at::VARCHAR AS finished_at, duration_ms, built, skipped, failed

@@ -102,6 +102,13 @@ export interface MarkdownCellResult {
 
 export type CellResult = SqlCellResult | CodeCellResult | MarkdownCellResult;
 
+/** `GET /api/notebooks/outputs/{file}.dpnb`: the latest output of each cell run on the server. */
+export interface SharedOutputs {
+  path: string;
+  execution_count: number;
+  outputs: Array<{ cell_index: number; execution_count: number; by: string; at: string; withheld?: boolean; result?: CellResult & { execution_count?: number } }>;
+}
+
 /** The error body of a failing code cell: `{error: {code: 'notebook_cell_error', message, details}}`. */
 export interface CellErrorDetails {
   path: string;

@@ -208,5 +208,5 @@ export function cellStack(error: unknown, compiled: CompiledCell, label: string)
 
 /** A cell compile failure as the standard 400. */
 export function cellCompileError(rel: string, cellIndex: number, e: CellCompileError) {
-  return badRequest('notebook_cell_error', `cell ${cellIndex + 1}${e.line ? ` line ${e.line}` : ''}: ${e.message}`, { path: rel, cell_index: cellIndex, line: e.line });
+  return badRequest('notebook_cell_error', `cell ${cellIndex}${e.line ? ` line ${e.line}` : ''}: ${e.message}`, { path: rel, cell_index: cellIndex, line: e.line });
 }

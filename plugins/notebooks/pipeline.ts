@@ -42,11 +42,11 @@ export function pipelineCellRunner(ctx: PluginContext): NotebookCellRunner {
           const scope = scopeFor(index);
           let compiled;
           try {
-            compiled = await compileCell(ctx.project.root, `${path}#cell${index + 1}`, cell.source, Object.keys(scope));
+            compiled = await compileCell(ctx.project.root, `${path}#cell${index}`, cell.source, Object.keys(scope));
           } catch (e) {
             if (e instanceof Error || isDpError(e)) throw e;
             const failure = e as { message: string; line: number | null };
-            throw new Error(`${path}#cell${index + 1}${failure.line ? ` line ${failure.line}` : ''}: ${failure.message}`);
+            throw new Error(`${path}#cell${index}${failure.line ? ` line ${failure.line}` : ''}: ${failure.message}`);
           }
           const mod = (await import(compiled.url)) as { default: (dp: unknown) => Promise<{ exports: Record<string, unknown> }> };
           try {
@@ -54,7 +54,7 @@ export function pipelineCellRunner(ctx: PluginContext): NotebookCellRunner {
             values.set(index, result.exports ?? {});
           } catch (e) {
             // The message as thrown; the stack names the cell's own line (`ingest/a.dpnb#cell3:2:7`).
-            const stack = cellStack(e, compiled, `${path}#cell${index + 1}`);
+            const stack = cellStack(e, compiled, `${path}#cell${index}`);
             if (e && typeof e === 'object') throw Object.assign(e, { scriptStack: stack });
             throw Object.assign(new Error(String(e)), { scriptStack: stack });
           }

@@ -6,8 +6,8 @@
  * checked per cell (403 `insufficient_role`).
  */
 import type { FastifyReply } from 'fastify';
-import { badRequest, errorTextsFor, notFound, type JsonSchema, type PluginContext } from '../../sdk/index.js';
-import type { ExecuteCellRequest, Notebook } from './api-types.js';
+import { badRequest, errorTextsFor, notFound, type JsonSchema, type PluginContext, type Role } from '../../sdk/index.js';
+import type { CellResult, ExecuteCellRequest, Notebook } from './api-types.js';
 import { listNotebooks, locateNotebook, MAX_NOTEBOOK_BYTES, readNotebookFile, saveNotebook } from './files.js';
 import { assertNotebook, CELL_SCHEMA, NOTEBOOK_SCHEMA } from './schema.js';
 import type { NotebookSessions } from './session.js';
@@ -60,6 +60,34 @@ const cellResultSchema: JsonSchema = {
     value: { description: 'JSON-safe rendering of the last expression (null when none)' },
     exports: { type: 'array', items: { type: 'string' } },
     duration_ms: { type: 'number' },
+    execution_count: { type: 'integer', description: "The notebook's run counter after this run (shared by everyone running cells of the notebook on this server)" },
+  },
+};
+
+/**
+ * The latest output of each cell of each notebook, so collaborators see what someone ran (the
+ * page hears of a run through the collaboration socket's awareness, then reads them here). An
+ * output is shown only to callers of the role that made it: masking made it for that role, and
+ * policies exempt roles by name, not by rank.
+ */
+interface SharedOutput {
+  cell_index: number;
+  execution_count: number;
+  by: string;
+  role: Role;
+  at: string;
+  result: CellResult;
+}
+
+const outputSchema: JsonSchema = {
+  type: 'object',
+  properties: {
+    cell_index: { type: 'integer' },
+    execution_count: { type: 'integer' },
+    by: { type: 'string' },
+    at: { type: 'string', format: 'date-time' },
+    withheld: { type: 'boolean', description: 'Made by another role (masked for that role): run the cell to see it as your role sees it' },
+    result: cellResultSchema,
   },
 };
 
@@ -74,6 +102,33 @@ function clientLeaves(reply: FastifyReply): AbortSignal {
 
 export function registerRoutes(ctx: PluginContext, sessions: NotebookSessions): void {
   const valuesHidden = ctx.hook('valuesHiddenFrom');
+  const shared = new Map<string, { count: number; cells: Map<number, SharedOutput> }>();
+  const outputsOf = (rel: string) => {
+    let entry = shared.get(rel);
+    if (!entry) shared.set(rel, (entry = { count: 0, cells: new Map() }));
+    return entry;
+  };
+
+  ctx.route<unknown, unknown, { '*': string }>({
+    method: 'GET',
+    url: '/api/notebooks/outputs/*',
+    permission: 'read',
+    tags: TAGS,
+    summary: "The latest output of each cell run on this server, with the notebook's execution counter (an output made by another role is withheld)",
+    schema: {
+      params: pathParam,
+      response: { 200: { type: 'object', properties: { path: { type: 'string' }, execution_count: { type: 'integer' }, outputs: { type: 'array', items: outputSchema } } } },
+    },
+    handler: async (req) => {
+      const file = locateNotebook(ctx, req.params['*']);
+      const entry = shared.get(file.rel);
+      const errorTexts = await errorTextsFor(valuesHidden, req.caller);
+      const outputs = [...(entry?.cells.values() ?? [])]
+        .sort((a, b) => a.cell_index - b.cell_index)
+        .map(({ role, result, ...o }) => (role !== req.caller.role ? { ...o, withheld: true } : { ...o, result: errorTexts.fields(result) }));
+      return { path: file.rel, execution_count: entry?.count ?? 0, outputs };
+    },
+  });
   ctx.route({
     method: 'GET',
     url: '/api/notebooks',
@@ -154,8 +209,12 @@ export function registerRoutes(ctx: PluginContext, sessions: NotebookSessions): 
         });
       }
       const errorTexts = await errorTextsFor(valuesHidden, req.caller);
+      const entry = outputsOf(file.rel);
+      const executionCount = ++entry.count;
       try {
-        return errorTexts.fields(await sessions.execute({ path: file.rel, notebook, cellIndex: index, caller: req.caller, signal: clientLeaves(reply) }));
+        const result = await sessions.execute({ path: file.rel, notebook, cellIndex: index, caller: req.caller, signal: clientLeaves(reply) });
+        entry.cells.set(index, { cell_index: index, execution_count: executionCount, by: req.caller.display_name || req.caller.username || 'someone', role: req.caller.role, at: new Date().toISOString(), result });
+        return errorTexts.fields({ ...result, execution_count: executionCount });
       } catch (e) {
         // A cell's error quotes the values it failed on (docs/security.md "Error texts").
         throw errorTexts.error(e);

@@ -200,7 +200,7 @@ export class NotebookSessions {
       else dropped++;
     };
     const scope = this.scopeFor(s, req.cellIndex);
-    const label = `${req.path}#cell${req.cellIndex + 1}`;
+    const label = `${req.path}#cell${req.cellIndex}`;
     let compiled;
     try {
       compiled = await compileCell(this.ctx.project.root, label, source, Object.keys(scope));
@@ -211,7 +211,7 @@ export class NotebookSessions {
 
     const timeoutSeconds = this.ctx.project.config.query.timeout_seconds[req.caller.role];
     const controller = new AbortController();
-    const timedOut = new DpError(408, 'query_timeout', `Cell ${req.cellIndex + 1} ran past the ${timeoutSeconds} s timeout of role '${req.caller.role}' and was stopped`, {
+    const timedOut = new DpError(408, 'query_timeout', `Cell ${req.cellIndex} ran past the ${timeoutSeconds} s timeout of role '${req.caller.role}' and was stopped`, {
       timeout_seconds: timeoutSeconds,
       role: req.caller.role,
       cell_index: req.cellIndex,

@@ -327,7 +327,7 @@ export class ScriptRunner implements ScriptsService {
     const cellSession = this.cellRunners[0]?.start(file.path, scriptCtx, push);
     for (const [i, cell] of cells.entries()) {
       if (signal.aborted) throw cancelledError(signal);
-      const label = `cell ${i + 1} (${cell.type})`;
+      const label = `cell ${i} (${cell.type})`;
       try {
         if (cell.type === 'markdown') continue;
         if (!cell.source.trim()) continue;

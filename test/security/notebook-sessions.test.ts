@@ -2,7 +2,9 @@
  * Notebook sessions across users (issue 28 point 5), real HTTP with --auth and a real DuckDB
  * file: what a viewer's cells leave in a session (names of sql cells, shadowed globals) is never
  * seen by an admin's later code cell, and a viewer's queue of slow runs is bounded (429) and
- * never holds another user's run of the same notebook.
+ * never holds another user's run of the same notebook. The outputs collaborators see
+ * (GET /api/notebooks/outputs/…) reach only callers of the role that made them: an admin's
+ * unmasked rows never reach a viewer.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -53,6 +55,24 @@ describe('notebook sessions are per user (real HTTP, --auth)', () => {
     const r = await run(admin, 2);
     assert.equal(r.status, 200, r.text);
     assert.deepEqual(r.body.value, ['undefined', 5]);
+  });
+
+  it("shares a cell's output with callers of the role that ran it, and withholds it from other roles", async () => {
+    const r = await run(admin, 0);
+    assert.equal(r.status, 200, r.text);
+    assert.equal(typeof r.body.execution_count, 'number');
+    const url = '/api/notebooks/outputs/notebooks/shared.dpnb';
+    const asAdmin = await admin.request('GET', url);
+    assert.equal(asAdmin.status, 200, asAdmin.text);
+    const mine = asAdmin.body.outputs.find((o: { cell_index: number }) => o.cell_index === 0);
+    assert.deepEqual(mine.result.rows, [[1]]);
+    assert.equal(mine.execution_count, r.body.execution_count);
+    const asViewer = await viewer.request('GET', url);
+    assert.equal(asViewer.status, 200, asViewer.text);
+    const theirs = asViewer.body.outputs.find((o: { cell_index: number }) => o.cell_index === 0);
+    assert.equal(theirs.withheld, true);
+    assert.equal(theirs.result, undefined);
+    assert.equal(asViewer.body.execution_count, asAdmin.body.execution_count);
   });
 
   it("a viewer's queue is bounded with a 429 and never holds an admin's run of the same notebook", async () => {

@@ -90,9 +90,9 @@ describe('notebooks page', { timeout: 240_000 }, () => {
       await cellEditor(b.page, 3).click();
       await b.page.keyboard.type('SELECT 7');
       await waitForTexts(a.page, [...merged, 'SELECT 7'], 'A sees the added cell with B’s text');
-      await b.page.getByRole('button', { name: 'Move cell 4 up' }).click();
+      await b.page.getByRole('button', { name: 'Move cell 3 up' }).click();
       await waitForTexts(a.page, [merged[0], merged[1], 'SELECT 7', merged[2]], 'A sees the move');
-      await a.page.getByRole('button', { name: 'Delete cell 3' }).click();
+      await a.page.getByRole('button', { name: 'Delete cell 2' }).click();
       await waitForTexts(b.page, merged, 'B sees the delete');
       await screenshot(b.page, 'notebook-together');
 

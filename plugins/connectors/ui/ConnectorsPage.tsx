@@ -131,7 +131,7 @@ function ConnectorList({ connectors, onChange }: { connectors: ConnectorInfo[]; 
             header: '',
             render: (c) => (
               <span className="dp-toolbar">
-                <button type="button" className="dp-btn dp-btn-small dp-btn-primary" disabled={!canRun || busy !== null} onClick={() => void sync(c.name)}>
+                <button type="button" className="dp-btn dp-btn-small dp-btn-primary" title={!canRun ? 'Needs the editor role' : busy !== null ? 'Another action is running' : 'Sync this connector now'} disabled={!canRun || busy !== null} onClick={() => void sync(c.name)}>
                   {busy === c.name ? 'Syncing…' : 'Sync now'}
                 </button>
                 <button type="button" className="dp-btn dp-btn-small" onClick={() => setCdcOf(cdcOf === c.name ? null : c.name)}>
@@ -302,7 +302,7 @@ function AddWizard({ onCreated }: { onCreated: () => void }) {
             );
           })}
           <div className="dp-row">
-            <button type="button" className="dp-btn" disabled={busy} onClick={() => void step(async () => setTest(await api.post('/api/connectors/test', { connector_type: typeId, config: config() })))}>
+            <button type="button" className="dp-btn" title={busy ? 'Another step is running' : 'Test the connection with these settings'} disabled={busy} onClick={() => void step(async () => setTest(await api.post('/api/connectors/test', { connector_type: typeId, config: config() })))}>
               3. Test connection
             </button>
             {test ? <Badge tone={test.ok ? 'ok' : 'bad'}>{test.ok ? 'ok' : 'failed'}: {test.message}</Badge> : null}
@@ -311,7 +311,7 @@ function AddWizard({ onCreated }: { onCreated: () => void }) {
             <button
               type="button"
               className="dp-btn"
-              disabled={busy}
+              title={busy ? 'Another step is running' : undefined} disabled={busy}
               onClick={() =>
                 void step(async () => {
                   const r = await api.post<{ tables: DiscoveredTable[] }>('/api/connectors/discover', { connector_type: typeId, config: config() });
@@ -348,7 +348,7 @@ function AddWizard({ onCreated }: { onCreated: () => void }) {
             <button
               type="button"
               className="dp-btn dp-btn-primary"
-              disabled={busy || !name}
+              title={busy ? 'Another step is running' : !name ? 'Give the connection a name' : undefined} disabled={busy || !name}
               onClick={() =>
                 void step(async () => {
                   await api.post('/api/connectors/setup', {
@@ -466,10 +466,10 @@ function ImportWizard() {
         </Field>
       </div>
       <div className="dp-row">
-        <button type="button" className="dp-btn" disabled={!file || busy} onClick={() => void send(true)}>
+        <button type="button" className="dp-btn" title={!file ? 'Choose a file first' : busy ? 'Another step is running' : 'Preview the import without writing'} disabled={!file || busy} onClick={() => void send(true)}>
           2. Preview
         </button>
-        <button type="button" className="dp-btn dp-btn-primary" disabled={!file || !preview || busy} onClick={() => void send(false)}>
+        <button type="button" className="dp-btn dp-btn-primary" title={!file ? 'Choose a file first' : !preview ? 'Preview the import first' : busy ? 'Another step is running' : 'Import the file'} disabled={!file || !preview || busy} onClick={() => void send(false)}>
           3. Import
         </button>
       </div>

@@ -3,7 +3,7 @@
  * schema, and a preview of a table's sample as a chosen role sees it.
  */
 import { useEffect, useMemo, useState } from 'react';
-import { api, Badge, Dialog, Empty, ErrorBox, Field, loadMaskingPolicies, Loading, PageHeader, ResultsGrid, seg, Table, Tabs, useApi, useCan, usePersistentState, useSession, type PageProps, type Role } from '@dp/ui';
+import { api, Badge, Dialog, Empty, ErrorBox, Field, loadMaskingPolicies, Loading, maskedAtOf, maskedResultTitle, PageHeader, ResultsGrid, seg, Table, Tabs, useApi, useCan, usePersistentState, useSession, type MaskedResultColumn, type PageProps, type Role } from '@dp/ui';
 import type { MaskingPolicy } from '../api-types';
 
 /** A policy derived through column lineage (GET /api/masking/policies?derived=true). */
@@ -246,7 +246,7 @@ function PolicyDialog({ policy, methods, onClose, onSaved }: { policy: MaskingPo
           <button type="button" className="dp-btn" onClick={onClose}>
             Cancel
           </button>
-          <button type="button" className="dp-btn dp-btn-primary" disabled={busy || (!existing && (!schema || !table || !column))} onClick={() => void save()}>
+          <button type="button" className="dp-btn dp-btn-primary" title={busy ? 'Saving…' : !existing && (!schema || !table || !column) ? 'Choose a schema, a table and a column' : 'Save the policy'} disabled={busy || (!existing && (!schema || !table || !column))} onClick={() => void save()}>
             Save policy
           </button>
         </>
@@ -340,14 +340,11 @@ function Preview() {
   const allowed = useMemo(() => ROLES.slice(0, ROLES.indexOf(session.user.role) + 1), [session.user.role]);
   const [target, setTarget] = usePersistentState('masking.preview.table', '');
   const [role, setRole] = useState<Role>('viewer');
-  const [result, setResult] = useState<{ columns: string[]; column_types: string[]; rows: unknown[][]; notes?: string[] } | null>(null);
+  // What the server masked for that role (explicit, derived and namesake policies alike): its
+  // `masked_columns`, never a guess from the explicit policies of this one table.
+  const [result, setResult] = useState<{ role: Role; columns: string[]; column_types: string[]; rows: unknown[][]; notes?: string[]; masked_columns: MaskedResultColumn[] } | null>(null);
   const [error, setError] = useState<unknown>(null);
-  const policies = useApi((signal) => api.get<MaskingPolicy[]>('/api/masking/policies', { signal }), []);
   const [schema, table] = target.split(/\.(.*)/s);
-  const masked = useMemo(
-    () => (policies.data ?? []).filter((p) => p.schema_name === schema && p.table_name === table && !p.exempted_roles.includes(role)).map((p) => p.column_name),
-    [policies.data, schema, table, role],
-  );
   const run = async () => {
     setError(null);
     try {
@@ -371,7 +368,7 @@ function Preview() {
             ))}
           </select>
         </label>
-        <button type="button" className="dp-btn dp-btn-primary" disabled={!schema || !table} onClick={() => void run()}>
+        <button type="button" className="dp-btn dp-btn-primary" title={!schema || !table ? 'Choose a table first' : 'Show the sample as the chosen role sees it'} disabled={!schema || !table} onClick={() => void run()}>
           Preview
         </button>
       </div>
@@ -379,7 +376,13 @@ function Preview() {
       {result ? (
         <>
           <div className="dp-row">
-            {masked.length ? <Badge tone="info">masked for {role}: {masked.join(', ')}</Badge> : <Badge>nothing masked for {role}</Badge>}
+            {result.masked_columns.length ? (
+              <Badge tone="info">
+                masked for {result.role}: {result.masked_columns.map((m) => m.name).join(', ')}
+              </Badge>
+            ) : (
+              <Badge>nothing masked for {result.role}</Badge>
+            )}
             {(result.notes ?? []).map((n) => (
               <Badge key={n} tone="warn">
                 {n}
@@ -387,8 +390,20 @@ function Preview() {
             ))}
           </div>
           <div style={{ height: 420, display: 'flex' }}>
-            <ResultsGrid columns={result.columns} columnTypes={result.column_types} rows={result.rows} masked={masked} />
+            <ResultsGrid columns={result.columns} columnTypes={result.column_types} rows={result.rows} maskedAt={maskedAtOf(result.masked_columns)} />
           </div>
+          {result.masked_columns.length ? (
+            <Table
+              rows={result.masked_columns}
+              rowKey={(m) => String(m.index)}
+              columns={[
+                { key: 'name', header: 'Column' },
+                { key: 'method', header: 'Method' },
+                { key: 'source', header: 'From', render: (m) => (m.source ? `${m.derived ? 'derived through lineage from ' : 'policy on '}${m.source}` : 'policy on this column') },
+                { key: 'how', header: 'How', render: (m) => maskedResultTitle(m) },
+              ]}
+            />
+          ) : null}
         </>
       ) : (
         <Empty>Pick a table and a role to see its sample as that role sees it.</Empty>

@@ -10,6 +10,7 @@ import { Link, Route, Routes, useLocation, useNavigate, useParams } from 'react-
 import { api, ApiError, Badge, Dialog, Empty, ErrorBox, Field, Icon, Loading, seg, StatusBadge, Table, Tabs, useApi, useCan, useLineageMasks, usePersistentState, type PageProps } from '@dp/ui';
 import { CodeEditor, CollaborativeEditor, editsTogether } from '@dp/ui/editor';
 import { Graph, type GraphEdge, type GraphNode } from '@dp/ui/graph';
+import { ModelDetails, PreviewPanel, RunDetail, type ModelOverview } from './ModelPanels';
 import { OpsDag } from './OpsDag';
 
 interface ModelInfo {
@@ -77,7 +78,7 @@ export default function ModelsPage({ page }: PageProps) {
         <Routes>
           <Route index element={<OpsDag base={base} live={live} full={false} />} />
           <Route path="full" element={<OpsDag base={base} live={live} full />} />
-          <Route path="runs" element={<RunsView live={live} />} />
+          <Route path="runs" element={<RunsView live={live} onResult={setPanel} />} />
           <Route path="m/:model" element={<ModelView base={base} models={models.data ?? null} live={live} onResult={setPanel} onSaved={refresh} />} />
           <Route path="f/*" element={<FileView onSaved={refresh} />} />
         </Routes>
@@ -128,16 +129,16 @@ function Toolbar({ base, live, onResult, onCreate }: { base: string; live: LiveR
         <button type="button" className="dp-btn" disabled={!canWrite} title={canWrite ? 'Create a model file' : 'Needs the editor role'} onClick={onCreate}>
           + New model
         </button>
-        <button type="button" className="dp-btn dp-btn-primary" disabled={!canExecute || busy !== null || live.running} title={canExecute ? 'Build every model in dependency order' : 'Needs the editor role'} onClick={() => void act('Transform', () => api.post('/api/transform', {}))}>
+        <button type="button" className="dp-btn dp-btn-primary" disabled={!canExecute || busy !== null || live.running} title={!canExecute ? 'Needs the editor role' : live.running ? 'A transform is running' : busy ? `${busy} is running` : 'Build every model in dependency order'} onClick={() => void act('Transform', () => api.post('/api/transform', {}))}>
           <Icon name="play" size={14} /> Transform all
         </button>
-        <button type="button" className="dp-btn" disabled={!canExecute || busy !== null} onClick={() => void act('Check', () => api.post('/api/check', {}))}>
+        <button type="button" className="dp-btn" disabled={!canExecute || busy !== null} title={!canExecute ? 'Needs the editor role' : busy ? `${busy} is running` : 'Validate models, run assertions, contracts and unit tests'} onClick={() => void act('Check', () => api.post('/api/check', {}))}>
           Check
         </button>
-        <button type="button" className="dp-btn" disabled={!canExecute || busy !== null} onClick={() => void act('Diff', () => api.post('/api/diff', {}))}>
+        <button type="button" className="dp-btn" disabled={!canExecute || busy !== null} title={!canExecute ? 'Needs the editor role' : busy ? `${busy} is running` : "Compare each model's SQL output with its table"} onClick={() => void act('Diff', () => api.post('/api/diff', {}))}>
           Diff
         </button>
-        <button type="button" className="dp-btn" disabled={busy !== null} onClick={() => void act('Lint', () => api.post('/api/lint', {}))}>
+        <button type="button" className="dp-btn" disabled={busy !== null} title={busy ? `${busy} is running` : 'Lint the model SQL'} onClick={() => void act('Lint', () => api.post('/api/lint', {}))}>
           Lint
         </button>
         {busy ? <span className="dp-muted">{busy}…</span> : null}
@@ -264,14 +265,28 @@ function FileTree({ nodes, base, models }: { nodes: FileNode[]; base: string; mo
   return render(nodes);
 }
 
-function RunsView({ live }: { live: LiveRun }) {
+function RunsView({ live, onResult }: { live: LiveRun; onResult: (r: { title: string; body: unknown }) => void }) {
   const runs = useApi((signal) => api.get<Array<Record<string, unknown>>>('/api/transform/runs', { signal, query: { limit: 50 } }), [live.running]);
+  const [open, setOpen] = useState<string | null>(null);
   if (runs.error) return <ErrorBox error={runs.error} onRetry={runs.reload} />;
   if (!runs.data) return <Loading />;
   return (
+    <>
+    {open ? (
+      <RunDetail
+        key={open}
+        runId={open}
+        onClose={() => setOpen(null)}
+        onRerun={(body) => {
+          onResult({ title: 'Transform (re-run failed steps)', body });
+          runs.reload();
+        }}
+      />
+    ) : null}
     <Table
       rows={runs.data}
       rowKey={(r) => String(r.run_id)}
+      onRowClick={(r) => setOpen(String(r.run_id))}
       columns={[
         { key: 'run_id', header: 'Run' },
         { key: 'trigger', header: 'Trigger' },
@@ -283,6 +298,7 @@ function RunsView({ live }: { live: LiveRun }) {
         { key: 'failed', header: 'Failed', align: 'right' },
       ]}
     />
+    </>
   );
 }
 
@@ -331,7 +347,7 @@ function EditorPane({ edit, language, readOnly }: { edit: ReturnType<typeof useE
         <code>{edit.file.data?.path}</code>
         {edit.dirty ? <Badge tone="warn">unsaved</Badge> : edit.savedAt ? <Badge tone="ok">saved {edit.savedAt}</Badge> : null}
         <div className="dp-toolbar" style={{ marginLeft: 'auto' }}>
-          <button type="button" className="dp-btn dp-btn-primary" disabled={readOnly || !edit.dirty || edit.saving} onClick={() => void edit.save()} title={readOnly ? 'Needs the editor role' : 'Save (Ctrl/Cmd+S)'}>
+          <button type="button" className="dp-btn dp-btn-primary" disabled={readOnly || !edit.dirty || edit.saving} onClick={() => void edit.save()} title={readOnly ? 'Needs the editor role' : edit.saving ? 'Saving…' : !edit.dirty ? 'Nothing to save: no change since the last save' : 'Save (Ctrl/Cmd+S)'}>
             Save
           </button>
         </div>
@@ -379,13 +395,15 @@ function ModelView({ base, models, live, onResult, onSaved }: { base: string; mo
   const [tab, setTab] = usePersistentState<ModelTab>('models.tab', 'lineage');
   const [building, setBuilding] = useState(false);
   const [lineageTick, setLineageTick] = useState(0);
+  const [text, setText] = useState<string | null>(null);
+  const overview = useApi((signal) => (name ? api.get<ModelOverview>(`/api/models/${seg(name)}/overview`, { signal }) : Promise.resolve(null)), [name, lineageTick, savedSha, live.running]);
   if (!models) return <Loading />;
   if (!model) return <ErrorBox error={new Error(`No model named ${name}`)} />;
   const status = live.models[model.full_name];
-  const build = async (targets: string[], label: string) => {
+  const build = async (targets: string[], label: string, force = false) => {
     setBuilding(true);
     try {
-      onResult({ title: label, body: await api.post('/api/transform', { targets }) });
+      onResult({ title: label, body: await api.post('/api/transform', { targets, ...(force ? { force: true } : {}) }) });
       setLineageTick((t) => t + 1);
     } catch (e) {
       onResult({ title: label, body: e });
@@ -401,13 +419,13 @@ function ModelView({ base, models, live, onResult, onSaved }: { base: string; mo
         {status ? <StatusBadge status={status.status} /> : null}
         {status?.error ? <span className="dp-error-code" style={{ color: 'var(--dp-bad)' }}>{status.error}</span> : null}
         <div className="dp-toolbar" style={{ marginLeft: 'auto' }}>
-          <button type="button" className="dp-btn" disabled={!canExecute || building || live.running} onClick={() => void build([model.full_name], `Build ${model.full_name}`)}>
+          <button type="button" className="dp-btn" disabled={!canExecute || building || live.running} title={!canExecute ? 'Needs the editor role' : live.running || building ? 'A transform is running' : 'Build this model (skipped when nothing changed)'} onClick={() => void build([model.full_name], `Build ${model.full_name}`)}>
             <Icon name="play" size={14} /> Build
           </button>
-          <button type="button" className="dp-btn" disabled={!canExecute || building || live.running} onClick={() => void build([`${model.full_name}+`], `Build ${model.full_name} and downstream`)}>
+          <button type="button" className="dp-btn" disabled={!canExecute || building || live.running} title={!canExecute ? 'Needs the editor role' : live.running || building ? 'A transform is running' : 'Build this model and everything downstream of it'} onClick={() => void build([`${model.full_name}+`], `Build ${model.full_name} and downstream`)}>
             Build + downstream
           </button>
-          <button type="button" className="dp-btn" disabled={!canExecute} onClick={() => void api.post('/api/diff', { targets: [model.full_name] }).then((b) => onResult({ title: `Diff ${model.full_name}`, body: b }), (e) => onResult({ title: `Diff ${model.full_name}`, body: e }))}>
+          <button type="button" className="dp-btn" disabled={!canExecute} title={canExecute ? "Compare the model's SQL output with its table" : 'Needs the editor role'} onClick={() => void api.post('/api/diff', { targets: [model.full_name] }).then((b) => onResult({ title: `Diff ${model.full_name}`, body: b }), (e) => onResult({ title: `Diff ${model.full_name}`, body: e }))}>
             Diff
           </button>
           <Link className="dp-btn" to="/sql" state={{ sql: `SELECT *\nFROM ${model.full_name}\nLIMIT 100` }}>
@@ -415,16 +433,23 @@ function ModelView({ base, models, live, onResult, onSaved }: { base: string; mo
           </Link>
         </div>
       </div>
-      <CollaborativeEditor
-        key={model.path}
-        path={model.path}
-        language="sql"
-        readOnly={!canWrite}
-        onSaved={(sha256) => {
-          setSavedSha(sha256);
-          onSaved();
-        }}
-      />
+      <div className="dp-model-body">
+        <div className="dp-col dp-grow">
+          <CollaborativeEditor
+            key={model.path}
+            path={model.path}
+            language="sql"
+            readOnly={!canWrite}
+            onChange={setText}
+            onSaved={(sha256) => {
+              setSavedSha(sha256);
+              onSaved();
+            }}
+          />
+          <PreviewPanel model={model.full_name} text={text} />
+        </div>
+        <ModelDetails model={model} sql={text ?? ''} overview={overview.data ?? null} building={building || live.running} onRebuild={() => void build([model.full_name], `Build ${model.full_name} (force)`, true)} />
+      </div>
       <Tabs<ModelTab>
         tabs={[
           { key: 'lineage', label: 'Column lineage' },
@@ -549,7 +574,7 @@ function CreateModelDialog({ open, onClose, onCreated, base }: { open: boolean; 
           <button type="button" className="dp-btn" onClick={onClose}>
             Cancel
           </button>
-          <button type="button" className="dp-btn dp-btn-primary" disabled={busy || !name || !schema} onClick={() => void submit()}>
+          <button type="button" className="dp-btn dp-btn-primary" disabled={busy || !name || !schema} title={busy ? 'Creating…' : !name || !schema ? 'Give the model a name and a schema' : 'Create the model file'} onClick={() => void submit()}>
             Create
           </button>
         </>

@@ -14,9 +14,11 @@ import { sql, PostgreSQL } from '@codemirror/lang-sql';
 import { EditorState, type Extension } from '@codemirror/state';
 import { EditorView } from '@codemirror/view';
 import { collaborationExtensions, editorTheme, usePeers } from '@dp/ui/editor';
-import { api, ApiError, Badge, Empty, ErrorBox, formatValue, Loading, PageHeader, ResultsGrid, seg, Table, useApi, useCan, useSession, type PageProps } from '@dp/ui';
+import { api, ApiError, Badge, Dialog, Empty, ErrorBox, Field, formatValue, Loading, PageHeader, ResultsGrid, seg, Table, useApi, useCan, useSession, type PageProps } from '@dp/ui';
+import ReactMarkdown from 'react-markdown';
+import remarkGfm from 'remark-gfm';
 import { ResultChart } from '@dp/ui/chart';
-import type { CellResult, CellErrorDetails, CellType, NotebookList, NotebookSummary } from '../api-types';
+import type { CellResult, CellErrorDetails, CellType, NotebookList, NotebookSummary, SharedOutputs } from '../api-types';
 import { CollaborationClient } from '../collaboration/client';
 import { CELL_TYPES, NOTEBOOK_CELLS } from '../collaboration/protocol';
 import './notebooks.css';
@@ -33,9 +35,16 @@ export default function NotebooksPage({ page }: PageProps) {
 function NotebookIndex({ title }: { title: string }) {
   const list = useApi((signal) => api.get<NotebookList>('/api/notebooks', { signal }), []);
   const navigate = useNavigate();
+  const canWrite = useCan('write');
+  const [creating, setCreating] = useState(false);
   return (
     <div className="dp-page">
-      <PageHeader title={title} subtitle="Open a notebook to edit it together: everyone's edits and cursors show live." />
+      <PageHeader title={title} subtitle="Open a notebook to edit it together: everyone's edits and cursors show live.">
+        <button type="button" className="dp-btn dp-btn-primary" disabled={!canWrite} title={canWrite ? 'Create a notebook in notebooks/' : 'Needs the editor role'} onClick={() => setCreating(true)}>
+          + New notebook
+        </button>
+      </PageHeader>
+      <NewNotebookDialog open={creating} existing={(list.data?.notebooks ?? []).map((n) => n.path)} onClose={() => setCreating(false)} onCreated={(path) => navigate(path)} />
       <ErrorBox error={list.error} onRetry={list.reload} />
       {list.data ? (
         <Table<NotebookSummary>
@@ -55,6 +64,55 @@ function NotebookIndex({ title }: { title: string }) {
         <Loading />
       )}
     </div>
+  );
+}
+
+/** Creates notebooks/<name>.dpnb with a heading and an SQL cell, then opens it. */
+function NewNotebookDialog({ open, existing, onClose, onCreated }: { open: boolean; existing: string[]; onClose: () => void; onCreated: (path: string) => void }) {
+  const [name, setName] = useState('');
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const valid = /^[A-Za-z0-9_-]+$/.test(name);
+  const create = async () => {
+    setBusy(true);
+    setError(null);
+    const path = `notebooks/${name}.dpnb`;
+    try {
+      if (existing.includes(path)) throw new Error(`${path} exists already: open it from the list`);
+      await api.put(`/api/notebooks/${seg('notebooks')}/${seg(`${name}.dpnb`)}`, {
+        cells: [
+          { type: 'markdown', source: `# ${name}` },
+          { type: 'sql', source: 'SELECT 1 AS answer' },
+        ],
+      });
+      onCreated(path);
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <Dialog
+      open={open}
+      title="New notebook"
+      onClose={onClose}
+      footer={
+        <>
+          <button type="button" className="dp-btn" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="button" className="dp-btn dp-btn-primary" disabled={busy || !valid} title={busy ? 'Creating…' : valid ? 'Create notebooks/<name>.dpnb' : 'Name it with letters, digits, _ or -'} onClick={() => void create()}>
+            Create
+          </button>
+        </>
+      }
+    >
+      <Field label="Name">
+        <input value={name} onChange={(e) => setName(e.target.value)} placeholder="explore_orders" autoFocus aria-label="Notebook name" />
+      </Field>
+      <ErrorBox error={error} />
+    </Dialog>
   );
 }
 
@@ -104,6 +162,82 @@ function NotebookEditor({ path }: { path: string }) {
   const readOnly = client.access !== 'read-write';
   const [saveState, setSaveState] = useState<{ at: Date } | { error: unknown } | null>(null);
   const [newType, setNewType] = useState<CellType>('sql');
+  const canExecute = useCan('execute');
+  // Each cell's run (by index), the notebook's shared execution counter, and what others ran.
+  const [runs, setRuns] = useState<Record<number, RunState>>({});
+  const [counter, setCounter] = useState(0);
+  const [runningAll, setRunningAll] = useState(false);
+  const notebookUrl = `/api/notebooks/${path.split('/').map(seg).join('/')}`;
+  const loadShared = async () => {
+    const shared = await api.get<SharedOutputs>(`/api/notebooks/outputs/${path.split('/').map(seg).join('/')}`).catch(() => null);
+    if (!shared) return;
+    setCounter((c) => Math.max(c, shared.execution_count));
+    setRuns((current) => {
+      const next = { ...current };
+      for (const o of shared.outputs) {
+        const mine = current[o.cell_index];
+        const count = mine && 'count' in mine ? mine.count : 0;
+        if (o.execution_count <= count || (mine && 'running' in mine)) continue;
+        next[o.cell_index] = o.withheld || !o.result ? { withheld: true, by: o.by, count: o.execution_count } : { result: o.result, by: o.by, count: o.execution_count };
+      }
+      return next;
+    });
+  };
+  // Outputs of runs before this page opened, then each time a collaborator says it ran a cell.
+  useEffect(() => {
+    void loadShared();
+    let last = '';
+    const heard = () => {
+      const ran = [...client.awareness.getStates().entries()]
+        .filter(([id]) => id !== client.doc.clientID)
+        .map(([, state]) => (state as { ran?: { count?: number } }).ran?.count ?? 0)
+        .join(',');
+      if (ran !== last) {
+        last = ran;
+        void loadShared();
+      }
+    };
+    client.awareness.on('change', heard);
+    return () => client.awareness.off('change', heard);
+    // loadShared reads only state setters and the path.
+  }, [client, path]);
+
+  /** Runs one cell (saving the shared document first unless told not to); resolves to success. */
+  const runCell = async (index: number, saveFirst = true): Promise<boolean> => {
+    setRuns((r) => ({ ...r, [index]: { running: true } }));
+    try {
+      // The server runs the saved notebook: save the shared document first (editors only).
+      if (saveFirst && !readOnly) await client.save();
+      const result = await api.post<CellResult & { execution_count?: number }>(`${notebookUrl}/execute`, { cell_index: index });
+      const count = result.execution_count ?? 0;
+      setCounter((c) => Math.max(c, count));
+      setRuns((r) => ({ ...r, [index]: { result, count } }));
+      // Collaborators hear of the run and read its output (as their role may see it).
+      client.awareness.setLocalStateField('ran', { cell: index, count });
+      return true;
+    } catch (e) {
+      setRuns((r) => ({ ...r, [index]: { error: e } }));
+      return false;
+    }
+  };
+
+  /** Runs the cells from `from` to the end in order, stopping at the first that fails. */
+  const runFrom = async (from: number) => {
+    setRunningAll(true);
+    try {
+      if (!readOnly) await client.save();
+      for (let i = from; i < cells.length; i++) {
+        const cell = cells.get(i);
+        if (cell.get('type') === 'markdown' || !String(cell.get('source') ?? '').trim()) continue;
+        if (!(await runCell(i, false))) break;
+      }
+    } catch (e) {
+      setSaveState({ error: e });
+    } finally {
+      setRunningAll(false);
+    }
+  };
+  const needsExecute = cellList.some((c) => c.get('type') === 'code' || c.get('type') === 'ingest') && !canExecute;
 
   const save = async () => {
     try {
@@ -149,7 +283,23 @@ function NotebookEditor({ path }: { path: string }) {
           {others.length ? `also here: ${others.join(', ')}` : 'nobody else here'}
         </span>
         <button className="dp-btn" onClick={() => navigate('..')}>All notebooks</button>
-        <button className="dp-btn dp-btn-primary" onClick={save} disabled={readOnly || !client.synced}>
+        <span className="dp-muted" data-testid="execution-count" title="Cells run in this notebook on this server, by everyone">
+          runs: {counter}
+        </span>
+        <button
+          className="dp-btn"
+          onClick={() => void runFrom(0)}
+          disabled={runningAll || !client.synced || needsExecute}
+          title={runningAll ? 'Running…' : !client.synced ? 'Joining the notebook…' : needsExecute ? 'Code cells need the editor role' : 'Save, then run every cell top to bottom (stops at the first error)'}
+        >
+          Run all
+        </button>
+        <button
+          className="dp-btn dp-btn-primary"
+          onClick={save}
+          disabled={readOnly || !client.synced}
+          title={readOnly ? 'Your role may read but not change this notebook' : !client.synced ? 'Joining the notebook…' : 'Save the notebook (Ctrl/Cmd+S)'}
+        >
           Save
         </button>
       </PageHeader>
@@ -160,7 +310,21 @@ function NotebookEditor({ path }: { path: string }) {
         <div className="dp-notebook-cells">
           {cellList.length === 0 ? <Empty>No cells yet.</Empty> : null}
           {cellList.map((cell, i) => (
-            <CellView key={cellKey(cell)} cell={cell} index={i} count={cellList.length} client={client} path={path} readOnly={readOnly} onMove={moveCell} onDelete={() => cells.delete(i, 1)} onSave={save} />
+            <CellView
+              key={cellKey(cell)}
+              cell={cell}
+              index={i}
+              count={cellList.length}
+              client={client}
+              readOnly={readOnly}
+              run={runs[i] ?? null}
+              busy={runningAll}
+              onRun={() => void runCell(i)}
+              onRunFrom={() => void runFrom(i)}
+              onMove={moveCell}
+              onDelete={() => cells.delete(i, 1)}
+              onSave={save}
+            />
           ))}
           {readOnly ? null : (
             <div className="dp-row">
@@ -187,28 +351,33 @@ const cellKey = (cell: Y.Map<unknown>) => {
   return keys.get(cell)!;
 };
 
-type RunState = { running: true } | { result: CellResult } | { error: unknown } | null;
+/** A cell's run: running, its output (`by` when a collaborator ran it), withheld (another role ran it), or its error. */
+type RunState = { running: true } | { result: CellResult; count: number; by?: string } | { withheld: true; by: string; count: number } | { error: unknown } | null;
 
-function CellView({ cell, index, count, client, path, readOnly, onMove, onDelete, onSave }: { cell: Y.Map<unknown>; index: number; count: number; client: CollaborationClient; path: string; readOnly: boolean; onMove: (from: number, to: number) => void; onDelete: () => void; onSave: () => void }) {
+interface CellViewProps {
+  cell: Y.Map<unknown>;
+  index: number;
+  count: number;
+  client: CollaborationClient;
+  readOnly: boolean;
+  run: RunState;
+  busy: boolean;
+  onRun: () => void;
+  onRunFrom: () => void;
+  onMove: (from: number, to: number) => void;
+  onDelete: () => void;
+  onSave: () => void;
+}
+
+function CellView({ cell, index, count, client, readOnly, run, busy, onRun, onRunFrom, onMove, onDelete, onSave }: CellViewProps) {
   const type = useY(cell, () => String(cell.get('type') ?? 'code')) as CellType;
   const text = cell.get('source') as Y.Text;
+  const source = useY(text, () => text.toString());
   const canExecute = useCan('execute');
-  const [run, setRun] = useState<RunState>(null);
+  const [editing, setEditing] = useState(false);
   const host = useRef<HTMLDivElement>(null);
   const runRef = useRef<() => void>(() => {});
-
-  const execute = async () => {
-    setRun({ running: true });
-    try {
-      // The server runs the saved notebook: save the shared document first (editors only).
-      if (!readOnly) await client.save();
-      const url = `/api/notebooks/${path.split('/').map(seg).join('/')}/execute`;
-      setRun({ result: await api.post<CellResult>(url, { cell_index: index }) });
-    } catch (e) {
-      setRun({ error: e });
-    }
-  };
-  runRef.current = execute;
+  runRef.current = onRun;
 
   useEffect(() => {
     const undoManager = new Y.UndoManager(text);
@@ -219,7 +388,7 @@ function CellView({ cell, index, count, client, path, readOnly, onMove, onDelete
       collaborationExtensions(text, client.awareness, undoManager),
       EditorState.readOnly.of(readOnly),
       EditorView.editable.of(!readOnly),
-      EditorView.contentAttributes.of({ 'aria-label': `Cell ${index + 1} (${type})` }),
+      EditorView.contentAttributes.of({ 'aria-label': `Cell ${index} (${type})` }),
       EditorView.domEventHandlers({
         keydown: (e) => {
           if ((e.ctrlKey || e.metaKey || e.shiftKey) && e.key === 'Enter' && type !== 'markdown') {
@@ -249,38 +418,61 @@ function CellView({ cell, index, count, client, path, readOnly, onMove, onDelete
   const errorLine = error instanceof ApiError ? (error.details as Partial<CellErrorDetails>).line : null;
   const errorOutput = error instanceof ApiError ? (error.details as Partial<CellErrorDetails>).output : undefined;
   return (
-    <section className={`dp-card dp-notebook-cell dp-notebook-cell-${type}`} data-testid="notebook-cell" aria-label={`Cell ${index + 1}`}>
+    <section className={`dp-card dp-notebook-cell dp-notebook-cell-${type}`} data-testid="notebook-cell" aria-label={`Cell ${index}`}>
       <div className="dp-row dp-notebook-cell-bar">
-        <span className="dp-muted">[{index + 1}]</span>
-        <select aria-label={`Cell ${index + 1} type`} value={type} disabled={readOnly} onChange={(e) => cell.set('type', e.target.value)}>
+        <span className="dp-muted">cell {index}</span>
+        <select aria-label={`Cell ${index} type`} value={type} disabled={readOnly} onChange={(e) => cell.set('type', e.target.value)}>
           {CELL_TYPES.map((t) => (
             <option key={t}>{t}</option>
           ))}
         </select>
         {cell.get('id') ? <code title="The cell's name">{String(cell.get('id'))}</code> : null}
         <span className="dp-grow" />
+        {run && 'count' in run ? (
+          <span className="dp-muted" data-testid="cell-execution-count" title={run.by ? `Run by ${run.by}` : 'Your run'}>
+            [{run.count}]{run.by ? ` ${run.by}` : ''}
+          </span>
+        ) : null}
         {type !== 'markdown' ? (
-          <button className="dp-btn dp-btn-small" onClick={execute} disabled={(run !== null && 'running' in run) || (type !== 'sql' && !canExecute)} title="Save, then run this cell (Ctrl+Enter)">
+          <button
+            className="dp-btn dp-btn-small"
+            onClick={onRun}
+            disabled={(run !== null && 'running' in run) || busy || (type !== 'sql' && !canExecute)}
+            title={type !== 'sql' && !canExecute ? 'Code cells need the editor role' : busy || (run !== null && 'running' in run) ? 'Running…' : 'Save, then run this cell (Ctrl+Enter)'}
+          >
             Run
           </button>
-        ) : null}
+        ) : (
+          <button className="dp-btn dp-btn-small" aria-pressed={editing} disabled={readOnly} title={readOnly ? 'Your role may read but not change this notebook' : editing ? 'Show the rendered text' : 'Edit the markdown'} onClick={() => setEditing((e) => !e)}>
+            {editing ? 'Done' : 'Edit'}
+          </button>
+        )}
+        <button className="dp-btn dp-btn-small" onClick={onRunFrom} disabled={busy || (run !== null && 'running' in run)} title={busy ? 'Running…' : 'Save, then run this cell and every cell below it'}>
+          Run from here
+        </button>
         {readOnly ? null : (
           <>
-            <button className="dp-btn dp-btn-small" aria-label={`Move cell ${index + 1} up`} onClick={() => onMove(index, index - 1)} disabled={index === 0}>
+            <button className="dp-btn dp-btn-small" aria-label={`Move cell ${index} up`} onClick={() => onMove(index, index - 1)} title={index === 0 ? 'The first cell cannot move up' : 'Move this cell up'} disabled={index === 0}>
               ↑
             </button>
-            <button className="dp-btn dp-btn-small" aria-label={`Move cell ${index + 1} down`} onClick={() => onMove(index, index + 1)} disabled={index === count - 1}>
+            <button className="dp-btn dp-btn-small" aria-label={`Move cell ${index} down`} onClick={() => onMove(index, index + 1)} title={index === count - 1 ? 'The last cell cannot move down' : 'Move this cell down'} disabled={index === count - 1}>
               ↓
             </button>
-            <button className="dp-btn dp-btn-small dp-btn-danger" aria-label={`Delete cell ${index + 1}`} onClick={onDelete}>
+            <button className="dp-btn dp-btn-small dp-btn-danger" aria-label={`Delete cell ${index}`} onClick={onDelete}>
               Delete
             </button>
           </>
         )}
       </div>
-      <div className="dp-notebook-editor" ref={host} />
+      <div className="dp-notebook-editor" ref={host} hidden={type === 'markdown' && !editing} />
+      {type === 'markdown' && !editing ? (
+        <div className="dp-notebook-markdown" data-testid="rendered-markdown" onDoubleClick={() => !readOnly && setEditing(true)}>
+          {source.trim() ? <ReactMarkdown remarkPlugins={[remarkGfm]}>{source}</ReactMarkdown> : <span className="dp-muted">Empty text cell: Edit to write markdown.</span>}
+        </div>
+      ) : null}
       {run && 'running' in run ? <Loading label="Running…" /> : null}
       {run && 'result' in run ? <CellOutput result={run.result} /> : null}
+      {run && 'withheld' in run ? <div className="dp-muted dp-notebook-output">Run by {run.by} as another role: run it to see the output as your role sees it.</div> : null}
       {error ? (
         <div className="dp-notebook-output" data-testid="cell-error">
           <ErrorBox error={error} />

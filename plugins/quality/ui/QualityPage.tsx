@@ -3,7 +3,7 @@
  * diagnosis per model, model and source freshness, anomalies and alerts.
  */
 import { useMemo, useState } from 'react';
-import { api, Badge, Empty, ErrorBox, Loading, PageHeader, seg, StatusBadge, Table, Tabs, useApi, useCan, usePersistentState, type PageProps } from '@dp/ui';
+import { api, Badge, DetailView, Empty, ErrorBox, Loading, PageHeader, seg, StatusBadge, Table, Tabs, useApi, useCan, usePersistentState, type PageProps } from '@dp/ui';
 import { LineChart } from '@dp/ui/chart';
 import type { Contract, StoredAssertionResult } from '../api-types';
 
@@ -104,7 +104,7 @@ function Contracts() {
               <button
                 type="button"
                 className="dp-btn dp-btn-small"
-                disabled={!canRun || running !== null}
+                title={!canRun ? 'Needs the editor role' : running !== null ? 'A contract run is in progress' : 'Run this contract now'} disabled={!canRun || running !== null}
                 onClick={(e) => {
                   e.stopPropagation();
                   void run(c.name);
@@ -158,7 +158,7 @@ function Assertions() {
           { key: 'model', header: 'Model' },
           { key: 'expression', header: 'Assertion', render: (r) => <code>{r.expression}</code> },
           { key: 'passed', header: 'Result', render: (r) => <StatusBadge status={r.passed ? 'pass' : 'fail'} /> },
-          { key: 'detail', header: 'Detail', render: (r) => <code className="dp-muted">{JSON.stringify(r.detail)}</code> },
+          { key: 'detail', header: 'Detail', render: (r) => <DetailView value={r.detail} label={`Detail of ${r.expression}`} /> },
           { key: 'checked_at', header: 'Checked', render: (r) => new Date(r.checked_at).toLocaleString() },
         ]}
       />
@@ -186,7 +186,7 @@ function AssertionDiagnosis({ model, onClose }: { model: string; onClose: () => 
           {debug.data.assertions.map((a) => (
             <div key={a.expression}>
               <StatusBadge status={a.passed ? 'pass' : 'fail'} /> <code>{a.expression}</code>
-              <pre>{a.error ?? JSON.stringify(a.detail, null, 2)}</pre>
+              {a.error ? <pre>{a.error}</pre> : <DetailView value={a.detail} label={`Detail of ${a.expression}`} />}
             </div>
           ))}
         </>
@@ -271,13 +271,18 @@ function Alerts() {
         </button>
       </div>
       <ErrorBox error={error} />
-      {result ? <pre>{JSON.stringify(result, null, 2)}</pre> : null}
+      {result ? <DetailView value={result} label="Test alert result" /> : null}
       <ErrorBox error={alerts.error} onRetry={alerts.reload} />
       {alerts.data ? (
         alerts.data.alerts.length === 0 ? (
           <Empty>No alerts sent yet.</Empty>
         ) : (
-          <Table rows={alerts.data.alerts} columns={Object.keys(alerts.data.alerts[0]).filter((k) => k !== 'id').map((k) => ({ key: k, header: k }))} />
+          <Table
+            rows={alerts.data.alerts}
+            columns={Object.keys(alerts.data.alerts[0])
+              .filter((k) => k !== 'id')
+              .map((k) => ({ key: k, header: k.replace(/_/g, ' '), render: (a: Record<string, unknown>) => <DetailView value={a[k]} /> }))}
+          />
         )
       ) : (
         <Loading />

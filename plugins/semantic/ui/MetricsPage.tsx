@@ -159,7 +159,7 @@ function Explorer({ metric }: { metric: MetricDefinition }) {
             no time dimension
           </Badge>
         )}
-        <button type="button" className="dp-btn dp-btn-primary" onClick={() => void run()} disabled={running}>
+        <button type="button" className="dp-btn dp-btn-primary" onClick={() => void run()} title={running ? 'The metric query is running' : 'Run the metric query'} disabled={running}>
           {running ? 'Running…' : 'Run'}
         </button>
       </div>

@@ -149,10 +149,10 @@ function SampleView({ schema, table, types }: { schema: string; table: string; t
     <>
       <div className="dp-row">
         <span>{s.rows.length ? `Rows ${offset + 1}–${offset + s.rows.length}` : 'No rows'}</span>
-        <button type="button" className="dp-btn dp-btn-small" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - SAMPLE_PAGE))}>
+        <button type="button" className="dp-btn dp-btn-small" title={offset === 0 ? 'Already at the first rows' : 'Previous rows'} disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - SAMPLE_PAGE))}>
           ← Previous
         </button>
-        <button type="button" className="dp-btn dp-btn-small" disabled={s.rows.length < SAMPLE_PAGE} onClick={() => setOffset(offset + SAMPLE_PAGE)}>
+        <button type="button" className="dp-btn dp-btn-small" title={s.rows.length < SAMPLE_PAGE ? 'No more rows' : 'Next rows'} disabled={s.rows.length < SAMPLE_PAGE} onClick={() => setOffset(offset + SAMPLE_PAGE)}>
           Next →
         </button>
       </div>

@@ -45,7 +45,7 @@ export function Login({ needsSetup, onDone }: { needsSetup: boolean; onDone: () 
           </Field>
         ) : null}
         <ErrorBox error={error} />
-        <button type="submit" className="dp-btn dp-btn-primary" disabled={busy}>
+        <button type="submit" className="dp-btn dp-btn-primary" title={busy ? 'Signing in…' : undefined} disabled={busy}>
           {needsSetup ? 'Create admin and log in' : 'Log in'}
         </button>
       </form>

@@ -158,6 +158,42 @@ export function formatValue(v: unknown): string {
   return String(v);
 }
 
+/**
+ * A stored detail (an assertion's outcome, an alert's payload) as people read it: an object as a
+ * key/value table, a list of objects as a table, a missing value as `none` (never raw JSON or NULL).
+ */
+export function DetailView({ value, label }: { value: unknown; label?: string }) {
+  const cell = (v: unknown): ReactNode => {
+    if (v === null || v === undefined || v === '') return <span className="dp-muted">none</span>;
+    if (Array.isArray(v) || (typeof v === 'object' && v !== null)) return <DetailView value={v} />;
+    return String(v);
+  };
+  if (value === null || value === undefined) return <span className="dp-muted">none</span>;
+  if (Array.isArray(value)) {
+    if (value.length === 0) return <span className="dp-muted">none</span>;
+    if (value.every((v) => v && typeof v === 'object' && !Array.isArray(v))) {
+      const keys = [...new Set(value.flatMap((v) => Object.keys(v as object)))];
+      return <Table rows={value as Array<Record<string, unknown>>} columns={keys.map((k) => ({ key: k, header: k.replace(/_/g, ' '), render: (r: Record<string, unknown>) => cell(r[k]) }))} />;
+    }
+    return <>{value.map((v) => (typeof v === 'object' ? JSON.stringify(v) : String(v))).join(', ')}</>;
+  }
+  if (typeof value !== 'object') return <>{String(value)}</>;
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length === 0) return <span className="dp-muted">none</span>;
+  return (
+    <table className="dp-table dp-detail" aria-label={label}>
+      <tbody>
+        {entries.map(([k, v]) => (
+          <tr key={k}>
+            <th scope="row">{k.replace(/_/g, ' ')}</th>
+            <td>{cell(v)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
 /** True for DuckDB numeric types (right-aligned in grids). */
 export function isNumericType(type: string | undefined): boolean {
   return !!type && /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|REAL|DECIMAL.*|NUMERIC.*|INT\d*)$/i.test(type);

@@ -45,7 +45,7 @@ function CleanupControls({ what, canWrite, busy, onCleanup }: { what: 'Versions'
     <>
       <span className="dp-muted">Keep newest</span>
       <input type="number" min={1} aria-label={`${what} to keep`} value={keep} onChange={(e) => setKeep(Number(e.target.value))} style={{ width: 70 }} disabled={!canWrite} />
-      <button type="button" className="dp-btn" disabled={!canWrite || busy !== null} onClick={() => onCleanup(keep)}>
+      <button type="button" className="dp-btn" title={!canWrite ? 'Needs the editor role' : busy !== null ? 'Another action is running' : 'Delete all but the newest'} disabled={!canWrite || busy !== null} onClick={() => onCleanup(keep)}>
         Clean up
       </button>
       {busy ? <span className="dp-muted">Working ({busy})…</span> : null}
@@ -65,7 +65,7 @@ function ConfirmDialog({ title, confirmLabel, confirmDisabled, onConfirm, onClos
           <button type="button" className="dp-btn" onClick={onClose}>
             Cancel
           </button>
-          <button type="button" className="dp-btn dp-btn-danger" disabled={confirmDisabled} onClick={onConfirm}>
+          <button type="button" className="dp-btn dp-btn-danger" title={confirmDisabled ? 'Choose what to restore first' : undefined} disabled={confirmDisabled} onClick={onConfirm}>
             {confirmLabel}
           </button>
         </>
@@ -158,7 +158,7 @@ function Versions() {
                 <button
                   type="button"
                   className="dp-btn dp-btn-small"
-                  disabled={!canWrite || busy !== null}
+                  title={!canWrite ? 'Needs the editor role' : busy !== null ? 'Another action is running' : 'Restore this version (asks first)'} disabled={!canWrite || busy !== null}
                   onClick={(e) => {
                     e.stopPropagation();
                     void act('load', async () => setRestoring(await api.get<VersionDetail>(`/api/versions/${seg(v.version_id)}`)));
@@ -169,7 +169,7 @@ function Versions() {
                 <button
                   type="button"
                   className="dp-btn dp-btn-small"
-                  disabled={!canWrite || busy !== null}
+                  title={!canWrite ? 'Needs the editor role' : busy !== null ? 'Another action is running' : 'Delete this version'} disabled={!canWrite || busy !== null}
                   onClick={(e) => {
                     e.stopPropagation();
                     if (window.confirm(`Delete version ${v.version_id}?`)) void act('delete', () => api.del(`/api/versions/${seg(v.version_id)}`));
@@ -386,7 +386,7 @@ function Snapshots() {
         <button
           type="button"
           className="dp-btn dp-btn-primary"
-          disabled={!canWrite}
+          title={canWrite ? 'Take a snapshot of every table' : 'Needs the editor role'} disabled={!canWrite}
           onClick={() => void act('snapshot', async () => {
             const s = await api.post<SnapshotSummary>('/api/snapshot', name ? { name } : {});
             setName('');
@@ -415,7 +415,7 @@ function Snapshots() {
               <button
                 type="button"
                 className="dp-btn dp-btn-small"
-                disabled={!canWrite}
+                title={canWrite ? 'Delete this snapshot' : 'Needs the editor role'} disabled={!canWrite}
                 onClick={(e) => {
                   e.stopPropagation();
                   if (window.confirm(`Delete snapshot ${s.name}?`)) void act('delete', () => api.del(`/api/snapshots/${seg(s.name)}`));
@@ -490,7 +490,7 @@ function Backups() {
         <button
           type="button"
           className="dp-btn dp-btn-primary"
-          disabled={!canWrite || busy !== null}
+          title={!canWrite ? 'Needs the editor role' : busy !== null ? 'Another action is running' : 'Back up the database file'} disabled={!canWrite || busy !== null}
           onClick={() => void act('backup', async () => {
             const b = await api.post<BackupEntry>('/api/backup', { note: note || undefined, no_verify: !verifyCopy });
             setNote('');
@@ -535,7 +535,7 @@ function Backups() {
                 <button
                   type="button"
                   className="dp-btn dp-btn-small"
-                  disabled={!canWrite || busy !== null}
+                  title={!canWrite ? 'Needs the editor role' : busy !== null ? 'Another action is running' : 'Verify this backup'} disabled={!canWrite || busy !== null}
                   onClick={() => void act('verify', async () => {
                     const v = await api.post<VerifyResult>('/api/backup/verify', { path: b.path });
                     setChecks((all) => ({ ...all, [b.path]: v }));
@@ -543,7 +543,7 @@ function Backups() {
                 >
                   Verify
                 </button>
-                <button type="button" className="dp-btn dp-btn-small" disabled={!canWrite || busy !== null} onClick={() => setConfirm(b)}>
+                <button type="button" className="dp-btn dp-btn-small" title={!canWrite ? 'Needs the editor role' : busy !== null ? 'Another action is running' : 'Restore this backup (asks first)'} disabled={!canWrite || busy !== null} onClick={() => setConfirm(b)}>
                   Restore…
                 </button>
               </span>

@@ -294,7 +294,7 @@ describe('notebook sessions and the API description', () => {
     const paths = docs.body.paths as Record<string, Record<string, any>>;
     const list = paths['/api/notebooks'];
     assert.ok(list?.get?.responses?.['200'], 'GET /api/notebooks');
-    const one = Object.entries(paths).find(([p]) => p.startsWith('/api/notebooks/'));
+    const one = Object.entries(paths).find(([p, ops]) => p.startsWith('/api/notebooks/') && ops.put);
     assert.ok(one, Object.keys(paths).filter((p) => p.includes('notebook')).join(', '));
     const [, ops] = one;
     assert.ok(ops.get?.responses?.['200']);
@@ -302,5 +302,7 @@ describe('notebook sessions and the API description', () => {
     assert.ok(ops.post?.requestBody && ops.post?.responses?.['200']);
     assert.match(JSON.stringify(ops.post.requestBody), /cell_index/);
     assert.match(JSON.stringify(ops.put.requestBody), /markdown/);
+    const outputs = Object.entries(paths).find(([p]) => p.startsWith('/api/notebooks/outputs/'));
+    assert.ok(outputs?.[1].get?.responses?.['200'], 'GET /api/notebooks/outputs/{file}');
   });
 });

@@ -54,8 +54,8 @@ describe('notebooks in pipelines and model commands (real dp binary)', () => {
     assert.equal(r.code, 1);
     const result = JSON.parse(r.stdout);
     assert.equal(result.status, 'error');
-    assert.equal(result.error, 'cell 2 (code) failed: stop here');
-    assert.match(result.stack, /^Error: stop here\n {4}at ingest\/failing\.dpnb#cell2:2:\d+(\n|$)/);
+    assert.equal(result.error, 'cell 1 (code) failed: stop here');
+    assert.match(result.stack, /^Error: stop here\n {4}at ingest\/failing\.dpnb#cell1:2:\d+(\n|$)/);
     const tables = runCli(['query', "SELECT table_name FROM duckdb_tables() WHERE table_name LIKE '%failure' ORDER BY 1", '--json', '--project', root]);
     assert.deepEqual(JSON.parse(tables.stdout).rows, [['before_failure']]);
   });

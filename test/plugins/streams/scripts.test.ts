@@ -111,9 +111,9 @@ describe('script runner: dp run', () => {
     assert.equal(r.code, 1);
     const result = JSON.parse(r.stdout) as ScriptRunResult;
     assert.equal(result.status, 'error');
-    assert.equal(result.error, 'cell 4 (ingest) failed: cell went wrong');
-    assert.match(result.stack!, /notebooks\/load\.dpnb#cell4:2:\d+/);
-    assert.deepEqual(result.output, ['cell 2 (sql): ok', 'rows 1', 'cell 3 (code): ok']);
+    assert.equal(result.error, 'cell 3 (ingest) failed: cell went wrong');
+    assert.match(result.stack!, /notebooks\/load\.dpnb#cell3:2:\d+/);
+    assert.deepEqual(result.output, ['cell 1 (sql): ok', 'rows 1', 'cell 2 (code): ok']);
     const tables = runCli(['tables', '--project', root, '--json']);
     const names = (JSON.parse(tables.stdout) as Array<{ name: string }>).map((t) => t.name);
     assert.ok(names.includes('nb_a') && names.includes('nb_b'), tables.stdout);
