@@ -19,6 +19,17 @@ function countingContext(app: App) {
       statements.push({ kind: 'run', sql });
       return app.db.run(sql, params);
     },
+    // A question to the catalog port counts as one catalog query.
+    catalog: new Proxy(app.db.catalog, {
+      get(target, name) {
+        const member = Reflect.get(target, name) as unknown;
+        if (typeof member !== 'function') return member;
+        return (...args: unknown[]) => {
+          statements.push({ kind: 'all', sql: `catalog.${String(name)}` });
+          return (member as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    }),
   } as unknown as DatabasePort;
   const log = (level: string) => (msg: string, data?: Record<string, unknown>) => logged.push({ level, msg, data });
   const ctx = { db, log: { info: log('info'), warn: log('warn'), error: log('error'), debug: log('debug') } } as unknown as PluginContext;
