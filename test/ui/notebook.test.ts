@@ -73,6 +73,8 @@ describe('notebooks page', { timeout: 240_000 }, () => {
       for (const p of [a.page, b.page]) await p.getByTestId('notebook-cell').nth(2).waitFor();
       await a.page.getByTestId('notebook-editors').getByText(/also here/).waitFor();
       // A types at the end of the markdown cell, B at the start of the SQL cell, at the same time.
+      // A markdown cell shows its text rendered; Edit opens its shared editor.
+      await a.page.getByTestId('notebook-cell').first().getByRole('button', { name: 'Edit' }).click();
       await cellEditor(a.page, 0).click();
       await a.page.keyboard.press('End');
       await cellEditor(b.page, 1).click();
@@ -82,6 +84,8 @@ describe('notebooks page', { timeout: 240_000 }, () => {
       await waitForTexts(a.page, merged, 'A sees both edits');
       await waitForTexts(b.page, merged, 'B sees both edits');
       // B sees A's cursor (drawn with a class of the server's palette, peer-selections.ts).
+      // (in the markdown cell A edits: B opens its editor to see the caret there)
+      await b.page.getByTestId('notebook-cell').first().getByRole('button', { name: 'Edit' }).click();
       await b.page.locator('.dp-peer-caret').first().waitFor();
 
       // Cell operations are shared: A adds a cell, B moves it up, A deletes it.
@@ -114,10 +118,10 @@ describe('notebooks page', { timeout: 240_000 }, () => {
     const { page, close } = await openPage(server, '/notebooks/notebooks/together.dpnb');
     try {
       const sqlCell = page.getByTestId('notebook-cell').nth(1);
-      await sqlCell.getByRole('button', { name: 'Run' }).click();
+      await sqlCell.getByRole('button', { name: 'Run', exact: true }).click();
       await sqlCell.getByTestId('cell-output').getByText('42').waitFor();
       const codeCell = page.getByTestId('notebook-cell').nth(2);
-      await codeCell.getByRole('button', { name: 'Run' }).click();
+      await codeCell.getByRole('button', { name: 'Run', exact: true }).click();
       await codeCell.getByTestId('cell-error').getByText('boom').waitFor();
       await codeCell.getByTestId('cell-error').getByText('at line 2 of this cell').waitFor();
       await screenshot(page, 'notebook-run');
