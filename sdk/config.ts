@@ -51,7 +51,7 @@ export type ConfigOf<R> = R extends ConfigRef<infer S> ? Static<S> : never;
 export interface ProjectConfig {
   name: string;
   database: { path: string };
-  environments: Record<string, { database?: { path?: string } }>;
+  environments: Record<string, { database?: { path?: string }; target?: import('./targets.js').TargetConfig }>;
   plugins: { disable: string[]; paths: string[] };
   query: {
     timeout_seconds: { admin: number; editor: number; viewer: number };

@@ -16,7 +16,7 @@ import { makeProject, REPO_ROOT, runCli } from '../helpers.js';
 import { staticPackages } from '../support/import-graph.js';
 
 /** Packages that cost a CLI command's start when imported at a plugin's setup (issue 29). */
-const HEAVY = ['pg', 'mysql2', '@modelcontextprotocol/sdk', 'yjs', 'y-protocols', 'exceljs', 'apache-arrow'];
+const HEAVY = ['pg', 'mysql2', '@modelcontextprotocol/sdk', 'yjs', 'y-protocols', 'exceljs', 'apache-arrow', '@clickhouse/client', '@polyglot-sql/sdk'];
 
 const builtIns = () => discoverPlugins({ projectRoot: REPO_ROOT, paths: [], disable: [] }).enabled.map((p) => p.manifest);
 const guards = new Set<string>(HOOK_NAMES.filter((h) => KERNEL_HOOKS[h].firedBy === 'kernel'));
