@@ -84,8 +84,10 @@ function xmlEscape(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
-function serverConfig(dir: string, node: { httpPort: number; tcpPort: number; interserverPort: number; shard: number }, peers: { tcpPort: number }[], zkPort: number): string {
-  const shard = (p: { tcpPort: number }) => `<shard><replica><host>127.0.0.1</host><port>${p.tcpPort}</port></replica></shard>`;
+function serverConfig(dir: string, node: { httpPort: number; tcpPort: number; interserverPort: number; shard: number }, peers: { tcpPort: number }[], zkPort: number, password: string): string {
+  // Distributed tables and ON CLUSTER reach the other nodes as this user.
+  const shard = (p: { tcpPort: number }) =>
+    `<shard><replica><host>127.0.0.1</host><port>${p.tcpPort}</port><user>default</user><password>${xmlEscape(password)}</password></replica></shard>`;
   return `<?xml version="1.0"?>
 <yandex>
   <logger><level>warning</level><log>${dir}/server.log</log><errorlog>${dir}/server.err.log</errorlog><size>10M</size><count>1</count></logger>
@@ -209,7 +211,7 @@ export async function startClickHouseCluster(options: { password?: string } = {}
       const nodeDir = path.join(dir, `node${p.shard}`);
       for (const sub of ['data', 'tmp', 'user_files', 'format_schemas']) fs.mkdirSync(path.join(nodeDir, sub), { recursive: true });
       fs.writeFileSync(path.join(nodeDir, 'users.xml'), usersConfig(password));
-      fs.writeFileSync(path.join(nodeDir, 'config.xml'), serverConfig(nodeDir, p, ports, zookeeperPort));
+      fs.writeFileSync(path.join(nodeDir, 'config.xml'), serverConfig(nodeDir, p, ports, zookeeperPort, password));
       const log = path.join(nodeDir, 'stdout.log');
       serverLogs.push(path.join(nodeDir, 'server.err.log'));
       const child = spawn(CLICKHOUSE_SERVER, [`--config-file=${path.join(nodeDir, 'config.xml')}`], {

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { App } from '../../../kernel/app.js';
-import { WAREHOUSE_TARGET_SERVICE, type WarehouseTargetService } from '../../../sdk/index.js';
+import { WAREHOUSE_TARGET_SERVICE, type ModelsService, type WarehouseTargetService } from '../../../sdk/index.js';
 import { runCommand } from '../../../sdk/testing.js';
 import { bootApp, makeProject } from '../../helpers.js';
 import { clickhouseUnavailable, startClickHouseCluster, type RunningClickHouseCluster } from '../../support/clickhouse.js';
@@ -43,7 +43,7 @@ environments:
     'seeds/orders.csv': 'id,customer_id,amount,status\n1,1,10.5,paid\n2,1,20,paid\n3,2,7,open\n4,3,1,paid\n5,9,3,paid\n',
     'transform/staging/stg_orders.sql': "-- @config materialized=view\nSELECT id, customer_id, CAST(amount AS DOUBLE) AS amount FROM seeds.orders WHERE status = 'paid'\n",
     'transform/marts/revenue.sql':
-      '-- @config materialized=table, unique_key=customer_id\nSELECT c.id AS customer_id, c.name, coalesce(sum(o.amount), 0) AS revenue, count(o.id) AS orders\nFROM seeds.customers AS c LEFT JOIN staging.stg_orders AS o ON o.customer_id = c.id\nGROUP BY c.id, c.name\n',
+      '-- @config materialized=table, unique_key=customer_id\nSELECT c.id AS customer_id, c.name, coalesce(sum(o.amount), 0) AS revenue, count(o.id) AS orders\nFROM (SELECT id, name FROM seeds.customers) AS c LEFT JOIN staging.stg_orders AS o ON o.customer_id = c.id\nGROUP BY c.id, c.name\n',
     'transform/marts/orphans.sql': 'SELECT o.id, c.name FROM staging.stg_orders AS o LEFT JOIN seeds.customers AS c ON o.customer_id = c.id\n',
     'transform/marts/events.sql': '-- @config materialized=incremental, incremental_strategy=append, incremental_filter="id > (SELECT coalesce(max(id), 0) FROM {{ this }})"\nSELECT id, amount FROM staging.stg_orders\n',
     'transform/marts/latest.sql': '-- @config materialized=incremental, incremental_strategy=merge, unique_key=id\nSELECT id, amount FROM staging.stg_orders\n',
@@ -79,7 +79,7 @@ describe('ClickHouse target on a 2-shard cluster', { skip: missing }, () => {
   });
 
   it('dp seed loads every seed in batches into Distributed tables spread over both shards', async () => {
-    const r = await runCommand(app, ['seed']);
+    const r = await runCommand(app, ['seed', '--json']);
     assert.equal(r.code, 0, r.stderr + r.stdout);
     assert.deepEqual(await rows('SELECT count() FROM seeds.orders'), [['5']]);
     const engines = await rows("SELECT name, engine FROM system.tables WHERE database = 'seeds' ORDER BY name");
@@ -97,29 +97,30 @@ describe('ClickHouse target on a 2-shard cluster', { skip: missing }, () => {
   });
 
   it('dp transform builds views, swapped tables and incremental models on the cluster, with DuckDB NULL semantics', async () => {
-    const r = await runCommand(app, ['transform']);
+    const r = await runCommand(app, ['transform', '--json']);
     assert.equal(r.code, 0, r.stderr + r.stdout);
     assert.deepEqual(await rows('SELECT customer_id, name, revenue, orders FROM marts.revenue ORDER BY customer_id'), [
-      [1, 'Ann', 30.5, '2'],
-      [2, 'Bob', 0, '0'],
-      [3, 'Cid', 1, '1'],
-      [4, 'Dee', 0, '0'],
+      // Int64 comes as text over JSON (ClickHouse quotes 64-bit integers).
+      ['1', 'Ann', 30.5, '2'],
+      ['2', 'Bob', 0, '0'],
+      ['3', 'Cid', 1, '1'],
+      ['4', 'Dee', 0, '0'],
     ]);
     // join_use_nulls: an order whose customer is missing has NULL, not '' (ClickHouse's default).
-    assert.deepEqual(await rows('SELECT id, name FROM marts.orphans ORDER BY id'), [[1, 'Ann'], [2, 'Ann'], [4, 'Cid'], [5, null]]);
+    assert.deepEqual(await rows('SELECT id, name FROM marts.orphans ORDER BY id'), [['1', 'Ann'], ['2', 'Ann'], ['4', 'Cid'], ['5', null]]);
     assert.deepEqual(await rows("SELECT engine FROM system.tables WHERE database = 'marts' AND name = 'revenue'"), [['Distributed']]);
     assert.deepEqual(await rows('SELECT count() FROM marts.native'), [['4']]);
   });
 
   it('a second transform swaps the table and applies each incremental strategy', async () => {
     await direct.command("INSERT INTO seeds.orders (id, customer_id, amount, status) VALUES (6, 2, 5, 'paid'), (1, 1, 99, 'paid')");
-    const r = await runCommand(app, ['transform']);
+    const r = await runCommand(app, ['transform', '--json']);
     assert.equal(r.code, 0, r.stderr + r.stdout);
     assert.deepEqual(await rows('SELECT revenue FROM marts.revenue WHERE customer_id = 2'), [[5]]);
-    // append: only ids above the max (6), so the duplicated id 1 is not appended.
-    assert.deepEqual(await rows('SELECT count(), max(id) FROM marts.events'), [['6', 6]]);
-    // merge: one row per id (FINAL), 6 ids.
-    assert.deepEqual(await rows('SELECT count() FROM marts.latest'), [['6']]);
+    // append: only ids above the previous max (5): id 6 is appended, the second id 1 is not.
+    assert.deepEqual(await rows('SELECT count(), max(id) FROM marts.events'), [['5', '6']]);
+    // merge: one row per id (FINAL): ids 1, 2, 4, 5, 6.
+    assert.deepEqual(await rows('SELECT count() FROM marts.latest'), [['5']]);
     // delete+insert: the two source rows of id 1 replace the old one.
     assert.deepEqual(await rows('SELECT count() FROM marts.replaced WHERE id = 1'), [['2']]);
     assert.deepEqual(await rows("SELECT count() FROM system.tables WHERE database = 'marts' AND name LIKE '%__dp_new%'"), [['0']]);
@@ -133,12 +134,12 @@ describe('ClickHouse target on a 2-shard cluster', { skip: missing }, () => {
     });
     const other = await bootApp(root, { env: 'prod' });
     apps.push(other);
-    const r = await runCommand(other, ['transform', '--select', 'marts.hist', 'marts.ranked', 'marts.odd']);
-    assert.equal(r.code, 1);
-    const out = r.stdout + r.stderr;
+    const summary = await other.services.get<ModelsService>('models').transform({ targets: ['marts.hist', 'marts.ranked', 'marts.odd'] });
+    assert.equal(summary.status, 'error');
+    const out = summary.results.map((r) => r.error).join('\n');
     assert.match(out, /marts\.hist: materialized=scd2 is not supported on a ClickHouse target/);
     assert.match(out, /marts\.ranked: ClickHouse 18\.16\.1 cannot run window function row_number\(\) OVER/);
-    assert.match(out, /marts\.odd: ClickHouse 18\.16\.1 cannot run the model's SELECT: .*levenshtein/i);
+    assert.match(out, /marts\.odd: ClickHouse 18\.16\.1 cannot run the model's SELECT: Unknown function editDistance/);
   });
 
   it('the catalog comes from system.tables and system.columns, without dp internals', async () => {
@@ -153,7 +154,7 @@ describe('ClickHouse target on a 2-shard cluster', { skip: missing }, () => {
     const other = await ClickHouseTarget.open({ type: 'clickhouse', url: ch.nodes[1]!.url, password: ch.password, database: 'shop', cluster: ch.cluster });
     try {
       await assert.rejects(acquireRunLock(other, 'transform', { holder: 'second' }), (e: any) => e.code === 'run_locked');
-      const r = await runCommand(app, ['transform']);
+      const r = await runCommand(app, ['transform', '--json']);
       assert.equal(r.code, 1);
       assert.match(r.stdout + r.stderr, /Another dp process is running 'transform'/);
       await held.release();
