@@ -13,7 +13,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from './databases.js';
+import { freePort, stopChild } from './databases.js';
 
 export const CLICKHOUSE_SERVER = '/usr/sbin/clickhouse-server';
 export const CLICKHOUSE_CLIENT = '/usr/bin/clickhouse-client';
@@ -53,18 +53,6 @@ const running = new Set<ChildProcess>();
 process.on('exit', () => {
   for (const c of running) c.kill('SIGKILL');
 });
-
-function stopChild(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
-}
 
 /** Polls `probe` until it answers true, failing when the child exits or the deadline passes. */
 async function waitUntil(what: string, child: ChildProcess, probe: () => Promise<boolean>, logFile: string, timeoutMs = 60_000): Promise<void> {
@@ -179,7 +167,7 @@ export async function startClickHouseCluster(options: { password?: string } = {}
   const children: ChildProcess[] = [];
   const stopAll = async () => {
     await Promise.all(children.map(async (c) => {
-      await stopChild(c);
+      await stopChild(c, 'SIGTERM');
       running.delete(c);
     }));
     fs.rmSync(dir, { recursive: true, force: true });

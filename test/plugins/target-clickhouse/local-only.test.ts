@@ -1,6 +1,6 @@
 /**
  * On an environment whose target is ClickHouse, the features that work on the local DuckDB file
- * only (versions, backups, notebook TypeScript cells) refuse with `not_on_target`, and nothing
+ * only (versions, backups, notebook TypeScript cells) and queries, not yet run on the target, refuse with `not_on_target`, and nothing
  * reaches the server (the url below has no server). Without a target they work as before.
  */
 import assert from 'node:assert/strict';
@@ -24,7 +24,7 @@ describe('DuckDB-only features on a ClickHouse environment', () => {
   it('versions and backups refuse with not_on_target, naming the environment and no secret', async () => {
     const app = await bootApp(root(), { env: 'prod' });
     apps.push(app);
-    for (const argv of [['versions', 'create'], ['backup']]) {
+    for (const argv of [['versions', 'create'], ['backup'], ['query', 'SELECT 1']]) {
       const r = await runCommand(app, [...argv, '--json']);
       assert.equal(r.code, 1, argv.join(' '));
       assert.match(r.stdout + r.stderr, /works on the local DuckDB file only; the environment 'prod' builds into ClickHouse/);
