@@ -23,7 +23,23 @@ export const projectSchema = {
       type: 'object',
       additionalProperties: {
         type: ['object', 'null'],
-        properties: { database: { type: 'object', properties: { path: { type: 'string', minLength: 1 } }, additionalProperties: false } },
+        properties: {
+          database: { type: 'object', properties: { path: { type: 'string', minLength: 1 } }, additionalProperties: false },
+          // Where models, seeds and queries run (docs/targets.md); the target-clickhouse plugin reads it.
+          target: {
+            type: 'object',
+            required: ['type'],
+            properties: {
+              type: { enum: ['duckdb', 'clickhouse'] },
+              url: { type: 'string', minLength: 1 },
+              cluster: { type: 'string', minLength: 1 },
+              database: { type: 'string', minLength: 1 },
+              user: { type: 'string' },
+              password: { type: 'string' },
+            },
+            additionalProperties: false,
+          },
+        },
         additionalProperties: false,
       },
     },

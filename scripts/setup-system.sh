@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Installs the system packages the test suite needs (Debian), when they are missing:
 # git, Chromium (headless UI tests through playwright-core; never a downloaded browser),
-# PostgreSQL and MariaDB servers (connector tests start their own instances on 127.0.0.1).
+# PostgreSQL and MariaDB servers (connector tests start their own instances on 127.0.0.1),
+# ClickHouse server and client with ZooKeeper (the ClickHouse target's tests start a 2-shard cluster).
 set -euo pipefail
 need=()
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v mariadbd >/dev/null 2>&1 || need+=(mariadb-server)
+command -v clickhouse-server >/dev/null 2>&1 || need+=(clickhouse-server)
+command -v clickhouse-client >/dev/null 2>&1 || need+=(clickhouse-client)
+[ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq

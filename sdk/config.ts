@@ -119,7 +119,7 @@ export interface PluginConfig {
 export interface ProjectConfig {
   name: string;
   database: { path: string };
-  environments: Record<string, { database?: { path?: string } }>;
+  environments: Record<string, { database?: { path?: string }; target?: import('./targets.js').TargetConfig }>;
   plugins: { disable: string[]; paths: string[] };
   query: {
     timeout_seconds: { admin: number; editor: number; viewer: number };

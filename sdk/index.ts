@@ -25,3 +25,4 @@ export * from './script-console.js';
 export * from './error-text.js';
 export * from './nesting.js';
 export * from './workbook-limits.js';
+export * from './targets.js';

@@ -58,7 +58,8 @@ export interface ConfigProblem {
 }
 
 /** `unique_key` on a table or view tells `dp diff` how to match rows. */
-const COMMON_KEYS = ['materialized', 'schema', 'unique_key'];
+// dialect, order_by and sharding_key are read by a warehouse target (docs/targets.md); DuckDB ignores them.
+const COMMON_KEYS = ['materialized', 'schema', 'unique_key', 'dialect', 'order_by', 'sharding_key'];
 const KEYS: Record<Materialization, string[]> = {
   table: COMMON_KEYS,
   view: COMMON_KEYS,

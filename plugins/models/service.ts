@@ -10,6 +10,8 @@ import {
   type SeedLoadResult,
   type SourceConfig,
   type TransformSummary,
+  WAREHOUSE_TARGET_SERVICE,
+  type WarehouseTargetService,
 } from '../../sdk/index.js';
 import { runCheck, type CheckReport } from './check.js';
 import { SOURCES_CONFIG } from './config.js';
@@ -83,11 +85,21 @@ export class ModelsEngine implements ModelsService {
   }
 
   transform(options: TransformOptions): Promise<TransformSummary> {
+    const target = this.warehouseTarget();
+    if (target) return this.exclusive(async () => target.transform(await this.list(), options));
     return this.exclusive(async () => runTransform(this.ctx, await this.graph(), options));
   }
 
   loadSeeds(options: SeedOptions): Promise<SeedLoadResult[]> {
+    const target = this.warehouseTarget();
+    if (target) return this.exclusive(async () => target.loadSeeds(await this.seeds(), options));
     return this.exclusive(() => loadSeeds(this.ctx, this.discovery, options));
+  }
+
+  /** The target plugin when the active environment builds somewhere other than the DuckDB file. */
+  private warehouseTarget(): WarehouseTargetService | null {
+    const service = this.ctx.services.find(WAREHOUSE_TARGET_SERVICE);
+    return service?.config() ? service : null;
   }
 
   /** The latest transform runs, newest first. */

@@ -7,7 +7,7 @@
  * are a variable of later code cells. SQL runs as written through the run's `db` (a pipeline
  * may write, as before), with the referenced cells added when it only reads.
  */
-import { isDpError, scriptConsole, scriptConsoleLine, type NotebookCellRunner, type PluginContext } from '../../sdk/index.js';
+import { isDpError, scriptConsole, scriptConsoleLine, type NotebookCellRunner, type PluginContext, WAREHOUSE_TARGET_SERVICE } from '../../sdk/index.js';
 import { cellStack, compileCell } from './compile.js';
 import { withReferences } from './names.js';
 
@@ -40,6 +40,7 @@ export function pipelineCellRunner(ctx: PluginContext): NotebookCellRunner {
             return;
           }
           const scope = scopeFor(index);
+          ctx.services.find(WAREHOUSE_TARGET_SERVICE)?.assertLocalOnly('Notebook TypeScript cells');
           let compiled;
           try {
             compiled = await compileCell(ctx.project.root, `${path}#cell${index}`, cell.source, Object.keys(scope));

@@ -32,6 +32,7 @@ import {
   type Logger,
   type PluginContext,
   type ScriptsService,
+  WAREHOUSE_TARGET_SERVICE,
 } from '../../sdk/index.js';
 import type { CellResult, CodeCellResult, CodeOutputLine, Notebook, SqlCellResult } from './api-types.js';
 import { cellCompileError, compileCell, errorLine, type CellCompileError } from './compile.js';
@@ -201,6 +202,7 @@ export class NotebookSessions {
     };
     const scope = this.scopeFor(s, req.cellIndex);
     const label = `${req.path}#cell${req.cellIndex}`;
+    this.ctx.services.find(WAREHOUSE_TARGET_SERVICE)?.assertLocalOnly('Notebook TypeScript cells');
     let compiled;
     try {
       compiled = await compileCell(this.ctx.project.root, label, source, Object.keys(scope));

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
-import { badRequest, type Caller, clientGone, type DbConnection, definePlugin, DpError, forbidden, isDpError, LOCAL_ADMIN, type JsonSchema, type Role, ROLES } from '../../sdk/index.js';
+import { badRequest, type Caller, clientGone, type DbConnection, definePlugin, DpError, forbidden, isDpError, LOCAL_ADMIN, type JsonSchema, type Role, ROLES, WAREHOUSE_TARGET_SERVICE } from '../../sdk/index.js';
 import { csvLines } from './csv.js';
 
 interface QueryBody {
@@ -116,6 +116,8 @@ async function explain(c: DbConnection, sql: string, params?: Record<string, unk
 
 export default definePlugin({
   setup(ctx) {
+    // On a ClickHouse environment the models live there, not in this file: refuse rather than answer from the local file.
+    const localOnly = () => ctx.services.find(WAREHOUSE_TARGET_SERVICE)?.assertLocalOnly('Queries (dp query, the SQL page)');
     ctx.route<QueryBody>({
       method: 'POST',
       url: '/api/query',
@@ -123,6 +125,7 @@ export default definePlugin({
       summary: 'Run a read-only query (masking commands are intercepted)',
       schema: { body: querySchema, response: { 200: resultSchema } },
       handler: async (req, reply) => {
+        localOnly();
         checkParams(req.body.params);
         // The schema above documents the result; serialising it by the schema would write each
         // row cell through fast-json-stringify's any-type path, 2-3x JSON.stringify's time
@@ -141,6 +144,7 @@ export default definePlugin({
       summary: 'Explain a read-only query: structured plan and raw text',
       schema: { body: querySchema },
       handler: async (req, reply) => {
+        localOnly();
         checkParams(req.body.params);
         const request = { sql: req.body.sql, params: req.body.params, caller: callerAs(req.caller, req.body.as), purpose: 'explain' as const, signal: clientGone(reply) };
         // Planning runs on a DuckDB worker too: the same deadline and slot as any query.
@@ -176,6 +180,7 @@ export default definePlugin({
         },
       },
       handler: async (req, reply) => {
+        localOnly();
         checkParams(req.body.params);
         const escapeFormulas = (req.query as { escape_formulas?: boolean }).escape_formulas !== false;
         // A client that leaves (before or after the first chunk) stops the query; so does the role's deadline.
@@ -189,6 +194,7 @@ export default definePlugin({
     });
 
     ctx.command('query', async (args, io) => {
+      localOnly();
       let sql = String(args.sql);
       // A logged-in user running this through `dp serve` reads SQL files of the project only.
       if (sql.startsWith('@')) sql = fs.readFileSync(io.caller?.authenticated ? ctx.project.resolveReadable(sql.slice(1)) : sql.slice(1), 'utf8');

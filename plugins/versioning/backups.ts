@@ -28,7 +28,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Transform } from 'node:stream';
-import { badRequest, conflict, errorMessage, notFound, type PluginContext } from '../../sdk/index.js';
+import { badRequest, conflict, errorMessage, notFound, type PluginContext, WAREHOUSE_TARGET_SERVICE } from '../../sdk/index.js';
 import type { BackupEntry, BackupRestoreResult, VerifyResult } from './api-types.js';
 import { BACKUPS_DIR, fsyncPath, hashFile, insideFolder, noSpaceOr, ownFolder, stamp, writeFileDurably } from './paths.js';
 import type { VersionStore } from './versions.js';
@@ -206,6 +206,7 @@ export class BackupStore {
   }
 
   async create(options: { note?: string | null; keep?: number; no_verify?: boolean; progress?: (text: string) => void } = {}): Promise<BackupEntry & { verified: boolean | null }> {
+    this.ctx.services.find(WAREHOUSE_TARGET_SERVICE)?.assertLocalOnly('Backups');
     if (options.keep !== undefined) checkKeep(options.keep);
     const dbFile = this.databaseFile();
     const folder = this.folder();
@@ -264,6 +265,7 @@ export class BackupStore {
    * file is kept in `_backups/` (kind `pre-restore`), so a restore can itself be undone.
    */
   async restore(requested: unknown, progress: (text: string) => void = () => {}): Promise<BackupRestoreResult> {
+    this.ctx.services.find(WAREHOUSE_TARGET_SERVICE)?.assertLocalOnly('Backups');
     const { abs, entry } = await this.resolve(requested);
     progress(`verifying ${entry.path}`);
     const v = await this.verify(entry.path);

@@ -18,7 +18,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { badRequest, conflict, errorMessage, notFound, qualified, quoteIdent, quoteLiteral, noSpaceLeft, type DbConnection, type FireableHook, type PluginContext, type TablesRestoredContext } from '../../sdk/index.js';
+import { badRequest, conflict, errorMessage, notFound, qualified, quoteIdent, quoteLiteral, noSpaceLeft, type DbConnection, type FireableHook, type PluginContext, type TablesRestoredContext, WAREHOUSE_TARGET_SERVICE } from '../../sdk/index.js';
 import type { ColumnInfo, RestoreResult, RestoreTableResult, TimelineEntry, VersionDetail, VersionRecord } from './api-types.js';
 import { columnsHash, matchTable, userTables, type TableInfo } from './catalog.js';
 import { assertVersionId, fsyncPath, hashFile, insideFolder, ownFolder, SNAPSHOTS_DIR, stamp, VERSION_ID, withoutRoot, writeFileDurably } from './paths.js';
@@ -163,6 +163,7 @@ export class VersionStore {
   }
 
   private async createNow(options: CreateOptions): Promise<VersionRecord> {
+    this.ctx.services.find(WAREHOUSE_TARGET_SERVICE)?.assertLocalOnly('Versions');
     const folder = this.folder();
     const at = new Date();
     const number = await this.nextNumber();
@@ -451,6 +452,7 @@ export class VersionStore {
    * as it was and reports `error` while the others are restored.
    */
   async restore(id: string, requested?: string[]): Promise<RestoreResult> {
+    this.ctx.services.find(WAREHOUSE_TARGET_SERVICE)?.assertLocalOnly('Versions');
     const { manifest, files } = await this.manifest(id);
     const names = manifest.tables.map((t) => t.table);
     let selected = manifest.tables;

@@ -76,7 +76,7 @@ async function waitForPort(port: number, child: ChildProcess, what: string, time
   throw new Error(`${what} did not listen on port ${port} within ${timeoutMs} ms`);
 }
 
-function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+export function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
   return new Promise((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) return resolve();
     const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);

@@ -1,0 +1,44 @@
+/**
+ * The target-clickhouse plugin: a ClickHouse server or cluster as an environment's target
+ * (`environments.<name>.target.type: clickhouse`). It provides the warehouse-target service the
+ * models plugin hands `dp transform` and `dp seed` to when the active environment names a
+ * target; the client package and the transpiler are imported only when a target is first used.
+ */
+import { badRequest, definePlugin, duckdbFileTarget, WAREHOUSE_TARGET_SERVICE, type WarehouseTarget } from '../../sdk/index.js';
+import { ClickHouseTarget } from './client.js';
+import { activeTargetConfig } from './config.js';
+import { MIGRATIONS, transformOnTarget } from './build.js';
+import { seedOnTarget } from './seeds.js';
+
+export default definePlugin({
+  setup(ctx) {
+    ctx.migrate(MIGRATIONS);
+    let opened: { key: string; target: Promise<ClickHouseTarget> } | null = null;
+    const clickhouse = (): Promise<ClickHouseTarget> => {
+      const config = activeTargetConfig(ctx);
+      if (!config) throw badRequest('invalid_target', 'The active environment names no ClickHouse target');
+      const key = JSON.stringify(config);
+      if (opened?.key !== key) {
+        const previous = opened?.target;
+        opened = { key, target: ClickHouseTarget.open(config) };
+        void previous?.then((t) => t.close()).catch(() => {});
+      }
+      return opened.target;
+    };
+    ctx.services.provide(WAREHOUSE_TARGET_SERVICE, {
+      config: () => activeTargetConfig(ctx),
+      target: async (): Promise<WarehouseTarget> => (activeTargetConfig(ctx) ? clickhouse() : duckdbFileTarget(ctx.db)),
+      transform: async (models, options) => transformOnTarget(ctx, await clickhouse(), models, options),
+      loadSeeds: async (seeds, options) => seedOnTarget(ctx, await clickhouse(), seeds, options),
+      assertLocalOnly(feature) {
+        const config = activeTargetConfig(ctx);
+        if (config) throw badRequest('not_on_target', `${feature} works on the local DuckDB file only; the environment '${ctx.project.env}' builds into ClickHouse`, { feature, environment: ctx.project.env });
+      },
+    });
+    ctx.onStop(async () => {
+      const t = opened?.target;
+      opened = null;
+      await t?.then((c) => c.close()).catch(() => {});
+    });
+  },
+});

@@ -1,0 +1,210 @@
+/**
+ * The warehouse-target port: where a project's models, seeds and queries run. The local DuckDB
+ * file is its first implementation (`duckdbFileTarget`, a thin view over the `DatabasePort`, so
+ * nothing changes for a project without a target); the target-clickhouse plugin is the second.
+ * dp's own state (run history, parse cache, users, masking policies, lineage) always stays in
+ * the DuckDB file: the control plane.
+ *
+ * An environment names its target in project.yml:
+ *
+ *   environments:
+ *     prod:
+ *       target: { type: clickhouse, url: http://127.0.0.1:8123, cluster: analytics, database: shop,
+ *                 user: default, password: ${CLICKHOUSE_PASSWORD} }
+ */
+import type { DatabasePort, TabularResult } from './db.js';
+import { quoteIdent, quoteLiteral } from './sql.js';
+import { createServiceRef } from './plugin.js';
+import type { ModelInfo, SeedInfo, SeedLoadResult, TransformSummary } from './services.js';
+
+/*
+ * The catalog port's engine-side reader (issue 30 item 2). The catalog helper adds the same
+ * interface to the sdk; until that branch is merged it is declared here, and the merge keeps one.
+ */
+export interface CatalogRelation {
+  schema: string;
+  name: string;
+  kind: 'table' | 'view';
+}
+export interface CatalogColumn {
+  schema: string;
+  table: string;
+  name: string;
+  type: string;
+  nullable: boolean;
+  ordinal: number;
+}
+export interface CatalogSource {
+  relations(opts?: { schema?: string }): Promise<CatalogRelation[]>;
+  columns(opts?: { schema?: string; table?: string }): Promise<CatalogColumn[]>;
+}
+
+export type TargetDialect = 'duckdb' | 'clickhouse';
+
+/** What the connected engine can run, read from its version (never assumed from the type alone). */
+export interface TargetCapabilities {
+  /** The engine's version string, e.g. `18.16.1`. */
+  version: string;
+  windowFunctions: boolean;
+  /** `WITH name AS (SELECT ...)`. */
+  ctes: boolean;
+  groupByAll: boolean;
+  /** An atomic exchange of two tables in one statement (ClickHouse `EXCHANGE TABLES`, 21.8+ with Atomic databases). */
+  exchangeTables: boolean;
+  /** Multi-statement transactions (DuckDB yes, ClickHouse no). */
+  transactions: boolean;
+}
+
+/** `environments.<name>.target` as written (after `${VAR}` expansion). */
+export interface TargetConfig {
+  type: 'duckdb' | 'clickhouse';
+  url?: string;
+  cluster?: string;
+  database?: string;
+  user?: string;
+  password?: string;
+}
+
+export interface TargetQueryOptions {
+  /** The id the engine knows the query by: `interrupt(queryId)` stops it. */
+  queryId?: string;
+  /** Aborting stops the query on the engine (ClickHouse: `KILL QUERY`; closing HTTP is not enough). */
+  signal?: AbortSignal;
+  /** Engine settings for this query (ClickHouse settings such as `join_use_nulls`). */
+  settings?: Record<string, string | number>;
+}
+
+export interface WarehouseTarget extends CatalogSource {
+  readonly dialect: TargetDialect;
+  /** The database (ClickHouse) or catalog (DuckDB) models are built in. */
+  readonly database: string;
+  /** The cluster of the servers' `remote_servers` models are spread over, or null. */
+  readonly cluster: string | null;
+  capabilities(): Promise<TargetCapabilities>;
+  /** One read; the whole result. */
+  query(sql: string, options?: TargetQueryOptions): Promise<TabularResult>;
+  /** One read as chunks of rows. */
+  stream(sql: string, options?: TargetQueryOptions): Promise<{ columns: string[]; column_types: string[]; chunks: AsyncIterable<unknown[][]> }>;
+  /** One statement that returns nothing (DDL, INSERT ... SELECT). */
+  command(sql: string, options?: TargetQueryOptions): Promise<void>;
+  /** Appends rows to an existing table in large batches (never row by row). */
+  bulkInsert(table: { schema: string; name: string }, columns: string[], rows: AsyncIterable<unknown[][]> | unknown[][]): Promise<{ rows: number }>;
+  /** Stops the query with this id on the engine. */
+  interrupt(queryId: string): Promise<void>;
+  /** An identifier quoted for this engine. */
+  ident(name: string): string;
+  /** A string literal quoted for this engine. */
+  literal(value: string): string;
+  close(): Promise<void>;
+}
+
+/**
+ * The DuckDB file as a target: every call goes to the kernel's `DatabasePort` unchanged (same
+ * connection pool, sandbox, write lock and interrupts). Interrupt by id finds the connection
+ * that runs the query.
+ */
+export function duckdbFileTarget(db: DatabasePort): WarehouseTarget {
+  const running = new Map<string, { interrupt(): void }>();
+  const onConnection = async <T>(options: TargetQueryOptions | undefined, fn: (c: Parameters<Parameters<DatabasePort['withConnection']>[0]>[0]) => Promise<T>): Promise<T> =>
+    db.withConnection(async (c) => {
+      const id = options?.queryId;
+      const stop = () => c.interrupt();
+      if (id) running.set(id, c);
+      options?.signal?.addEventListener('abort', stop);
+      try {
+        return await fn(c);
+      } finally {
+        if (id) running.delete(id);
+        options?.signal?.removeEventListener('abort', stop);
+      }
+    });
+  return {
+    dialect: 'duckdb',
+    database: 'main',
+    cluster: null,
+    async capabilities() {
+      const version = String((await db.value<string>('SELECT version()')) ?? '');
+      return { version, windowFunctions: true, ctes: true, groupByAll: true, exchangeTables: false, transactions: true };
+    },
+    query: (sql, options) => onConnection(options, (c) => c.query(sql)),
+    async stream(sql, options) {
+      const c = await db.connect();
+      const id = options?.queryId;
+      if (id) running.set(id, c);
+      try {
+        const s = await c.stream(sql);
+        const chunks = (async function* () {
+          try {
+            yield* s.chunks;
+          } finally {
+            if (id) running.delete(id);
+            c.close();
+          }
+        })();
+        return { columns: s.columns, column_types: s.column_types, chunks };
+      } catch (e) {
+        if (id) running.delete(id);
+        c.close();
+        throw e;
+      }
+    },
+    command: (sql, options) => onConnection(options, (c) => c.run(sql)),
+    async bulkInsert(table, columns, rows) {
+      const result = await db.bulkLoad({ schema: table.schema, table: table.name, mode: 'append' }, async (w) => {
+        const ordered = w.columns.map((name) => columns.indexOf(name));
+        for await (const batch of batchesOf(rows)) await w.appendRows(batch.map((r) => ordered.map((i) => (i < 0 ? null : r[i]))));
+      });
+      return { rows: result.rows };
+    },
+    async interrupt(queryId) {
+      running.get(queryId)?.interrupt();
+    },
+    async relations(opts) {
+      const rows = await db.all<CatalogRelation>(
+        `SELECT schema_name AS schema, table_name AS name, 'table' AS kind FROM duckdb_tables() WHERE database_name = current_database() AND NOT internal
+         UNION ALL SELECT schema_name, view_name, 'view' FROM duckdb_views() WHERE database_name = current_database() AND NOT internal
+         ORDER BY 1, 2`,
+      );
+      return opts?.schema ? rows.filter((r) => r.schema === opts.schema) : rows;
+    },
+    async columns(opts) {
+      const rows = await db.all<{ schema: string; table: string; name: string; type: string; nullable: boolean; ordinal: number | bigint }>(
+        `SELECT schema_name AS schema, table_name AS "table", column_name AS name, data_type AS type, is_nullable AS nullable, column_index AS ordinal
+           FROM duckdb_columns() WHERE database_name = current_database() AND NOT internal ORDER BY 1, 2, column_index`,
+      );
+      return rows
+        .filter((r) => (!opts?.schema || r.schema === opts.schema) && (!opts?.table || r.table === opts.table))
+        .map((r) => ({ ...r, ordinal: Number(r.ordinal) }));
+    },
+    ident: quoteIdent,
+    literal: quoteLiteral,
+    async close() {},
+  };
+}
+
+/** Rows given as one array are one batch; an async iterable is a batch per item. */
+export function batchesOf(rows: AsyncIterable<unknown[][]> | unknown[][]): AsyncIterable<unknown[][]> {
+  if (!Array.isArray(rows)) return rows;
+  return (async function* () {
+    yield rows;
+  })();
+}
+
+/** What a target plugin offers: the active environment's target, and runs on it. */
+export interface WarehouseTargetService {
+  /** The active environment's target config, or null when it builds into the DuckDB file. */
+  config(): TargetConfig | null;
+  /** The active environment's target (the DuckDB file when it names none). */
+  target(): Promise<WarehouseTarget>;
+  /** `dp transform` on the active environment's target (only called when config() is not null). */
+  transform(models: ModelInfo[], options: { targets?: string[] | null; fullRefresh?: boolean }): Promise<TransformSummary>;
+  /** `dp seed` on the active environment's target, in large batches. */
+  loadSeeds(seeds: SeedInfo[], options: { schema?: string; targets?: string[] | null }): Promise<SeedLoadResult[]>;
+  /**
+   * Refuses (DpError 400 `not_on_target`) a DuckDB-only feature (versioning, backups, notebook
+   * TypeScript cells) when the active environment builds into a ClickHouse target.
+   */
+  assertLocalOnly(feature: string): void;
+}
+
+export const WAREHOUSE_TARGET_SERVICE = createServiceRef<WarehouseTargetService>('warehouse-target');

@@ -1,0 +1,46 @@
+/**
+ * On an environment whose target is ClickHouse, the features that work on the local DuckDB file
+ * only (versions, backups, notebook TypeScript cells) and queries, not yet run on the target, refuse with `not_on_target`, and nothing
+ * reaches the server (the url below has no server). Without a target they work as before.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import type { App } from '../../../kernel/app.js';
+import { runCommand } from '../../../sdk/testing.js';
+import { bootApp, makeProject } from '../../helpers.js';
+
+const root = () =>
+  makeProject({
+    'project.yml': 'name: t\ndatabase:\n  path: t.duckdb\nenvironments:\n  prod:\n    target:\n      type: clickhouse\n      url: http://127.0.0.1:9\n      database: shop\n      password: ${CH_PASSWORD}\n  dev: {}\n',
+    '.env': 'CH_PASSWORD=never-shown-secret\n',
+  });
+
+describe('DuckDB-only features on a ClickHouse environment', () => {
+  const apps: App[] = [];
+  after(async () => {
+    for (const a of apps) await a.close();
+  });
+
+  it('versions and backups refuse with not_on_target, naming the environment and no secret', async () => {
+    const app = await bootApp(root(), { env: 'prod' });
+    apps.push(app);
+    for (const argv of [['versions', 'create'], ['backup'], ['query', 'SELECT 1']]) {
+      const r = await runCommand(app, [...argv, '--json']);
+      assert.equal(r.code, 1, argv.join(' '));
+      assert.match(r.stdout + r.stderr, /works on the local DuckDB file only; the environment 'prod' builds into ClickHouse/);
+      assert.doesNotMatch(r.stdout + r.stderr, /never-shown-secret/);
+    }
+  });
+
+  it('without a target the same commands run on the DuckDB file', async () => {
+    const app = await bootApp(root(), { env: 'dev' });
+    apps.push(app);
+    const r = await runCommand(app, ['backup', '--json']);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+  });
+
+  it('a target with a wrong shape is refused at load with its line', async () => {
+    const bad = makeProject({ 'project.yml': 'name: t\nenvironments:\n  prod:\n    target:\n      type: clickhouse\n      port: 8123\n' });
+    await assert.rejects(bootApp(bad, { env: 'prod' }), (e: any) => e.code === 'invalid_project_yml' && /line 5: 'environments.prod.target' must NOT have additional properties \('port'\)/.test(e.message));
+  });
+});
