@@ -166,6 +166,8 @@ export async function closeInProcessClis(): Promise<void> {
 /** What a child process printed so far (stdout and stderr together), and a wait for a pattern in it. */
 export interface ChildOutput {
   text(): string;
+  stdout(): string;
+  stderr(): string;
   /** Resolves when the output matches `re` (at once if it already does); rejects on exit or after `ms`, with the output so far. */
   waitFor(re: RegExp, ms?: number): Promise<RegExpExecArray>;
 }
@@ -173,18 +175,22 @@ export interface ChildOutput {
 /** Follows a child's stdout and stderr: a test waits for the line it needs on the stream's own events, never polling. */
 export function followOutput(child: ChildProcess): ChildOutput {
   let out = '';
+  const streams = { stdout: '', stderr: '' };
   const waiters = new Set<() => void>();
-  const onData = (d: Buffer | string) => {
+  const onData = (stream: 'stdout' | 'stderr') => (d: Buffer | string) => {
     out += d;
+    streams[stream] += d;
     for (const w of [...waiters]) w();
   };
-  child.stdout?.on('data', onData);
-  child.stderr?.on('data', onData);
+  child.stdout?.on('data', onData('stdout'));
+  child.stderr?.on('data', onData('stderr'));
   child.once('exit', () => {
     for (const w of [...waiters]) w();
   });
   return {
     text: () => out,
+    stdout: () => streams.stdout,
+    stderr: () => streams.stderr,
     waitFor(re, ms = 60_000) {
       return new Promise((resolve, reject) => {
         const check = () => {
