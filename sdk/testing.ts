@@ -203,7 +203,8 @@ export async function runCommand(app: App, argv: string[], options: { stdin?: st
   };
   const parser = withManifestCommands(
     yargs(argv).exitProcess(false).wrap(null).fail((message, error) => {
-      throw error ?? new Error(message);
+      // As the binary: a refused argument line also points at --help (kernel/cli.ts main).
+      throw error ?? new Error(`${message}\nRun 'dp --help' for usage.`);
     }),
     app.plugins.map((p) => p.manifest),
     async (args, command) => {

@@ -2,14 +2,14 @@
  * Test harness: real project folders in a temp dir, a real App with a real DuckDB file,
  * and a real HTTP server on 127.0.0.1 (random port). No mocks.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { App } from '../kernel/app.js';
 import { createServer, type ServerOptions } from '../kernel/http.js';
 import { REPO_ROOT } from '../kernel/plugins.js';
-import { httpRequester } from '../sdk/testing.js';
+import { httpRequester, runCommand, type CommandResult } from '../sdk/testing.js';
 
 process.env.DP_LOG_SILENT ??= '1';
 
@@ -100,4 +100,160 @@ export function runCli(args: string[], options: { cwd?: string; input?: string; 
     timeout: 120_000,
   });
   return { code: r.status ?? -1, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
+}
+
+export interface InProcessCli {
+  /** `dp <args>` on the project, in this process: the same parsing, handler, stdout, stderr and exit code as the binary. */
+  run(args: string[], options?: { stdin?: string }): Promise<CommandResult>;
+  /** The App the commands run in (booted on first use). */
+  app(): Promise<App>;
+  /** Closes the App (a later `run` boots a new one: use it after project.yml changed). */
+  close(): Promise<void>;
+}
+
+/**
+ * The CLI in this process for one project (sdk/testing runCommand on one App, booted on first
+ * use and reused): what `runCli([...args, '--project', root])` checks, without booting the
+ * kernel in a new process per command. Keep `runCli` where the process is the point: the exit
+ * code of the real binary, stdio, signals, the relay to a running server, packaging.
+ */
+export function cliInProcess(projectRoot: string, options: { env?: string | null } = {}): InProcessCli {
+  let booted: Promise<App> | null = null;
+  const app = () => (booted ??= bootApp(projectRoot, { env: options.env ?? null }));
+  return {
+    app,
+    async run(args, runOptions = {}) {
+      return runCommand(await app(), args, runOptions);
+    },
+    async close() {
+      const closing = booted;
+      booted = null;
+      if (closing) await (await closing).close();
+    },
+  };
+}
+
+/** One in-process CLI per project and environment, for `runInProcess`. */
+const inProcessClis = new Map<string, InProcessCli>();
+
+/**
+ * `runCli` in this process: the same argument list (`--project` and `--env` pick the project and
+ * environment, else `cwd`), the same `{ code, stdout, stderr }`, on an App booted once per
+ * project and environment and reused. Close them in the file's `after(closeInProcessClis)`.
+ * Boot a new App after changing project.yml (`closeInProcessClis()` first), as a new process would.
+ */
+export function runInProcess(args: string[], options: { cwd?: string; stdin?: string } = {}): Promise<CommandResult> {
+  const flag = (name: string) => {
+    const i = args.findIndex((a) => a === `--${name}` || a.startsWith(`--${name}=`));
+    if (i < 0) return undefined;
+    return args[i].includes('=') ? args[i].slice(name.length + 3) : args[i + 1];
+  };
+  const root = path.resolve(options.cwd ?? REPO_ROOT, flag('project') ?? '.');
+  const env = flag('env') ?? null;
+  const key = `${root}\0${env ?? ''}`;
+  let cli = inProcessClis.get(key);
+  if (!cli) inProcessClis.set(key, (cli = cliInProcess(root, { env })));
+  return cli.run(args, { stdin: options.stdin });
+}
+
+/** Closes the Apps `runInProcess` booted. */
+export async function closeInProcessClis(): Promise<void> {
+  const clis = [...inProcessClis.values()];
+  inProcessClis.clear();
+  for (const cli of clis) await cli.close();
+}
+
+/** What a child process printed so far (stdout and stderr together), and a wait for a pattern in it. */
+export interface ChildOutput {
+  text(): string;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves when the output matches `re` (at once if it already does); rejects on exit or after `ms`, with the output so far. */
+  waitFor(re: RegExp, ms?: number): Promise<RegExpExecArray>;
+}
+
+/** Follows a child's stdout and stderr: a test waits for the line it needs on the stream's own events, never polling. */
+export function followOutput(child: ChildProcess): ChildOutput {
+  let out = '';
+  const streams = { stdout: '', stderr: '' };
+  const waiters = new Set<() => void>();
+  const onData = (stream: 'stdout' | 'stderr') => (d: Buffer | string) => {
+    out += d;
+    streams[stream] += d;
+    for (const w of [...waiters]) w();
+  };
+  child.stdout?.on('data', onData('stdout'));
+  child.stderr?.on('data', onData('stderr'));
+  child.once('exit', () => {
+    for (const w of [...waiters]) w();
+  });
+  return {
+    text: () => out,
+    stdout: () => streams.stdout,
+    stderr: () => streams.stderr,
+    waitFor(re, ms = 60_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const m = re.exec(out);
+          if (m) return finish(() => resolve(m));
+          if (child.exitCode !== null || child.signalCode !== null) finish(() => reject(new Error(`the process exited (${child.exitCode ?? child.signalCode}) before printing ${re}; output:\n${out}`)));
+        };
+        const timer = setTimeout(() => finish(() => reject(new Error(`timed out waiting for ${re}; output so far:\n${out}`))), ms);
+        const finish = (settle: () => void) => {
+          clearTimeout(timer);
+          waiters.delete(check);
+          settle();
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+  };
+}
+
+export interface ServeProcess {
+  child: ChildProcess;
+  /** http://127.0.0.1:<port>, from its "dp listening on" line. */
+  url: string;
+  /** Everything it printed (stdout and stderr), and waits for a line. */
+  output: ChildOutput;
+  /** Settles when the process exits. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Sends `signal` (SIGTERM) unless it already exited, SIGKILL after `killAfterMs` (15 s); resolves with how it exited. */
+  stop(signal?: NodeJS.Signals, killAfterMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * The real `dp serve` as its own process (the supervisor and its engine) on 127.0.0.1 and a free
+ * port; resolves once it prints "dp listening on". The scheduler is off unless `scheduler: true`
+ * (a cron schedule must never fire because the test crossed a minute). `args` are added to the
+ * command line (`--auth`, `--shutdown-grace 5`, ...), `env` to the environment.
+ */
+export async function spawnServe(
+  root: string,
+  options: { args?: string[]; env?: Record<string, string>; scheduler?: boolean; auth?: boolean; cwd?: string; startMs?: number } = {},
+): Promise<ServeProcess> {
+  const args = [DP_BIN, 'serve', '--project', root, '--port', '0', ...(options.scheduler ? [] : ['--no-scheduler']), ...(options.auth ? ['--auth'] : []), ...(options.args ?? [])];
+  const child = spawn(process.execPath, args, { cwd: options.cwd ?? REPO_ROOT, env: { ...process.env, DP_LOG_SILENT: '1', ...(options.env ?? {}) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const output = followOutput(child);
+  const listening = await output.waitFor(/dp listening on (http:\/\/\S+)/, options.startMs ?? 120_000).catch((e) => {
+    child.kill('SIGKILL');
+    throw e;
+  });
+  return {
+    child,
+    url: listening[1].replace('0.0.0.0', '127.0.0.1'),
+    output,
+    exited,
+    async stop(signal = 'SIGTERM', killAfterMs = 15_000) {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill(signal);
+        const timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+        await exited;
+        clearTimeout(timer);
+      }
+      return exited;
+    },
+  };
 }

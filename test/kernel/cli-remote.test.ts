@@ -4,14 +4,14 @@
  * file), then with the server holding the database: stdout, exit code and --json must match.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { copyShop, DP_BIN, runCli } from '../helpers.js';
+import { copyShop, DP_BIN, runCli, spawnServe } from '../helpers.js';
 
 const SERVER_FILE = path.join('.dp', 'server.json');
 
@@ -31,31 +31,8 @@ interface Served {
 
 /** `dp serve` as its own process (the database lock is per process), on a free port. */
 async function serve(root: string, extra: string[] = []): Promise<Served> {
-  const child = spawn(process.execPath, [DP_BIN, 'serve', '--no-scheduler', '--project', root, '--port', '0', ...extra], {
-    env: { ...process.env, DP_LOG_SILENT: '1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr!.on('data', (d) => (stderr += d));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const m = /dp listening on (\S+)/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    child.once('exit', (code) => reject(new Error(`dp serve exited (${code}): ${stderr}`)));
-  });
-  return {
-    child,
-    url,
-    stop: () =>
-      new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve(child.exitCode);
-        child.once('exit', (code) => resolve(code));
-        child.kill('SIGTERM');
-      }),
-  };
+  const served = await spawnServe(root, { args: extra });
+  return { child: served.child, url: served.url, stop: async () => (await served.stop()).code };
 }
 
 /** `dp mcp` of the real binary, driven by the MCP SDK's client over stdio. */

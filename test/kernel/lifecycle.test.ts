@@ -3,12 +3,11 @@
  * deadlines that name the plugin, the run signal, and `dp serve`'s graceful shutdown on SIGTERM.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { App } from '../../kernel/app.js';
-import { DP_BIN, makeProject, runCli } from '../helpers.js';
+import { makeProject, runCli, spawnServe } from '../helpers.js';
 
 /** A project plugin that writes each lifecycle call to lifecycle.log; `hang` makes one phase never finish. */
 function recorderPlugin(name: string, options: { hang?: 'start' | 'stop' | 'beforeStop'; slowRoute?: boolean } = {}): Record<string, string> {
@@ -108,23 +107,9 @@ describe('plugin lifecycle', () => {
 
 /** Starts the real `dp serve` on a free port; resolves with its URL once it listens. */
 async function serveProcess(root: string, grace: number) {
-  const child = spawn(process.execPath, [DP_BIN, 'serve', '--no-scheduler', '--port', '0', '--shutdown-grace', String(grace), '--project', root], {
-    env: { ...process.env, DP_LOG_SILENT: '1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.on('data', (d) => (stderr += d));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /dp listening on (http:\/\/\S+)/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    child.on('exit', (code) => reject(new Error(`dp serve exited (${code}): ${stderr}`)));
-  });
-  const exited = new Promise<{ code: number | null; at: number }>((resolve) => child.on('exit', (code) => resolve({ code, at: Date.now() })));
-  return { child, url, exited };
+  const served = await spawnServe(root, { args: ['--shutdown-grace', String(grace)] });
+  const exited = served.exited.then(({ code }) => ({ code, at: Date.now() }));
+  return { child: served.child, url: served.url, exited };
 }
 
 describe('dp serve shutdown', () => {

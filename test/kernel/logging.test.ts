@@ -4,10 +4,9 @@
  * whether a plugin logs it or it arrives in a request URL.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { DP_BIN, FIXTURE_PLUGINS, makeProject, runCli } from '../helpers.js';
+import { FIXTURE_PLUGINS, makeProject, runCli, spawnServe } from '../helpers.js';
 
 const SECRET = 'pino-S3cret"with\\quote-4711';
 const PLAIN = 'plainsecretvalue42';
@@ -18,21 +17,9 @@ describe('log sink', () => {
       'project.yml': `name: t\ndatabase:\n  path: t.duckdb\nplugins:\n  # live-demo serves its own static folder at /, where the ui plugin's shell would be.\n  disable: [ui]\n  paths: [${JSON.stringify(path.join(FIXTURE_PLUGINS, 'live-demo'))}]\n`,
       '.env': `API_SECRET='${SECRET}'\nOTHER=${PLAIN}\n`,
     });
-    const child = spawn(process.execPath, [DP_BIN, 'serve', '--no-scheduler', '--project', root, '--port', '0', '--host', '127.0.0.1'], {
-      env: { ...process.env, DP_LOG_SILENT: '0' },
-    });
-    let stderr = '';
-    child.stderr.on('data', (c) => (stderr += c));
+    const served = await spawnServe(root, { args: ['--host', '127.0.0.1'], env: { DP_LOG_SILENT: '0' } });
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        let out = '';
-        child.stdout.on('data', (c) => {
-          out += c;
-          const m = /dp listening on (http:\/\/\S+)/.exec(out);
-          if (m) resolve(m[1]);
-        });
-        child.on('exit', (code) => reject(new Error(`dp serve exited ${code}: ${stderr}`)));
-      });
+      const { url } = served;
       assert.equal((await fetch(`${url}/api/live-demo/log`, { method: 'POST' })).status, 200);
       assert.equal((await fetch(`${url}/api/health?probe=${encodeURIComponent(PLAIN)}&access_token=${PLAIN}`)).status, 200);
       assert.equal((await fetch(`${url}/api/nope/${PLAIN}`)).status, 404);
@@ -41,11 +28,12 @@ describe('log sink', () => {
       const sse = await fetch(`${url}/api/live-demo/events?access_token=${PLAIN}&token=${PLAIN}`, { signal: stream.signal });
       assert.equal(sse.status, 200);
       stream.abort();
-      await new Promise((r) => setTimeout(r, 200));
+      // The stream's line is written when the server sees it close.
+      await served.output.waitFor(/"url":"\/api\/live-demo\/events\?access_token=\*\*\*/);
     } finally {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
+      await served.stop();
     }
+    const stderr = served.output.stderr();
     const lines = stderr.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
     const plugin = lines.find((l) => String(l.msg).startsWith('plugin log with secrets'));
     assert.ok(plugin, 'the plugin line was written (the check below is not vacuous)');

@@ -5,11 +5,10 @@
  * still there afterwards.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { DP_BIN, makeProject, runCli } from '../helpers.js';
+import { makeProject, runCli, spawnServe } from '../helpers.js';
 
 /** The engine process: the one child of the `dp serve` process. */
 function enginePid(servePid: number): number {
@@ -19,23 +18,8 @@ function enginePid(servePid: number): number {
 }
 
 async function serveProcess(root: string) {
-  const child = spawn(process.execPath, [DP_BIN, 'serve', '--port', '0', '--project', root], {
-    env: { ...process.env, DP_LOG_SILENT: '1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.on('data', (d) => (stderr += d));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /dp listening on (http:\/\/\S+)/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    void exited.then((code) => reject(new Error(`dp serve exited (${code}): ${stderr}`)));
-  });
-  return { child, url, exited };
+  const served = await spawnServe(root);
+  return { child: served.child, url: served.url, exited: served.exited.then(({ code }) => code) };
 }
 
 const TOTALS = 'SELECT count(*)::INTEGER AS n, sum(price)::INTEGER AS total FROM seeds.items';

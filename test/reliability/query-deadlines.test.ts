@@ -5,10 +5,10 @@
  * Runs the real `dp serve` binary, so the thread pool it sizes is the one under test.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { DP_BIN, makeProject, startServer, type TestServer } from '../helpers.js';
+import { makeProject, spawnServe, startServer, type TestServer } from '../helpers.js';
 
 const LONG_SQL = 'SELECT sum(i) FROM range(10000000000000) t(i)';
 
@@ -19,21 +19,8 @@ interface Served {
 }
 
 async function serve(root: string, env: Record<string, string> = {}): Promise<Served> {
-  const child = spawn(process.execPath, [DP_BIN, 'serve', '--no-scheduler', '--project', root, '--port', '0', '--auth'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, DP_LOG_SILENT: '1', ...env },
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    child.on('exit', (code) => reject(new Error(`dp serve exited with ${code} before listening`)));
-  });
-  return { child, url, exited };
+  const served = await spawnServe(root, { auth: true, env });
+  return { child: served.child, url: served.url, exited: served.exited };
 }
 
 async function call(url: string, method: string, path: string, body?: unknown, token?: string, timeoutMs = 20_000) {

@@ -5,10 +5,10 @@
  * until the in-flight work ends or the grace runs out; then the process exits.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { DP_BIN, makeProject } from '../helpers.js';
+import { makeProject, spawnServe } from '../helpers.js';
 
 const LONG_SQL = 'SELECT sum(i) FROM range(10000000000000) t(i)';
 
@@ -18,20 +18,9 @@ describe('reliability: graceful shutdown answers 503 shutting_down', () => {
   let exited: Promise<number | null>;
   before(async () => {
     const root = makeProject();
-    child = spawn(process.execPath, [DP_BIN, 'serve', '--project', root, '--port', '0', '--shutdown-grace', '5'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, DP_LOG_SILENT: '1' },
-    });
-    exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
-    url = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      child.stdout!.on('data', (d) => {
-        out += d;
-        const m = /listening on (http:\/\/\S+)/.exec(out);
-        if (m) resolve(m[1].replace('0.0.0.0', '127.0.0.1'));
-      });
-      child.on('exit', (code) => reject(new Error(`dp serve exited with ${code} before listening`)));
-    });
+    const served = await spawnServe(root, { args: ['--shutdown-grace', '5'] });
+    ({ child, url } = served);
+    exited = served.exited.then(({ code }) => code);
   });
   after(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

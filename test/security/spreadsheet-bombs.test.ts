@@ -5,7 +5,6 @@
  * SIGTERM still stops `dp serve`.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,7 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import ExcelJS from 'exceljs';
 import JSZip from 'jszip';
 import { WORKBOOK_LIMITS } from '../../sdk/workbook-limits.js';
-import { DP_BIN, makeProject, startServer, type TestServer } from '../helpers.js';
+import { makeProject, spawnServe, startServer, type TestServer } from '../helpers.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-xlsx-bomb-'));
 process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
@@ -109,24 +108,14 @@ describe('spreadsheet bombs', () => {
 
   it('SIGTERM after a bomb upload stops dp serve', async () => {
     const root = makeProject();
-    const child = spawn(process.execPath, [DP_BIN, 'serve', '--port', '0', '--project', root], { env: { ...process.env, DP_LOG_SILENT: '1' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const served = await spawnServe(root);
     try {
-      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-      const url = await new Promise<string>((resolve, reject) => {
-        let out = '';
-        child.stdout.on('data', (d) => {
-          out += d;
-          const m = /dp listening on (http:\/\/\S+)/.exec(out);
-          if (m) resolve(m[1]!);
-        });
-        void exited.then((code) => reject(new Error(`dp serve exited (${code})`)));
-      });
+      const { url } = served;
       const r = await upload(url, 'bomb.xlsx', fs.readFileSync(bombFile), true);
       assert.equal(r.status, 413);
-      child.kill('SIGTERM');
-      assert.equal(await exited, 0);
+      assert.equal((await served.stop('SIGTERM')).code, 0);
     } finally {
-      child.kill('SIGKILL');
+      served.child.kill('SIGKILL');
     }
   });
 });

@@ -5,12 +5,11 @@
  * each test takes a fresh page (or context) from it.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before } from 'node:test';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { copyShop, DP_BIN, REPO_ROOT, runCli } from '../helpers.js';
+import { cliInProcess, copyShop, REPO_ROOT, spawnServe } from '../helpers.js';
 
 export const CHROMIUM = process.env.DP_CHROMIUM ?? '/usr/bin/chromium';
 /** Screenshots land here (ignored by git; CI keeps them as artifacts). */
@@ -41,9 +40,15 @@ export async function startShop(options: ShopOptions = {}): Promise<DpServer> {
   const root = copyShop(options.files ?? {});
   if (options.appendProjectYml) fs.appendFileSync(path.join(root, 'project.yml'), '\n' + options.appendProjectYml + '\n');
   if (options.build ?? true) {
-    for (const cmd of [['seed'], ['transform']]) {
-      const r = runCli([...cmd, '--project', root]);
-      if (r.code !== 0) throw new Error(`dp ${cmd.join(' ')} failed: ${r.stderr || r.stdout}`);
+    // In this process (one boot, not one process per command); closed before dp serve opens the file.
+    const dp = cliInProcess(root);
+    try {
+      for (const cmd of [['seed'], ['transform']]) {
+        const r = await dp.run(cmd);
+        if (r.code !== 0) throw new Error(`dp ${cmd.join(' ')} failed: ${r.stderr || r.stdout}`);
+      }
+    } finally {
+      await dp.close();
     }
   }
   return serveProject(root, { auth: options.auth });
@@ -81,40 +86,13 @@ export function shopForTests(options: ShopOptions = {}): DpServer {
 
 /** `dp serve` on a project folder; resolves once it prints its URL. */
 export async function serveProject(root: string, options: { auth?: boolean } = {}): Promise<DpServer> {
-  const args = [DP_BIN, 'serve', '--no-scheduler', '--project', root, '--port', '0', '--host', '127.0.0.1', ...(options.auth ? ['--auth'] : [])];
-  const child: ChildProcess = spawn(process.execPath, args, { cwd: REPO_ROOT, env: { ...process.env, DP_LOG_SILENT: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`dp serve did not start within 60 s:\n${out}`)), 60_000);
-    const onData = (b: Buffer) => {
-      out += b.toString();
-      const m = /dp listening on (http:\/\/[\d.]+:\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`dp serve exited with ${code}:\n${out}`));
-    });
-  });
-  // Keep reading so the pipes never fill.
-  child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
-  child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
+  const served = await spawnServe(root, { auth: options.auth, args: ['--host', '127.0.0.1'], startMs: 60_000 });
   return {
-    url,
+    url: served.url,
     root,
-    output: () => out,
+    output: () => served.output.text(),
     async close() {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(timer);
+      await served.stop();
     },
   };
 }

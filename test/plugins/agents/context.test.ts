@@ -5,22 +5,24 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { before, describe, it } from 'node:test';
-import { copyShop, runCli } from '../../helpers.js';
+import { after, before, describe, it } from 'node:test';
+import { closeInProcessClis, copyShop, runInProcess } from '../../helpers.js';
+
+after(closeInProcessClis);
 
 const SECRET = 'sk_live_ctx_9f8e7d6c5b4a';
 
 describe('dp context', () => {
   let project: string;
-  before(() => {
+  before(async () => {
     project = copyShop({ '.env': `CRM_API_TOKEN=${SECRET}\n` });
-    for (const cmd of [['seed'], ['transform']]) assert.equal(runCli([...cmd, '--project', project]).code, 0);
-    const policy = runCli(['query', "CREATE MASKING POLICY ON marts.customer_orders.email METHOD partial CONFIG '{\"show_first\": 2}' EXEMPT admin", '--project', project]);
+    for (const cmd of [['seed'], ['transform']]) assert.equal((await runInProcess([...cmd, '--project', project])).code, 0);
+    const policy = await runInProcess(['query', "CREATE MASKING POLICY ON marts.customer_orders.email METHOD partial CONFIG '{\"show_first\": 2}' EXEMPT admin", '--project', project]);
     assert.equal(policy.code, 0, policy.stderr);
   });
 
-  it('writes AGENTS.md naming every model, with lineage, sources, contracts, metrics, masking in words and commands', () => {
-    const r = runCli(['context', '--out', 'AGENTS.md', '--project', project]);
+  it('writes AGENTS.md naming every model, with lineage, sources, contracts, metrics, masking in words and commands', async () => {
+    const r = await runInProcess(['context', '--out', 'AGENTS.md', '--project', project]);
     assert.equal(r.code, 0, r.stderr);
     const text = fs.readFileSync(path.join(project, 'AGENTS.md'), 'utf8');
     for (const model of ['staging.stg_customers', 'staging.stg_orders', 'staging.stg_payments', 'marts.customer_orders', 'marts.revenue_by_month']) {
@@ -44,11 +46,11 @@ describe('dp context', () => {
     assert.ok(!text.includes('show_first'));
   });
 
-  it('prints to stdout without --out and refuses a path outside the project', () => {
-    const r = runCli(['context', '--project', project]);
+  it('prints to stdout without --out and refuses a path outside the project', async () => {
+    const r = await runInProcess(['context', '--project', project]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^# shop\n/);
-    const out = runCli(['context', '--out', '../escape.md', '--project', project]);
+    const out = await runInProcess(['context', '--out', '../escape.md', '--project', project]);
     assert.equal(out.code, 1);
     assert.match(out.stderr, /outside/);
     assert.ok(!fs.existsSync(path.join(project, '..', 'escape.md')));

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { DP_BIN, makeProject } from '../../helpers.js';
+import { DP_BIN, makeProject, spawnServe, type ServeProcess } from '../../helpers.js';
 
 const REQUESTS = [
   { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } },
@@ -47,25 +47,13 @@ describe('dp mcp when the client closes stdin right after its requests', () => {
 
   describe('relaying to a running dp serve', () => {
     let root: string;
-    let server: ReturnType<typeof spawn>;
+    let server: ServeProcess;
     before(async () => {
       root = makeProject();
-      server = spawn(process.execPath, [DP_BIN, 'serve', '--project', root, '--port', '0'], { env: { ...process.env, DP_LOG_SILENT: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
-      await new Promise<void>((resolve, reject) => {
-        let out = '';
-        server.stdout!.on('data', (d) => {
-          out += d;
-          if (/dp listening on \S+/.test(out)) resolve();
-        });
-        server.once('exit', (code) => reject(new Error(`dp serve exited (${code})`)));
-      });
+      server = await spawnServe(root);
     });
     after(async () => {
-      if (server.exitCode === null) {
-        const exited = new Promise((resolve) => server.once('exit', resolve));
-        server.kill('SIGTERM');
-        await exited;
-      }
+      await server.stop();
     });
 
     it('answers every request before it exits', async () => {

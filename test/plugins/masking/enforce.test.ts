@@ -10,7 +10,9 @@ import { MethodCatalog } from '../../../plugins/masking/catalog.js';
 import { postExecutionMask } from '../../../plugins/masking/fallback.js';
 import type { MaskingPolicy } from '../../../plugins/masking/policies.js';
 import type { Caller } from '../../../sdk/index.js';
-import { bootApp, makeProject, runCli, startServer } from '../../helpers.js';
+import { bootApp, closeInProcessClis, makeProject, runInProcess, startServer } from '../../helpers.js';
+
+after(closeInProcessClis);
 
 const viewer: Caller = { username: 'v', role: 'viewer', authenticated: true };
 const editor: Caller = { username: 'e', role: 'editor', authenticated: true };
@@ -117,7 +119,7 @@ describe('masking enforcement', () => {
     }
   });
 
-  it('falls back to masking result columns by name, refusing what it cannot verify', () => {
+  it('falls back to masking result columns by name, refusing what it cannot verify', async () => {
     const catalog = new MethodCatalog();
     const policy: MaskingPolicy = {
       id: 'p',
@@ -224,41 +226,41 @@ describe('masking over HTTP without --auth', () => {
 describe('dp mask', () => {
   it('adds, lists and removes policies', async () => {
     const root = makeProject({ 'seeds/customers.csv': 'id,email,ssn\n1,a@example.com,123-45\n' });
-    assert.equal(runCli(['seed'], { cwd: root }).code, 0);
-    const add = runCli(['mask', 'add', '--schema', 'seeds', '--table', 'customers', '--column', 'email', '--method', 'partial', '--config', '{"show_last": 3}', '--exempt', 'admin,editor', '--json'], { cwd: root });
+    assert.equal((await runInProcess(['seed'], { cwd: root })).code, 0);
+    const add = await runInProcess(['mask', 'add', '--schema', 'seeds', '--table', 'customers', '--column', 'email', '--method', 'partial', '--config', '{"show_last": 3}', '--exempt', 'admin,editor', '--json'], { cwd: root });
     assert.equal(add.code, 0, add.stderr);
     const policy = JSON.parse(add.stdout);
     assert.deepEqual(policy.method_config, { show_first: 0, show_last: 3 });
     assert.deepEqual(policy.exempted_roles, ['admin', 'editor']);
-    const bad = runCli(['mask', 'add', '--schema', 'seeds', '--table', 'customers', '--column', 'ssn', '--method', 'partial', '--config', '{"show_last": -1}'], { cwd: root });
+    const bad = await runInProcess(['mask', 'add', '--schema', 'seeds', '--table', 'customers', '--column', 'ssn', '--method', 'partial', '--config', '{"show_last": -1}'], { cwd: root });
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /method_config\.show_last/);
-    const list = runCli(['mask', 'list'], { cwd: root });
+    const list = await runInProcess(['mask', 'list'], { cwd: root });
     assert.equal(list.code, 0, list.stderr);
     assert.match(list.stdout, /customers/);
     assert.match(list.stdout, /partial/);
-    const rm = runCli(['mask', 'remove', '--id', policy.id], { cwd: root });
+    const rm = await runInProcess(['mask', 'remove', '--id', policy.id], { cwd: root });
     assert.equal(rm.code, 0, rm.stderr);
-    const empty = runCli(['mask', 'list', '--json'], { cwd: root });
+    const empty = await runInProcess(['mask', 'list', '--json'], { cwd: root });
     assert.deepEqual(JSON.parse(empty.stdout), []);
-    const missing = runCli(['mask', 'remove', '--id', policy.id], { cwd: root });
+    const missing = await runInProcess(['mask', 'remove', '--id', policy.id], { cwd: root });
     assert.equal(missing.code, 1);
   });
 
   it('refuses a table or column that does not exist, unless --allow-missing, and says who is exempt and how to check', async () => {
     const root = makeProject({ 'seeds/customers.csv': 'id,name\n1,ann\n' });
-    assert.equal(runCli(['seed'], { cwd: root }).code, 0);
-    const add = (...extra: string[]) => runCli(['mask', 'add', '--schema', 'seeds', '--method', 'redact', ...extra], { cwd: root });
-    const table = add('--table', 'customerz', '--column', 'name');
+    assert.equal((await runInProcess(['seed'], { cwd: root })).code, 0);
+    const add = (...extra: string[]) => runInProcess(['mask', 'add', '--schema', 'seeds', '--method', 'redact', ...extra], { cwd: root });
+    const table = await add('--table', 'customerz', '--column', 'name');
     assert.equal(table.code, 1);
     assert.match(table.stderr, /No table or view seeds\.customerz in the database \(closest: seeds\.customers\).*--allow-missing/);
-    const column = add('--table', 'customers', '--column', 'nme');
+    const column = await add('--table', 'customers', '--column', 'nme');
     assert.equal(column.code, 1);
     assert.match(column.stderr, /seeds\.customers has no column 'nme'; its columns: id, name/);
-    assert.deepEqual(JSON.parse(runCli(['mask', 'list', '--json'], { cwd: root }).stdout), []);
-    const later = add('--table', 'built_later', '--column', 'x', '--allow-missing');
+    assert.deepEqual(JSON.parse((await runInProcess(['mask', 'list', '--json'], { cwd: root })).stdout), []);
+    const later = await add('--table', 'built_later', '--column', 'x', '--allow-missing');
     assert.equal(later.code, 0, later.stderr);
-    const ok = add('--table', 'customers', '--column', 'name');
+    const ok = await add('--table', 'customers', '--column', 'name');
     assert.equal(ok.code, 0, ok.stderr);
     assert.match(ok.stdout, /exempt: admin\)/);
     assert.match(ok.stdout, /dp query --as viewer "SELECT name FROM seeds\.customers LIMIT 5"/);

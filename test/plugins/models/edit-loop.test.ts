@@ -1,11 +1,15 @@
-/** The edit loop through the real `dp` binary: init, validate, status, watch. */
+/**
+ * The edit loop: init, validate, status, watch. `dp init` (no project yet) and `dp watch` (a
+ * long-running process stopped by SIGINT) run the real binary; the commands on a project run in
+ * this process (sdk/testing runCommand).
+ */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { DP_BIN, FIXTURE_PLUGINS, makeProject, runCli } from '../../helpers.js';
+import { cliInProcess, DP_BIN, FIXTURE_PLUGINS, followOutput, makeProject, runCli } from '../../helpers.js';
 
 const made: string[] = [];
 after(() => {
@@ -13,7 +17,7 @@ after(() => {
 });
 
 describe('dp init', () => {
-  it('scaffolds a project that dp seed && dp transform && dp test runs green (and check, validate)', () => {
+  it('scaffolds a project that dp seed && dp transform && dp test runs green (and check, validate)', async () => {
     const parent = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-test-init-'));
     made.push(parent);
     const init = runCli(['init', 'analytics'], { cwd: parent });
@@ -27,16 +31,21 @@ describe('dp init', () => {
     assert.match(gitignore, /^\.env$/m);
     assert.match(fs.readFileSync(path.join(root, 'project.yml'), 'utf8'), /^name: analytics$/m);
     assert.match(fs.readFileSync(path.join(root, 'project.yml'), 'utf8'), /^streams:$/m);
-    for (const args of [['seed'], ['transform'], ['test'], ['check'], ['validate']]) {
-      const r = runCli(args, { cwd: root });
-      assert.equal(r.code, 0, `dp ${args.join(' ')}: ${r.stdout}${r.stderr}`);
-    }
-    const test = runCli(['test', '--json'], { cwd: root });
-    assert.equal(JSON.parse(test.stdout).passed, 1);
-    // Versions and backups copy every table (masked columns raw): git must not pick them up.
-    for (const args of [['versions', 'create'], ['backup']]) {
-      const r = runCli(args, { cwd: root });
-      assert.equal(r.code, 0, `dp ${args.join(' ')}: ${r.stdout}${r.stderr}`);
+    const dp = cliInProcess(root);
+    try {
+      for (const args of [['seed'], ['transform'], ['test'], ['check'], ['validate']]) {
+        const r = await dp.run(args);
+        assert.equal(r.code, 0, `dp ${args.join(' ')}: ${r.stdout}${r.stderr}`);
+      }
+      const test = await dp.run(['test', '--json']);
+      assert.equal(JSON.parse(test.stdout).passed, 1);
+      // Versions and backups copy every table (masked columns raw): git must not pick them up.
+      for (const args of [['versions', 'create'], ['backup']]) {
+        const r = await dp.run(args);
+        assert.equal(r.code, 0, `dp ${args.join(' ')}: ${r.stdout}${r.stderr}`);
+      }
+    } finally {
+      await dp.close();
     }
     assert.ok(fs.readdirSync(path.join(root, '_snapshots')).length > 0 && fs.readdirSync(path.join(root, '_backups')).length > 0);
     const git = (...args: string[]) => spawnSync('git', args, { cwd: root, encoding: 'utf8' });
@@ -52,7 +61,7 @@ describe('dp init', () => {
 });
 
 describe('dp validate', () => {
-  it('lists every problem with file and line, including contributed validators, and builds nothing', () => {
+  it('lists every problem with file and line, including contributed validators, and builds nothing', async (t) => {
     const root = makeProject({
       'project.yml': `name: t\ndatabase:\n  path: t.duckdb\nplugins:\n  paths: [${JSON.stringify(path.join(FIXTURE_PLUGINS, 'validator-demo'))}]\n`,
       'transform/staging/ok.sql': '-- @config materialized=view, schema=staging\nSELECT 1 AS id\n',
@@ -63,7 +72,9 @@ describe('dp validate', () => {
       'tests/unit/t.yml': 'tests:\n  - name: t\n    model: staging.ok\n    given:\n      - input: staging.other\n        rows: []\n    expect:\n      rows: []\n',
       'checks/a.txt': 'fine\nBAD one\n',
     });
-    const r = runCli(['validate', '--project', root]);
+    const dp = cliInProcess(root);
+    t.after(() => dp.close());
+    const r = await dp.run(['validate']);
     assert.equal(r.code, 1, r.stdout + r.stderr);
     const lines = r.stdout.trim().split('\n');
     assert.deepEqual(lines, [
@@ -76,21 +87,23 @@ describe('dp validate', () => {
       '6 problems',
     ]);
     // dp check refuses the same @config problems (merge without unique_key among them).
-    const check = runCli(['check', '--project', root]);
+    const check = await dp.run(['check']);
     assert.equal(check.code, 1);
     assert.match(check.stdout, /incr\.sql:1: incremental_strategy=merge needs unique_key/);
-    const built = runCli(['query', "SELECT count(*) AS n FROM duckdb_tables() WHERE schema_name IN ('staging', 'marts')", '--project', root, '--json']);
+    const built = await dp.run(['query', "SELECT count(*) AS n FROM duckdb_tables() WHERE schema_name IN ('staging', 'marts')", '--json']);
     assert.match(built.stdout, /"n":\s*0|\[\s*\[\s*0\s*\]\s*\]/, built.stdout + built.stderr);
   });
 });
 
 describe('dp validate with contracts', () => {
-  it('reports contracts naming a missing model, and invalid contract entries, from the quality plugin', () => {
+  it('reports contracts naming a missing model, and invalid contract entries, from the quality plugin', async (t) => {
     const root = makeProject({
       'transform/staging/ok.sql': '-- @config materialized=view, schema=staging\nSELECT 1 AS id\n',
       'contracts/c.yml': 'contracts:\n  - name: fine\n    model: staging.ok\n    assertions: [row_count >= 1]\n  - name: missing\n    model: marts.nope\n    assertions: [row_count >= 1]\n  - name: broken\n    model: staging.ok\n    severity: fatal\n    assertions: []\n',
     });
-    const r = runCli(['validate', '--project', root, '--json']);
+    const dp = cliInProcess(root);
+    t.after(() => dp.close());
+    const r = await dp.run(['validate', '--json']);
     assert.equal(r.code, 1, r.stdout + r.stderr);
     const problems = JSON.parse(r.stdout).problems.map((p: any) => `${p.source} ${p.file}:${p.line}`);
     assert.deepEqual(problems.sort(), ['contracts contracts/c.yml:5', 'contracts contracts/c.yml:8']);
@@ -99,15 +112,17 @@ describe('dp validate with contracts', () => {
 });
 
 describe('dp status', () => {
-  it('shows changed models and seeds and the models stale downstream', () => {
+  it('shows changed models and seeds and the models stale downstream', async (t) => {
     const root = makeProject({
       'seeds/items.csv': 'id,price\n1,2\n',
       'transform/staging/stg_items.sql': '-- @config materialized=view, schema=staging\nSELECT id, price FROM seeds.items\n',
       'transform/marts/totals.sql': '-- @config schema=marts\nSELECT sum(price) AS revenue FROM staging.stg_items\n',
       'transform/marts/other.sql': '-- @config schema=marts\nSELECT 1 AS one\n',
     });
-    const status = () => {
-      const r = runCli(['status', '--project', root, '--json']);
+    const dp = cliInProcess(root);
+    t.after(() => dp.close());
+    const status = async () => {
+      const r = await dp.run(['status', '--json']);
       assert.equal(r.code, 0, r.stderr);
       const body = JSON.parse(r.stdout);
       return {
@@ -115,16 +130,16 @@ describe('dp status', () => {
         models: Object.fromEntries(body.models.map((m: any) => [m.model, m.status])),
       };
     };
-    assert.deepEqual(status(), { seeds: { 'seeds.items': 'new' }, models: { 'marts.other': 'new', 'staging.stg_items': 'new', 'marts.totals': 'new' } });
-    assert.equal(runCli(['seed', '--project', root]).code, 0);
-    assert.equal(runCli(['transform', '--project', root]).code, 0);
-    assert.deepEqual(status(), { seeds: { 'seeds.items': 'up_to_date' }, models: { 'marts.other': 'up_to_date', 'staging.stg_items': 'up_to_date', 'marts.totals': 'up_to_date' } });
+    assert.deepEqual(await status(), { seeds: { 'seeds.items': 'new' }, models: { 'marts.other': 'new', 'staging.stg_items': 'new', 'marts.totals': 'new' } });
+    assert.equal((await dp.run(['seed'])).code, 0);
+    assert.equal((await dp.run(['transform'])).code, 0);
+    assert.deepEqual(await status(), { seeds: { 'seeds.items': 'up_to_date' }, models: { 'marts.other': 'up_to_date', 'staging.stg_items': 'up_to_date', 'marts.totals': 'up_to_date' } });
     fs.writeFileSync(path.join(root, 'transform/staging/stg_items.sql'), '-- @config materialized=view, schema=staging\nSELECT id, price * 2 AS price FROM seeds.items\n');
-    assert.deepEqual(status().models, { 'marts.other': 'up_to_date', 'staging.stg_items': 'changed', 'marts.totals': 'stale' });
-    assert.equal(runCli(['transform', '--project', root]).code, 0);
+    assert.deepEqual((await status()).models, { 'marts.other': 'up_to_date', 'staging.stg_items': 'changed', 'marts.totals': 'stale' });
+    assert.equal((await dp.run(['transform'])).code, 0);
     fs.writeFileSync(path.join(root, 'seeds/items.csv'), 'id,price\n1,2\n2,3\n');
-    assert.deepEqual(status(), { seeds: { 'seeds.items': 'changed' }, models: { 'marts.other': 'up_to_date', 'staging.stg_items': 'stale', 'marts.totals': 'stale' } });
-    const text = runCli(['status', '--project', root]);
+    assert.deepEqual(await status(), { seeds: { 'seeds.items': 'changed' }, models: { 'marts.other': 'up_to_date', 'staging.stg_items': 'stale', 'marts.totals': 'stale' } });
+    const text = await dp.run(['status']);
     assert.match(text.stdout, /staging\.stg_items\s+stale\s+seed seeds\.items changed/);
   });
 });
@@ -136,35 +151,29 @@ describe('dp watch', () => {
       'transform/marts/doubled.sql': '-- @config schema=marts\nSELECT n * 2 AS n2 FROM staging.base\n',
       'transform/marts/unrelated.sql': '-- @config schema=marts\nSELECT 7 AS seven\n',
     });
-    assert.equal(runCli(['transform', '--project', root]).code, 0);
+    const dp = cliInProcess(root);
+    assert.equal((await dp.run(['transform'])).code, 0);
+    await dp.close();
     const child = spawn(process.execPath, [DP_BIN, 'watch', '--project', root], { env: { ...process.env, DP_LOG_SILENT: '1' } });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    const waitFor = async (re: RegExp, ms = 30_000) => {
-      const until = Date.now() + ms;
-      while (!re.test(out)) {
-        if (Date.now() > until) throw new Error(`timed out waiting for ${re}; output so far:\n${out}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    };
+    const output = followOutput(child);
     try {
-      await waitFor(/watching transform\/ and seeds\//);
+      await output.waitFor(/watching transform\/ and seeds\//);
       fs.writeFileSync(path.join(root, 'transform/staging/base.sql'), '-- @config materialized=table, schema=staging\nSELECT 21 AS n\n');
-      await waitFor(/ok: staging\.base → 2 built in \d+ ms/);
-      assert.match(out, /built\s+staging\.base/);
-      assert.match(out, /built\s+marts\.doubled/);
-      assert.doesNotMatch(out, /marts\.unrelated/);
+      await output.waitFor(/ok: staging\.base → 2 built in \d+ ms/);
+      assert.match(output.text(), /built\s+staging\.base/);
+      assert.match(output.text(), /built\s+marts\.doubled/);
+      assert.doesNotMatch(output.text(), /marts\.unrelated/);
       // A broken save is reported and the watch goes on.
       fs.writeFileSync(path.join(root, 'transform/marts/doubled.sql'), '-- @config schema=marts\nSELECT nope FROM staging.base\n');
-      await waitFor(/FAILED: marts\.doubled/);
+      await output.waitFor(/FAILED: marts\.doubled/);
     } finally {
       child.kill('SIGINT');
-      await new Promise((r) => child.once('exit', r));
+      if (child.exitCode === null && child.signalCode === null) await new Promise((r) => child.once('exit', r));
     }
-    assert.equal(child.exitCode, 0, out);
-    // The watch released the database: a normal command runs, and sees the rebuilt value.
-    const q = runCli(['query', 'SELECT n2 FROM marts.doubled', '--project', root, '--json']);
+    assert.equal(child.exitCode, 0, output.text());
+    // The watch released the database: a normal command opens it, and sees the rebuilt value.
+    const q = await dp.run(['query', 'SELECT n2 FROM marts.doubled', '--json']);
+    await dp.close();
     assert.match(q.stdout, /42/, q.stdout + q.stderr);
   });
 });

@@ -1,18 +1,20 @@
 /**
  * Conversion between notebooks and scripts: property-style round trips over generated notebooks
- * whose cells hold text that looks like the script's own markers, and the real `dp notebook
+ * whose cells hold text that looks like the script's own markers, and the `dp notebook
  * to-script` / `from-script` commands (files equal after the round trip, the script runs with
  * `dp run`).
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import type { Notebook, NotebookCell } from '../../../plugins/notebooks/api-types.js';
 import { notebookToScript, scriptToNotebook } from '../../../plugins/notebooks/convert.js';
 import { notebookText } from '../../../plugins/notebooks/files.js';
 import { assertNotebook } from '../../../plugins/notebooks/schema.js';
-import { makeProject, runCli } from '../../helpers.js';
+import { closeInProcessClis, makeProject, runInProcess } from '../../helpers.js';
+
+after(closeInProcessClis);
 
 /** Lines that stress the format: its markers, escapes of markers, template-literal syntax, the closing line. */
 const FRAGMENTS = [
@@ -70,7 +72,7 @@ function generate(seed: number): Notebook {
 }
 
 describe('notebook ↔ script conversion', () => {
-  it('round-trips 500 generated notebooks whose cells look like the markers: from-script(to-script(n)) = n, and back again', () => {
+  it('round-trips 500 generated notebooks whose cells look like the markers: from-script(to-script(n)) = n, and back again', async () => {
     for (let seed = 1; seed <= 500; seed++) {
       const notebook = generate(seed);
       assertNotebook(notebook, `seed ${seed}`);
@@ -81,7 +83,7 @@ describe('notebook ↔ script conversion', () => {
     }
   });
 
-  it('writes sql cells as db calls and markdown as comments, and turns a plain script into one code cell', () => {
+  it('writes sql cells as db calls and markdown as comments, and turns a plain script into one code cell', async () => {
     const script = notebookToScript({
       cells: [
         { type: 'markdown', source: '# Title' },
@@ -102,7 +104,7 @@ describe('notebook ↔ script conversion', () => {
     assert.match(plain.cells[0].source as string, /const ctx = \{ db, log, config, env, secrets, signal \};\n {2}await ctx\.db\.run/);
   });
 
-  it('converts with the real dp binary both ways to equal files, and the script runs with dp run', () => {
+  it('converts with dp notebook both ways to equal files, and the script runs with dp run', async () => {
     const notebook: Notebook = {
       cells: [
         { type: 'markdown', source: '# Load\n// %% [code] looks like a marker' },
@@ -113,32 +115,32 @@ describe('notebook ↔ script conversion', () => {
     };
     const root = makeProject({ 'ingest/load.dpnb': notebookText(notebook) });
     const original = fs.readFileSync(path.join(root, 'ingest/load.dpnb'), 'utf8');
-    const to = runCli(['notebook', 'to-script', 'ingest/load.dpnb', '--project', root]);
+    const to = await runInProcess(['notebook', 'to-script', 'ingest/load.dpnb', '--project', root]);
     assert.equal(to.code, 0, to.stderr);
     assert.match(to.stdout, /wrote ingest\/load\.ts \(4 cells\)/);
     const script = fs.readFileSync(path.join(root, 'ingest/load.ts'), 'utf8');
-    const from = runCli(['notebook', 'from-script', 'ingest/load.ts', '--out', path.join(root, 'notebooks/back.dpnb'), '--project', root]);
+    const from = await runInProcess(['notebook', 'from-script', 'ingest/load.ts', '--out', path.join(root, 'notebooks/back.dpnb'), '--project', root]);
     assert.equal(from.code, 0, from.stderr);
     assert.equal(fs.readFileSync(path.join(root, 'notebooks/back.dpnb'), 'utf8'), original);
-    const again = runCli(['notebook', 'to-script', 'notebooks/back.dpnb', '--out', path.join(root, 'export/again.ts'), '--project', root]);
+    const again = await runInProcess(['notebook', 'to-script', 'notebooks/back.dpnb', '--out', path.join(root, 'export/again.ts'), '--project', root]);
     assert.equal(again.code, 0, again.stderr);
     assert.equal(fs.readFileSync(path.join(root, 'export/again.ts'), 'utf8'), script);
     assert.deepEqual(fs.readdirSync(path.join(root, 'ingest')).filter((f) => f.endsWith('.tmp')), []);
 
-    const ran = runCli(['run', 'ingest/load.ts', '--project', root]);
+    const ran = await runInProcess(['run', 'ingest/load.ts', '--project', root]);
     assert.equal(ran.code, 0, ran.stderr + ran.stdout);
     assert.match(ran.stdout, /\/\/ %% \[sql\] not a marker 1/);
-    const count = runCli(['query', 'SELECT sum(x)::INTEGER AS s FROM loaded', '--json', '--project', root]);
+    const count = await runInProcess(['query', 'SELECT sum(x)::INTEGER AS s FROM loaded', '--json', '--project', root]);
     assert.equal(JSON.parse(count.stdout).rows[0][0], 3);
   });
 
-  it('refuses what is not a notebook or a script, naming the problem', () => {
+  it('refuses what is not a notebook or a script, naming the problem', async () => {
     const root = makeProject({ 'notebooks/bad.dpnb': '{"cells": [{"type": "python", "source": ""}]}', 'notebooks/x.txt': 'x' });
-    const bad = runCli(['notebook', 'to-script', 'notebooks/bad.dpnb', '--project', root, '--json']);
+    const bad = await runInProcess(['notebook', 'to-script', 'notebooks/bad.dpnb', '--project', root, '--json']);
     assert.notEqual(bad.code, 0);
     assert.match(bad.stderr + bad.stdout, /invalid_notebook|must be one of/);
     assert.equal(fs.existsSync(path.join(root, 'notebooks/bad.ts')), false);
-    const txt = runCli(['notebook', 'from-script', 'notebooks/x.txt', '--project', root]);
+    const txt = await runInProcess(['notebook', 'from-script', 'notebooks/x.txt', '--project', root]);
     assert.notEqual(txt.code, 0);
     assert.match(txt.stderr + txt.stdout, /not a \.ts, \.js or \.mjs script/);
   });

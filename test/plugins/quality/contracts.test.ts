@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { bootApp, makeProject, runCli, startServer, type TestServer } from '../../helpers.js';
+import { bootApp, closeInProcessClis, makeProject, runInProcess, startServer, type TestServer } from '../../helpers.js';
+
+after(closeInProcessClis);
 
 const PASSING = `contracts:
   - name: orders_ok
@@ -62,14 +64,14 @@ describe('quality: contracts', () => {
   });
 
   it('dp contracts exits 0 when only warn contracts fail, and 1 when an error contract fails', async () => {
-    const ok = runCli(['contracts', '--project', root]);
+    const ok = await runInProcess(['contracts', '--project', root]);
     assert.equal(ok.code, 0, ok.stderr + ok.stdout);
     assert.match(ok.stdout, /PASS\s+orders_ok/);
     assert.match(ok.stdout, /WARN\s+statuses_warn/);
     assert.match(ok.stdout, /"refunded" \(1\)/);
 
     fs.writeFileSync(path.join(root, 'contracts', 'volume.yml'), FAILING_ERROR);
-    const bad = runCli(['contracts', '--project', root, '--json']);
+    const bad = await runInProcess(['contracts', '--project', root, '--json']);
     assert.equal(bad.code, 1);
     const run = JSON.parse(bad.stdout);
     assert.equal(run.total, 3);
@@ -81,16 +83,16 @@ describe('quality: contracts', () => {
     assert.deepEqual(volume.assertions[0].detail, { form: 'row_count', actual: 3, operator: '>', threshold: 100 });
     assert.equal(typeof volume.duration_ms, 'number');
 
-    const filtered = runCli(['contracts', 'statuses_warn', '--project', root]);
+    const filtered = await runInProcess(['contracts', 'statuses_warn', '--project', root]);
     assert.equal(filtered.code, 0, 'only the warn contract runs');
-    const byModel = runCli(['contracts', 'orders', '--project', root, '--json']);
+    const byModel = await runInProcess(['contracts', 'orders', '--project', root, '--json']);
     assert.equal(byModel.code, 1);
     assert.equal(JSON.parse(byModel.stdout).total, 3, 'a bare model name selects its contracts');
-    const unknown = runCli(['contracts', 'no_such_contract', '--project', root]);
+    const unknown = await runInProcess(['contracts', 'no_such_contract', '--project', root]);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /No contract is named 'no_such_contract'/);
 
-    const history = runCli(['contracts', '--history', '--project', root, '--json']);
+    const history = await runInProcess(['contracts', '--history', '--project', root, '--json']);
     assert.equal(history.code, 0);
     assert.ok(JSON.parse(history.stdout).length >= 6);
     fs.rmSync(path.join(root, 'contracts', 'volume.yml'));
@@ -99,7 +101,7 @@ describe('quality: contracts', () => {
   it('invalid files are reported with file and reason without blocking valid contracts', async () => {
     for (const [rel, text] of Object.entries(INVALID)) fs.writeFileSync(path.join(root, rel), text);
     try {
-      const r = runCli(['contracts', '--project', root]);
+      const r = await runInProcess(['contracts', '--project', root]);
       assert.equal(r.code, 1, 'an invalid contract file fails the command');
       assert.match(r.stderr, /contracts\/broken\.yml: YAML syntax error/);
       assert.match(r.stderr, /contracts\/not_a_list\.yml: the file needs a top-level 'contracts:' list/);
@@ -115,6 +117,7 @@ describe('quality: contracts', () => {
   describe('over HTTP', () => {
     let s: TestServer;
     before(async () => {
+      await closeInProcessClis(); // the server opens the database the CLI runs held
       fs.writeFileSync(path.join(root, 'contracts', 'mixed.yml'), INVALID['contracts/mixed.yml']);
       s = await startServer(root);
     });

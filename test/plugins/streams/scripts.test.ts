@@ -1,5 +1,5 @@
 /**
- * The script runner: `dp run` (the real binary) and `POST /api/run` (a real server) on real
+ * The script runner: `dp run` (in process, sdk/testing runCommand) and `POST /api/run` (a real server) on real
  * DuckDB files; the path rules (folders, symlinks, traversal, languages); captured output and a
  * stack trimmed to the script; SCRIPT_CONTEXT contributions; notebooks' stop-at-first-failure;
  * a script loading 1,000,000 rows through ctx.db.
@@ -10,7 +10,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ScriptRunResult, ScriptsService } from '../../../sdk/index.js';
 import { startTestServer, type PluginTestServer } from '../../../sdk/testing.js';
-import { FIXTURE_PLUGINS, makeProject, runCli } from '../../helpers.js';
+import { cliInProcess, FIXTURE_PLUGINS, makeProject, type InProcessCli } from '../../helpers.js';
 
 const OK_SCRIPT = `
 import { label } from './lib/label.ts';
@@ -46,6 +46,9 @@ const NOTEBOOK = JSON.stringify({
 
 describe('script runner: dp run', () => {
   let root: string;
+  let cli: InProcessCli;
+  const dp = (...args: string[]) => cli.run(args);
+  after(() => cli.close());
   before(() => {
     root = makeProject({
       'ingest/load_items.ts': OK_SCRIPT,
@@ -58,20 +61,21 @@ describe('script runner: dp run', () => {
       'transform/staging/a.sql': 'SELECT 1 AS a\n',
       'notebooks/load.dpnb': NOTEBOOK,
     });
+    cli = cliInProcess(root);
   });
 
-  it('runs a TypeScript script with its own imports, printing its output and exit 0', () => {
-    const r = runCli(['run', 'ingest/load_items.ts', '--project', root]);
+  it('runs a TypeScript script with its own imports, printing its output and exit 0', async () => {
+    const r = await dp('run', 'ingest/load_items.ts');
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^\[loaded\] 2$/m);
     assert.match(r.stdout, /\[warn\] careful \{"n":2\}/);
-    const again = runCli(['run', 'export/plain.mjs', '--project', root]);
+    const again = await dp('run', 'export/plain.mjs');
     assert.equal(again.code, 0, again.stderr);
     assert.match(again.stdout, /tables: 2/);
   });
 
-  it('fails a throwing script with its message and a stack of its own frames only (exit 1)', () => {
-    const r = runCli(['run', 'ingest/fails.ts', '--project', root, '--json']);
+  it('fails a throwing script with its message and a stack of its own frames only (exit 1)', async () => {
+    const r = await dp('run', 'ingest/fails.ts', '--json');
     assert.equal(r.code, 1);
     const result = JSON.parse(r.stdout) as ScriptRunResult;
     assert.equal(result.status, 'error');
@@ -86,35 +90,35 @@ describe('script runner: dp run', () => {
     assert.ok(!result.stack!.includes(root) && !result.stack!.includes('node_modules') && !result.stack!.includes('.dp/'), result.stack);
   });
 
-  it('reports a compile error and a module without a default export as failed runs', () => {
-    const broken = runCli(['run', 'ingest/broken.ts', '--project', root]);
+  it('reports a compile error and a module without a default export as failed runs', async () => {
+    const broken = await dp('run', 'ingest/broken.ts');
     assert.equal(broken.code, 1);
     assert.match(broken.stderr, /ingest\/broken\.ts:1:\d+: Unexpected ";"/);
-    const noDefault = runCli(['run', 'export/no_default.js', '--project', root]);
+    const noDefault = await dp('run', 'export/no_default.js');
     assert.equal(noDefault.code, 1);
     assert.match(noDefault.stderr, /export\/no_default\.js has no default export/);
   });
 
-  it('refuses paths outside ingest/, export/ and notebooks/ and other languages, running nothing', () => {
+  it('refuses paths outside ingest/, export/ and notebooks/ and other languages, running nothing', async () => {
     for (const p of ['transform/staging/a.sql', '../outside.ts', 'ingest/../transform/staging/a.sql', '/etc/passwd', 'project.yml']) {
-      const r = runCli(['run', p, '--project', root]);
+      const r = await dp('run', p);
       assert.equal(r.code, 1, p);
       assert.match(r.stderr, /Scripts run only from ingest\/, export\/, notebooks\//, p);
     }
-    const py = runCli(['run', 'ingest/legacy.py', '--project', root]);
+    const py = await dp('run', 'ingest/legacy.py');
     assert.equal(py.code, 1);
     assert.match(py.stderr, /ingest\/legacy\.py: Python scripts cannot run here; scripts are TypeScript or JavaScript \(\.ts, \.js, \.mjs\) or notebooks \(\.dpnb\)/);
   });
 
-  it('runs a notebook: markdown skipped, cells top to bottom with db, stopping at the first failing cell', () => {
-    const r = runCli(['run', 'notebooks/load.dpnb', '--project', root, '--json']);
+  it('runs a notebook: markdown skipped, cells top to bottom with db, stopping at the first failing cell', async () => {
+    const r = await dp('run', 'notebooks/load.dpnb', '--json');
     assert.equal(r.code, 1);
     const result = JSON.parse(r.stdout) as ScriptRunResult;
     assert.equal(result.status, 'error');
     assert.equal(result.error, 'cell 3 (ingest) failed: cell went wrong');
     assert.match(result.stack!, /notebooks\/load\.dpnb#cell3:2:\d+/);
     assert.deepEqual(result.output, ['cell 1 (sql): ok', 'rows 1', 'cell 2 (code): ok']);
-    const tables = runCli(['tables', '--project', root, '--json']);
+    const tables = await dp('tables', '--json');
     const names = (JSON.parse(tables.stdout) as Array<{ name: string }>).map((t) => t.name);
     assert.ok(names.includes('nb_a') && names.includes('nb_b'), tables.stdout);
     assert.ok(!names.includes('nb_never'), 'the cell after the failing one never ran');

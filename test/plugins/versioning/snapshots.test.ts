@@ -1,12 +1,13 @@
 /**
- * Snapshots (metadata only) through the server and the real `dp` binary: file hashes, table
- * signatures, `dp diff --snapshot` beside the models plugin's `dp diff`, and the versions CLI.
+ * Snapshots (metadata only) through the server and the CLI (in process, sdk/testing runCommand):
+ * file hashes, table signatures, `dp diff --snapshot` beside the models plugin's `dp diff`, and
+ * the versions CLI.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { makeProject, REPO_ROOT, runCli, startServer } from '../../helpers.js';
+import { cliInProcess, makeProject, REPO_ROOT, startServer } from '../../helpers.js';
 
 const PROJECT = {
   'project.yml': 'name: snap\ndatabase:\n  path: snap.duckdb\n',
@@ -71,37 +72,39 @@ describe('versioning: snapshots', () => {
     }
   });
 
-  it('dp snapshot and dp diff --snapshot through the real binary; dp diff without it still compares models', async () => {
+  it('dp snapshot and dp diff --snapshot in the CLI; dp diff without it still compares models', async (t) => {
     const root = makeProject(PROJECT);
-    const cli = (...args: string[]) => runCli([...args, '--project', root]);
-    assert.equal(cli('transform').code, 0);
-    const snap = cli('snapshot', '--name', 'base', '--json');
+    const dp = cliInProcess(root);
+    t.after(() => dp.close());
+    const cli = (...args: string[]) => dp.run(args);
+    assert.equal((await cli('transform')).code, 0);
+    const snap = await cli('snapshot', '--name', 'base', '--json');
     assert.equal(snap.code, 0, snap.stderr);
     assert.equal(JSON.parse(snap.stdout).name, 'base');
     fs.writeFileSync(path.join(root, 'transform/shop/orders.sql'), 'SELECT i AS id, i * 2 AS amount FROM range(45) t(i)\n');
 
-    const models = cli('diff', '--json');
+    const models = await cli('diff', '--json');
     assert.equal(models.code, 0, models.stderr);
     const orders = JSON.parse(models.stdout).models.find((m: { model: string }) => m.model === 'shop.orders');
     assert.equal(orders.rows_after, 45, 'the models plugin answered dp diff: it re-ran the model');
 
-    assert.equal(cli('transform').code, 0);
-    const text = cli('diff', '--snapshot', 'base');
+    assert.equal((await cli('transform')).code, 0);
+    const text = await cli('diff', '--snapshot', 'base');
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, /transform\/shop\/orders\.sql\s+modified/);
     assert.match(text.stdout, /shop\.orders\s+modified\s+40\s+45/);
-    const json = JSON.parse(cli('diff', '--snapshot', 'base', '--json').stdout);
+    const json = JSON.parse((await cli('diff', '--snapshot', 'base', '--json')).stdout);
     assert.deepEqual(json.files.modified, ['transform/shop/orders.sql']);
-    const missing = cli('diff', '--snapshot', 'nope');
+    const missing = await cli('diff', '--snapshot', 'nope');
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /No snapshot 'nope'/);
-    const listed = JSON.parse(cli('snapshot', '--list', '--json').stdout);
+    const listed = JSON.parse((await cli('snapshot', '--list', '--json')).stdout);
     assert.deepEqual(listed.map((x: { name: string }) => x.name), ['base']);
-    assert.equal(cli('snapshot', '--delete', 'base').code, 0);
-    assert.deepEqual(JSON.parse(cli('snapshot', '--list', '--json').stdout), []);
+    assert.equal((await cli('snapshot', '--delete', 'base')).code, 0);
+    assert.deepEqual(JSON.parse((await cli('snapshot', '--list', '--json')).stdout), []);
   });
 
-  it('with the models plugin disabled, dp diff needs --snapshot (400 option_required) and dp diff --snapshot still works', async () => {
+  it('with the models plugin disabled, dp diff needs --snapshot (400 option_required) and dp diff --snapshot still works', async (t) => {
     // models and every plugin that requires it, directly or through another.
     const manifests = fs.readdirSync(path.join(REPO_ROOT, 'plugins')).flatMap((d) => {
       const file = path.join(REPO_ROOT, 'plugins', d, 'plugin.json');
@@ -113,44 +116,48 @@ describe('versioning: snapshots', () => {
       for (const m of manifests) if (!off.has(m.name) && (m.requires ?? []).some((r) => off.has(r))) grew = Boolean(off.add(m.name));
     }
     const root = makeProject({ 'project.yml': `name: nomodels\ndatabase:\n  path: n.duckdb\nplugins:\n  disable: [${[...off].join(', ')}]\n` });
-    const cli = (...args: string[]) => runCli([...args, '--project', root]);
-    const bare = cli('diff');
+    const dp = cliInProcess(root);
+    t.after(() => dp.close());
+    const cli = (...args: string[]) => dp.run(args);
+    const bare = await cli('diff');
     assert.equal(bare.code, 1);
     assert.match(bare.stderr, /needs --snapshot/);
-    assert.equal(cli('snapshot', '--name', 'a').code, 0);
-    const d = cli('diff', '--snapshot', 'a', '--json');
+    assert.equal((await cli('snapshot', '--name', 'a')).code, 0);
+    const d = await cli('diff', '--snapshot', 'a', '--json');
     assert.equal(d.code, 0, d.stderr);
     assert.equal(JSON.parse(d.stdout).changed, false);
   });
 
-  it('dp versions create/list/show/diff/restore/timeline/cleanup/delete through the real binary', async () => {
+  it('dp versions create/list/show/diff/restore/timeline/cleanup/delete', async (t) => {
     const root = makeProject(PROJECT);
-    const cli = (...args: string[]) => runCli([...args, '--project', root]);
-    assert.equal(cli('transform').code, 0);
-    const created = cli('versions', 'create', '--description', 'one', '--json');
+    const dp = cliInProcess(root);
+    t.after(() => dp.close());
+    const cli = (...args: string[]) => dp.run(args);
+    assert.equal((await cli('transform')).code, 0);
+    const created = await cli('versions', 'create', '--description', 'one', '--json');
     assert.equal(created.code, 0, created.stderr);
     const v1 = JSON.parse(created.stdout).version_id;
     assert.match(created.stderr, /\[1\/2\] shop\.big_orders: 29 rows/, 'progress per table');
     fs.writeFileSync(path.join(root, 'transform/shop/orders.sql'), 'SELECT i AS id, i * 2 AS amount FROM range(10) t(i)\n');
-    assert.equal(cli('transform').code, 0);
-    const diff = JSON.parse(cli('versions', 'diff', v1, '--json').stdout);
+    assert.equal((await cli('transform')).code, 0);
+    const diff = JSON.parse((await cli('versions', 'diff', v1, '--json')).stdout);
     assert.equal(diff.changes.find((c: { table: string }) => c.table === 'shop.orders').rows_after, 10);
-    const restored = cli('versions', 'restore', v1, '--tables', 'shop.orders', '--json');
+    const restored = await cli('versions', 'restore', v1, '--tables', 'shop.orders', '--json');
     assert.equal(restored.code, 0, restored.stderr);
     assert.deepEqual(JSON.parse(restored.stdout).tables.map((t: { table: string; status: string }) => [t.table, t.status]), [['shop.orders', 'success']]);
-    const list = JSON.parse(cli('versions', 'list', '--json').stdout);
+    const list = JSON.parse((await cli('versions', 'list', '--json')).stdout);
     assert.deepEqual(list.map((v: { trigger: string }) => v.trigger), ['restore', 'manual']);
-    const shown = JSON.parse(cli('versions', 'show', v1, '--json').stdout);
+    const shown = JSON.parse((await cli('versions', 'show', v1, '--json')).stdout);
     assert.equal(shown.tables.find((t: { table: string }) => t.table === 'shop.orders').row_count, 40);
-    const timeline = JSON.parse(cli('versions', 'timeline', 'shop.orders', '--json').stdout);
+    const timeline = JSON.parse((await cli('versions', 'timeline', 'shop.orders', '--json')).stdout);
     assert.deepEqual(timeline.map((t: { row_count: number }) => t.row_count), [10, 40]);
-    assert.equal(cli('versions', 'show', 'v9-20200101-000000').code, 1);
-    const bad = cli('versions', 'cleanup', '--keep', '0');
+    assert.equal((await cli('versions', 'show', 'v9-20200101-000000')).code, 1);
+    const bad = await cli('versions', 'cleanup', '--keep', '0');
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /at least 1/);
-    assert.equal(cli('versions', 'cleanup', '--keep', '1').code, 0);
-    assert.equal(JSON.parse(cli('versions', 'list', '--json').stdout).length, 1);
-    assert.equal(cli('versions', 'delete', list[0].version_id).code, 0);
-    assert.deepEqual(JSON.parse(cli('versions', 'list', '--json').stdout), []);
+    assert.equal((await cli('versions', 'cleanup', '--keep', '1')).code, 0);
+    assert.equal(JSON.parse((await cli('versions', 'list', '--json')).stdout).length, 1);
+    assert.equal((await cli('versions', 'delete', list[0].version_id)).code, 0);
+    assert.deepEqual(JSON.parse((await cli('versions', 'list', '--json')).stdout), []);
   });
 });
