@@ -1,4 +1,5 @@
-import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
+import { createRequire } from 'node:module';
+import type { DestinationStream, Logger as PinoLogger, pino as PinoFactory } from 'pino';
 import type { Logger } from '../sdk/plugin.js';
 
 /**
@@ -34,6 +35,64 @@ function humanLine(json: string): string {
   return `${entry.level} [${entry.scope ?? 'dp'}] ${entry.msg ?? ''}${extra ? ` ${extra}` : ''}\n`;
 }
 
+/** What KernelLogger needs of its sink: pino's logger for the server, a plain writer for the CLI. */
+export interface LogSink {
+  child(bindings: Record<string, unknown>): LogSink;
+  info(data: object, msg: string): void;
+  warn(data: object, msg: string): void;
+  error(data: object, msg: string): void;
+  debug(data: object, msg: string): void;
+}
+
+/** pino, required when the first JSON sink is made: a CLI command (human lines) never loads it. */
+let pinoFactory: typeof PinoFactory | undefined;
+const loadPino = () => (pinoFactory ??= (createRequire(import.meta.url)('pino') as { pino: typeof PinoFactory }).pino);
+
+const LEVELS = { debug: 20, info: 30, warn: 40, error: 50 } as const;
+
+/** Error values as pino's serializer writes them (the human line shows the message, not `{}`). */
+function plainValue(value: unknown): unknown {
+  return value instanceof Error ? { type: value.name, message: value.message, stack: value.stack } : value;
+}
+
+/**
+ * The CLI's sink: `level [scope] message key=value` lines on stderr, the same text the JSON
+ * sink's human mode printed, without loading pino (about a tenth of a command's start).
+ */
+class HumanSink implements LogSink {
+  constructor(
+    private readonly secretValues: () => string[],
+    private readonly level: number,
+    private readonly bindings: Record<string, unknown> = {},
+  ) {}
+
+  child(bindings: Record<string, unknown>): HumanSink {
+    return new HumanSink(this.secretValues, this.level, { ...this.bindings, ...bindings });
+  }
+
+  private write(label: keyof typeof LEVELS, data: object, msg: string): void {
+    if (LEVELS[label] < this.level || process.env.DP_LOG_SILENT === '1') return;
+    const entry: Record<string, unknown> = { level: label, ...this.bindings };
+    for (const [k, v] of Object.entries(data)) entry[k] = plainValue(v);
+    entry.msg = msg;
+    const line = humanLine(JSON.stringify(entry));
+    process.stderr.write(redactSecrets(line, this.secretValues()));
+  }
+
+  info(data: object, msg: string): void {
+    this.write('info', data, msg);
+  }
+  warn(data: object, msg: string): void {
+    this.write('warn', data, msg);
+  }
+  error(data: object, msg: string): void {
+    this.write('error', data, msg);
+  }
+  debug(data: object, msg: string): void {
+    this.write('debug', data, msg);
+  }
+}
+
 export interface LogSinkOptions {
   /** Human-readable lines (the CLI) instead of JSON lines (the server). */
   human?: boolean;
@@ -46,6 +105,7 @@ export interface LogSinkOptions {
  * `process.stderr.write` looked up per line, so a test that captures stderr sees every line.
  */
 export function createLogSink(secretValues: () => string[], options: LogSinkOptions = {}): PinoLogger {
+  const pino = loadPino();
   const destination: DestinationStream = {
     write(line: string) {
       if (process.env.DP_LOG_SILENT === '1') return;
@@ -73,13 +133,14 @@ export function createLogSink(secretValues: () => string[], options: LogSinkOpti
 /** The Logger plugins see (`ctx.log`): a pino child per scope (the plugin's name). */
 export class KernelLogger implements Logger {
   /** The pino logger behind this one; Fastify logs requests through a child of `root`. */
-  readonly pino: PinoLogger;
-  /** The sink every scope shares (children bind their own `scope`, never a second one). */
-  readonly root: PinoLogger;
+  readonly pino: LogSink;
+  /** The sink every scope shares (children bind their own `scope`, never a second one): pino's logger unless `human`. */
+  readonly root: LogSink;
   private readonly secretValues: () => string[];
 
-  constructor(scope: string, secretValues: () => string[], options: LogSinkOptions & { root?: PinoLogger } = {}) {
-    this.root = options.root ?? createLogSink(secretValues, options);
+  constructor(scope: string, secretValues: () => string[], options: LogSinkOptions & { root?: LogSink } = {}) {
+    const level = options.level ?? (process.env.DP_LOG_LEVEL === 'debug' ? 'debug' : 'info');
+    this.root = options.root ?? (options.human ? new HumanSink(secretValues, LEVELS[level]) : createLogSink(secretValues, options));
     this.pino = this.root.child({ scope });
     this.secretValues = secretValues;
   }

@@ -1,4 +1,4 @@
-import { fastifyCookie } from '@fastify/cookie';
+import { createRequire } from 'node:module';
 import type { FastifyRequest } from 'fastify';
 import type { Caller } from '../../sdk/auth.js';
 import { badRequest, DpError } from '../../sdk/errors.js';
@@ -53,11 +53,15 @@ function unauthenticated(code: string, message: string): DpError {
   return new DpError(401, code, message, {}, { 'WWW-Authenticate': 'Bearer realm="dp"' });
 }
 
+/** @fastify/cookie's parser, required on the first request with a Cookie header (a CLI command never loads it). */
+let parseCookies: ((text: string) => Record<string, string | undefined>) | undefined;
+
 /** Reads one cookie from a Cookie header with @fastify/cookie's parser (quoting, encoding, duplicates). */
 function cookieValue(header: string | string[] | undefined, name: string): string | null {
   const text = Array.isArray(header) ? header.join('; ') : header;
   if (!text) return null;
-  return fastifyCookie.parse(text)[name] || null;
+  parseCookies ??= (createRequire(import.meta.url)('@fastify/cookie') as typeof import('@fastify/cookie')).fastifyCookie.parse;
+  return parseCookies(text)[name] || null;
 }
 
 type Presented = { kind: 'none' } | { kind: 'malformed' } | { kind: 'token'; token: string };
