@@ -17,27 +17,7 @@ import { quoteIdent, quoteLiteral } from './sql.js';
 import { createServiceRef } from './plugin.js';
 import type { ModelInfo, SeedInfo, SeedLoadResult, TransformSummary } from './services.js';
 
-/*
- * The catalog port's engine-side reader (issue 30 item 2). The catalog helper adds the same
- * interface to the sdk; until that branch is merged it is declared here, and the merge keeps one.
- */
-export interface CatalogRelation {
-  schema: string;
-  name: string;
-  kind: 'table' | 'view';
-}
-export interface CatalogColumn {
-  schema: string;
-  table: string;
-  name: string;
-  type: string;
-  nullable: boolean;
-  ordinal: number;
-}
-export interface CatalogSource {
-  relations(opts?: { schema?: string }): Promise<CatalogRelation[]>;
-  columns(opts?: { schema?: string; table?: string }): Promise<CatalogColumn[]>;
-}
+import type { CatalogRelation, CatalogSource } from './db-catalog.js';
 
 export type TargetDialect = 'duckdb' | 'clickhouse';
 
