@@ -83,7 +83,7 @@ describe('dp validate', () => {
       'transform/marts/broken.sql:4: syntax error at end of input',
       "transform/marts/incr.sql:1: incremental_strategy=merge needs unique_key (the columns that identify a row)",
       "transform/marts/unknown_ref.sql:4: unknown reference 'staging.nope': not a model, seed, declared source or existing table",
-      "transform/staging/typo.sql:2: unknown @config key 'materialised' (known for materialized=view: materialized, schema, unique_key)",
+      "transform/staging/typo.sql:2: unknown @config key 'materialised' (known for materialized=view: materialized, schema, unique_key, dialect, order_by, sharding_key)",
       '6 problems',
     ]);
     // dp check refuses the same @config problems (merge without unique_key among them).
