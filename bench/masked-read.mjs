@@ -9,7 +9,7 @@
 // Each case's server CPU time per request (the process's user + system time over N requests, 8
 // at a time: load from other processes barely moves it) is compared with the bare route's for
 // the same SELECT, rounds alternating dp and bare. ratio = bare CPU / dp CPU (≈ the throughput
-// ratio on a saturated core). Usage: node bench/masked-read.mjs [repo] (N=2000 ROUNDS=3 ROWS=20)
+// ratio on a saturated core). Needs a build. Usage: node bench/masked-read.mjs [repo] (N=2000 ROUNDS=3 ROWS=20)
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';

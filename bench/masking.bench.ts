@@ -27,13 +27,13 @@ import { planResultMarks, resolveMarks, type ScanColumns } from '../plugins/mask
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { DuckDBInstance, type DuckDBConnection, type DuckDBPreparedStatement, JsonDuckDBValueConverter } from '@duckdb/node-api';
+import { DuckDBInstance } from '@duckdb/node-api';
 import Fastify from 'fastify';
 import { App } from '../kernel/app.js';
 import { createServer } from '../kernel/http.js';
 import type { Caller } from '../sdk/index.js';
 import { makeProject, startServer } from '../test/helpers.js';
-import { type BenchResult, throughput, timePerCall } from './util.js';
+import { addBareQueryRoute, type BenchResult, throughput, timePerCall } from './util.js';
 
 const JOINS = `FROM crm.customers c JOIN crm.orders o ON o.customer_id = c.id
   JOIN crm.payments p ON p.order_id = o.id JOIN crm.shipments s ON s.order_id = o.id`;
@@ -194,25 +194,7 @@ async function oneTableReads(): Promise<BenchResult[]> {
       const r = await server.inject({ method: 'POST', url: '/api/masking/policies', headers: { authorization: `Bearer ${admin}` }, payload: { schema_name: 'main', table_name: 'people', column_name: column, method } });
       if (r.statusCode !== 201) throw new Error(`policy ${column}: ${r.statusCode} ${r.body}`);
     }
-    // The bare route: pooled connections, a prepared statement per connection and SQL text, one materializing call.
-    const idle: Array<{ conn: DuckDBConnection; statements: Map<string, DuckDBPreparedStatement> }> = [];
-    bare.post('/raw', async (req) => {
-      const { sql } = req.body as { sql: string };
-      const lent = idle.pop() ?? { conn: await instance.connect(), statements: new Map() };
-      try {
-        let stmt = lent.statements.get(sql);
-        if (!stmt) {
-          stmt = await lent.conn.prepare(sql);
-          lent.statements.set(sql, stmt);
-        }
-        const result = await stmt.run();
-        const rows: unknown[][] = [];
-        for (let i = 0; i < result.chunkCount; i++) rows.push(...(result.getChunk(i).convertRows(JsonDuckDBValueConverter) as unknown[][]));
-        return { columns: result.columnNames(), rows };
-      } finally {
-        idle.push(lent);
-      }
-    });
+    addBareQueryRoute(bare, instance);
     await bare.ready();
     const cases = [
       { name: 'viewer, 7 columns, 5 masked', sql: readSql(READ_COLUMNS, 'people'), token: viewer, masked: true, target: 0.8 },

@@ -20,11 +20,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { DuckDBInstance, type DuckDBConnection, type DuckDBPreparedStatement, JsonDuckDBValueConverter } from '@duckdb/node-api';
+import { DuckDBInstance } from '@duckdb/node-api';
 import Fastify from 'fastify';
 import { App } from '../kernel/app.js';
 import { createServer } from '../kernel/http.js';
-import type { BenchResult } from './util.js';
+import { addBareQueryRoute, type BenchResult } from './util.js';
 
 const SQL = 'SELECT id, name, email, phone, card, ip, amount FROM bench_t WHERE id < 20 ORDER BY id';
 const SETUP = `CREATE TABLE bench_t AS SELECT i AS id, 'name ' || i AS name, 'user' || i || '@example.com' AS email,
@@ -78,32 +78,14 @@ async function baselineServer(file: string) {
   const setup = await instance.connect();
   await setup.run(SETUP);
   setup.closeSync();
-  const idle: Array<{ conn: DuckDBConnection; statements: Map<string, DuckDBPreparedStatement> }> = [];
   const server = Fastify();
-  server.post('/raw', async (req) => {
-    const { sql } = req.body as { sql: string };
-    const lent = idle.pop() ?? { conn: await instance.connect(), statements: new Map() };
-    try {
-      let stmt = lent.statements.get(sql);
-      if (!stmt) {
-        stmt = await lent.conn.prepare(sql);
-        lent.statements.set(sql, stmt);
-      }
-      const result = await stmt.run();
-      const rows: unknown[][] = [];
-      for (let i = 0; i < result.chunkCount; i++) rows.push(...(result.getChunk(i).convertRows(JsonDuckDBValueConverter) as unknown[][]));
-      return { columns: result.columnNames(), rows };
-    } finally {
-      idle.push(lent);
-    }
-  });
+  addBareQueryRoute(server, instance);
   await server.listen({ port: 0, host: '127.0.0.1' });
   const url = `http://127.0.0.1:${(server.server.address() as { port: number }).port}/raw`;
   return {
     url,
     close: async () => {
       await server.close();
-      for (const { conn } of idle) conn.closeSync();
       instance.closeSync();
     },
   };

@@ -1,5 +1,7 @@
 /** Shared benchmark helpers: timing loops and HTTP load from this process. */
 import { performance } from 'node:perf_hooks';
+import { type DuckDBConnection, type DuckDBInstance, type DuckDBPreparedStatement, JsonDuckDBValueConverter } from '@duckdb/node-api';
+import type { FastifyInstance } from 'fastify';
 
 export interface BenchResult {
   name: string;
@@ -36,4 +38,30 @@ export async function throughput(url: string, init: RequestInit, ms = 3000, conc
   const start = performance.now();
   await Promise.all(Array.from({ length: concurrency }, worker));
   return done / ((performance.now() - start) / 1000);
+}
+
+/**
+ * The plain route dp's reads are compared with, `POST <url> {"sql"}` on a bare Fastify server:
+ * pooled connections, a prepared statement per connection and SQL text, the result materialized
+ * in one call and its rows returned as JSON.
+ */
+export function addBareQueryRoute(server: FastifyInstance, instance: DuckDBInstance, url = '/raw'): void {
+  const idle: Array<{ conn: DuckDBConnection; statements: Map<string, DuckDBPreparedStatement> }> = [];
+  server.post(url, async (req) => {
+    const { sql } = req.body as { sql: string };
+    const lent = idle.pop() ?? { conn: await instance.connect(), statements: new Map() };
+    try {
+      let stmt = lent.statements.get(sql);
+      if (!stmt) {
+        stmt = await lent.conn.prepare(sql);
+        lent.statements.set(sql, stmt);
+      }
+      const result = await stmt.run();
+      const rows: unknown[][] = [];
+      for (let i = 0; i < result.chunkCount; i++) rows.push(...(result.getChunk(i).convertRows(JsonDuckDBValueConverter) as unknown[][]));
+      return { columns: result.columnNames(), rows };
+    } finally {
+      idle.push(lent);
+    }
+  });
 }
