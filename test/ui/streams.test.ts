@@ -1,7 +1,8 @@
 /**
  * The streams page in headless Chromium against a real `dp serve` on a copy of examples/shop
  * (plus a slow stream to cancel): start a stream and follow its steps and models live, cancel
- * one, the history with its durations chart, and the scheduler with next runs.
+ * one, the history with its durations chart and each run opened to its steps, and the scheduler
+ * with next runs.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -37,7 +38,11 @@ describe('streams page', { timeout: 240_000 }, () => {
 
       await page.getByRole('tab', { name: 'History' }).click();
       await page.getByTestId('line-chart').waitFor();
-      await page.getByRole('cell', { name: 'daily' }).first().waitFor();
+      await page.getByRole('cell', { name: 'daily' }).first().click();
+      // A run opens to its steps: a table with each step's action, status and time.
+      const opened = page.getByRole('region', { name: 'Steps of daily' });
+      await opened.getByRole('row', { name: /^2\s+transform\s+all\s+success/ }).first().waitFor();
+      await opened.getByRole('columnheader', { name: 'duration ms' }).first().waitFor();
       await screenshot(page, 'streams-history');
 
       await page.getByRole('tab', { name: 'Scheduler' }).click();

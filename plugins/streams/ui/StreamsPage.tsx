@@ -6,7 +6,7 @@
  */
 import { useEffect, useMemo, useState } from 'react';
 import { Route, Routes, useLocation, useNavigate } from 'react-router-dom';
-import { api, Badge, Empty, ErrorBox, Loading, PageHeader, seg, StatusBadge, Table, Tabs, useApi, useCan, type PageProps } from '@dp/ui';
+import { api, Badge, DetailView, Empty, ErrorBox, Loading, PageHeader, seg, StatusBadge, Table, Tabs, useApi, useCan, type PageProps } from '@dp/ui';
 import { LineChart } from '@dp/ui/chart';
 import type { HistoryRecord, SchedulerState } from '../api-types';
 
@@ -261,6 +261,7 @@ function HistoryView({ live }: { live: LiveRun }) {
   const history = useApi((signal) => api.get<{ runs: HistoryRecord[] }>('/api/history', { signal, query: { kind: 'stream', limit: 200 } }), [live.status]);
   const names = useMemo(() => [...new Set((history.data?.runs ?? []).map((r) => r.name))].sort(), [history.data]);
   const [chosen, setChosen] = useState<string | null>(null);
+  const [open, setOpen] = useState<HistoryRecord | null>(null);
   const name = chosen ?? names[0] ?? null;
   const series = useMemo(() => {
     const runs = (history.data?.runs ?? []).filter((r) => r.name === name).reverse();
@@ -281,9 +282,25 @@ function HistoryView({ live }: { live: LiveRun }) {
         </label>
       ) : null}
       {series.times.length ? <LineChart times={series.times} values={series.values} label="duration (s)" /> : null}
+      {open ? (
+        <div className="dp-card" role="region" aria-label={`Steps of ${open.name}`} data-testid="stream-run-steps">
+          <div className="dp-row">
+            <strong>
+              {open.name} · {new Date(open.started_at).toLocaleString()}
+            </strong>{' '}
+            <StatusBadge status={open.status} />
+            <button type="button" className="dp-btn dp-btn-small" style={{ marginLeft: 'auto' }} onClick={() => setOpen(null)}>
+              Close
+            </button>
+          </div>
+          {open.error ? <pre className="dp-step-log">{open.error}</pre> : null}
+          <DetailView value={open.steps ?? null} label={`Steps of ${open.name}`} />
+        </div>
+      ) : null}
       <Table
         rows={history.data.runs}
         rowKey={(r) => r.run_id}
+        onRowClick={setOpen}
         empty="No stream has run yet"
         columns={[
           { key: 'started_at', header: 'Started', render: (r) => new Date(r.started_at).toLocaleString() },
