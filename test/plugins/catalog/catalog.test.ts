@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { copyShop, runCli, SHOP_EXAMPLE, startServer, type TestServer } from '../../helpers.js';
+import { after, afterEach, before, describe, it } from 'node:test';
+import { closeInProcessClis, copyShop, runInProcess, SHOP_EXAMPLE, startServer, type TestServer } from '../../helpers.js';
+
+// The CLI's App holds the project's database: closed after each test, before another opens it.
+afterEach(closeInProcessClis);
 
 const BI_TOKEN = 'bi_token_5e3f9a7c1d';
 const CRM_TOKEN = 'crm_token_77aa31bd';
@@ -196,15 +199,15 @@ describe('catalog: generated documentation of examples/shop', () => {
   it('writes it with dp docs --out, inside the project only', async () => {
     await s.close();
     s = undefined as unknown as TestServer;
-    const out = runCli(['docs', '--out', 'docs/project.md'], { cwd: root });
+    const out = await runInProcess(['docs', '--out', 'docs/project.md'], { cwd: root });
     assert.equal(out.code, 0, out.stderr);
     assert.match(out.stderr, /wrote docs\/project\.md \(6 models, 4 metrics\)/);
     const written = fs.readFileSync(path.join(root, 'docs', 'project.md'), 'utf8');
     assert.ok(written.includes('\n### marts.customer_orders\n'));
-    const stdout = runCli(['docs', '--project', root]);
+    const stdout = await runInProcess(['docs', '--project', root]);
     assert.equal(stdout.code, 0, stdout.stderr);
     assert.equal(stdout.stdout, written);
-    const outside = runCli(['docs', '--out', '../outside.md'], { cwd: root });
+    const outside = await runInProcess(['docs', '--out', '../outside.md'], { cwd: root });
     assert.equal(outside.code, 1);
     assert.ok(!fs.existsSync(path.join(root, '..', 'outside.md')));
   });

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { makeProject, runCli, startServer, type TestServer } from '../../helpers.js';
+import { after, afterEach, before, describe, it } from 'node:test';
+import { closeInProcessClis, makeProject, runInProcess, startServer, type TestServer } from '../../helpers.js';
+
+// The CLI's App holds the project's database: closed after each test, before another opens it.
+afterEach(closeInProcessClis);
 
 const src = (source_table: string, source_column: string) => ({ source_table, source_column });
 
@@ -177,22 +180,22 @@ describe('lineage over HTTP and the CLI', () => {
   it('prints lineage and impact from the CLI (text and --json)', async () => {
     await s.close();
     s = undefined as unknown as TestServer;
-    const json = runCli(['lineage', 'marts.country_report', '--json', '--project', root]);
+    const json = await runInProcess(['lineage', 'marts.country_report', '--json', '--project', root]);
     assert.equal(json.code, 0, json.stderr);
     assert.deepEqual(JSON.parse(json.stdout).columns.total_revenue, [src('marts.customer_revenue', 'revenue')]);
-    const text = runCli(['lineage', 'country_report', '--project', root]);
+    const text = await runInProcess(['lineage', 'country_report', '--project', root]);
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, /total_revenue\s+marts\.customer_revenue\.revenue/);
-    const impact = runCli(['impact', 'staging.stg_orders', '--column', 'amount', '--json', '--project', root]);
+    const impact = await runInProcess(['impact', 'staging.stg_orders', '--column', 'amount', '--json', '--project', root]);
     assert.equal(impact.code, 0, impact.stderr);
     assert.deepEqual(JSON.parse(impact.stdout).affected_columns, [
       { model: 'marts.customer_revenue', column: 'revenue' },
       { model: 'marts.country_report', column: 'total_revenue' },
     ]);
-    const impactText = runCli(['impact', 'staging.stg_orders', '--project', root]);
+    const impactText = await runInProcess(['impact', 'staging.stg_orders', '--project', root]);
     assert.equal(impactText.code, 0, impactText.stderr);
     assert.match(impactText.stdout, /└─ marts\.country_report/);
-    const missing = runCli(['impact', 'nope', '--project', root]);
+    const missing = await runInProcess(['impact', 'nope', '--project', root]);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /No model named 'nope'/);
   });

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, afterEach, before, describe, it } from 'node:test';
 import type { AssertionOutcome } from '../../../sdk/index.js';
-import { makeProject, runCli, startServer, type TestServer } from '../../helpers.js';
+import { closeInProcessClis, makeProject, runInProcess, startServer, type TestServer } from '../../helpers.js';
 import { fireBuild, fireTransformEnd, quality } from './util.js';
+
+// The CLI's App holds the project's database: closed after each test, before another opens it.
+afterEach(closeInProcessClis);
 
 describe('quality: inline assertions', () => {
   let s: TestServer;
@@ -182,11 +185,11 @@ describe('quality: inline assertions', () => {
   it('dp assertions lists recent results, optionally for one model', async () => {
     await s.close();
     closed = true;
-    const all = runCli(['assertions', '--project', root, '--json']);
+    const all = await runInProcess(['assertions', '--project', root, '--json']);
     assert.equal(all.code, 0, all.stderr);
     const rows = JSON.parse(all.stdout);
     assert.ok(rows.length >= 9);
-    const one = runCli(['assertions', 'orders', '--project', root]);
+    const one = await runInProcess(['assertions', 'orders', '--project', root]);
     assert.equal(one.code, 0, one.stderr);
     assert.match(one.stdout, /analytics\.orders\s+no_nulls\(email\)\s+FAIL\s+2 NULL\(s\) in 6 rows \(33\.33%\)/);
     assert.doesNotMatch(one.stdout, /analytics\.clean/);

@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, afterEach, before, describe, it } from 'node:test';
 import type { ColumnProfile } from '../../../plugins/quality/api-types.js';
 import type { Caller } from '../../../sdk/index.js';
-import { bootApp, makeProject, runCli, startServer, type TestServer } from '../../helpers.js';
+import { bootApp, closeInProcessClis, makeProject, runInProcess, startServer, type TestServer } from '../../helpers.js';
 import { fireBuild, fireTransformEnd, quality } from './util.js';
+
+// The CLI's App holds the project's database: closed after each test, before another opens it.
+afterEach(closeInProcessClis);
 
 const VIEWER: Caller = { username: 'vera', role: 'viewer', authenticated: true };
 
@@ -104,11 +107,11 @@ describe('quality: profiles', () => {
   it('dp profile prints one model or a summary of every model', async () => {
     await s.close();
     closed = true;
-    const out = runCli(['profile', 'crm.people', '--project', root]);
+    const out = await runInProcess(['profile', 'crm.people', '--project', root]);
     assert.equal(out.code, 0, out.stderr);
     assert.match(out.stdout, /crm\.people: 4 rows, 5 columns/);
     assert.match(out.stdout, /age\s+INTEGER\s+1\s+25\s+3\s+30\s+50\s+40/);
-    const json = runCli(['profile', '--project', root, '--json']);
+    const json = await runInProcess(['profile', '--project', root, '--json']);
     assert.equal(json.code, 0, json.stderr);
     assert.deepEqual(JSON.parse(json.stdout), [{ model: 'crm.people', status: 'ok', rows: 4, columns: 5, null_cells: 4 }]);
   });

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { after, before, describe, it } from 'node:test';
-import { makeProject, runCli, startServer, type TestServer } from '../../helpers.js';
+import { after, afterEach, before, describe, it } from 'node:test';
+import { closeInProcessClis, makeProject, runInProcess, startServer, type TestServer } from '../../helpers.js';
+
+// The CLI's App holds the project's database: closed after each test, before another opens it.
+afterEach(closeInProcessClis);
 
 describe('/api/query', () => {
   let s: TestServer;
@@ -155,16 +158,16 @@ describe('CSV export', () => {
 });
 
 describe('dp query', () => {
-  it('prints a table, JSON and CSV, and exits 1 on bad SQL', () => {
+  it('prints a table, JSON and CSV, and exits 1 on bad SQL', async () => {
     const root = makeProject();
-    const table = runCli(['query', 'SELECT 1 AS one, $x AS x', '--param', 'x=hello', '--project', root]);
+    const table = await runInProcess(['query', 'SELECT 1 AS one, $x AS x', '--param', 'x=hello', '--project', root]);
     assert.equal(table.code, 0, table.stderr);
     assert.match(table.stdout, /one\s+x\n-+\s+-+\n1\s+hello/);
-    const json = runCli(['query', 'SELECT 2 AS two', '--json', '--project', root]);
+    const json = await runInProcess(['query', 'SELECT 2 AS two', '--json', '--project', root]);
     assert.deepEqual(JSON.parse(json.stdout).rows, [[2]]);
-    const csv = runCli(['query', 'SELECT * FROM range(3) t(i)', '--csv', '--project', root]);
+    const csv = await runInProcess(['query', 'SELECT * FROM range(3) t(i)', '--csv', '--project', root]);
     assert.equal(csv.stdout, 'i\r\n0\r\n1\r\n2\r\n');
-    const bad = runCli(['query', 'DROP TABLE x', '--project', root]);
+    const bad = await runInProcess(['query', 'DROP TABLE x', '--project', root]);
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /^error: Only read-only SELECT/m);
     assert.doesNotMatch(bad.stderr, /\n\s+at /);

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { makeProject, runCli, startServer, type TestServer } from '../../helpers.js';
+import { after, afterEach, before, describe, it } from 'node:test';
+import { closeInProcessClis, makeProject, runInProcess, startServer, type TestServer } from '../../helpers.js';
+
+// The CLI's App holds the project's database: closed after each test, before another opens it.
+afterEach(closeInProcessClis);
 
 describe('tables plugin', () => {
   let s: TestServer;
@@ -83,18 +86,19 @@ describe('tables plugin', () => {
 describe('dp tables', () => {
   it('prints the listing with row counts and --json', async () => {
     const root = makeProject();
-    const q = runCli(['query', 'SELECT 1', '--project', root]);
+    const q = await runInProcess(['query', 'SELECT 1', '--project', root]);
     assert.equal(q.code, 0);
+    await closeInProcessClis(); // the App below opens the same file
     const { bootApp } = await import('../../helpers.js');
     const app = await bootApp(root);
     await app.db.run(`CREATE SCHEMA s; CREATE TABLE s.a (x INT); CREATE TABLE "s"."odd name" AS SELECT * FROM range(3); CREATE VIEW s.v AS SELECT 1 AS y`);
     await app.close();
-    const out = runCli(['tables', '--project', root]);
+    const out = await runInProcess(['tables', '--project', root]);
     assert.equal(out.code, 0, out.stderr);
     assert.match(out.stdout, /schema\s+name\s+type\s+rows/);
     assert.match(out.stdout, /s\s+a\s+table\s+0/);
     assert.match(out.stdout, /s\s+odd name\s+table\s+3/);
-    const json = runCli(['tables', '--json', '--schema', 's', '--project', root]);
+    const json = await runInProcess(['tables', '--json', '--schema', 's', '--project', root]);
     assert.deepEqual(JSON.parse(json.stdout), [
       { schema: 's', name: 'a', type: 'table', rows: 0 },
       { schema: 's', name: 'odd name', type: 'table', rows: 3 },
