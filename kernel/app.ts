@@ -1,7 +1,6 @@
 import { pathToFileURL } from 'node:url';
 import type { ConfigRef, ProjectConfig, ProjectInfo } from '../sdk/config.js';
-import { CATALOG_CHANGED, type BulkLoadResult, type BulkTarget, type BulkWriter, type DatabasePort, type DbConnection, type MigrationSet, type Row, type ScratchOptions, type SerializedSql, type SqlParams } from '../sdk/db.js';
-import type { DbCatalog } from '../sdk/db-catalog.js';
+import { CATALOG_CHANGED, type DatabasePort, type MigrationSet } from '../sdk/db.js';
 import { DpError } from '../sdk/errors.js';
 import { HOOK_NAMES, KERNEL_HOOKS, type KernelHooks } from '../sdk/hooks.js';
 import type { CommandHandler, PluginContext, PluginDefinition, PluginManifest, RouteDefinition, ServiceRef } from '../sdk/plugin.js';
@@ -11,7 +10,6 @@ import { createAuth, type AuthProvider } from './auth/index.js';
 import { databaseFile, loadProject, writeActiveEnv, type LoadedProject } from './config.js';
 import { LiveConfig } from './config/live.js';
 import { configuredMemoryLimit, DuckDatabase, type DrainReport } from './database.js';
-import { forwardingCatalog } from './db-catalog.js';
 import { KernelEventBus } from './events.js';
 import { checkHookDeclarations, createHooks, HookRegistry } from './hooks.js';
 import { DEFAULT_PHASE_TIMEOUTS_MS, PluginLifecycle, type PhaseTimeouts } from './lifecycle.js';
@@ -20,10 +18,13 @@ import { runMigrations } from './migrations.js';
 import { WebhookNotifier } from './notifier.js';
 import { Scheduler } from './scheduler.js';
 import { checkTopLevelKeys, configurationOwners, configValue, pluginConfiguration } from './plugin-config.js';
-import { activationSet, checkExtensionDeclarations, declaredDependencies, discoverPlugins, type DiscoveredPlugin } from './plugins.js';
+import { activationSet, checkExtensionDeclarations, discoverPlugins, type DiscoveredPlugin } from './plugins.js';
 import { GuardedQueryRunner } from './query-runner.js';
 import { EnvSecretsStore } from './secrets.js';
 import { WriteLock } from './write-lock.js';
+import { DatabaseHandle } from './app/database-handle.js';
+import { ExtensionPoints } from './app/extension-points.js';
+import { Services } from './app/services.js';
 
 export { CATALOG_CHANGED };
 
@@ -70,180 +71,9 @@ export interface MaintenanceOptions {
   retryAfterSeconds?: number;
 }
 
-/** Forwards to whichever DuckDB file is open now, so plugins keep one handle across environment switches. */
-class DatabaseHandle implements DatabasePort {
-  constructor(private readonly current: () => DuckDatabase) {}
-  get path() {
-    return this.current().path;
-  }
-  /** The open file's catalog version (unique in the process): read-only validations are kept under it. */
-  get catalogVersion() {
-    return this.current().catalogVersion;
-  }
-  /** The open file's catalog port: an environment switch brings the new file's catalog. */
-  readonly catalog: DbCatalog = forwardingCatalog(() => this.current().catalog);
-  withConnection<T>(fn: (c: DbConnection) => Promise<T>) {
-    return this.current().withConnection(fn);
-  }
-  connect() {
-    return this.current().connect();
-  }
-  scratch(options?: ScratchOptions) {
-    return this.current().scratch(options);
-  }
-  all<T = Row>(sql: string, params?: SqlParams) {
-    return this.current().all<T>(sql, params);
-  }
-  query(sql: string, params?: SqlParams) {
-    return this.current().query(sql, params);
-  }
-  run(sql: string, params?: SqlParams) {
-    return this.current().run(sql, params);
-  }
-  value<T = unknown>(sql: string, params?: SqlParams) {
-    return this.current().value<T>(sql, params);
-  }
-  parse(sql: string) {
-    return this.current().parse(sql);
-  }
-  deparse(tree: SerializedSql) {
-    return this.current().deparse(tree);
-  }
-  assertProjectFileReads(sql: string) {
-    return this.current().assertProjectFileReads(sql);
-  }
-  checkpoint() {
-    return this.current().checkpoint();
-  }
-  inspectFile(file: string) {
-    return this.current().inspectFile(file);
-  }
-  exclusive<T>(fn: () => Promise<T>) {
-    return this.current().exclusive(fn);
-  }
-  bulkLoad(target: BulkTarget & { transaction?: boolean }, fn: (writer: BulkWriter) => Promise<void>): Promise<BulkLoadResult> {
-    return this.current().bulkLoad(target, fn);
-  }
-  ident(name: string) {
-    return this.current().ident(name);
-  }
-  literal(value: string) {
-    return this.current().literal(value);
-  }
-}
-
 /** The key of a handler a plugin registers for another plugin's command when `--<option>` is given. */
 export function commandKey(command: string, whenOption?: string): string {
   return whenOption ? `${command} --${whenOption}` : command;
-}
-
-/** A ref, or its id string (plain JavaScript plugins). */
-type RefLike = { id: string } | string;
-const refId = (ref: RefLike): string => (typeof ref === 'string' ? ref : ref.id);
-
-/**
- * Services by ref. Each service has one provider, the plugin that declares it; a plugin may look
- * up only its own services and those of plugins it lists under `requires` or `optional`.
- */
-class Services {
-  private readonly map = new Map<string, unknown>();
-  /** Service id → the installed plugin that declares it (enabled or disabled). */
-  private readonly owners = new Map<string, { plugin: string; enabled: boolean }>();
-
-  /** Records who declares each service; two enabled plugins declaring one service is refused (a disabled one may be replaced). */
-  declare(manifests: PluginManifest[], enabled: boolean): void {
-    for (const m of manifests) {
-      for (const s of m.contributes?.services ?? []) {
-        const prior = this.owners.get(s);
-        if (enabled && prior?.enabled && prior.plugin !== m.name) {
-          throw new DpError(500, 'duplicate_service', `Service '${s}' is declared by two enabled plugins: '${prior.plugin}' and '${m.name}'`, { service: s, plugins: [prior.plugin, m.name] });
-        }
-        this.owners.set(s, { plugin: m.name, enabled });
-      }
-    }
-  }
-
-  provideFor(plugin: PluginManifest, ref: RefLike, service: unknown): void {
-    const name = refId(ref);
-    if (!(plugin.contributes?.services ?? []).includes(name)) {
-      throw new DpError(500, 'undeclared_service', `Plugin '${plugin.name}' provides service '${name}' without declaring it in contributes.services`);
-    }
-    if (this.map.has(name)) throw new DpError(500, 'duplicate_service', `Service '${name}' is provided twice`);
-    this.map.set(name, service);
-  }
-
-  /** Refuses a lookup of a service whose plugin the caller does not declare as a dependency. */
-  private checkDependency(caller: PluginManifest, name: string): void {
-    const owner = this.owners.get(name);
-    if (!owner || owner.plugin === caller.name) return;
-    if (declaredDependencies(caller).has(owner.plugin)) return;
-    throw new DpError(500, 'undeclared_dependency', `Plugin '${caller.name}' uses service '${name}' of plugin '${owner.plugin}' without listing '${owner.plugin}' under requires or optional`, {
-      plugin: caller.name,
-      service: name,
-      owner: owner.plugin,
-    });
-  }
-
-  get<T>(ref: RefLike, caller?: PluginManifest): T {
-    const name = refId(ref);
-    if (caller) this.checkDependency(caller, name);
-    const s = this.map.get(name);
-    if (s === undefined) {
-      const owner = this.owners.get(name);
-      const by = owner && !owner.enabled ? owner.plugin : undefined;
-      throw new DpError(404, 'service_unavailable', by ? `Service '${name}' is unavailable: plugin '${by}' is disabled` : `Service '${name}' is not provided by any enabled plugin`, {
-        service: name,
-      });
-    }
-    return s as T;
-  }
-
-  find<T>(ref: RefLike, caller?: PluginManifest): T | undefined {
-    const name = refId(ref);
-    if (caller) this.checkDependency(caller, name);
-    return this.map.get(name) as T | undefined;
-  }
-}
-
-/** Extension points: declared by their owner, extended by plugins that list them under `extends`, closed after setup. */
-class ExtensionPoints {
-  private readonly accepts = new Map<string, (contribution: unknown, from: string) => void>();
-  /** Extension points of disabled plugins: extending one is a no-op. */
-  private readonly absent = new Set<string>();
-  private closed = false;
-
-  constructor(absent: PluginManifest[]) {
-    for (const m of absent) for (const e of m.contributes?.extensionPoints ?? []) this.absent.add(e);
-  }
-
-  provide(owner: PluginManifest, ref: RefLike, accept: (contribution: unknown, from: string) => void): void {
-    const name = refId(ref);
-    if (!(owner.contributes?.extensionPoints ?? []).includes(name)) {
-      throw new DpError(500, 'undeclared_extension_point', `Plugin '${owner.name}' offers extension point '${name}' without declaring it`);
-    }
-    if (this.accepts.has(name)) throw new DpError(500, 'duplicate_extension_point', `Extension point '${name}' is offered twice`);
-    this.accepts.set(name, accept);
-  }
-
-  extend(plugin: PluginManifest, ref: RefLike, contribution: unknown): void {
-    const name = refId(ref);
-    if (!(plugin.contributes?.extends ?? []).includes(name)) {
-      throw new DpError(500, 'undeclared_extension', `Plugin '${plugin.name}' extends '${name}' without declaring it in contributes.extends`, { plugin: plugin.name });
-    }
-    if (this.closed) {
-      throw new DpError(500, 'extension_point_closed', `Plugin '${plugin.name}' extends '${name}' after setup: extension points close when every plugin's setup has run`, {
-        plugin: plugin.name,
-      });
-    }
-    const accept = this.accepts.get(name);
-    if (accept) return accept(contribution, plugin.name);
-    if (this.absent.has(name)) return;
-    throw new DpError(500, 'unknown_extension_point', `Plugin '${plugin.name}' extends '${name}', which no enabled plugin offers (add its plugin to 'requires')`);
-  }
-
-  close(): void {
-    this.closed = true;
-  }
 }
 
 /** The kernel: configuration, database, hooks, services, plugins. Knows no feature. */
