@@ -261,7 +261,7 @@ export class NotebookSessions {
       if (isDpError(e) && (e.status === 408 || e.status === 503)) throw e;
       const message = withEnvReferences(isDpError(e) ? e.message : errorMessage(e), env);
       const at = errorLine(e, compiled);
-      throw new DpError(400, 'notebook_cell_error', `cell ${req.cellIndex + 1}${at ? ` line ${at}` : ''}: ${message}`, {
+      throw new DpError(400, 'notebook_cell_error', `cell ${req.cellIndex}${at ? ` line ${at}` : ''}: ${message}`, {
         path: req.path,
         cell_index: req.cellIndex,
         line: at,

@@ -228,6 +228,8 @@ describe('notebooks API (real HTTP, real DuckDB)', () => {
     assert.equal(r.status, 400, r.text);
     assert.equal(r.body.error.code, 'notebook_cell_error');
     assert.match(r.body.error.message, /boom at line three/);
+    // Cells are counted from 0 everywhere (SPEC's cell_index): the message names the same cell.
+    assert.match(r.body.error.message, /^cell 5 line 3: /);
     assert.equal(r.body.error.details.cell_index, 5);
     assert.equal(r.body.error.details.line, 3);
     assert.doesNotMatch(r.text, /\.dp\/scripts|at async|node:internal/);
