@@ -173,7 +173,8 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
       const build = status.models.find((s) => s.model === m.info.full_name);
       // The rows of a built table, counted as the caller's read (a view's count would run its query).
       let rows: number | null = null;
-      if (catalog.get(keyOf(m.info.full_name))?.kind === 'table') {
+      const relation = catalog.get(keyOf(m.info.full_name))?.kind ?? null;
+      if (relation === 'table') {
         const counted = await ctx.queries.run({
           sql: `SELECT count(*) AS n FROM ${qualified(m.info.schema, m.info.name)}`,
           caller: req.caller,
@@ -190,6 +191,8 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
         build_status: build?.status ?? 'new',
         build_reason: build?.reason ?? null,
         ...runs,
+        // What the model's name holds in the database now: a page asks for its columns only when it exists.
+        relation,
         rows,
       });
     },

@@ -279,7 +279,8 @@ describe('security: data outside the query path', () => {
 
   const internal: Array<{ url: string; status: Record<Role, number> }> = [
     { url: '/api/tables/_service/users/profile', status: { admin: 403, editor: 404, viewer: 404 } },
-    { url: '/api/tables/_SERVICE/users/profile', status: { admin: 404, editor: 404, viewer: 404 } },
+    // Names resolve case-insensitively, as in DuckDB: the upper-case spelling is the same internal table.
+    { url: '/api/tables/_SERVICE/users/profile', status: { admin: 403, editor: 404, viewer: 404 } },
     { url: '/api/tables/_service/tokens/profile', status: { admin: 403, editor: 404, viewer: 404 } },
     { url: '/api/profiles/_service.users', status: { admin: 403, editor: 404, viewer: 404 } },
     { url: '/api/tables/_service/contract_results/profile', status: { admin: 200, editor: 404, viewer: 404 } },

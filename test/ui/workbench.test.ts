@@ -176,7 +176,9 @@ describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
         // Rebuild it: the status comes in live from the transform event stream.
         await page.getByRole('button', { name: 'Build', exact: true }).click();
         await page.getByTestId('result-panel').getByRole('cell', { name: 'marts.revenue_by_month' }).waitFor();
-        await page.locator('[data-testid="model-view"]').getByText('built', { exact: true }).waitFor();
+        // The live status badge (first), and the model's details panel once the run is recorded.
+        await page.locator('[data-testid="model-view"]').getByText('built', { exact: true }).first().waitFor();
+        await page.getByTestId('last-build').getByText('built', { exact: true }).waitFor();
         await screenshot(page, 'model-edit');
       },
     );

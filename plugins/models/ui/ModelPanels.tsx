@@ -13,6 +13,8 @@ export interface ModelOverview {
   build_reason: string | null;
   last_build: { run_id: string; status: string; duration_ms: number; error: string | null; finished_at: string } | null;
   last_run: { run_id: string; status: string; duration_ms: number; error: string | null; finished_at: string } | null;
+  /** What the model's name holds in the database now; null before the first build. */
+  relation: 'table' | 'view' | null;
   rows: number | null;
 }
 
@@ -35,7 +37,12 @@ export function ModelDetails({ model, sql, overview, building, onRebuild }: { mo
   const session = useSession();
   const canExecute = useCan('execute');
   const quality = session.plugins.includes('quality');
-  const columns = useApi((signal) => api.get<{ columns: Array<{ name: string; type: string }> }>(`/api/tables/${seg(model.schema)}/${seg(model.name)}`, { signal }).catch(() => null), [model.full_name, overview?.last_build?.run_id]);
+  // An unbuilt model has no table to describe: no request that can only answer 404.
+  const built = Boolean(overview?.relation);
+  const columns = useApi(
+    (signal) => (built ? api.get<{ columns: Array<{ name: string; type: string }> }>(`/api/tables/${seg(model.schema)}/${seg(model.name)}`, { signal }).catch(() => null) : Promise.resolve(null)),
+    [model.full_name, built, overview?.last_build?.run_id],
+  );
   const freshness = useApi(
     (signal) => (quality ? api.get<{ models: Array<{ model: string; status: string; hours_since_build: number | null }> }>('/api/freshness', { signal }) : Promise.resolve(null)),
     [quality, overview?.last_build?.run_id],
