@@ -20,6 +20,8 @@ export interface HistoryRecord {
   duration_ms: number;
   error?: string | null;
   steps?: unknown;
+  /** A script run's last output lines: only when one run is opened (GET /api/history/:run_id). */
+  output?: string[] | null;
 }
 
 /** GET /api/scheduler. */
