@@ -1,5 +1,5 @@
 /** HTTP routes of the streams plugin (declared in plugin.json with the same permissions). */
-import { badRequest, errorTextsFor, notFound, withEnvReferences, type Caller, type PluginContext, type StreamDefinition } from '../../sdk/index.js';
+import { badRequest, errorTextsFor, hasPermission, notFound, withEnvReferences, type Caller, type PluginContext, type StreamDefinition } from '../../sdk/index.js';
 import type { SchedulerState } from './api-types.js';
 import type { PipelineEvents } from './events.js';
 import { readHistory, readRun } from './history.js';
@@ -121,8 +121,10 @@ export function registerRoutes(ctx: PluginContext, parts: { streams: StreamRunne
       const runId = (req.params as { run_id: string }).run_id;
       const run = await readRun(ctx, runId);
       if (!run) throw notFound('run_not_found', `No run '${runId}' in the run history`, { run_id: runId });
-      // Script output can hold the same values an error text can: the same redaction for the caller.
       const texts = await errorTexts(req);
+      // A script's output can print any value it read: only a caller who may run scripts (and so
+      // sees their output from POST /api/run) reads it, redacted like error texts when masking binds them.
+      if (run.output && !hasPermission(req.caller, 'execute')) return texts.fields({ ...run, output: null, output_hidden: true });
       return texts.fields({ ...run, ...(run.output ? { output: run.output.map((line) => texts.text(line)) } : {}) });
     },
   });

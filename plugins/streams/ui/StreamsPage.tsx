@@ -370,7 +370,7 @@ function OpenedRun({ runId, onClose }: { runId: string; onClose: () => void }) {
               {r.output.join('\n')}
             </pre>
           ) : (
-            <Empty>{r.output ? 'The script printed nothing.' : 'No output was kept for this run.'}</Empty>
+            <Empty>{r.output_hidden ? 'The output of scripts shows to editors and admins.' : r.output ? 'The script printed nothing.' : 'No output was kept for this run.'}</Empty>
           )}
         </>
       )}
