@@ -116,7 +116,12 @@ export interface ScriptRunRecord {
   finished_at: string;
   duration_ms: number;
   error: string | null;
+  /** The run's console and ctx.log lines, the last SCRIPT_HISTORY_OUTPUT_LINES of them (the run history keeps them). */
+  output: string[];
 }
+
+/** How many of a run's last output lines its ScriptRunRecord carries (so a run opened later shows them). */
+export const SCRIPT_HISTORY_OUTPUT_LINES = 1000;
 
 /** Fired by the scripts plugin after every run (the streams plugin records it in its run history). */
 export const SCRIPT_RUN_ENDED = createHookRef<[ScriptRunRecord]>('scripts.runEnded');

@@ -24,6 +24,7 @@ import {
   scriptConsole,
   scriptConsoleLine,
   SCRIPT_EXTENSIONS,
+  SCRIPT_HISTORY_OUTPUT_LINES,
   withEnvReferences,
   type BulkTarget,
   type BulkWriter,
@@ -58,6 +59,12 @@ const currentRun = new AsyncLocalStorage<RunOutput>();
 /** `20260302104501`: a run id's time part, as the streams plugin's run ids have it. */
 function startStamp(): string {
   return new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14);
+}
+
+/** The last `max` lines, with a first line counting the ones left out. */
+function lastLines(lines: string[], max: number): string[] {
+  if (lines.length <= max) return [...lines];
+  return [`... ${lines.length - max + 1} earlier lines not kept`, ...lines.slice(-(max - 1))];
 }
 
 /**
@@ -251,6 +258,7 @@ export class ScriptRunner implements ScriptsService {
         finished_at: new Date().toISOString(),
         duration_ms: result.duration_ms,
         error: result.error ?? null,
+        output: lastLines(output, SCRIPT_HISTORY_OUTPUT_LINES),
       });
     } catch (e) {
       this.ctx.log.warn('a scripts.runEnded tap failed', { path: file.path, error: errorMessage(e) });

@@ -20,6 +20,10 @@ export interface HistoryRecord {
   duration_ms: number;
   error?: string | null;
   steps?: unknown;
+  /** A script run's last output lines: only when one run is opened (GET /api/history/:run_id). */
+  output?: string[] | null;
+  /** True when the run has output the caller may not read (it needs the execute permission). */
+  output_hidden?: boolean;
 }
 
 /** GET /api/scheduler. */

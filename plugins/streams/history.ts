@@ -22,7 +22,11 @@ export const MIGRATIONS = [
       steps JSON
     )`,
   },
+  // A script run's last output lines (the scripts plugin's record carries them), shown when the run is opened.
+  { id: 'streams-002', sql: `ALTER TABLE _service.run_history ADD COLUMN IF NOT EXISTS output JSON` },
 ];
+
+const COLUMNS = 'run_id, kind, name, trigger, status, started_at, finished_at, duration_ms, error, steps, output';
 
 export function newRunId(prefix: string): string {
   const stamp = new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14);
@@ -34,7 +38,7 @@ export function newRunId(prefix: string): string {
  * which the next start marks `interrupted`; recordHistory replaces it when the run ends.
  */
 export async function recordHistoryStart(db: DatabasePort, r: Pick<HistoryRecord, 'run_id' | 'kind' | 'name' | 'trigger' | 'started_at'>): Promise<void> {
-  await db.run(`INSERT INTO _service.run_history VALUES ($1, $2, $3, $4, 'running', $5::TIMESTAMP, $5::TIMESTAMP, 0, NULL, NULL)`, [r.run_id, r.kind, r.name, r.trigger, r.started_at]);
+  await db.run(`INSERT INTO _service.run_history (${COLUMNS}) VALUES ($1, $2, $3, $4, 'running', $5::TIMESTAMP, $5::TIMESTAMP, 0, NULL, NULL, NULL)`, [r.run_id, r.kind, r.name, r.trigger, r.started_at]);
 }
 
 /** At start: runs still `running` belong to a process that ended mid-run. */
@@ -46,7 +50,7 @@ export async function markInterruptedHistory(db: DatabasePort): Promise<number> 
 }
 
 export async function recordHistory(db: DatabasePort, r: HistoryRecord): Promise<void> {
-  await db.run(`INSERT OR REPLACE INTO _service.run_history VALUES ($1, $2, $3, $4, $5, $6::TIMESTAMP, $7::TIMESTAMP, $8, $9, $10::JSON)`, [
+  await db.run(`INSERT OR REPLACE INTO _service.run_history (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6::TIMESTAMP, $7::TIMESTAMP, $8, $9, $10::JSON, $11::JSON)`, [
     r.run_id,
     r.kind,
     r.name,
@@ -57,6 +61,7 @@ export async function recordHistory(db: DatabasePort, r: HistoryRecord): Promise
     r.duration_ms,
     r.error ?? null,
     r.steps === undefined ? null : JSON.stringify(r.steps),
+    r.output === undefined ? null : JSON.stringify(r.output),
   ]);
 }
 
@@ -66,10 +71,25 @@ export async function readHistory(ctx: Pick<PluginContext, 'db'>, options: { lim
   if (options.name) where.push(`name = $${params.push(options.name)}`);
   if (options.kind) where.push(`kind = $${params.push(options.kind)}`);
   const rows = await ctx.db.all<Record<string, unknown>>(
-    `SELECT run_id, kind, name, trigger, status, strftime(started_at, '%Y-%m-%dT%H:%M:%S.%gZ') AS started_at,
-            strftime(finished_at, '%Y-%m-%dT%H:%M:%S.%gZ') AS finished_at, duration_ms, error, steps::VARCHAR AS steps
-       FROM _service.run_history ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY started_at DESC, run_id DESC LIMIT $1`,
+    `SELECT ${SHOWN_COLUMNS} FROM _service.run_history ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY started_at DESC, run_id DESC LIMIT $1`,
     params,
   );
-  return rows.map((r) => ({ ...(r as unknown as HistoryRecord), steps: r.steps === null ? null : JSON.parse(String(r.steps)) }));
+  return rows.map(parsed);
+}
+
+/** One run with its script output (GET /api/history/:run_id); null when there is none with that id. */
+export async function readRun(ctx: Pick<PluginContext, 'db'>, runId: string): Promise<HistoryRecord | null> {
+  const rows = await ctx.db.all<Record<string, unknown>>(`SELECT ${SHOWN_COLUMNS}, output::VARCHAR AS output FROM _service.run_history WHERE run_id = $1`, [runId]);
+  if (!rows.length) return null;
+  const run = parsed(rows[0]);
+  return { ...run, output: rows[0].output === null ? null : JSON.parse(String(rows[0].output)) };
+}
+
+/** The listing's columns (the output only when one run is opened). */
+const SHOWN_COLUMNS = `run_id, kind, name, trigger, status, strftime(started_at, '%Y-%m-%dT%H:%M:%S.%gZ') AS started_at,
+  strftime(finished_at, '%Y-%m-%dT%H:%M:%S.%gZ') AS finished_at, duration_ms, error, steps::VARCHAR AS steps`;
+
+function parsed(r: Record<string, unknown>): HistoryRecord {
+  const { output: _output, ...rest } = r;
+  return { ...(rest as unknown as HistoryRecord), steps: r.steps === null ? null : JSON.parse(String(r.steps)) };
 }

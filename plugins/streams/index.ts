@@ -19,7 +19,7 @@ export default definePlugin({
     const scripts = ctx.services.get(SCRIPTS_SERVICE);
     // Script runs land in the run history beside stream runs.
     ctx.tap(SCRIPT_RUN_ENDED, async (r) => {
-      await recordHistory(ctx.db, { run_id: r.run_id, kind: 'script', name: r.path, trigger: r.trigger, status: r.status, started_at: r.started_at, finished_at: r.finished_at, duration_ms: r.duration_ms, error: r.error });
+      await recordHistory(ctx.db, { run_id: r.run_id, kind: 'script', name: r.path, trigger: r.trigger, status: r.status, started_at: r.started_at, finished_at: r.finished_at, duration_ms: r.duration_ms, error: r.error, output: r.output });
     });
     const events = new PipelineEvents();
     const streams = new StreamRunner(ctx, scripts, ctx.services.get(MODELS_SERVICE), events);

@@ -1,8 +1,8 @@
 /** HTTP routes of the streams plugin (declared in plugin.json with the same permissions). */
-import { badRequest, errorTextsFor, withEnvReferences, type Caller, type PluginContext, type StreamDefinition } from '../../sdk/index.js';
+import { badRequest, errorTextsFor, hasPermission, notFound, withEnvReferences, type Caller, type PluginContext, type StreamDefinition } from '../../sdk/index.js';
 import type { SchedulerState } from './api-types.js';
 import type { PipelineEvents } from './events.js';
-import { readHistory } from './history.js';
+import { readHistory, readRun } from './history.js';
 import type { StreamRunner } from './streams.js';
 
 const nameParams = { type: 'object', properties: { name: { type: 'string', minLength: 1 } }, required: ['name'] };
@@ -107,6 +107,35 @@ export function registerRoutes(ctx: PluginContext, parts: { streams: StreamRunne
       if (!(q.limit >= 1 && q.limit <= 1000)) throw badRequest('invalid_history_limit', 'limit must be an integer from 1 to 1000', { limit: q.limit });
       return (await errorTexts(req)).fields({ runs: await readHistory(ctx, { limit: q.limit, name: q.name, kind: q.kind }) });
     },
+  });
+
+  const runParams = { type: 'object', required: ['run_id'], properties: { run_id: { type: 'string', minLength: 1, maxLength: 200 } } };
+
+  ctx.route({
+    method: 'GET',
+    url: '/api/history/:run_id',
+    permission: 'read',
+    summary: "One stream or script run: status, timing, error, a stream run's steps, a script run's last 1,000 output lines",
+    schema: { params: runParams },
+    handler: async (req) => {
+      const runId = (req.params as { run_id: string }).run_id;
+      const run = await readRun(ctx, runId);
+      if (!run) throw notFound('run_not_found', `No run '${runId}' in the run history`, { run_id: runId });
+      const texts = await errorTexts(req);
+      // A script's output can print any value it read: only a caller who may run scripts (and so
+      // sees their output from POST /api/run) reads it, redacted like error texts when masking binds them.
+      if (run.output && !hasPermission(req.caller, 'execute')) return texts.fields({ ...run, output: null, output_hidden: true });
+      return texts.fields({ ...run, ...(run.output ? { output: run.output.map((line) => texts.text(line)) } : {}) });
+    },
+  });
+
+  ctx.route({
+    method: 'POST',
+    url: '/api/history/:run_id/rerun-failed',
+    permission: 'execute',
+    summary: "Start a new run of a failed stream run's stream from its first failed step (the steps that succeeded do not run again)",
+    schema: { params: runParams },
+    handler: async (req) => streams.rerunFailed((req.params as { run_id: string }).run_id),
   });
 
   ctx.route({

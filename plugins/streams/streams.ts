@@ -11,6 +11,7 @@
  */
 import {
   badRequest,
+  conflict,
   errorMessage,
   isDpError,
   notFound,
@@ -31,7 +32,7 @@ import {
 } from '../../sdk/index.js';
 import type { PipelineEventKind, PipelineEvents } from './events.js';
 import { STREAMS_CONFIG, streamDefinitions, writtenStream } from './config.js';
-import { newRunId, recordHistory, recordHistoryStart } from './history.js';
+import { newRunId, readRun, recordHistory, recordHistoryStart } from './history.js';
 import { streamProblems } from './validate.js';
 
 /** SPEC "Limits": a run older than this is cleared when the snapshot is read. */
@@ -49,6 +50,8 @@ interface ActiveRun {
   events: number;
   done: Promise<StreamRunResult>;
   listener?: StreamEventListener;
+  /** The first step this run runs (a re-run of failed steps skips the ones that succeeded). */
+  fromStep: number;
 }
 
 /** The models a transform selector names (`name`, `schema.name`, `+name`, `name+`). */
@@ -190,6 +193,35 @@ export class StreamRunner implements StreamsService {
     return { status: 'started', stream_name: name, run_id: run.runId };
   }
 
+  /**
+   * A new run of a failed (cancelled, interrupted) stream run's stream from its first step that
+   * did not succeed, and the steps after it; the steps that succeeded do not run again. The
+   * trigger names the run it repeats (`rerun:<run_id>`).
+   */
+  async rerunFailed(runId: string): Promise<{ status: 'started' | 'already_running'; stream_name: string; run_id?: string; from_step?: number }> {
+    const previous = await readRun(this.ctx, runId);
+    if (!previous) throw notFound('run_not_found', `No run '${runId}' in the run history`, { run_id: runId });
+    if (previous.kind !== 'stream' || previous.status === 'success' || previous.status === 'running') {
+      throw badRequest('nothing_to_rerun', `Run '${runId}' is ${previous.kind === 'stream' ? `a stream run with status ${previous.status}` : 'a script run'}: only a stream run that did not succeed has failed steps`, { run_id: runId, kind: previous.kind, status: previous.status });
+    }
+    const def = this.get(previous.name);
+    const steps = (Array.isArray(previous.steps) ? previous.steps : []) as StreamStepResult[];
+    const failed = steps.find((s) => s.status !== 'success');
+    // A run stopped between steps (cancelled) or killed before recording its steps goes on from the first step it did not finish.
+    const from = failed ? failed.index : steps.length;
+    if (from >= def.steps.length) throw badRequest('nothing_to_rerun', `Run '${runId}' has no step left to run`, { run_id: runId, status: previous.status });
+    const now = def.steps[from];
+    if (failed && (now.action !== failed.action || now.targets.join('\n') !== failed.targets.join('\n'))) {
+      throw conflict('stream_changed_since_run', `Step ${from + 1} of stream '${def.name}' was edited since run '${runId}' (${failed.action} [${failed.targets.join(', ')}], now ${now.action} [${now.targets.join(', ')}]): start the stream instead`, { run_id: runId, step: from });
+    }
+    this.assertTargets(def, (await this.targetProblems(def)).filter((p) => p.step >= from));
+    this.clearStale();
+    if (this.current) return { status: 'already_running', stream_name: this.current.stream.name };
+    const run = this.begin(def, `rerun:${runId}`, undefined, true, from);
+    run.done.catch(() => undefined);
+    return { status: 'started', stream_name: def.name, run_id: run.runId, from_step: from };
+  }
+
   async run(name: string, options: { trigger?: string; onEvent?: StreamEventListener } = {}): Promise<StreamRunResult> {
     const def = this.get(name);
     this.assertTargets(def, await this.targetProblems(def));
@@ -262,12 +294,12 @@ export class StreamRunner implements StreamsService {
   }
 
   /** Registers the run as current synchronously (so `already_running` is exact) and runs it in the background. */
-  private begin(def: StreamDefinition, trigger: string, listener?: StreamEventListener, targetsChecked = false): ActiveRun {
+  private begin(def: StreamDefinition, trigger: string, listener?: StreamEventListener, targetsChecked = false, fromStep = 0): ActiveRun {
     const controller = new AbortController();
     const stop = this.ctx.signal;
     if (stop.aborted) controller.abort(stop.reason);
     else stop.addEventListener('abort', () => controller.abort(stop.reason), { once: true });
-    const run: ActiveRun = { runId: newRunId('stream'), stream: def, trigger, startedAt: new Date(), controller, step: null, events: 0, listener } as ActiveRun;
+    const run: ActiveRun = { runId: newRunId('stream'), stream: def, trigger, startedAt: new Date(), controller, step: null, events: 0, listener, fromStep } as ActiveRun;
     this.current = run;
     run.done = this.execute(run, targetsChecked).finally(() => {
       if (this.current === run) this.current = null;
@@ -299,7 +331,7 @@ export class StreamRunner implements StreamsService {
     const steps: StreamStepResult[] = [];
     let status = 'success' as StreamRunResult['status'];
     let error: string | undefined;
-    this.emit(run, 'start', { trigger: run.trigger, steps: def.steps.map((s) => ({ action: s.action, targets: s.targets })) });
+    this.emit(run, 'start', { trigger: run.trigger, from_step: run.fromStep, steps: def.steps.map((s) => ({ action: s.action, targets: s.targets })) });
     try {
       await recordHistoryStart(this.ctx.db, { run_id: run.runId, kind: 'stream', name: def.name, trigger: run.trigger, started_at: run.startedAt.toISOString() });
     } catch (e) {
@@ -312,6 +344,7 @@ export class StreamRunner implements StreamsService {
       }
       await this.ctx.db.exclusive(async () => {
         for (const [index, step] of def.steps.entries()) {
+          if (index < run.fromStep) continue;
           // The step boundary: a cancel takes effect here.
           if (signal.aborted) {
             status = 'cancelled';

@@ -1,6 +1,7 @@
 /**
  * Streams: start a stream (or a transform), follow each step and model live from the pipeline
- * event stream (GET /api/stream/events), cancel, the run history with a durations chart, and
+ * event stream (GET /api/stream/events), cancel, the run history of streams and scripts with a
+ * durations chart (a run opens to its steps and "Re-run failed steps", or to its script output), and
  * the scheduler with each schedule's next run.
  * Routes: /streams (streams and the live run), /streams/history, /streams/scheduler.
  */
@@ -258,13 +259,13 @@ function ModelTable({ models }: { models: LiveModel[] }) {
 }
 
 function HistoryView({ live }: { live: LiveRun }) {
-  const history = useApi((signal) => api.get<{ runs: HistoryRecord[] }>('/api/history', { signal, query: { kind: 'stream', limit: 200 } }), [live.status]);
-  const names = useMemo(() => [...new Set((history.data?.runs ?? []).map((r) => r.name))].sort(), [history.data]);
+  const history = useApi((signal) => api.get<{ runs: HistoryRecord[] }>('/api/history', { signal, query: { limit: 200 } }), [live.status]);
+  const names = useMemo(() => [...new Set((history.data?.runs ?? []).filter((r) => r.kind === 'stream').map((r) => r.name))].sort(), [history.data]);
   const [chosen, setChosen] = useState<string | null>(null);
   const [open, setOpen] = useState<HistoryRecord | null>(null);
   const name = chosen ?? names[0] ?? null;
   const series = useMemo(() => {
-    const runs = (history.data?.runs ?? []).filter((r) => r.name === name).reverse();
+    const runs = (history.data?.runs ?? []).filter((r) => r.kind === 'stream' && r.name === name).reverse();
     return { times: runs.map((r) => Date.parse(r.started_at) / 1000), values: runs.map((r) => r.duration_ms / 1000) };
   }, [history.data, name]);
   if (history.error) return <ErrorBox error={history.error} onRetry={history.reload} />;
@@ -282,35 +283,97 @@ function HistoryView({ live }: { live: LiveRun }) {
         </label>
       ) : null}
       {series.times.length ? <LineChart times={series.times} values={series.values} label="duration (s)" /> : null}
-      {open ? (
-        <div className="dp-card" role="region" aria-label={`Steps of ${open.name}`} data-testid="stream-run-steps">
-          <div className="dp-row">
-            <strong>
-              {open.name} · {new Date(open.started_at).toLocaleString()}
-            </strong>{' '}
-            <StatusBadge status={open.status} />
-            <button type="button" className="dp-btn dp-btn-small" style={{ marginLeft: 'auto' }} onClick={() => setOpen(null)}>
-              Close
-            </button>
-          </div>
-          {open.error ? <pre className="dp-step-log">{open.error}</pre> : null}
-          <DetailView value={open.steps ?? null} label={`Steps of ${open.name}`} />
-        </div>
-      ) : null}
+      {open ? <OpenedRun key={open.run_id} runId={open.run_id} onClose={() => setOpen(null)} /> : null}
       <Table
         rows={history.data.runs}
         rowKey={(r) => r.run_id}
         onRowClick={setOpen}
-        empty="No stream has run yet"
+        empty="No stream or script has run yet"
         columns={[
           { key: 'started_at', header: 'Started', render: (r) => new Date(r.started_at).toLocaleString() },
-          { key: 'name', header: 'Stream' },
+          { key: 'kind', header: 'Kind' },
+          { key: 'name', header: 'Stream or script' },
           { key: 'trigger', header: 'Trigger', render: (r) => <Badge>{r.trigger}</Badge> },
           { key: 'status', header: 'Status', render: (r) => <StatusBadge status={r.status} /> },
           { key: 'duration_ms', header: 'Duration (s)', align: 'right', render: (r) => (r.duration_ms / 1000).toFixed(1) },
           { key: 'error', header: 'Error', render: (r) => r.error ?? '' },
         ]}
       />
+    </div>
+  );
+}
+
+/**
+ * One run opened (GET /api/history/:run_id): status, timing and error; a stream run's steps with
+ * "Re-run failed steps" (a new run from its first failed step), a script run's output.
+ */
+function OpenedRun({ runId, onClose }: { runId: string; onClose: () => void }) {
+  const run = useApi((signal) => api.get<HistoryRecord>(`/api/history/${seg(runId)}`, { signal }), [runId]);
+  const canExecute = useCan('execute');
+  const [rerun, setRerun] = useState<{ busy: boolean; started?: string; error?: unknown }>({ busy: false });
+  const r = run.data;
+  const failed = r?.kind === 'stream' && r.status !== 'success' && r.status !== 'running';
+  const rerunFailed = async () => {
+    setRerun({ busy: true });
+    try {
+      const answer = await api.post<{ status: string; run_id?: string; stream_name: string }>(`/api/history/${seg(runId)}/rerun-failed`);
+      setRerun({ busy: false, started: answer.status === 'started' ? `Started run ${answer.run_id}` : `${answer.stream_name} is running: try again when it ends` });
+    } catch (e) {
+      setRerun({ busy: false, error: e });
+    }
+  };
+  const label = r ? (r.kind === 'stream' ? `Steps of ${r.name}` : `Run of ${r.name}`) : `Run ${runId}`;
+  return (
+    <div className="dp-card" role="region" aria-label={label} data-testid="opened-run">
+      <div className="dp-row">
+        {r ? (
+          <>
+            <strong>
+              {r.name} · {new Date(r.started_at).toLocaleString()}
+            </strong>{' '}
+            <StatusBadge status={r.status} />{' '}
+            <span className="dp-muted">
+              {r.trigger} · {(r.duration_ms / 1000).toFixed(1)} s
+            </span>
+          </>
+        ) : (
+          <strong>Run {runId}</strong>
+        )}
+        <div className="dp-toolbar" style={{ marginLeft: 'auto' }}>
+          {r?.kind === 'stream' ? (
+            <button
+              type="button"
+              className="dp-btn"
+              disabled={!canExecute || rerun.busy || !failed}
+              title={!canExecute ? 'Needs the editor role' : !failed ? 'No step of this run failed' : 'Run the stream again from its first failed step'}
+              onClick={() => void rerunFailed()}
+            >
+              Re-run failed steps
+            </button>
+          ) : null}
+          <button type="button" className="dp-btn dp-btn-small" onClick={onClose}>
+            Close
+          </button>
+        </div>
+      </div>
+      {rerun.started ? <div role="status">{rerun.started}</div> : null}
+      <ErrorBox error={rerun.error ?? run.error} onRetry={run.reload} />
+      {!r ? (
+        run.loading ? <Loading /> : null
+      ) : (
+        <>
+          {r.error ? <pre className="dp-step-log">{r.error}</pre> : null}
+          {r.kind === 'stream' ? (
+            <DetailView value={r.steps ?? null} label={label} />
+          ) : r.output?.length ? (
+            <pre className="dp-step-log" aria-label={`Output of ${r.name}`}>
+              {r.output.join('\n')}
+            </pre>
+          ) : (
+            <Empty>{r.output_hidden ? 'The output of scripts shows to editors and admins.' : r.output ? 'The script printed nothing.' : 'No output was kept for this run.'}</Empty>
+          )}
+        </>
+      )}
     </div>
   );
 }

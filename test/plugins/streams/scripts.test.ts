@@ -163,6 +163,28 @@ export default async (ctx: any) => {
   });
   after(async () => s?.close());
 
+  it('keeps a script run\'s output with the run: editors read it, viewers do not', async () => {
+    const editor = await s.caller('editor');
+    const viewer = await s.caller('viewer');
+    const ran = await editor.request('POST', '/api/run', { script_path: 'ingest/secret.ts' });
+    assert.equal(ran.body.status, 'error', ran.text);
+    const listed = await editor.request('GET', '/api/history?kind=script&name=ingest/secret.ts&limit=1');
+    const runId = listed.body.runs[0].run_id;
+    assert.equal(listed.body.runs[0].output, undefined, 'the list leaves the output out');
+    const opened = await editor.request('GET', `/api/history/${runId}`);
+    assert.equal(opened.status, 200, opened.text);
+    assert.deepEqual(opened.body.output, ['key ${API_KEY}']);
+    assert.match(opened.body.error, /bad key \$\{API_KEY\}/);
+    const hidden = await viewer.request('GET', `/api/history/${runId}`);
+    assert.equal(hidden.status, 200, hidden.text);
+    assert.deepEqual([hidden.body.output, hidden.body.output_hidden], [null, true]);
+    const rerun = await viewer.request('POST', `/api/history/${runId}/rerun-failed`);
+    assert.equal(rerun.status, 403, rerun.text);
+    const notStream = await editor.request('POST', `/api/history/${runId}/rerun-failed`);
+    assert.equal(notStream.status, 400, notStream.text);
+    assert.equal(notStream.body.error.code, 'nothing_to_rerun');
+  });
+
   it('runs a script with the fields other plugins contribute to ctx', async () => {
     const editor = await s.caller('editor');
     const r = await editor.request('POST', '/api/run', { script_path: 'ingest/greet.ts' });
