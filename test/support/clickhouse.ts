@@ -138,9 +138,13 @@ function usersConfig(password: string): string {
 }
 
 async function ping(httpPort: number): Promise<boolean> {
-  const res = await fetch(`http://127.0.0.1:${httpPort}/ping`);
+  // Bounded: a server that accepted the connection while starting may never answer it.
+  const res = await fetch(`http://127.0.0.1:${httpPort}/ping`, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
   return res.ok;
 }
+
+/** One readiness probe's limit; waitUntil retries until its own deadline. */
+const PROBE_TIMEOUT_MS = 2_000;
 
 /**
  * ZooKeeper serves once `srvr` (the one four-letter command allowed by default) reports its mode:
@@ -152,7 +156,13 @@ async function zookeeperServing(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     let text = '';
     const s = net.connect(port, '127.0.0.1', () => s.write('srvr'));
-    s.on('data', (d) => (text += d.toString()));
+    // A ZooKeeper still starting can take the connection and neither answer nor close it (seen
+    // in a CI run: the probe hung for good): each probe gives up after PROBE_TIMEOUT_MS.
+    s.setTimeout(PROBE_TIMEOUT_MS, () => s.destroy());
+    s.on('data', (d) => {
+      text += d.toString();
+      if (/Mode: standalone/.test(text)) s.destroy();
+    });
     s.once('close', () => resolve(/Mode: standalone/.test(text)));
     s.once('error', () => resolve(false));
   });

@@ -53,7 +53,7 @@ environments:
   });
 }
 
-describe('ClickHouse target on a 2-shard cluster', { skip: missing }, () => {
+describe('ClickHouse target on a 2-shard cluster', { skip: missing, timeout: 300_000 }, () => {
   let ch: RunningClickHouseCluster;
   let app: App;
   let direct: ClickHouseTarget;
