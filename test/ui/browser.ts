@@ -210,6 +210,44 @@ export async function login(page: Page, username: string, password: string): Pro
   await page.getByTestId('user-menu').waitFor();
 }
 
+/** JSON calls to a test server as `token`'s bearer (none: anonymous); the body is null when not JSON. */
+export function jsonApi(server: { url: string }) {
+  return async (method: string, urlPath: string, body?: unknown, token?: string) => {
+    const res = await fetch(server.url + urlPath, {
+      method,
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json().catch(() => null)) as any };
+  };
+}
+
+/**
+ * The people of the collaboration tests on a server with auth and no user yet: ada (the first
+ * admin, password lovelace1), eve (editor) and vic (viewer), each with the password
+ * `<name>-pass1`. Resolves to ada's token.
+ */
+export async function setUpTeam(api: ReturnType<typeof jsonApi>): Promise<string> {
+  const admin = await api('POST', '/api/auth/setup', { username: 'ada', password: 'lovelace1' });
+  assert.equal(admin.status, 200);
+  for (const [username, role] of [
+    ['eve', 'editor'],
+    ['vic', 'viewer'],
+  ]) {
+    const r = await api('POST', '/api/users', { username, password: `${username}-pass1`, role }, admin.body.token);
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+  }
+  return admin.body.token as string;
+}
+
+/** The session check before the login form is a 401 the browser logs itself. */
+const LOGIN_NOISE = /401|Unauthorized/;
+
+/** What the pages logged as errors, the login form's expected 401 left out. */
+export function pageErrorsAfterLogin(...pages: OpenedPage[]): string[] {
+  return pages.flatMap((p) => p.errors).filter((e) => !LOGIN_NOISE.test(e));
+}
+
 /** Fills the first-admin form (auth on, no user yet) and waits for the shell. */
 export async function setupAdmin(page: Page, username: string, password: string): Promise<void> {
   await page.getByLabel('Username').fill(username);

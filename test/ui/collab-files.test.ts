@@ -11,24 +11,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { login, openPage, screenshot, sharedEditorText, shopForTests, waitForSharedText, type OpenedPage } from './browser.js';
+import { jsonApi, login, openPage, screenshot, sharedEditorText, shopForTests, waitForSharedText, type OpenedPage, pageErrorsAfterLogin, setUpTeam } from './browser.js';
 
 const MODEL_FILE = 'transform/staging/stg_customers.sql';
-/** The session check before the login form is a 401 the browser logs itself. */
-const LOGIN_NOISE = /401|Unauthorized/;
-
 describe('project files edited together (shop, --auth)', { timeout: 300_000 }, () => {
   const server = shopForTests({ auth: true, build: false });
   const read = (rel: string) => fs.readFileSync(path.join(server.root, rel), 'utf8');
 
-  const api = async (method: string, urlPath: string, body?: unknown, token?: string) => {
-    const res = await fetch(server.url + urlPath, {
-      method,
-      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: (await res.json().catch(() => null)) as any };
-  };
+  const api = jsonApi(server);
 
   /** A person's page on `urlPath`, logged in, with the shared editor live. */
   async function personOn(urlPath: string, username: string, password: string): Promise<OpenedPage> {
@@ -39,18 +29,8 @@ describe('project files edited together (shop, --auth)', { timeout: 300_000 }, (
     return opened;
   }
 
-  const pageErrors = (...pages: OpenedPage[]) => pages.flatMap((p) => p.errors).filter((e) => !LOGIN_NOISE.test(e));
-
   it('sets up an admin, an editor and a viewer', async () => {
-    const admin = await api('POST', '/api/auth/setup', { username: 'ada', password: 'lovelace1' });
-    assert.equal(admin.status, 200);
-    for (const [username, role] of [
-      ['eve', 'editor'],
-      ['vic', 'viewer'],
-    ]) {
-      const r = await api('POST', '/api/users', { username, password: `${username}-pass1`, role }, admin.body.token);
-      assert.equal(r.status, 201, JSON.stringify(r.body));
-    }
+    const adminToken = await setUpTeam(api);
   });
 
   it("two people on one model see each other's text, presence and cursor live, and the save writes both", async () => {
@@ -76,7 +56,7 @@ describe('project files edited together (shop, --auth)', { timeout: 300_000 }, (
       await a.page.getByTestId('collab-editor').getByRole('button', { name: 'Save', exact: true }).click();
       await a.page.getByTestId('collab-editor').getByText(/^saved /).waitFor();
       assert.equal(read(MODEL_FILE), `${original}\n-- reviewed by ada\n-- and eve`);
-      assert.deepEqual(pageErrors(a, b), []);
+      assert.deepEqual(pageErrorsAfterLogin(a, b), []);
     } finally {
       await a.close();
       await b.close();
@@ -116,7 +96,7 @@ describe('project files edited together (shop, --auth)', { timeout: 300_000 }, (
       await waitForSharedText(v.page, (t) => t.startsWith('# changed by the CLI\n') && !t.includes('# edited together'), 'the viewer sees the file from disk');
       await a.page.getByTestId('collab-editor').getByText(/^saved /).waitFor();
       assert.equal(read('project.yml'), onDisk);
-      assert.deepEqual(pageErrors(a, v), []);
+      assert.deepEqual(pageErrorsAfterLogin(a, v), []);
     } finally {
       await a.close();
       await v.close();
@@ -140,7 +120,7 @@ describe('project files edited together (shop, --auth)', { timeout: 300_000 }, (
         await p.page.waitForLoadState('networkidle');
       }
       await p.page.locator('.swagger-ui .info').waitFor();
-      assert.deepEqual(pageErrors(p), []);
+      assert.deepEqual(pageErrorsAfterLogin(p), []);
     } finally {
       await p.close();
     }

@@ -10,24 +10,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { gridColumn, login, openPage, screenshot, sharedEditorText, shopForTests, waitForSharedText, type OpenedPage } from './browser.js';
+import { jsonApi, gridColumn, login, openPage, screenshot, sharedEditorText, shopForTests, waitForSharedText, type OpenedPage, pageErrorsAfterLogin, setUpTeam } from './browser.js';
 
 const QUERY_FILE = 'queries/answers.sql';
-/** The session check before the login form is a 401 the browser logs itself. */
-const LOGIN_NOISE = /401|Unauthorized/;
-
 describe('a saved query edited together on the SQL page (shop, --auth)', { timeout: 300_000 }, () => {
   const server = shopForTests({ auth: true, build: false });
   const read = () => fs.readFileSync(path.join(server.root, QUERY_FILE), 'utf8');
 
-  const api = async (method: string, urlPath: string, body?: unknown, token?: string) => {
-    const res = await fetch(server.url + urlPath, {
-      method,
-      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: (await res.json().catch(() => null)) as any };
-  };
+  const api = jsonApi(server);
 
   /** A person on /sql, logged in, with the saved query opened from the list and its shared editor live. */
   async function personOnQuery(name: string, username: string, password: string): Promise<OpenedPage> {
@@ -42,19 +32,9 @@ describe('a saved query edited together on the SQL page (shop, --auth)', { timeo
     return opened;
   }
 
-  const pageErrors = (...pages: OpenedPage[]) => pages.flatMap((p) => p.errors).filter((e) => !LOGIN_NOISE.test(e));
-
   it('sets up an admin, an editor, a viewer and two saved queries', async () => {
-    const admin = await api('POST', '/api/auth/setup', { username: 'ada', password: 'lovelace1' });
-    assert.equal(admin.status, 200);
-    for (const [username, role] of [
-      ['eve', 'editor'],
-      ['vic', 'viewer'],
-    ]) {
-      const r = await api('POST', '/api/users', { username, password: `${username}-pass1`, role }, admin.body.token);
-      assert.equal(r.status, 201, JSON.stringify(r.body));
-    }
-    const saved = await api('PUT', `/api/files/${QUERY_FILE}`, { content: 'SELECT 42 AS answer\n', base_sha256: null }, admin.body.token);
+    const adminToken = await setUpTeam(api);
+    const saved = await api('PUT', `/api/files/${QUERY_FILE}`, { content: 'SELECT 42 AS answer\n', base_sha256: null }, adminToken);
     assert.equal(saved.status, 200, JSON.stringify(saved.body));
     fs.writeFileSync(path.join(server.root, 'queries', 'sevens.sql'), 'SELECT 7 AS seven\n');
   });
@@ -94,7 +74,7 @@ describe('a saved query edited together on the SQL page (shop, --auth)', { timeo
       await a.page.getByTestId('collab-editor').getByRole('button', { name: 'Save', exact: true }).click();
       await a.page.getByTestId('collab-conflict').waitFor();
       assert.equal(read(), onDisk, 'nothing written over the change on disk');
-      assert.deepEqual(pageErrors(a, b), []);
+      assert.deepEqual(pageErrorsAfterLogin(a, b), []);
     } finally {
       await a.close();
       await b.close();
@@ -120,7 +100,7 @@ describe('a saved query edited together on the SQL page (shop, --auth)', { timeo
       await a.page.getByRole('button', { name: 'New query tab' }).click();
       await a.page.locator('.dp-sql [data-testid="code-editor"] .cm-content').waitFor();
       assert.equal(await a.page.locator('.dp-sql [data-testid="collab-editor"]').count(), 0);
-      assert.deepEqual(pageErrors(a, v), []);
+      assert.deepEqual(pageErrorsAfterLogin(a, v), []);
     } finally {
       await a.close();
       await v.close();
