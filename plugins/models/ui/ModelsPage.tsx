@@ -7,7 +7,7 @@
  */
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { Link, Route, Routes, useLocation, useNavigate, useParams } from 'react-router-dom';
-import { api, ApiError, Badge, Dialog, Empty, ErrorBox, Field, Icon, Loading, seg, StatusBadge, Table, Tabs, useApi, useCan, useLineageMasks, usePersistentState, type PageProps } from '@dp/ui';
+import { api, ApiError, Badge, Empty, ErrorBox, Field, FormDialog, Icon, Loading, seg, StatusBadge, Table, Tabs, useApi, useCan, useLineageMasks, usePersistentState, type PageProps } from '@dp/ui';
 import { CodeEditor, CollaborativeEditor, editsTogether } from '@dp/ui/editor';
 import { Graph, type GraphEdge, type GraphNode } from '@dp/ui/graph';
 import { ModelDetails, PreviewPanel, RunDetail, type ModelOverview } from './ModelPanels';
@@ -548,37 +548,22 @@ function CreateModelDialog({ open, onClose, onCreated, base }: { open: boolean; 
   const [schema, setSchema] = useState('marts');
   const [materialized, setMaterialized] = useState<'table' | 'view'>('table');
   const [sql, setSql] = useState('SELECT 1 AS id');
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
   const submit = async () => {
-    setBusy(true);
-    setError(null);
-    try {
-      await api.post('/api/models/create', { name, schema_name: schema, materialized, sql });
-      const full = `${schema}.${name}`;
-      onCreated(full);
-      navigate(`${base}/m/${seg(full)}`);
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
+    await api.post('/api/models/create', { name, schema_name: schema, materialized, sql });
+    const full = `${schema}.${name}`;
+    onCreated(full);
+    navigate(`${base}/m/${seg(full)}`);
   };
   return (
-    <Dialog
+    <FormDialog
       open={open}
       title="New model"
       onClose={onClose}
-      footer={
-        <>
-          <button type="button" className="dp-btn" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="button" className="dp-btn dp-btn-primary" disabled={busy || !name || !schema} title={busy ? 'Creating…' : !name || !schema ? 'Give the model a name and a schema' : 'Create the model file'} onClick={() => void submit()}>
-            Create
-          </button>
-        </>
-      }
+      action="Create"
+      actionTitle="Create the model file"
+      busyTitle="Creating…"
+      blocked={!name || !schema ? 'Give the model a name and a schema' : null}
+      onSubmit={submit}
     >
       <Field label="Name">
         <input value={name} onChange={(e) => setName(e.target.value)} placeholder="orders_by_country" autoFocus />
@@ -595,7 +580,6 @@ function CreateModelDialog({ open, onClose, onCreated, base }: { open: boolean; 
       <Field label="SQL">
         <textarea rows={6} value={sql} onChange={(e) => setSql(e.target.value)} />
       </Field>
-      <ErrorBox error={error} />
-    </Dialog>
+    </FormDialog>
   );
 }

@@ -14,7 +14,7 @@ import { sql, PostgreSQL } from '@codemirror/lang-sql';
 import { EditorState, type Extension } from '@codemirror/state';
 import { EditorView } from '@codemirror/view';
 import { collaborationExtensions, editorTheme, usePeers } from '@dp/ui/editor';
-import { api, ApiError, Badge, Dialog, Empty, ErrorBox, Field, formatValue, Loading, PageHeader, ResultsGrid, seg, Table, useApi, useCan, useSession, type PageProps } from '@dp/ui';
+import { api, ApiError, Badge, Empty, ErrorBox, Field, FormDialog, formatValue, Loading, PageHeader, ResultsGrid, seg, Table, useApi, useCan, useSession, type PageProps } from '@dp/ui';
 import ReactMarkdown from 'react-markdown';
 import remarkGfm from 'remark-gfm';
 import { ResultChart } from '@dp/ui/chart';
@@ -70,49 +70,33 @@ function NotebookIndex({ title }: { title: string }) {
 /** Creates notebooks/<name>.dpnb with a heading and an SQL cell, then opens it. */
 function NewNotebookDialog({ open, existing, onClose, onCreated }: { open: boolean; existing: string[]; onClose: () => void; onCreated: (path: string) => void }) {
   const [name, setName] = useState('');
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
   const valid = /^[A-Za-z0-9_-]+$/.test(name);
   const create = async () => {
-    setBusy(true);
-    setError(null);
     const path = `notebooks/${name}.dpnb`;
-    try {
-      if (existing.includes(path)) throw new Error(`${path} exists already: open it from the list`);
-      await api.put(`/api/notebooks/${seg('notebooks')}/${seg(`${name}.dpnb`)}`, {
-        cells: [
-          { type: 'markdown', source: `# ${name}` },
-          { type: 'sql', source: 'SELECT 1 AS answer' },
-        ],
-      });
-      onCreated(path);
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
+    if (existing.includes(path)) throw new Error(`${path} exists already: open it from the list`);
+    await api.put(`/api/notebooks/${seg('notebooks')}/${seg(`${name}.dpnb`)}`, {
+      cells: [
+        { type: 'markdown', source: `# ${name}` },
+        { type: 'sql', source: 'SELECT 1 AS answer' },
+      ],
+    });
+    onCreated(path);
   };
   return (
-    <Dialog
+    <FormDialog
       open={open}
       title="New notebook"
       onClose={onClose}
-      footer={
-        <>
-          <button type="button" className="dp-btn" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="button" className="dp-btn dp-btn-primary" disabled={busy || !valid} title={busy ? 'Creating…' : valid ? 'Create notebooks/<name>.dpnb' : 'Name it with letters, digits, _ or -'} onClick={() => void create()}>
-            Create
-          </button>
-        </>
-      }
+      action="Create"
+      actionTitle="Create notebooks/<name>.dpnb"
+      busyTitle="Creating…"
+      blocked={valid ? null : 'Name it with letters, digits, _ or -'}
+      onSubmit={create}
     >
       <Field label="Name">
         <input value={name} onChange={(e) => setName(e.target.value)} placeholder="explore_orders" autoFocus aria-label="Notebook name" />
       </Field>
-      <ErrorBox error={error} />
-    </Dialog>
+    </FormDialog>
   );
 }
 

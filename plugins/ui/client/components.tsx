@@ -1,5 +1,5 @@
 /** Small shared components: errors, loading, tables, tabs, dialogs, icons. Styled by the shell's CSS (dp-* classes). */
-import { useEffect, useRef, type ReactNode } from 'react';
+import { useEffect, useRef, useState, type ReactNode } from 'react';
 import { ApiError } from './api';
 
 /** The API's message (and code) for an error; never a blank box. */
@@ -137,6 +137,58 @@ export function Dialog({ open, title, onClose, children, footer }: { open: boole
       <div className="dp-dialog-body">{open ? children : null}</div>
       {footer ? <div className="dp-dialog-footer">{footer}</div> : null}
     </dialog>
+  );
+}
+
+/**
+ * A dialog whose one action runs `onSubmit`: Cancel and the action in the footer, the action
+ * disabled while it runs or while `blocked` says why (its title), a failure shown under the form.
+ */
+export function FormDialog({ open, title, onClose, action, actionTitle, busyTitle, blocked, onSubmit, children }: {
+  open: boolean;
+  title: ReactNode;
+  onClose: () => void;
+  action: string;
+  /** The action button's title when it can run. */
+  actionTitle: string;
+  busyTitle: string;
+  /** Why the action cannot run yet (the form is incomplete), or null. */
+  blocked: string | null;
+  onSubmit: () => Promise<void>;
+  children: ReactNode;
+}) {
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      await onSubmit();
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <Dialog
+      open={open}
+      title={title}
+      onClose={onClose}
+      footer={
+        <>
+          <button type="button" className="dp-btn" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="button" className="dp-btn dp-btn-primary" disabled={busy || blocked !== null} title={busy ? busyTitle : (blocked ?? actionTitle)} onClick={() => void submit()}>
+            {action}
+          </button>
+        </>
+      }
+    >
+      {children}
+      <ErrorBox error={error} />
+    </Dialog>
   );
 }
 
