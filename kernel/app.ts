@@ -16,7 +16,7 @@ import { DEFAULT_PHASE_TIMEOUTS_MS, PluginLifecycle, type PhaseTimeouts } from '
 import { KernelLogger } from './log.js';
 import { runMigrations } from './migrations.js';
 import { WebhookNotifier } from './notifier.js';
-import { Scheduler } from './scheduler.js';
+import { Scheduler, systemClock } from './scheduler.js';
 import { checkTopLevelKeys, configurationOwners, configValue, pluginConfiguration } from './plugin-config.js';
 import { activationSet, checkExtensionDeclarations, discoverPlugins, type DiscoveredPlugin } from './plugins.js';
 import { GuardedQueryRunner } from './query-runner.js';
@@ -60,7 +60,7 @@ export interface BootOptions {
   activate?: string[];
   /** Per-plugin deadline of each lifecycle phase, in ms (defaults: start 30 s, beforeStop and stop 10 s). */
   phaseTimeoutsMs?: Partial<PhaseTimeouts>;
-  /** The scheduler's clock (a test about schedules moves one it owns); the system clock by default. */
+  /** The scheduler's and the plugins' clock (ctx.clock; a test about time moves one it owns); the system clock by default. */
   clock?: Clock;
 }
 
@@ -116,6 +116,8 @@ export class App {
   /** Whether the scheduler runs: `dp serve` without --no-scheduler (BootOptions.scheduler). */
   readonly scheduling: boolean;
   readonly scheduler: Scheduler;
+  /** BootOptions.clock, or the system clock: the scheduler's and the plugins' (ctx.clock). */
+  readonly clock: Clock;
   readonly notifier = new WebhookNotifier();
   authEnabled: boolean;
 
@@ -126,7 +128,8 @@ export class App {
     this.log = new KernelLogger('kernel', () => Object.values(this.project?.envVars ?? {}), { human: !this.serving });
     this.lifecycle = new PluginLifecycle({ ...DEFAULT_PHASE_TIMEOUTS_MS, ...(options.phaseTimeoutsMs ?? {}) }, this.log.child('lifecycle'));
     this.scheduling = this.serving && (options.scheduler ?? false);
-    this.scheduler = new Scheduler(this.log.child('scheduler'), options.clock);
+    this.clock = options.clock ?? systemClock;
+    this.scheduler = new Scheduler(this.log.child('scheduler'), this.clock);
     // Schedules fire only once every plugin has started, and stop before any plugin stops.
     this.lifecycle.around('afterStart', () => (this.scheduling ? this.scheduler.start() : undefined));
     this.lifecycle.around('beforeStop', () => this.scheduler.stop());
@@ -292,6 +295,7 @@ export class App {
       serving: this.serving,
       scheduling: this.scheduling,
       scheduler: app.scheduler.forPlugin(manifest.name),
+      clock: app.clock,
       localServer: async () => (app.serving ? null : (await import('./remote.js')).localServerFor(app.project.root)),
       enabledPlugins: () => app.plugins.map((p) => ({ manifest: p.manifest, dir: p.dir })),
       route: (def) => app.addRoute(manifest.name, def),

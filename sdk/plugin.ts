@@ -6,7 +6,7 @@ import type { FireableHook, HookKind, HookTarget, QueryContext, QueryPurpose, Qu
 import type { QueryStopSignal, RouteKind, RouteRequest, SseRouteDefinition, StaticRouteDefinition, WebSocketRouteDefinition } from './routes.js';
 import type { ManifestUi } from './ui.js';
 import type { NotifierService } from './notifier.js';
-import type { SchedulerService } from './scheduler.js';
+import type { Clock, SchedulerService } from './scheduler.js';
 
 export type { QueryStopSignal, RouteRequest } from './routes.js';
 
@@ -322,6 +322,11 @@ export interface PluginContext {
    * never overlapping, aborted at their timeout and before shutdown; they run only when `scheduling`.
    */
   readonly scheduler: SchedulerService;
+  /**
+   * Where a plugin reads the time and sets its timers for time-based behaviour (idle release,
+   * cache age): the system clock, or the clock a test owns and moves (BootOptions.clock).
+   */
+  readonly clock: Clock;
   /**
    * For a CLI command that relays to a running `dp serve` of this project (manifest
    * `runsBesideServer`, e.g. `dp mcp` relaying stdio to `/mcp`): the server's address and the

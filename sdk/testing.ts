@@ -18,6 +18,7 @@ import { BUILTIN_PLUGINS_DIR } from '../kernel/plugins.js';
 import { LOCAL_ADMIN, type Caller, type Role } from './auth.js';
 import { errorMessage } from './errors.js';
 import type { DatabasePort } from './db.js';
+import type { Clock } from './scheduler.js';
 
 // Tests are quiet unless the developer asks for the log.
 process.env.DP_LOG_SILENT ??= '1';
@@ -35,6 +36,8 @@ export interface TestServerOptions {
   auth?: boolean;
   /** Run cron schedules on the wall clock (default false: a test about time asks for it, or better moves a clock it owns). */
   scheduler?: boolean;
+  /** The clock plugins read (ctx.clock) and the scheduler runs on: a test about time passes one it moves. */
+  clock?: Clock;
   /** SSE heartbeat interval in ms (default 15 s). */
   sseHeartbeatMs?: number;
 }
@@ -112,7 +115,7 @@ export async function startTestServer(options: TestServerOptions): Promise<Plugi
     fs.writeFileSync(file, content);
   }
 
-  const app = await App.boot({ projectRoot, serving: true, auth: options.auth ?? false, scheduler: options.scheduler ?? false });
+  const app = await App.boot({ projectRoot, serving: true, auth: options.auth ?? false, scheduler: options.scheduler ?? false, clock: options.clock });
   await app.start();
   const server = await createServer(app, { sseHeartbeatMs: options.sseHeartbeatMs });
   await server.listen({ port: 0, host: '127.0.0.1' });

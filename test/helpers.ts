@@ -10,6 +10,7 @@ import { App } from '../kernel/app.js';
 import { createServer, type ServerOptions } from '../kernel/http.js';
 import { REPO_ROOT } from '../kernel/plugins.js';
 import { httpRequester, runCommand, type CommandResult } from '../sdk/testing.js';
+import type { Clock } from '../sdk/scheduler.js';
 
 process.env.DP_LOG_SILENT ??= '1';
 
@@ -64,9 +65,9 @@ export interface TestServer {
  */
 export async function startServer(
   projectRoot: string,
-  options: { auth?: boolean; env?: string | null; builtInPluginsDir?: string; server?: ServerOptions; scheduler?: boolean } = {},
+  options: { auth?: boolean; env?: string | null; builtInPluginsDir?: string; server?: ServerOptions; scheduler?: boolean; clock?: Clock } = {},
 ): Promise<TestServer> {
-  const app = await App.boot({ projectRoot, env: options.env ?? null, serving: true, auth: options.auth ?? false, builtInPluginsDir: options.builtInPluginsDir, scheduler: options.scheduler ?? false });
+  const app = await App.boot({ projectRoot, env: options.env ?? null, serving: true, auth: options.auth ?? false, builtInPluginsDir: options.builtInPluginsDir, scheduler: options.scheduler ?? false, clock: options.clock });
   await app.start();
   const server = await createServer(app, options.server);
   await server.listen({ port: 0, host: '127.0.0.1' });
@@ -256,4 +257,16 @@ export async function spawnServe(
       return exited;
     },
   };
+}
+
+/**
+ * Polls until `condition` holds: for a state the code reaches but announces nowhere a test can
+ * listen. The deadline is generous (a loaded CI machine is slow); only a failing test waits it out.
+ */
+export async function waitUntil(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }

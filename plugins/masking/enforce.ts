@@ -136,14 +136,14 @@ export class MaskingEnforcer {
   readonly derived: DerivedPolicies;
 
   constructor(
-    private readonly ctx: Pick<PluginContext, 'db'>,
+    private readonly ctx: Pick<PluginContext, 'db' | 'clock'>,
     private readonly catalog: MethodCatalog,
     private readonly store: PolicyStore,
     private readonly settings: () => MaskingSettings,
     private readonly log: Logger,
     lineage: () => LineageService | undefined = () => undefined,
   ) {
-    this.relations = new RelationCatalog(ctx.db);
+    this.relations = new RelationCatalog(ctx.db, () => ctx.clock.now());
     this.derived = new DerivedPolicies(lineage, store, this.relations, log);
   }
 

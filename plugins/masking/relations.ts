@@ -48,6 +48,8 @@ export class RelationCatalog {
 
   constructor(
     private readonly db: DatabasePort,
+    /** Where the age of a snapshot is read (ctx.clock: a test moves its own). */
+    private readonly now: () => number,
     /** How long a snapshot is trusted without any event (ms). */
     private readonly maxAgeMs = 2000,
   ) {}
@@ -57,13 +59,13 @@ export class RelationCatalog {
   }
 
   async snapshot(): Promise<CatalogSnapshot> {
-    if (this.current && Date.now() - this.current.loadedAt < this.maxAgeMs) return this.current;
+    if (this.current && this.now() - this.current.loadedAt < this.maxAgeMs) return this.current;
     return this.reload();
   }
 
   /** Reloads unless a reload finished within `minAgeMs` (so one query reloads at most once). */
   async refreshIfOlderThan(minAgeMs: number): Promise<CatalogSnapshot> {
-    if (this.current && Date.now() - this.current.loadedAt < minAgeMs) return this.current;
+    if (this.current && this.now() - this.current.loadedAt < minAgeMs) return this.current;
     return this.reload();
   }
 
@@ -99,7 +101,7 @@ export class RelationCatalog {
       this.lastDigest = digest;
       this.epochCounter++;
     }
-    this.current = { epoch: this.epochCounter, loadedAt: Date.now(), currentDatabase, relations };
+    this.current = { epoch: this.epochCounter, loadedAt: this.now(), currentDatabase, relations };
     return this.current;
   }
 

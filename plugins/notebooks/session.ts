@@ -56,7 +56,8 @@ interface Session {
   user: string;
   /** What each run cell left for later cells, by cell index. */
   values: Map<number, Record<string, unknown>>;
-  timer: NodeJS.Timeout | null;
+  /** The idle release, armed on ctx.clock. */
+  timer: unknown;
   /** Runs of this notebook, one after the other. */
   queue: Promise<unknown>;
 }
@@ -86,7 +87,7 @@ export class NotebookSessions {
   }
 
   releaseAll(): void {
-    for (const s of this.sessions.values()) if (s.timer) clearTimeout(s.timer);
+    for (const s of this.sessions.values()) if (s.timer) this.ctx.clock.clearTimeout(s.timer);
     this.sessions.clear();
   }
 
@@ -95,7 +96,7 @@ export class NotebookSessions {
     let released = false;
     for (const s of [...this.sessions.values()]) {
       if (s.path !== path) continue;
-      if (s.timer) clearTimeout(s.timer);
+      if (s.timer) this.ctx.clock.clearTimeout(s.timer);
       this.sessions.delete(s.key);
       released = true;
     }
@@ -114,12 +115,12 @@ export class NotebookSessions {
   }
 
   private touch(s: Session): void {
-    if (s.timer) clearTimeout(s.timer);
-    s.timer = setTimeout(() => {
+    if (s.timer) this.ctx.clock.clearTimeout(s.timer);
+    // On ctx.clock (the system clock's timers do not hold the process open): a test moves its own.
+    s.timer = this.ctx.clock.setTimeout(() => {
       if (this.sessions.get(s.key) === s) this.sessions.delete(s.key);
       this.ctx.log.debug('notebook session released', { path: s.path });
     }, this.settings.idleSeconds * 1000);
-    s.timer.unref();
   }
 
   execute(req: ExecuteRequest): Promise<CellResult> {

@@ -117,10 +117,10 @@ export class BuildRecorder {
   /** Waits until MIN_BATCH builds are queued, someone waits for them, or MAX_WAIT_MS have passed. */
   private fuller(): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(() => this.wake?.(), MAX_WAIT_MS);
-      timer.unref();
+      // On ctx.clock (whose system timers do not hold the process open): a test moves its own.
+      const timer = this.ctx.clock.setTimeout(() => this.wake?.(), MAX_WAIT_MS);
       this.wake = () => {
-        clearTimeout(timer);
+        this.ctx.clock.clearTimeout(timer);
         this.wake = null;
         resolve();
       };

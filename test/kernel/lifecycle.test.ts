@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { App } from '../../kernel/app.js';
-import { makeProject, runCli, spawnServe } from '../helpers.js';
+import { makeProject, runCli, spawnServe, waitUntil } from '../helpers.js';
 
 /** A project plugin that writes each lifecycle call to lifecycle.log; `hang` makes one phase never finish. */
 function recorderPlugin(name: string, options: { hang?: 'start' | 'stop' | 'beforeStop'; slowRoute?: boolean } = {}): Record<string, string> {
@@ -41,7 +41,7 @@ export default {
     ${
       options.slowRoute
         ? `ctx.route({ method: 'GET', url: '/api/${name}/slow', permission: 'read',
-        handler: async (req) => { await new Promise((r) => setTimeout(r, Number(req.query.ms))); return { slept: Number(req.query.ms) }; } });`
+        handler: async (req) => { log('slow'); await new Promise((r) => setTimeout(r, Number(req.query.ms))); return { slept: Number(req.query.ms) }; } });`
         : ''
     }
   },
@@ -117,7 +117,7 @@ describe('dp serve shutdown', () => {
     const root = project(recorderPlugin('alpha', { slowRoute: true }));
     const { child, url, exited } = await serveProcess(root, 10);
     const inFlight = fetch(`${url}/api/alpha/slow?ms=1500`);
-    await new Promise((r) => setTimeout(r, 300));
+    await waitUntil(() => logOf(root).includes('alpha slow'), 'the slow request to be in flight');
     child.kill('SIGTERM');
     const res = await inFlight;
     assert.equal(res.status, 200);
@@ -142,7 +142,7 @@ describe('dp serve shutdown', () => {
       (r) => r.status,
       () => 'cut',
     );
-    await new Promise((r) => setTimeout(r, 500));
+    await waitUntil(() => logOf(root).includes('alpha slow'), 'the slow request to be in flight');
     const t0 = Date.now();
     child.kill('SIGTERM');
     const { code, at } = await exited;

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { makeProject, startServer } from '../helpers.js';
+import { makeProject, startServer, waitUntil } from '../helpers.js';
 
 const ENDLESS = 'SELECT sum(i) FROM range(1000000000000) t(i)';
 
@@ -32,8 +32,7 @@ describe('maintenance', () => {
       assert.equal(csv.status, 200);
       const reader = csv.body!.getReader();
       assert.ok((await reader.read()).value, 'the export began streaming');
-      await new Promise((r) => setTimeout(r, 200));
-      assert.ok(s.app.lentConnections() >= 2, 'the port counts the running query and the stream as lent');
+      await waitUntil(() => s.app.lentConnections() >= 2, 'the port to count the running query and the stream as lent');
 
       let during: { status: number; body: any; headers: Headers } | null = null;
       let fileWasClosed = false;
@@ -147,7 +146,7 @@ describe('write lock', () => {
       const first = s.request('POST', '/api/transform', { force: true });
       const second = s.request('POST', '/api/transform', { force: true });
       // A read while the writers run: it does not wait for the lock.
-      await new Promise((r) => setTimeout(r, 100));
+      await waitUntil(() => events.includes('start'), 'the first transform to start');
       const read = await s.request('POST', '/api/query', { sql: 'SELECT 7 AS x' });
       const readDoneWith = [...events];
       assert.equal(read.status, 200);

@@ -38,12 +38,16 @@ function readFrame(socket: Duplex): Promise<string> {
   return new Promise((resolve) => socket.once('data', (chunk: Buffer) => resolve(chunk.subarray(2, 2 + (chunk[1] & 0x7f)).toString())));
 }
 
-/** Reads an event stream until `done(text)` holds or the deadline passes; returns the status and the text read. */
-async function readSse(url: string, headers: Record<string, string>, done: (text: string) => boolean, deadlineMs = 5000) {
+/**
+ * Reads an event stream until `done(text)` holds or the deadline passes; returns the status and the text read.
+ * `onOpen` runs when the headers arrive: the server sends them once the client is subscribed.
+ */
+async function readSse(url: string, headers: Record<string, string>, done: (text: string) => boolean, options: { deadlineMs?: number; onOpen?: () => void } = {}) {
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), deadlineMs);
+  const timer = setTimeout(() => controller.abort(), options.deadlineMs ?? 30_000);
   let text = '';
   const res = await fetch(url, { headers, signal: controller.signal });
+  options.onOpen?.();
   try {
     if (res.status !== 200 || !res.body) return { status: res.status, text: await res.text(), headers: res.headers };
     const reader = res.body.getReader();
@@ -140,8 +144,10 @@ describe('websocket, sse and static routes (auth on)', () => {
     assert.deepEqual(ids(resumed.text), [3], 'only what came after id 2');
 
     // Live: an event pushed while connected arrives after the replay.
-    const live = readSse(`${s.url}/api/live-demo/events`, { ...auth, 'last-event-id': '3' }, (t) => ids(t).includes(4));
-    await new Promise((r) => setTimeout(r, 100));
+    let subscribed!: () => void;
+    const opened = new Promise<void>((resolve) => (subscribed = resolve));
+    const live = readSse(`${s.url}/api/live-demo/events`, { ...auth, 'last-event-id': '3' }, (t) => ids(t).includes(4), { onOpen: subscribed });
+    await Promise.race([opened, live]);
     await s.request('POST', '/api/live-demo/emit', { text: 'four' }, { token: tokens.editor });
     assert.deepEqual(ids((await live).text), [4]);
 

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { makeProject, runCli, startServer, type TestServer } from '../helpers.js';
+import { makeProject, runCli, startServer, waitUntil, type TestServer } from '../helpers.js';
 
 describe('a secret rotated with dp secrets set while the server runs', () => {
   let s: TestServer;
@@ -24,8 +24,8 @@ describe('a secret rotated with dp secrets set while the server runs', () => {
     const set = runCli(['secrets', 'set', 'SERVICE_WEBHOOK_SECRET_HOOK', 'new-secret-456', '--project', root]);
     assert.equal(set.code, 0, set.stderr);
     assert.match(set.stdout, /saved/);
-    // The server learns of the change from a file-system event: wait for that state, bounded by the test's timeout.
-    while ((await post('new-secret-456')) !== 200) await new Promise((r) => setTimeout(r, 20));
+    // The server learns of the change from a file-system event: wait for that state.
+    await waitUntil(async () => (await post('new-secret-456')) === 200, 'the server to take the new secret');
     assert.equal(await post('old-secret-123'), 401);
   });
 });

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { makeProject, spawnServe, startServer, type TestServer } from '../helpers.js';
+import { makeProject, spawnServe, startServer, waitUntil, type TestServer } from '../helpers.js';
 
 const LONG_SQL = 'SELECT sum(i) FROM range(10000000000000) t(i)';
 
@@ -140,7 +140,7 @@ describe('query slots (in process)', () => {
     const last = Math.max(...results.map((r) => r.seconds));
     assert.ok(last < 6, `the last query ended after ${last} s: queued time did not count`);
     // The slot comes back once DuckDB let go of the interrupted query.
-    for (let i = 0; i < 200 && s.app.queries.stats().running.admin > 0; i++) await new Promise((r) => setTimeout(r, 25));
+    await waitUntil(() => s.app.queries.stats().running.admin === 0, 'the slot to come back');
     assert.deepEqual(s.app.queries.stats(), { running: { admin: 0, editor: 0, viewer: 0 }, queued: { admin: 0, editor: 0, viewer: 0 } });
     const next = await s.request('POST', '/api/query', { sql: 'SELECT 7' });
     assert.deepEqual(next.body.rows, [[7]]);
@@ -148,15 +148,23 @@ describe('query slots (in process)', () => {
 
   it('refuses a query when too many of its role wait (503 query_queue_full)', async () => {
     const root = makeProject({
-      'project.yml': 'name: full\ndatabase:\n  path: f.duckdb\nquery:\n  timeout_seconds:\n    admin: 1\n  max_concurrent:\n    admin: 1\n  max_queued: 1\n',
+      'project.yml': 'name: full\ndatabase:\n  path: f.duckdb\nquery:\n  timeout_seconds:\n    admin: 3\n  max_concurrent:\n    admin: 1\n  max_queued: 1\n',
     });
     const t = await startServer(root);
     try {
-      const results = await Promise.all(Array.from({ length: 3 }, () => t.request('POST', '/api/query', { sql: LONG_SQL })));
-      const codes = results.map((r) => r.body.error?.code).sort();
-      assert.deepEqual(codes, ['query_queue_full', 'query_timeout', 'query_timeout']);
-      const full = results.find((r) => r.status === 503)!;
+      const held = [t.request('POST', '/api/query', { sql: LONG_SQL }), t.request('POST', '/api/query', { sql: LONG_SQL })];
+      // The third is sent only once the slot is taken and the queue full (sent at once, a slow
+      // machine may time the first out before the third arrives).
+      await waitUntil(() => {
+        const st = t.app.queries.stats();
+        return st.running.admin === 1 && st.queued.admin === 1;
+      }, 'one query running and one queued');
+      const full = await t.request('POST', '/api/query', { sql: LONG_SQL });
+      assert.equal(full.status, 503, full.text);
+      assert.equal(full.body.error.code, 'query_queue_full');
       assert.equal(full.headers.get('retry-after'), '1');
+      const codes = (await Promise.all(held)).map((r) => r.body.error?.code);
+      assert.deepEqual(codes, ['query_timeout', 'query_timeout']);
     } finally {
       await t.close();
     }

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Caller } from '../../sdk/index.js';
+import { FakeClock } from '../kernel/fake-clock.js';
 import { makeProject } from '../helpers.js';
 import { startServerWithRoles, type Role, type RoleServer } from '../support/role-server.js';
 
@@ -440,7 +441,9 @@ describe('security: every masking method over edge values', () => {
 describe('security: masking and the catalog race (issue 22)', () => {
   it('a policy column missing from the cached catalog is re-read before answering: a seed reloaded with the column is masked at once', async () => {
     const root = makeProject({ 'seeds/customers.csv': 'id,email\n1,ada@example.com\n2,alan@example.org\n' });
-    const srv = await startServerWithRoles(root);
+    // The masking catalog's snapshot ages on a clock the test moves (its 2 s trust, its 50 ms re-read guard).
+    const clock = new FakeClock(Date.now());
+    const srv = await startServerWithRoles(root, { clock });
     try {
       const load = async () => {
         const r = await srv.s.request('POST', '/api/seeds', { force: true }, { token: srv.tokens.admin });
@@ -457,11 +460,13 @@ describe('security: masking and the catalog race (issue 22)', () => {
       // Reload without the column, and let the masking catalog read the table that way.
       fs.writeFileSync(path.join(root, 'seeds/customers.csv'), 'id,name\n1,Ada\n2,Alan\n');
       await load();
-      await new Promise((r) => setTimeout(r, 2100));
+      await clock.advance(2100);
       assert.ok((await viewerRows()).includes('Ada'));
-      // Reload with the column and query at once: the cached catalog lacks `email`.
+      // Reload with the column and query at once (well inside the 2 s trust, past the 50 ms guard
+      // a reload takes anyway): the cached catalog lacks `email`.
       fs.writeFileSync(path.join(root, 'seeds/customers.csv'), 'id,email\n1,ada@example.com\n2,alan@example.org\n');
       await load();
+      await clock.advance(100);
       const text = await viewerRows();
       assert.ok(!text.includes('ada@') && !text.includes('alan@'), `raw emails right after the reload: ${text}`);
       assert.ok(text.includes('***@example.com'), text);

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { makeProject, startServer, type TestServer } from '../helpers.js';
+import { makeProject, startServer, waitUntil, type TestServer } from '../helpers.js';
 import { upgrade } from '../support/upgrade.js';
 
 interface Opened {
@@ -65,10 +65,11 @@ describe('security: streaming connections per user', () => {
     held.shift()!.close();
     // The server frees the place when it sees the connection close: wait for that state.
     let again = await socket(viewer);
-    for (let i = 0; again.status === 429 && i < 100; i++) {
-      await new Promise((r) => setTimeout(r, 20));
+    await waitUntil(async () => {
+      if (again.status !== 429) return true;
       again = await socket(viewer);
-    }
+      return false;
+    }, 'the server to free the place');
     assert.equal(again.status, 101, again.body);
     held.push(again);
     for (const h of held) h.close();

@@ -4,6 +4,7 @@
  * editor it creates (user name = role, password `<role>pw`).
  */
 import assert from 'node:assert/strict';
+import type { Clock } from '../../sdk/index.js';
 import { startServer, type TestServer } from '../helpers.js';
 
 export type Role = 'viewer' | 'editor' | 'admin';
@@ -14,8 +15,8 @@ export interface RoleServer {
   tokens: Record<Role, string>;
 }
 
-export async function startServerWithRoles(root: string): Promise<RoleServer> {
-  const s = await startServer(root, { auth: true });
+export async function startServerWithRoles(root: string, options: { clock?: Clock } = {}): Promise<RoleServer> {
+  const s = await startServer(root, { auth: true, clock: options.clock });
   const setup = await s.request('POST', '/api/auth/setup', { username: 'root', password: 'rootpw', role: 'admin' });
   assert.equal(setup.status, 200, setup.text);
   const tokens = { admin: setup.body.token } as Record<Role, string>;

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { gridColumn, login, onPage, openPage, runSql, screenshot, setupAdmin, shopForTests } from './browser.js';
+import { gridColumn, login, onPage, openPage, runSql, screenshot, setupAdmin, shopForTests, withAttribute } from './browser.js';
 
 describe('web UI with auth (shop)', { timeout: 240_000 }, () => {
   const server = shopForTests({ auth: true });
@@ -95,14 +95,15 @@ describe('web UI with auth (shop)', { timeout: 240_000 }, () => {
     await onPage(server, '/models', async (page) => {
       await login(page, 'vic', 'viewer12');
       await page.locator('[data-testid="graph"] [data-node-id="marts.customer_orders"]').waitFor();
-      assert.equal(await page.getByRole('button', { name: 'Transform all' }).isDisabled(), true);
-      assert.equal(await page.getByRole('button', { name: '+ New model' }).isDisabled(), true);
+      // Disabled once the page knows the role: wait for that state rather than read it at once.
+      await page.getByRole('button', { name: 'Transform all', disabled: true }).waitFor();
+      await page.getByRole('button', { name: '+ New model', disabled: true }).waitFor();
       await page.goto('/masking');
       await page.getByRole('cell', { name: 'seeds.customers.email' }).waitFor();
-      assert.equal(await page.getByRole('button', { name: '+ Add policy' }).isDisabled(), true);
+      await page.getByRole('button', { name: '+ Add policy', disabled: true }).waitFor();
       assert.equal(await page.getByRole('button', { name: 'Remove' }).count(), 0);
       // The environment switch is an admin's.
-      assert.equal(await page.locator('select#dp-env').isDisabled(), true);
+      await page.locator('select#dp-env:disabled').waitFor();
       const status = await page.evaluate(async () => (await fetch('/api/transform', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status);
       assert.equal(status, 403);
       // Before the login the shell's session check answers 401, then the refused transform 403: the browser logs both.
@@ -116,7 +117,7 @@ describe('web UI with auth (shop)', { timeout: 240_000 }, () => {
       await page.getByLabel('New username').fill('eve');
       await page.getByLabel("New user's password").fill('short');
       const add = page.getByRole('dialog').getByRole('button', { name: 'Add user' });
-      assert.equal(await add.getAttribute('title'), 'The password needs at least 8 characters');
+      await withAttribute(add, 'title', 'The password needs at least 8 characters').waitFor();
       await page.getByLabel("New user's password").fill('editor123');
       await page.getByLabel("New user's role").selectOption('editor');
       await add.click();
@@ -162,7 +163,7 @@ describe('web UI with auth (shop)', { timeout: 240_000 }, () => {
       assert.match(await dialog.innerText(), /every user of this server/);
       // Cancel leaves everything as it was.
       await dialog.getByRole('button', { name: 'Cancel' }).click();
-      assert.equal(await page.locator('select#dp-env').inputValue(), '');
+      await page.waitForFunction(() => document.querySelector<HTMLSelectElement>('select#dp-env')?.value === '');
       assert.equal(await page.getByTestId('environment-banner').count(), 0);
       await page.locator('select#dp-env').selectOption('prod');
       await page.getByRole('button', { name: 'Switch for everyone' }).click();

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before } from 'node:test';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { cliInProcess, copyShop, REPO_ROOT, spawnServe } from '../helpers.js';
 
 export const CHROMIUM = process.env.DP_CHROMIUM ?? '/usr/bin/chromium';
@@ -138,7 +138,8 @@ export async function openPage(server: { url: string }, urlPath = '/', options: 
   const b = await browser();
   const context = await b.newContext({ baseURL: server.url, colorScheme: options.colorScheme ?? 'light', viewport: options.viewport ?? { width: 1400, height: 900 } });
   const page = await context.newPage();
-  page.setDefaultTimeout(20_000);
+  // Generous: a loaded CI machine renders slowly, and only a failing wait waits it out.
+  page.setDefaultTimeout(45_000);
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
   page.on('console', (m) => {
@@ -200,6 +201,14 @@ export async function gridColumn(page: Page, index = 0): Promise<string[]> {
     (rows, i) => rows.map((r) => (r.querySelectorAll('[role="gridcell"]')[i as number] as HTMLElement | undefined)?.innerText ?? ''),
     index,
   );
+}
+
+/**
+ * The element of `locator` once its attribute `name` is `value`: wait on it for a state the page
+ * applies after an action (a title, a data- attribute) instead of reading the attribute at once.
+ */
+export function withAttribute(locator: Locator, name: string, value: string): Locator {
+  return locator.and(locator.page().locator(`[${name}=${JSON.stringify(value)}]`));
 }
 
 /** Fills the login form and waits for the shell (the user menu) to appear. */
@@ -274,7 +283,7 @@ export function sharedEditorText(page: Page): Promise<string> {
 
 /** Waits until the shared editor's text passes `test` (another person's edit arriving); fails saying `what`. */
 export async function waitForSharedText(page: Page, test: (text: string) => boolean, what: string): Promise<string> {
-  const until = Date.now() + 20_000;
+  const until = Date.now() + 45_000;
   let seen = '';
   while (Date.now() < until) {
     seen = await sharedEditorText(page);

@@ -33,7 +33,7 @@ function cellTexts(page: Page): Promise<string[]> {
 }
 
 async function waitForTexts(page: Page, expected: string[], what: string): Promise<void> {
-  const until = Date.now() + 20_000;
+  const until = Date.now() + 45_000;
   let seen: string[] = [];
   while (Date.now() < until) {
     seen = await cellTexts(page);

@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
-import { gridColumn, onPage, screenshot, shopForTests } from './browser.js';
+import { gridColumn, onPage, screenshot, shopForTests, withAttribute } from './browser.js';
 
 const git = (cwd: string, ...args: string[]) =>
   execFileSync('git', ['-c', 'user.name=Ada Lovelace', '-c', 'user.email=ada@example.com', '-c', 'init.defaultBranch=main', '-c', 'commit.gpgsign=false', ...args], { cwd, encoding: 'utf8' });
@@ -46,7 +46,7 @@ describe('web UI: metrics, docs and guide, overview, git status', { timeout: 300
       // Over time with a dimension: one line per value, with a legend.
       await page.locator('[data-testid="series-chart"] canvas').waitFor();
       const values = [...new Set(statuses)];
-      assert.equal(await page.getByTestId('series-chart').getAttribute('data-series'), String(values.length));
+      await withAttribute(page.getByTestId('series-chart'), 'data-series', String(values.length)).waitFor();
       for (const v of values) await page.getByLabel('Legend').getByText(v, { exact: true }).waitFor();
       await screenshot(page, 'metrics-explorer');
       // One series over time draws a line.

@@ -47,9 +47,12 @@ describe('streams page', { timeout: 240_000 }, () => {
       const live = page.getByRole('region', { name: 'Live run' });
       await live.getByRole('cell', { name: 'marts.customer_orders' }).waitFor();
       await live.getByRole('heading', { name: /daily/ }).getByText('success').waitFor({ timeout: 60_000 });
+      // Each step's row shows its end (the heading's may render first).
+      for (const step of [/ingest \[events\]/, /transform \[all\]/]) await live.getByRole('row').filter({ hasText: step }).filter({ hasText: 'success' }).first().waitFor();
       const steps = await live.getByRole('row').allInnerTexts();
       assert.ok(steps.some((r) => /ingest \[events\]\s+success/.test(r)), steps.join('\n'));
       assert.ok(steps.some((r) => /transform \[all\]\s+success/.test(r)), steps.join('\n'));
+      await live.getByRole('row', { name: /marts\.customer_orders/ }).filter({ hasText: 'built' }).waitFor();
       const model = await live.getByRole('row', { name: /marts\.customer_orders/ }).innerText();
       assert.match(model, /built\s+\d+/);
       await screenshot(page, 'streams-live');

@@ -81,7 +81,8 @@ describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
       await page.getByTestId('result-status').getByText('Rows 101–115').waitFor();
       assert.equal((await gridColumn(page, 0))[0], '106');
       await page.getByRole('button', { name: 'Explain' }).click();
-      assert.match(await page.getByTestId('explain-plan').innerText(), /SEQ_SCAN|TABLE_SCAN|FILTER|PROJECTION/i);
+      // The plan arrives after the click: wait for it, then read it.
+      await page.getByTestId('explain-plan').getByText(/SEQ_SCAN|TABLE_SCAN|FILTER|PROJECTION/i).first().waitFor();
       const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
       const file = await download.path();
       const csv = fs.readFileSync(file!, 'utf8').trim().split(/\r?\n/);
@@ -122,7 +123,8 @@ describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
       const lineage = page.getByTestId('lineage-graph');
       await lineage.locator('[data-node-id="staging.stg_customers.full_name"]').waitFor();
       await lineage.locator('[data-node-id="marts.customer_orders.lifetime_value"]').waitFor();
-      assert.ok((await lineage.locator('.react-flow__edge').count()) >= 6, 'edges from source columns');
+      // Edges are drawn after the nodes they join: wait for the sixth.
+      await lineage.locator('.react-flow__edge').nth(5).waitFor();
       await screenshot(page, 'model-lineage');
       // A source column opens its own model.
       await lineage.locator('[data-node-id="staging.stg_customers.full_name"]').click();

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
-import { gridColumn, onPage, runSql, screenshot, shopForTests } from './browser.js';
+import { gridColumn, onPage, runSql, screenshot, shopForTests, withAttribute } from './browser.js';
 
 /** Replaces the editor's text without running it, leaving the cursor at the end. */
 async function typeSql(page: Page, sql: string): Promise<void> {
@@ -48,6 +48,8 @@ describe('SQL workspace and DAG (shop)', { timeout: 300_000 }, () => {
       const catalog = page.getByLabel('Catalog', { exact: true });
       await catalog.getByRole('button', { name: 'Show columns of marts.customer_orders' }).click();
       const columns = catalog.getByRole('list', { name: 'Columns of marts.customer_orders' });
+      // The columns load after the click: wait for them, then read them.
+      await columns.getByText('lifetime_value').first().waitFor();
       assert.match(await columns.innerText(), /lifetime_value\s+(DECIMAL|DOUBLE|HUGEINT|BIGINT)/);
       // The cursor is at the end: the table goes there; then the column after SELECT.
       await catalog.getByRole('button', { name: 'customer_orders', exact: true }).click();
@@ -141,9 +143,10 @@ describe('SQL workspace and DAG (shop)', { timeout: 300_000 }, () => {
       await page.getByTestId('run-query').click();
       await page.getByTestId('results-grid').getByRole('button', { name: 'first_tab' }).waitFor();
       await page.getByRole('tab', { name: 'Query 2' }).click();
-      assert.equal(await page.getByTestId('results-grid').count(), 0);
+      // Each waits for the state the click leads to (the render follows the click).
+      await page.getByTestId('results-grid').waitFor({ state: 'detached' });
       await page.getByRole('button', { name: 'Close Query 2' }).click();
-      assert.equal(await page.getByRole('tab', { name: 'Query 2' }).count(), 0);
+      await page.getByRole('tab', { name: 'Query 2' }).waitFor({ state: 'detached' });
     });
   });
 
@@ -199,8 +202,8 @@ describe('SQL workspace and DAG (shop)', { timeout: 300_000 }, () => {
       await page.getByRole('tab', { name: 'Chart' }).click();
       const chart = page.getByTestId('series-chart');
       await chart.locator('canvas').waitFor();
-      assert.equal(await chart.getAttribute('data-kind'), 'line', 'a time x axis starts as a line');
-      assert.equal(await chart.getAttribute('data-series'), '1');
+      // A time x axis starts as a line, one series.
+      await withAttribute(withAttribute(chart, 'data-kind', 'line'), 'data-series', '1').waitFor();
       await page.getByLabel('Series by').selectOption({ label: 'payment_method' });
       const methods = (await page.evaluate(async () => {
         const r = await fetch('/api/query', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sql: 'SELECT DISTINCT payment_method FROM marts.revenue_by_month ORDER BY 1' }) });
@@ -257,9 +260,12 @@ describe('SQL workspace and DAG (shop)', { timeout: 300_000 }, () => {
       await node.waitFor();
       assert.match(await node.innerText(), /built (just now|\d+ min ago)/);
       // The minimap draws every node, in its state's colour.
-      await graph.locator('.react-flow__minimap .react-flow__minimap-node').first().waitFor();
-      assert.equal(await graph.locator('.react-flow__minimap .react-flow__minimap-node').count(), await graph.locator('.react-flow__node').count());
-      assert.ok(await graph.locator('.react-flow__minimap rect.dp-node-fresh').count() > 0);
+      await page.waitForFunction(() => {
+        const g = document.querySelector('[data-testid="graph"]');
+        const drawn = g?.querySelectorAll('.react-flow__minimap .react-flow__minimap-node').length ?? 0;
+        return drawn > 0 && drawn === g?.querySelectorAll('.react-flow__node').length;
+      });
+      await graph.locator('.react-flow__minimap rect.dp-node-fresh').first().waitFor();
       // Fitted: every node is inside the visible graph.
       const box = (await graph.boundingBox())!;
       for (const n of await graph.locator('.react-flow__node').all()) {

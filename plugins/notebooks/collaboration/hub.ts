@@ -9,7 +9,7 @@ import * as encoding from 'lib0/encoding';
 import * as awarenessProtocol from 'y-protocols/awareness';
 import * as syncProtocol from 'y-protocols/sync';
 import * as Y from 'yjs';
-import { badRequest, DpError, errorMessage, hasPermission, isDpError, notFound, LOCAL_ADMIN, type Caller, type FilesService, type Logger, type RouteSocket } from '../../../sdk/index.js';
+import { badRequest, DpError, errorMessage, hasPermission, isDpError, notFound, LOCAL_ADMIN, type Caller, type Clock, type FilesService, type Logger, type RouteSocket } from '../../../sdk/index.js';
 import {
   AWARENESS_PER_SECOND,
   MAX_AWARENESS_BYTES,
@@ -75,7 +75,8 @@ export class SharedDocument {
   unsaved = false;
   /** sha256 of the file as seeded or last saved: an idle save only writes over that version. */
   baseSha256: string;
-  idleTimer: NodeJS.Timeout | null = null;
+  /** The idle release, armed on the hub's clock. */
+  idleTimer: unknown = null;
 
   constructor(
     readonly rel: string,
@@ -144,6 +145,8 @@ export interface HubOptions {
   log: Logger;
   /** Milliseconds an idle document stays in memory. */
   idleReleaseMs: number;
+  /** Where the idle release is timed (ctx.clock: a test moves its own). */
+  clock: Clock;
 }
 
 export class CollaborationHub {
@@ -232,7 +235,7 @@ export class CollaborationHub {
           awarenessPending: new Map(),
           awarenessTimer: null,
         };
-        if (d.idleTimer) clearTimeout(d.idleTimer);
+        if (d.idleTimer) this.options.clock.clearTimeout(d.idleTimer);
         d.idleTimer = null;
         d.clients.set(socket, client);
         const access: Access = client.writable ? 'read-write' : 'read-only';
@@ -375,8 +378,7 @@ export class CollaborationHub {
 
   private scheduleRelease(d: SharedDocument): void {
     if (d.clients.size > 0 || d.idleTimer) return;
-    d.idleTimer = setTimeout(() => void this.release(d), this.options.idleReleaseMs);
-    d.idleTimer.unref();
+    d.idleTimer = this.options.clock.setTimeout(() => void this.release(d), this.options.idleReleaseMs);
   }
 
   /**
@@ -419,7 +421,7 @@ export class CollaborationHub {
    * are discarded rather than written over that change.
    */
   async release(d: SharedDocument): Promise<Release | null> {
-    if (d.idleTimer) clearTimeout(d.idleTimer);
+    if (d.idleTimer) this.options.clock.clearTimeout(d.idleTimer);
     d.idleTimer = null;
     if (d.clients.size > 0) return null;
     let outcome: Release = 'unchanged';

@@ -21,7 +21,7 @@ export function registerCollaboration(ctx: PluginContext): void {
   ctx.onStart(async () => {
     if (!ctx.serving || hub) return;
     const { CollaborationHub } = await import('./hub.js');
-    hub = new CollaborationHub({ files: () => ctx.services.get(FILES_SERVICE), log: ctx.log, idleReleaseMs: idle_release_seconds * 1000 });
+    hub = new CollaborationHub({ files: () => ctx.services.get(FILES_SERVICE), log: ctx.log, idleReleaseMs: idle_release_seconds * 1000, clock: ctx.clock });
   });
 
   ctx.route({

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { copyShop, DP_BIN, makeProject, REPO_ROOT, runCli, startServer, type TestServer } from '../../helpers.js';
+import { copyShop, DP_BIN, makeProject, REPO_ROOT, runCli, startServer, waitUntil, type TestServer } from '../../helpers.js';
 
 /** The pages issue 16 lists, by slug. */
 const PAGES = {
@@ -151,12 +151,8 @@ describe('wiki: the getting-started examples run as written', () => {
         const args = [...w.slice(1).map((a) => (a === '3000' ? String(port) : a)), '--no-scheduler'];
         const child = spawn(process.execPath, [DP_BIN, ...args], { cwd, env: { ...process.env, DP_LOG_SILENT: '1' }, stdio: 'ignore' });
         try {
-          let ok = false;
-          for (let i = 0; i < 100 && !ok; i++) {
-            await new Promise((r) => setTimeout(r, 200));
-            ok = await fetch(`http://127.0.0.1:${port}/api/health`).then((r) => r.ok, () => false);
-          }
-          assert.ok(ok, `${line}: the server did not answer`);
+          const answers = () => fetch(`http://127.0.0.1:${port}/api/health`).then((r) => r.ok, () => false);
+          await waitUntil(answers, `${line}: the server to answer`, 120_000);
         } finally {
           const exited = new Promise((r) => child.once('exit', r));
           child.kill('SIGTERM');

@@ -190,8 +190,8 @@ describe('remote connector types through the connectors plugin', () => {
     assert.equal(setup.status, 200, setup.text);
     assert.equal((await sync('lake')).results[0]!.rows_synced, 2);
     assert.equal((await sync('lake')).results[0]!.status, 'skipped');
-    await new Promise((r) => setTimeout(r, 1100));
-    await s3.put('lake', 'exports/orders/2024-02.csv', 'id,amount\n3,30\n');
+    // Modified a minute from now: past what the first sync saw, without waiting for S3's next whole second.
+    await s3.put('lake', 'exports/orders/2024-02.csv', 'id,amount\n3,30\n', { modifiedAt: new Date(Date.now() + 60_000) });
     const changed = await sync('lake');
     assert.equal(changed.results[0]!.status, 'success');
     assert.equal(await count('SELECT count(*) FROM lake.orders'), 3);

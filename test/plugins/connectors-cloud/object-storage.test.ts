@@ -83,8 +83,8 @@ describe('object_storage (S3-compatible, s3rver)', () => {
     assert.equal(first.rows.length, 3);
     const watermark = first.objects.map((o) => String(o._source_modified)).sort().at(-1)!;
     assert.equal((await readAll(objectStorageType, config, { table: 'orders', cursor: { column: '_source_modified', after: watermark } })).rows.length, 0);
-    await new Promise((r) => setTimeout(r, 1100));
-    await s3.put('lake', 'exports/orders/2024-03.csv', 'id,customer,amount,placed_at\n4,dee,40,2024-03-01 08:00:00\n5,eve,50,2024-03-02 08:00:00\n');
+    // Modified a minute from now: past the watermark, without waiting for S3's next whole second.
+    await s3.put('lake', 'exports/orders/2024-03.csv', 'id,customer,amount,placed_at\n4,dee,40,2024-03-01 08:00:00\n5,eve,50,2024-03-02 08:00:00\n', { modifiedAt: new Date(Date.now() + 60_000) });
     const next = await readAll(objectStorageType, config, { table: 'orders', cursor: { column: '_source_modified', after: watermark } });
     assert.deepEqual(next.objects.map((o) => o.id), ['4', '5']);
     const hw = await readAll(objectStorageType, config, { table: 'orders', cursor: { column: 'placed_at', after: '2024-02-01 09:00:00' } });

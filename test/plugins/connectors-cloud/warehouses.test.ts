@@ -10,6 +10,7 @@ import { warehouseCType } from '../../../plugins/connectors-cloud/warehouse-pg.j
 import { startFakeWarehouse, type FakeWarehouse } from './fakes/arrow-warehouse.js';
 import { startPostgres, type RunningPostgres } from './support/postgres.js';
 import { freePort, readAll } from './support/read.js';
+import { waitUntil } from '../../helpers.js';
 
 describe('cloud_warehouse_a and cloud_warehouse_b (Arrow over HTTP)', () => {
   let wh: FakeWarehouse;
@@ -188,11 +189,7 @@ describe('cloud_warehouse_c (PostgreSQL wire, real server)', () => {
       assert.equal(batch.rows.length, 100);
       break;
     }
-    for (let i = 0; i < 50; i++) {
-      const n = Number((await pg.query("SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = 'dp-connectors'")).rows[0].n);
-      if (n === 0) return;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.fail('the reader left its connection open');
+    const open = async () => Number((await pg.query("SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = 'dp-connectors'")).rows[0].n);
+    await waitUntil(async () => (await open()) === 0, 'the reader to close its connection');
   });
 });

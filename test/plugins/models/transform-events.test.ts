@@ -6,15 +6,16 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { makeProject, startServer, type TestServer } from '../../helpers.js';
 
-/** Reads the stream until `done(text)` or the deadline; returns what was read. */
-async function readEvents(url: string, done: (text: string) => boolean, deadlineMs = 15_000): Promise<string> {
+/** Reads the stream until `done(text)` or the deadline; returns what was read. `onOpen` runs once subscribed (the headers arrived). */
+async function readEvents(url: string, done: (text: string) => boolean, options: { deadlineMs?: number; onOpen?: () => void } = {}): Promise<string> {
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), deadlineMs);
+  const timer = setTimeout(() => controller.abort(), options.deadlineMs ?? 30_000);
   let text = '';
   try {
     const res = await fetch(url, { signal: controller.signal });
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type') ?? '', /text\/event-stream/);
+    options.onOpen?.();
     const reader = res.body!.getReader();
     while (!done(text)) {
       const { value, done: ended } = await reader.read();
@@ -44,9 +45,11 @@ describe('transform events (SSE)', () => {
   after(async () => s?.close());
 
   it('streams each model’s start and end live, and replays them to a later client', async () => {
-    const live = readEvents(`${s.url}/api/transform/events`, (t) => t.includes('event: transform_end'));
-    // Let the stream open before the run starts.
-    await new Promise((r) => setTimeout(r, 300));
+    // The stream is open before the run starts.
+    let subscribed!: () => void;
+    const opened = new Promise<void>((resolve) => (subscribed = resolve));
+    const live = readEvents(`${s.url}/api/transform/events`, (t) => t.includes('event: transform_end'), { onOpen: subscribed });
+    await Promise.race([opened, live]);
     const run = await s.request('POST', '/api/transform', {});
     assert.equal(run.status, 200, run.text);
     const text = await live;

@@ -30,7 +30,8 @@ export function upgradeStatus(url: string): Promise<number> {
   });
 }
 
-export async function waitFor(condition: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+/** Polls a client-side state with a generous deadline (a loaded CI machine is slow). */
+export async function waitFor(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!condition()) {
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);

@@ -9,6 +9,8 @@ import { after, before, describe, it } from 'node:test';
 import * as awarenessProtocol from 'y-protocols/awareness';
 import * as Y from 'yjs';
 import { startTestServer, type PluginTestServer } from '../../../sdk/testing.js';
+import { FakeClock } from '../../kernel/fake-clock.js';
+import { waitUntil } from '../../helpers.js';
 import type { CollaborationClient } from '../../../plugins/notebooks/collaboration/client.js';
 import { NOTEBOOK_CELLS, TEXT_CONTENT } from '../../../plugins/notebooks/collaboration/protocol.js';
 import { COLLAB_PLUGINS, connect, upgradeStatus, waitFor, wsUrl } from './collaboration-support.js';
@@ -33,8 +35,11 @@ describe('collaboration without auth', () => {
     open.push(c);
     return c;
   };
+  // Idle documents are released on this clock: the test moves it instead of waiting.
+  const clock = new FakeClock(Date.now());
   before(async () => {
     s = await startTestServer({
+      clock,
       plugins: [],
       builtIn: COLLAB_PLUGINS,
       files: { 'transform/staging/a.sql': 'SELECT 1\n', 'notebooks/n.dpnb': NOTEBOOK, 'notebooks/idle.dpnb': NOTEBOOK, 'transform/staging/gone.sql': 'SELECT 2\n', 'transform/staging/cli.sql': 'SELECT 4\n', 'data.csv': 'a\n1\n' },
@@ -136,25 +141,25 @@ describe('collaboration without auth', () => {
   it('an idle document is saved and released; one whose file changed on disk meanwhile is discarded', async () => {
     const a = join('notebooks/idle.dpnb');
     await a.whenSynced();
+    const documents = async (): Promise<Array<{ doc: string; clients: number; unsaved: boolean }>> => (await s.request('GET', '/api/notebooks/collaborate')).body.documents;
+    const entry = async (doc: string) => (await documents()).find((d) => d.doc === doc);
     cellSource(a, 1).insert(0, '// idle\n');
-    // Let the server apply the edit before leaving.
-    await new Promise((r) => setTimeout(r, 100));
+    await waitUntil(async () => (await entry('notebooks/idle.dpnb'))?.unsaved === true, 'the server to apply the edit');
     a.destroy();
-    const openDocs = async () => (await s.request('GET', '/api/notebooks/collaborate')).body.documents.map((d: { doc: string }) => d.doc);
-    await waitFor(() => JSON.parse(read(s, 'notebooks/idle.dpnb')).cells[1].source === '// idle\nconsole.log(1)', 'the idle save', 5000);
-    const released = Date.now() + 3000;
-    while ((await openDocs()).includes('notebooks/idle.dpnb') && Date.now() < released) await new Promise((r) => setTimeout(r, 50));
-    assert.ok(!(await openDocs()).includes('notebooks/idle.dpnb'), 'released from memory');
+    await waitUntil(async () => (await entry('notebooks/idle.dpnb'))?.clients === 0, 'the server to see the editor leave');
+    await clock.advance(300);
+    await waitUntil(() => JSON.parse(read(s, 'notebooks/idle.dpnb')).cells[1].source === '// idle\nconsole.log(1)', 'the idle save');
+    await waitUntil(async () => !(await entry('notebooks/idle.dpnb')), 'the idle release');
 
     const b = join('transform/staging/gone.sql');
     await b.whenSynced();
     b.doc.getText(TEXT_CONTENT).insert(0, '-- mine\n');
-    await new Promise((r) => setTimeout(r, 100));
+    await waitUntil(async () => (await entry('transform/staging/gone.sql'))?.unsaved === true, 'the server to apply the edit');
     fs.writeFileSync(path.join(s.projectRoot, 'transform/staging/gone.sql'), 'SELECT 3\n');
     b.destroy();
-    const until = Date.now() + 3000;
-    while ((await openDocs()).includes('transform/staging/gone.sql') && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
-    assert.ok(!(await openDocs()).includes('transform/staging/gone.sql'), 'released');
+    await waitUntil(async () => (await entry('transform/staging/gone.sql'))?.clients === 0, 'the server to see the editor leave');
+    await clock.advance(300);
+    await waitUntil(async () => !(await entry('transform/staging/gone.sql')), 'the idle release');
     assert.equal(read(s, 'transform/staging/gone.sql'), 'SELECT 3\n', 'the change on disk is not overwritten');
   });
 

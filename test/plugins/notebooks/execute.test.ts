@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startTestServer, type PluginTestServer, type TestCaller } from '../../../sdk/testing.js';
+import { FakeClock } from '../../kernel/fake-clock.js';
 
 const EXPLORE = {
   cells: [
@@ -264,8 +265,11 @@ describe('notebooks API (real HTTP, real DuckDB)', () => {
 
 describe('notebook sessions and the API description', () => {
   let s: PluginTestServer;
+  // Sessions idle out on this clock: the test moves it instead of waiting.
+  const clock = new FakeClock(Date.now());
   before(async () => {
     s = await startTestServer({
+      clock,
       plugins: [],
       builtIn: ['notebooks', 'scripts', 'streams', 'models', 'query'],
       projectYml: 'notebooks:\n  session_idle_seconds: 1\n',
@@ -283,7 +287,10 @@ describe('notebook sessions and the API description', () => {
     assert.equal(next.body.value, 42, next.text);
     // Another notebook has its own session.
     assert.equal((await s.request('POST', '/api/notebooks/notebooks/other.dpnb/execute', { cell_index: 0 })).body.value, 'undefined');
-    await new Promise((r) => setTimeout(r, 1600));
+    // Just short of the idle time, the session is kept (and a run restarts its idle time).
+    await clock.advance(999);
+    assert.equal((await s.request('POST', '/api/notebooks/notebooks/s.dpnb/execute', { cell_index: 1 })).body.value, 42);
+    await clock.advance(1000);
     const released = await s.request('POST', '/api/notebooks/notebooks/s.dpnb/execute', { cell_index: 1 });
     assert.equal(released.status, 400, released.text);
     assert.match(released.body.error.message, /x is not defined/);

@@ -4,10 +4,13 @@ import type { App } from '../../../kernel/app.js';
 import { computeStats } from '../../../plugins/quality/profiles.js';
 import { BuildRecorder, MAX_BATCH, MAX_WAIT_MS, MIN_BATCH, type QueuedBuild } from '../../../plugins/quality/recorder.js';
 import type { DatabasePort, PluginContext, Row, SqlParams } from '../../../sdk/index.js';
-import { bootApp, makeProject } from '../../helpers.js';
+import { systemClock } from '../../../kernel/scheduler.js';
+import type { Clock } from '../../../sdk/index.js';
+import { FakeClock } from '../../kernel/fake-clock.js';
+import { bootApp, makeProject, waitUntil } from '../../helpers.js';
 
 /** A plugin context whose database counts statements and whose log keeps what it was told. */
-function countingContext(app: App) {
+function countingContext(app: App, clock: Clock = systemClock) {
   const statements: Array<{ kind: 'all' | 'run'; sql: string }> = [];
   const logged: Array<{ level: string; msg: string; data?: Record<string, unknown> }> = [];
   const db = {
@@ -32,7 +35,7 @@ function countingContext(app: App) {
     }),
   } as unknown as DatabasePort;
   const log = (level: string) => (msg: string, data?: Record<string, unknown>) => logged.push({ level, msg, data });
-  const ctx = { db, log: { info: log('info'), warn: log('warn'), error: log('error'), debug: log('debug') } } as unknown as PluginContext;
+  const ctx = { db, clock, log: { info: log('info'), warn: log('warn'), error: log('error'), debug: log('debug') } } as unknown as PluginContext;
   return { ctx, statements, logged };
 }
 
@@ -172,15 +175,16 @@ describe('quality: build recorder', () => {
   });
 
   it(`a lone build is recorded within about ${MAX_WAIT_MS} ms even if nobody waits for it`, async () => {
-    const { ctx } = countingContext(app);
+    // The wait is timed on a clock the test moves.
+    const clock = new FakeClock(Date.now());
+    const { ctx } = countingContext(app, clock);
     const recorder = new BuildRecorder(ctx);
-    const started = Date.now();
     recorder.add(build('r.t9', 'lone'));
-    while ((await storedProfiles(app, 'lone')).size === 0) {
-      assert.ok(Date.now() - started < MAX_WAIT_MS + 5000, 'the lone build was never recorded');
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    assert.ok(Date.now() - started >= MAX_WAIT_MS - 5, 'it waited for other builds first');
+    await waitUntil(() => clock.pending === 1, 'the recorder to wait for more builds');
+    await clock.advance(MAX_WAIT_MS - 1);
+    assert.equal((await storedProfiles(app, 'lone')).size, 0, 'it waited for other builds first');
+    await clock.advance(1);
+    await waitUntil(async () => (await storedProfiles(app, 'lone')).size === 1, 'the lone build to be recorded');
   });
 
   it('settled waits for its own run; a run with nothing queued is settled at once', async () => {

@@ -5,15 +5,17 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { makeProject, startServer, type TestServer } from '../../helpers.js';
+import { makeProject, startServer, waitUntil, type TestServer } from '../../helpers.js';
 
 const LONG_SQL = 'SELECT sum(i) FROM range(10000000000000) t(i)';
 const idle = { running: { admin: 0, editor: 0, viewer: 0 }, queued: { admin: 0, editor: 0, viewer: 0 } };
 
 async function untilIdle(s: TestServer): Promise<void> {
-  for (let i = 0; i < 400 && JSON.stringify(s.app.queries.stats()) !== JSON.stringify(idle); i++) await new Promise((r) => setTimeout(r, 25));
-  assert.deepEqual(s.app.queries.stats(), idle);
+  await waitUntil(() => JSON.stringify(s.app.queries.stats()) === JSON.stringify(idle), 'no query running or queued');
 }
+
+/** Queries of the admin role running or waiting for a slot. */
+const accepted = (s: TestServer) => s.app.queries.stats().running.admin + s.app.queries.stats().queued.admin;
 
 function exportCsv(s: TestServer, sql: string, signal?: AbortSignal) {
   return fetch(`${s.url}/api/query/export-csv`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sql }), signal });
@@ -38,7 +40,7 @@ describe('CSV export: deadline and disconnect', () => {
   it('four exports whose clients leave before the first chunk stop their queries and wedge nothing', async () => {
     const clients = Array.from({ length: 4 }, () => new AbortController());
     const pending = clients.map((c) => exportCsv(s, LONG_SQL, c.signal).catch((e: Error) => e.name));
-    await new Promise((r) => setTimeout(r, 300));
+    await waitUntil(() => accepted(s) === 4, 'the four exports to reach the query slots');
     for (const c of clients) c.abort();
     assert.deepEqual(await Promise.all(pending), ['AbortError', 'AbortError', 'AbortError', 'AbortError']);
     // Well before the 2 s deadline, nothing runs any more.
@@ -94,9 +96,7 @@ describe('POST /api/query and /api/query/explain: disconnect', () => {
       fetch(`${s.url}/api/query`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sql: LONG_SQL }), signal: c.signal }).catch((e: Error) => e.name);
     const pending = clients.map(send);
     // The test process keeps Node's pool of 4 workers, so 2 run and 1 waits for a slot.
-    const accepted = () => s.app.queries.stats().running.admin + s.app.queries.stats().queued.admin;
-    for (let i = 0; i < 200 && accepted() < 3; i++) await new Promise((r) => setTimeout(r, 25));
-    assert.equal(accepted(), 3);
+    await waitUntil(() => accepted(s) === 3, 'the three queries to reach the query slots');
     for (const c of clients) c.abort();
     assert.deepEqual(await Promise.all(pending), ['AbortError', 'AbortError', 'AbortError']);
     await untilIdle(s);

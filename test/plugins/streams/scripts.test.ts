@@ -10,7 +10,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ScriptRunResult, ScriptsService } from '../../../sdk/index.js';
 import { startTestServer, type PluginTestServer } from '../../../sdk/testing.js';
-import { cliInProcess, FIXTURE_PLUGINS, makeProject, type InProcessCli } from '../../helpers.js';
+import { cliInProcess, FIXTURE_PLUGINS, makeProject, waitUntil, type InProcessCli } from '../../helpers.js';
 
 const OK_SCRIPT = `
 import { label } from './lib/label.ts';
@@ -258,12 +258,13 @@ export default async (ctx: any) => {
     const scripts = s.app.services.get<ScriptsService>('scripts');
     const controller = new AbortController();
     const running = scripts.run('ingest/slow.ts', { signal: controller.signal, trigger: 'test' });
-    await new Promise((r) => setTimeout(r, 300));
+    await waitUntil(async () => (await s.db.value<number>("SELECT count(*)::INTEGER FROM duckdb_tables() WHERE table_name = 'slow_progress'")) === 1, 'the script to run');
     controller.abort(new Error('enough'));
     const result = await running;
     assert.equal(result.status, 'cancelled');
     assert.match(result.error!, /cancelled \(enough\)/);
     const progress = await s.db.value<number>('SELECT i FROM slow_progress');
+    // Nothing announces that something did not happen: ten of the script's 20 ms rounds pass.
     await new Promise((r) => setTimeout(r, 200));
     assert.equal(await s.db.value<number>('SELECT i FROM slow_progress'), progress, 'the script stopped writing');
   });

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { httpRequester } from '../../../sdk/testing.js';
-import { makeProject, runCli, startServer } from '../../helpers.js';
+import { makeProject, runCli, startServer, waitUntil } from '../../helpers.js';
 
 const sha256 = (file: string) => crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 const PROJECT = { 'project.yml': 'name: b\ndatabase:\n  path: b.duckdb\n' };
@@ -111,10 +111,10 @@ describe('versioning: backups', () => {
           answers.push({ status: q.status, code: q.body?.error?.code, count: q.status === 200 ? Number(q.body.rows[0][0]) : undefined });
         }
       })();
-      while (answers.length < 5) await new Promise((r) => setTimeout(r, 10));
+      await waitUntil(() => answers.length >= 5, 'five answers before the restore');
       const restored = await s.request('POST', '/api/backup/restore', { path: backup.path });
       const afterRestore = answers.length;
-      while (answers.length < afterRestore + 5) await new Promise((r) => setTimeout(r, 10));
+      await waitUntil(() => answers.length >= afterRestore + 5, 'five answers after the restore');
       stop = true;
       await loop;
 

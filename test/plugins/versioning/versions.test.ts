@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { makeProject, startServer, type TestServer } from '../../helpers.js';
+import { makeProject, startServer, waitUntil, type TestServer } from '../../helpers.js';
 
 const VERSION_ID = /^v\d+-\d{8}-\d{6}$/;
 
@@ -310,10 +310,7 @@ describe('versioning: after a real stream run', () => {
       const run = await s.request('POST', '/api/stream/daily', {});
       assert.equal(run.status, 200, run.text);
       let versions: Array<{ version_id: string; trigger: string; total_rows: number }> = [];
-      for (let i = 0; i < 100 && versions.length === 0; i++) {
-        versions = (await s.request('GET', '/api/versions')).body;
-        if (!versions.length) await new Promise((r) => setTimeout(r, 100));
-      }
+      await waitUntil(async () => (versions = (await s.request('GET', '/api/versions')).body).length > 0, 'the version the run writes');
       assert.equal(versions.length, 1);
       assert.equal(versions[0].trigger, 'pipeline');
       const shown = await s.request('GET', `/api/versions/${versions[0].version_id}`);

@@ -20,7 +20,11 @@ export interface RunningS3 {
   endpoint: string;
   accessKeyId: string;
   secretAccessKey: string;
-  put(bucket: string, key: string, body: Buffer | string): Promise<void>;
+  /**
+   * `modifiedAt` sets the object's Last-Modified (s3rver reads its stored file's mtime): S3 keeps
+   * whole seconds, so a test moves it past a watermark instead of waiting for the next second.
+   */
+  put(bucket: string, key: string, body: Buffer | string, options?: { modifiedAt?: Date }): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -71,12 +75,17 @@ export async function startS3(buckets: string[]): Promise<RunningS3> {
   return {
     endpoint,
     ...credentials,
-    async put(bucket, key, body) {
+    async put(bucket, key, body, options) {
       const data = typeof body === 'string' ? Buffer.from(body) : body;
       const encoded = key.split('/').map(encodeURIComponent).join('/');
       const signed = aws4.sign({ host: `127.0.0.1:${proxyPort}`, path: `/${bucket}/${encoded}`, method: 'PUT', service: 's3', region: 'us-east-1', body: data, headers: { 'content-length': String(data.length) } }, credentials);
       const res = await fetch(`${endpoint}/${bucket}/${encoded}`, { method: 'PUT', headers: signed.headers as Record<string, string>, body: new Uint8Array(data) });
       if (!res.ok) throw new Error(`PUT ${key}: ${res.status} ${await res.text()}`);
+      if (options?.modifiedAt) {
+        const parts = key.split('/');
+        const stored = path.join(dir, bucket, ...parts.slice(0, -1), `${parts.at(-1)}._S3rver_object`);
+        fs.utimesSync(stored, options.modifiedAt, options.modifiedAt);
+      }
     },
     async stop() {
       proxy.closeAllConnections();
