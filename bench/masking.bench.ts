@@ -88,7 +88,7 @@ async function rewrites(): Promise<BenchResult[]> {
     const store = new PolicyStore(() => s.app.db, catalog);
     await store.load();
     const silent = { info() {}, warn() {}, error() {}, debug() {} };
-    const enforcer = new MaskingEnforcer({ db: s.app.db }, catalog, store, () => ({ enforceWithoutAuth: true }), silent);
+    const enforcer = new MaskingEnforcer({ db: s.app.db, clock: s.app.clock }, catalog, store, () => ({ enforceWithoutAuth: true }), silent);
     let n = 0;
     const viewer: Caller = { username: 'v', role: 'viewer', authenticated: true };
     const admin: Caller = { username: 'a', role: 'admin', authenticated: true };

@@ -180,7 +180,7 @@ describe('masking at the result', () => {
       const store = new PolicyStore(() => app.db, catalog);
       await store.load();
       const log = { info() {}, warn() {}, debug() {}, error: (m: string) => void errors.push(m) };
-      enforcer = new MaskingEnforcer({ db: app.db }, catalog, store, () => ({ enforceWithoutAuth: false }), log);
+      enforcer = new MaskingEnforcer({ db: app.db, clock: app.clock }, catalog, store, () => ({ enforceWithoutAuth: false }), log);
     });
 
     async function planned(sql: string, runsRowTransforms: boolean) {

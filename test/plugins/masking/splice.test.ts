@@ -102,7 +102,7 @@ describe('masking rewrite paths (real DuckDB)', () => {
     store = new PolicyStore(() => app.db, catalog);
     await store.load();
     const log = { info() {}, warn() {}, debug() {}, error: (m: string) => void errors.push(m) };
-    enforcer = new MaskingEnforcer({ db: app.db }, catalog, store, () => ({ enforceWithoutAuth: false }), log);
+    enforcer = new MaskingEnforcer({ db: app.db, clock: app.clock }, catalog, store, () => ({ enforceWithoutAuth: false }), log);
   });
   after(async () => app.close());
 
