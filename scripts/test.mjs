@@ -2,6 +2,9 @@
 // Usage: node scripts/test.mjs [substring ...]  — only files whose path contains one of the substrings.
 // Files run in parallel, as many as the machine has cores (os.availableParallelism());
 // DP_TEST_CONCURRENCY sets another number (README "Tests": running the suite under load).
+// The slowest files start first (test/durations.json, seconds per file from a full run, written by
+// scripts/test-durations.mjs): node --test takes files in the order given, so a long file started
+// last would run alone at the end while the other cores idle.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -20,7 +23,13 @@ const walk = (dir) => {
   }
 };
 if (fs.existsSync(testDir)) walk(testDir);
-files.sort();
+const durationsFile = path.join(root, 'test', 'durations.json');
+const durations = fs.existsSync(durationsFile) ? JSON.parse(fs.readFileSync(durationsFile, 'utf8')) : {};
+const known = Object.values(durations).sort((a, b) => a - b);
+// A file not in the list yet (new since the last timing) counts as a middling one.
+const typical = known.length ? known[Math.floor(known.length / 2)] : 0;
+const seconds = (file) => durations[path.relative(testDir, file).split(path.sep).join('/')] ?? typical;
+files.sort((a, b) => seconds(b) - seconds(a) || a.localeCompare(b));
 const selected = filters.length ? files.filter((f) => filters.some((s) => f.includes(s))) : files;
 if (selected.length === 0) {
   process.stderr.write('no test files found (did the build run?)\n');

@@ -45,6 +45,41 @@ export function copyShop(extra: Record<string, string> = {}): string {
   return makeProject(extra, { base: SHOP_EXAMPLE });
 }
 
+/** The seeded and transformed copy of examples/shop `builtShop` copies (built once per test file). */
+let builtShopTemplate: Promise<string> | null = null;
+
+/**
+ * A copy of examples/shop already seeded and transformed, as `copyShop` then `dp seed` and
+ * `dp transform` would leave it. The build runs once per test file (in this process, its App
+ * closed after); each call copies the built folder, DuckDB file included, which costs a file copy
+ * instead of a boot, a seed and a transform. `extra` files are written into the copy after.
+ */
+export async function builtShop(extra: Record<string, string> = {}): Promise<string> {
+  builtShopTemplate ??= (async () => {
+    const root = copyShop();
+    const cli = cliInProcess(root);
+    try {
+      for (const command of [['seed'], ['transform']]) {
+        const r = await cli.run(command);
+        if (r.code !== 0) throw new Error(`dp ${command.join(' ')} on the shop copy failed: ${r.stderr || r.stdout}`);
+      }
+    } finally {
+      await cli.close();
+    }
+    return root;
+  })();
+  const template = await builtShopTemplate;
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-test-'));
+  madeProjects.push(root);
+  fs.cpSync(template, root, { recursive: true });
+  for (const [rel, content] of Object.entries(extra)) {
+    const file = path.join(root, rel);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, content);
+  }
+  return root;
+}
+
 export interface TestServer {
   app: App;
   url: string;

@@ -10,19 +10,10 @@ import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { copyShop, DP_BIN, REPO_ROOT, runCli, startServer, type TestServer } from '../../helpers.js';
+import { builtShop, DP_BIN, REPO_ROOT, startServer, type TestServer } from '../../helpers.js';
 
 const WIKI = path.join(REPO_ROOT, 'plugins', 'catalog', 'wiki');
 const wikiSlugs = () => fs.readdirSync(WIKI).filter((f) => f.endsWith('.md')).map((f) => f.slice(0, -3)).sort();
-
-function builtShop(): string {
-  const project = copyShop();
-  for (const cmd of [['seed'], ['transform']]) {
-    const r = runCli([...cmd, '--project', project]);
-    assert.equal(r.code, 0, r.stderr);
-  }
-  return project;
-}
 
 /** What both transports must answer the same way. */
 async function checkResources(client: Client): Promise<void> {
@@ -50,8 +41,8 @@ async function checkResources(client: Client): Promise<void> {
 
 describe('MCP resources over stdio (dp mcp)', () => {
   let project: string;
-  before(() => {
-    project = builtShop();
+  before(async () => {
+    project = await builtShop();
   });
 
   it('lists and reads the project docs and every wiki page', async () => {
@@ -75,7 +66,7 @@ describe('MCP resources over streamable HTTP (/mcp, --auth)', () => {
   let s: TestServer;
   let viewer: string;
   before(async () => {
-    s = await startServer(builtShop(), { auth: true });
+    s = await startServer(await builtShop(), { auth: true });
     const admin = (await s.request('POST', '/api/auth/setup', { username: 'root', password: 'rootpw', role: 'admin' })).body.token;
     assert.ok((await s.request('POST', '/api/users', { username: 'vera', password: 'verapw', role: 'viewer' }, { token: admin })).status < 300);
     viewer = (await s.request('POST', '/api/auth/login', { username: 'vera', password: 'verapw' })).body.token;

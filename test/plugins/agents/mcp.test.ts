@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { copyShop, DP_BIN, runCli, startServer, type TestServer } from '../../helpers.js';
+import { builtShop, DP_BIN, startServer, type TestServer } from '../../helpers.js';
 
 interface ToolAnswer {
   isError?: boolean;
@@ -31,12 +31,8 @@ const ALL_TOOLS = ['check', 'describe_table', 'get_model', 'impact', 'list_metri
 
 describe('dp mcp over stdio (the real binary)', () => {
   let project: string;
-  before(() => {
-    project = copyShop();
-    for (const cmd of [['seed'], ['transform']]) {
-      const r = runCli([...cmd, '--project', project]);
-      assert.equal(r.code, 0, r.stderr);
-    }
+  before(async () => {
+    project = await builtShop();
   });
 
   async function connect(extra: string[] = []): Promise<Client> {
@@ -162,9 +158,7 @@ describe('MCP over streamable HTTP at /mcp (--auth)', () => {
   let admin: string;
   let viewer: string;
   before(async () => {
-    const project = copyShop();
-    for (const cmd of [['seed'], ['transform']]) assert.equal(runCli([...cmd, '--project', project]).code, 0);
-    s = await startServer(project, { auth: true });
+    s = await startServer(await builtShop(), { auth: true });
     admin = (await s.request('POST', '/api/auth/setup', { username: 'root', password: 'rootpw', role: 'admin' })).body.token;
     assert.ok((await s.request('POST', '/api/users', { username: 'vera', password: 'verapw', role: 'viewer' }, { token: admin })).status < 300);
     viewer = (await s.request('POST', '/api/auth/login', { username: 'vera', password: 'verapw' })).body.token;

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { copyShop, DP_BIN, makeProject, REPO_ROOT, runCli, startServer, waitUntil, type TestServer } from '../../helpers.js';
+import { closeInProcessClis, copyShop, DP_BIN, followOutput, makeProject, REPO_ROOT, runCli, runInProcess, startServer, type TestServer } from '../../helpers.js';
 
 /** The pages issue 16 lists, by slug. */
 const PAGES = {
@@ -131,6 +131,7 @@ async function freePort(): Promise<number> {
 }
 
 describe('wiki: the getting-started examples run as written', () => {
+  after(closeInProcessClis);
   it('runs every dp command of the page in a copy of examples/shop', async () => {
     const lines = codeLines(page('getting-started'), ['bash']).map((l) => l.trim()).filter(Boolean);
     assert.ok(lines.length >= 8, 'the page lost its examples');
@@ -145,14 +146,16 @@ describe('wiki: the getting-started examples run as written', () => {
       }
       assert.equal(w[0], 'dp', `not a dp command: ${line}`);
       if (w[1] === 'serve') {
-        // The server runs until stopped: it must answer, then stop cleanly.
+        // The server runs until stopped (the real binary, which opens the file the commands above used): it must answer, then stop cleanly.
+        await closeInProcessClis();
         const port = await freePort();
         // Without the scheduler: the example's hourly stream must not fire because the test crossed minute 15.
         const args = [...w.slice(1).map((a) => (a === '3000' ? String(port) : a)), '--no-scheduler'];
-        const child = spawn(process.execPath, [DP_BIN, ...args], { cwd, env: { ...process.env, DP_LOG_SILENT: '1' }, stdio: 'ignore' });
+        const child = spawn(process.execPath, [DP_BIN, ...args], { cwd, env: { ...process.env, DP_LOG_SILENT: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
         try {
-          const answers = () => fetch(`http://127.0.0.1:${port}/api/health`).then((r) => r.ok, () => false);
-          await waitUntil(answers, `${line}: the server to answer`, 120_000);
+          await followOutput(child).waitFor(/dp listening on/, 120_000);
+          const health = await fetch(`http://127.0.0.1:${port}/api/health`);
+          assert.ok(health.ok, `${line}: the server did not answer`);
         } finally {
           const exited = new Promise((r) => child.once('exit', r));
           child.kill('SIGTERM');
@@ -160,7 +163,8 @@ describe('wiki: the getting-started examples run as written', () => {
         }
         continue;
       }
-      const r = runCli(w.slice(1), { cwd });
+      // Each command in this process (the same parsing and handler as the binary, on one App of the copy).
+      const r = await runInProcess(w.slice(1), { cwd });
       assert.equal(r.code, 0, `${line}\n${r.stderr}`);
       assert.ok(r.stdout.length + r.stderr.length > 0, `${line} printed nothing`);
     }

@@ -1,5 +1,5 @@
 /**
- * Notebooks in pipeline runs and in the models plugin's commands, through the real `dp` binary:
+ * Notebooks in pipeline runs and in the models plugin's commands, through the CLI (in process):
  * `dp run` gives cells the same names across cells as a session (exports, sql cells by id) and
  * stops at the first failing cell, naming it and its line; `dp debug` writes a notebook this
  * plugin reads, saves and runs, and `dp promote` takes the last sql cell of a notebook saved
@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { makeProject, runCli, startServer, type TestServer } from '../../helpers.js';
+import { closeInProcessClis, makeProject, runInProcess, startServer, type TestServer } from '../../helpers.js';
 
 const NAMED = {
   cells: [
@@ -31,8 +31,9 @@ const FAILING = {
   ],
 };
 
-describe('notebooks in pipelines and model commands (real dp binary)', () => {
+describe('notebooks in pipelines and model commands (the CLI)', () => {
   let root: string;
+  after(closeInProcessClis);
   before(() => {
     root = makeProject({
       'ingest/named.dpnb': JSON.stringify(NAMED),
@@ -41,32 +42,33 @@ describe('notebooks in pipelines and model commands (real dp binary)', () => {
     });
   });
 
-  it('dp run gives cells the names of earlier cells, as a session does', () => {
-    const r = runCli(['run', 'ingest/named.dpnb', '--project', root]);
+  it('dp run gives cells the names of earlier cells, as a session does', async () => {
+    const r = await runInProcess(['run', 'ingest/named.dpnb', '--project', root]);
     assert.equal(r.code, 0, r.stderr + r.stdout);
     assert.match(r.stdout, /^total 6$/m);
-    const q = runCli(['query', 'SELECT total::INTEGER, n::INTEGER FROM result', '--json', '--project', root]);
+    const q = await runInProcess(['query', 'SELECT total::INTEGER, n::INTEGER FROM result', '--json', '--project', root]);
     assert.deepEqual(JSON.parse(q.stdout).rows, [[6, 3]]);
   });
 
-  it('dp run stops a notebook at the failing cell, naming the cell and its line', () => {
-    const r = runCli(['run', 'ingest/failing.dpnb', '--project', root, '--json']);
+  it('dp run stops a notebook at the failing cell, naming the cell and its line', async () => {
+    const r = await runInProcess(['run', 'ingest/failing.dpnb', '--project', root, '--json']);
     assert.equal(r.code, 1);
     const result = JSON.parse(r.stdout);
     assert.equal(result.status, 'error');
     assert.equal(result.error, 'cell 1 (code) failed: stop here');
     assert.match(result.stack, /^Error: stop here\n {4}at ingest\/failing\.dpnb#cell1:2:\d+(\n|$)/);
-    const tables = runCli(['query', "SELECT table_name FROM duckdb_tables() WHERE table_name LIKE '%failure' ORDER BY 1", '--json', '--project', root]);
+    const tables = await runInProcess(['query', "SELECT table_name FROM duckdb_tables() WHERE table_name LIKE '%failure' ORDER BY 1", '--json', '--project', root]);
     assert.deepEqual(JSON.parse(tables.stdout).rows, [['before_failure']]);
   });
 
   describe('dp debug and dp promote with notebooks of this plugin', () => {
     let s: TestServer;
     before(async () => {
-      const t = runCli(['transform', '--project', root]);
+      const t = await runInProcess(['transform', '--project', root]);
       assert.equal(t.code, 0, t.stderr);
-      const d = runCli(['debug', 'staging.orders', '--project', root]);
+      const d = await runInProcess(['debug', 'staging.orders', '--project', root]);
       assert.equal(d.code, 0, d.stderr);
+      await closeInProcessClis(); // the server opens the file next
       s = await startServer(root);
     });
     after(() => s.close());
@@ -87,8 +89,9 @@ describe('notebooks in pipelines and model commands (real dp binary)', () => {
       const cells = [...nb.body.cells, { type: 'sql', id: 'big_orders', source: 'SELECT id, amount FROM staging.orders WHERE amount > 15' }];
       assert.equal((await s.request('PUT', `/api/notebooks/${rel}`, { cells })).status, 200);
       await s.close();
-      const p = runCli(['promote', rel, '--name', 'big_orders', '--schema', 'marts', '--project', root]);
+      const p = await runInProcess(['promote', rel, '--name', 'big_orders', '--schema', 'marts', '--project', root]);
       assert.equal(p.code, 0, p.stderr + p.stdout);
+      await closeInProcessClis();
       assert.match(fs.readFileSync(path.join(root, 'transform/marts/big_orders.sql'), 'utf8'), /amount > 15/);
       s = await startServer(root);
     });
