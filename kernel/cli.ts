@@ -6,7 +6,6 @@ import { LOCAL_ADMIN } from '../sdk/auth.js';
 import { badRequest, errorMessage, isDpError } from '../sdk/errors.js';
 import type { ManifestCommand, ManifestOption, PluginManifest } from '../sdk/plugin.js';
 import { createCliIO } from './cli-io.js';
-import { kernelCommands } from './commands.js';
 import { readProjectFile } from './config.js';
 import { discoverPlugins } from './plugins.js';
 
@@ -267,7 +266,8 @@ export async function main(argv?: string[]): Promise<void> {
   // A plugin command alone when argv names one; every command otherwise (help, a typo's suggestion).
   const invoked = invokedCommand(rawArgv);
   const only = invoked && !KERNEL_COMMANDS.includes(invoked) && manifests.some((m) => m.contributes?.commands?.some((c) => c.command.split(' ')[0] === invoked)) ? invoked : undefined;
-  if (only === undefined) y = kernelCommands(y);
+  // The kernel's commands (and the user store's CLI behind them) load only when they may run.
+  if (only === undefined) y = (await import('./commands.js')).kernelCommands(y);
   y = withManifestCommands(y, manifests, runHere, only);
   try {
     await y.parseAsync();
