@@ -6,7 +6,6 @@ import { LOCAL_ADMIN } from '../sdk/auth.js';
 import { badRequest, errorMessage, isDpError } from '../sdk/errors.js';
 import type { ManifestCommand, ManifestOption, PluginManifest } from '../sdk/plugin.js';
 import { createCliIO } from './cli-io.js';
-import { kernelCommands } from './commands.js';
 import { readProjectFile } from './config.js';
 import { discoverPlugins } from './plugins.js';
 
@@ -27,6 +26,26 @@ async function loadYargs(): Promise<{ yargs: Yargs; hideBin: (argv: string[]) =>
     const [{ default: yargs }, { hideBin }] = await Promise.all([import('yargs'), import('yargs/helpers')]);
     return { yargs, hideBin };
   }
+}
+
+/** The kernel's own top-level commands (kernel/commands.ts). */
+const KERNEL_COMMANDS = ['serve', 'env', 'secrets', 'users', 'plugins', 'login', 'logout'];
+
+/**
+ * The top-level command argv runs, when nothing but dp's global options comes before it and it
+ * asks for no help or version: then yargs needs that command alone, not the other fifty (their
+ * declarations and the help text yargs renders for every run cost a start about 60 ms of CPU).
+ * Undefined when in doubt (an unknown option first, `--help`): then every command is declared.
+ */
+export function invokedCommand(argv: string[]): string | undefined {
+  if (argv.some((a) => a === '--help' || a === '-h' || a === '--version' || a === 'help')) return undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--project' || a === '--env') i++;
+    else if (/^--(project|env)=/.test(a) || /^--(no-)?json(=.*)?$/.test(a)) continue;
+    else return a.startsWith('-') ? undefined : a;
+  }
+  return undefined;
 }
 
 /** Finds --project / --env in argv before yargs runs, to know which plugins are enabled. */
@@ -198,7 +217,7 @@ function addManifestCommand(y: Argv, cmd: ManifestCommand, parents: string[], al
  * dp's global options and every plugin command of `manifests` on a yargs instance, each parsed
  * command handed to `run`. The CLI adds the kernel's commands; tests run plugin commands in process.
  */
-export function withManifestCommands(y: Argv, manifests: PluginManifest[], run: ManifestCommandRunner): Argv {
+export function withManifestCommands(y: Argv, manifests: PluginManifest[], run: ManifestCommandRunner, only?: string): Argv {
   y = y
     .scriptName('dp')
     .usage('$0 <command> [options]\n\ndp: a local data-pipeline workbench on one embedded DuckDB file.')
@@ -209,7 +228,9 @@ export function withManifestCommands(y: Argv, manifests: PluginManifest[], run: 
     .demandCommand(1, 'Name a command; dp --help lists them')
     .recommendCommands();
   const owners = commandOwners(manifests);
-  for (const { cmd, alternatives } of mergeExtendedCommands(manifests)) y = addManifestCommand(y, cmd, [], alternatives, owners, run);
+  for (const { cmd, alternatives } of mergeExtendedCommands(manifests)) {
+    if (only === undefined || cmd.command.split(' ')[0] === only) y = addManifestCommand(y, cmd, [], alternatives, owners, run);
+  }
   return y;
 }
 
@@ -226,7 +247,10 @@ export async function main(argv?: string[]): Promise<void> {
       process.stderr.write(`error: ${msg}\nRun 'dp --help' for usage.\n`);
       process.exit(1);
     });
-  y = kernelCommands(y);
+  // yargs renders the run command's whole help right after starting its handler, in case the
+  // handler asks for it; none does (a failure prints its own line), so that work is skipped.
+  const usage = (y as unknown as { getInternalMethods(): { getUsageInstance(): { cacheHelpMessage(): void } } }).getInternalMethods().getUsageInstance();
+  usage.cacheHelpMessage = () => {};
   let manifests: PluginManifest[] = [];
   try {
     manifests = enabledManifests(projectRoot);
@@ -239,7 +263,12 @@ export async function main(argv?: string[]): Promise<void> {
       return;
     }
   }
-  y = withManifestCommands(y, manifests, runHere);
+  // A plugin command alone when argv names one; every command otherwise (help, a typo's suggestion).
+  const invoked = invokedCommand(rawArgv);
+  const only = invoked && !KERNEL_COMMANDS.includes(invoked) && manifests.some((m) => m.contributes?.commands?.some((c) => c.command.split(' ')[0] === invoked)) ? invoked : undefined;
+  // The kernel's commands (and the user store's CLI behind them) load only when they may run.
+  if (only === undefined) y = (await import('./commands.js')).kernelCommands(y);
+  y = withManifestCommands(y, manifests, runHere, only);
   try {
     await y.parseAsync();
   } catch (e) {

@@ -5,11 +5,13 @@
  * plugin's keys against its schemas with the same line-numbered errors as the kernel's keys,
  * fills in the schemas' defaults, and ignores the keys of disabled plugins.
  */
+import crypto from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Ajv, ValidateFunction } from 'ajv';
 import type { ConfigRef } from '../sdk/config.js';
 import { badRequest, DpError } from '../sdk/errors.js';
 import type { PluginManifest } from '../sdk/plugin.js';
+import { configValidators } from './config-validators.generated.js';
 import { PROJECT_FILE, schemaError, type LoadedProject } from './config.js';
 import { KERNEL_KEYS, RESERVED_KEYS } from './project-schema.js';
 
@@ -46,19 +48,27 @@ export function checkTopLevelKeys(project: LoadedProject, owners: Map<string, st
   }
 }
 
+/** The options every plugin config schema compiles with, at build time (scripts/build.mjs) and here. */
+export const CONFIG_AJV_OPTIONS = { useDefaults: true, allErrors: false, strict: false, validateSchema: false } as const;
+
+/** The name a config schema's build-time validator goes by: a digest of its JSON. */
+export function configSchemaId(schema: unknown): string {
+  return 'c' + crypto.createHash('sha256').update(JSON.stringify(schema)).digest('hex').slice(0, 24);
+}
+
 let ajv: Ajv | undefined;
 const compiled = new WeakMap<object, ValidateFunction>();
 
 function validatorOf(ref: ConfigRef): ValidateFunction {
-  let v = compiled.get(ref.schema);
+  let v = compiled.get(ref.schema) ?? configValidators[configSchemaId(ref.schema)];
   if (!v) {
     // The schemas are the plugins' own code (TypeBox), not input: checking them against the
     // JSON Schema meta-schema on every command's start cost more than validating project.yml.
     // Loaded on the first schema a process compiles: a command whose plugins' keys are all absent never loads ajv.
-    ajv ??= new (createRequire(import.meta.url)('ajv') as typeof import('ajv')).Ajv({ useDefaults: true, allErrors: false, strict: false, validateSchema: false, code: { optimize: false } });
+    ajv ??= new (createRequire(import.meta.url)('ajv') as typeof import('ajv')).Ajv({ ...CONFIG_AJV_OPTIONS, code: { optimize: false } });
     v = ajv.compile(ref.schema as object);
-    compiled.set(ref.schema, v);
   }
+  compiled.set(ref.schema, v);
   return v;
 }
 

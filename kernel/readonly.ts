@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import { version as duckdbVersion } from '@duckdb/node-api';
 import type { DatabasePort, DbConnection, SerializedSql, SqlNode } from '../sdk/db.js';
 import type { MacroBody } from '../sdk/hooks.js';
 import { badRequest, forbidden, notFound } from '../sdk/errors.js';
@@ -322,12 +324,36 @@ const internalFunctions = new WeakMap<DatabasePort, Promise<Set<string>>>();
 /** How many distinct macros one query may reach (cycles are cut by name before that). */
 const MAX_MACROS = 64;
 
+/** DuckDB's own functions' names (lower case, distinct): the build reads them too (scripts/build.mjs). */
+export const BUILTIN_FUNCTIONS_SQL = 'SELECT DISTINCT lower(function_name) AS n FROM duckdb_functions() WHERE internal';
+/** Where the build writes them, with the DuckDB version they were read from. */
+export const BUILTIN_FUNCTIONS_FILE = new URL('./duckdb-builtins.json', import.meta.url);
+
+/**
+ * The names the build read, when it read them from this DuckDB library (the same version has
+ * the same built-in functions; an extension loaded later only adds some, which are then looked
+ * up as macros and not found): reading them from the database costs a `dp query` about 70 ms
+ * of CPU. Null without that file or for another version: the database is asked.
+ */
+let builtAt: { functions: Set<string> } | null | undefined;
+function buildTimeBuiltins(): Set<string> | null {
+  if (builtAt === undefined) {
+    builtAt = null;
+    try {
+      const file = JSON.parse(fs.readFileSync(BUILTIN_FUNCTIONS_FILE, 'utf8')) as { version?: string; functions?: string[] };
+      if (file.version === duckdbVersion() && Array.isArray(file.functions)) builtAt = { functions: new Set(file.functions) };
+    } catch {
+      // No file (a build that did not write it): the database is asked.
+    }
+  }
+  return builtAt?.functions ?? null;
+}
+
 function builtins(db: DatabasePort): Promise<Set<string>> {
   let hit = internalFunctions.get(db);
   if (!hit) {
-    hit = db
-      .all<{ n: string }>('SELECT DISTINCT lower(function_name) AS n FROM duckdb_functions() WHERE internal')
-      .then((rows) => new Set(rows.map((r) => r.n)));
+    const known = buildTimeBuiltins();
+    hit = known ? Promise.resolve(known) : db.all<{ n: string }>(BUILTIN_FUNCTIONS_SQL).then((rows) => new Set(rows.map((r) => r.n)));
     hit.catch(() => internalFunctions.delete(db));
     internalFunctions.set(db, hit);
   }

@@ -17,24 +17,12 @@ import { commandKey } from './app.js';
 import { renderTable } from './cli-io.js';
 import { withoutAbsolutePaths } from './http-errors.js';
 import { databaseFile, loadProject } from './config.js';
+import { LOCAL_TOKEN_HEADER, SERVER_FILE, type ServerFile } from './server-file.js';
 
-/** The credential file, relative to the project root. */
-export const SERVER_FILE = path.join('.dp', 'server.json');
-/** The header the CLI sends the local token in (never Authorization: that is the user's login). */
-export const LOCAL_TOKEN_HEADER = 'x-dp-local-token';
+export { LOCAL_TOKEN_HEADER, SERVER_FILE, type ServerFile };
+
 /** Permission of a command whose manifest declares none: a viewer never runs an undeclared command. */
 export const DEFAULT_COMMAND_PERMISSION: Permission = 'execute';
-
-export interface ServerFile {
-  url: string;
-  host: string;
-  port: number;
-  pid: number;
-  project_root: string;
-  token: string;
-  auth: boolean;
-  started_at: string;
-}
 
 /**
  * The pid `.dp/server.json` names and `/api/cli/server` answers: the `dp serve` process the

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { DpError, errorMessage } from '../sdk/errors.js';
-import { LOCAL_TOKEN_HEADER, SERVER_FILE, type ServerFile } from './remote-server.js';
+import { LOCAL_TOKEN_HEADER, SERVER_FILE, type ServerFile } from './server-file.js';
 
 /** undici loads on the first request: most commands only look for a server file and find none. */
 const request = (async (...args: Parameters<typeof import('undici').request>) => (await import('undici')).request(...args)) as typeof import('undici').request;

@@ -33,6 +33,16 @@ await esbuild.build({
   logLevel: 'warning',
   outfile: join(vendor, 'typebox.cjs'),
 });
+// yaml is 80 CommonJS modules and every command reads project.yml: sdk/yaml.ts loads the bundle, or the package.
+await esbuild.build({
+  entryPoints: [createRequire(import.meta.url).resolve('yaml')],
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  logLevel: 'warning',
+  outfile: join(vendor, 'yaml.cjs'),
+});
 // yargs finds its translations next to its own module: point the bundle at the package's folder.
 const yargsBundle = await esbuild.build({
   stdin: { contents: "export { default as yargs } from 'yargs'; export { hideBin } from 'yargs/helpers';", resolveDir: root, loader: 'js' },
@@ -68,6 +78,39 @@ const code = standalone(ajv, { validateProject: 'project', validateManifest: 'ma
 // ajv's ESM output still calls require() for its runtime helpers.
 const header = "import { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);\n";
 fs.writeFileSync(join(root, 'dist', 'kernel', 'validators.generated.js'), header + code);
+
+// The built-in plugins' project.yml schemas, compiled the same way (kernel/config-validators.generated.d.ts).
+const configValidatorsFile = join(root, 'dist', 'kernel', 'config-validators.generated.js');
+fs.writeFileSync(configValidatorsFile, 'export const configValidators = {};\n'); // plugin-config.js imports it
+const { CONFIG_AJV_OPTIONS, configSchemaId } = await import(pathToFileURL(join(root, 'dist', 'kernel', 'plugin-config.js')).href);
+const configAjv = new Ajv({ ...CONFIG_AJV_OPTIONS, code: { source: true, esm: true } });
+const configIds = new Set();
+for (const name of fs.readdirSync(join(root, 'plugins')).sort()) {
+  const manifestFile = join(root, 'plugins', name, 'plugin.json');
+  if (!fs.existsSync(manifestFile)) continue;
+  const entry = join(root, 'dist', 'plugins', name, JSON.parse(fs.readFileSync(manifestFile, 'utf8')).entry.replace(/\.ts$/, '.js'));
+  for (const ref of (await import(pathToFileURL(entry).href)).default?.config ?? []) {
+    const id = configSchemaId(ref.schema);
+    if (configIds.has(id)) continue;
+    configIds.add(id);
+    configAjv.addSchema(ref.schema, id);
+  }
+}
+const configCode = configIds.size ? standalone(configAjv, Object.fromEntries([...configIds].map((id) => [id, id]))) : '';
+fs.writeFileSync(configValidatorsFile, header + configCode + `\nexport const configValidators = { ${[...configIds].join(', ')} };\n`);
+
+// DuckDB's own function names, for the read-only check (kernel/readonly.ts): reading them from the
+// database cost every `dp query` about 70 ms of CPU. Valid for the library version read here.
+{
+  const { DuckDBInstance, version: duckdbVersion } = await import('@duckdb/node-api');
+  const { BUILTIN_FUNCTIONS_SQL, BUILTIN_FUNCTIONS_FILE } = await import(pathToFileURL(join(root, 'dist', 'kernel', 'readonly.js')).href);
+  const duck = await DuckDBInstance.create(':memory:', { autoload_known_extensions: 'false', autoinstall_known_extensions: 'false' });
+  const conn = await duck.connect();
+  const functions = (await conn.runAndReadAll(BUILTIN_FUNCTIONS_SQL)).getRows().map((r) => String(r[0])).sort();
+  conn.closeSync();
+  duck.closeSync();
+  fs.writeFileSync(BUILTIN_FUNCTIONS_FILE, JSON.stringify({ version: duckdbVersion(), functions }) + '\n');
+}
 
 // docs/errors.md from the error catalogues (kernel/errors.ts, sdk/error-codes.ts, plugins/*/errors.ts).
 const { writeErrorsDoc } = await import(pathToFileURL(join(root, 'dist', 'kernel', 'error-catalogue.js')).href);

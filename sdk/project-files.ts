@@ -6,9 +6,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { LineCounter, parseDocument, type Document } from 'yaml';
+import type { Document } from 'yaml';
 import type { ProjectInfo } from './config.js';
 import { badRequest } from './errors.js';
+import { yaml } from './yaml.js';
 
 // ---------------------------------------------------------------- walking
 
@@ -145,8 +146,8 @@ export interface YamlReadResult {
  * and line of the first syntax error: "contracts/a.yml line 3: ...".
  */
 export function readYaml(text: string, file: string, code = 'invalid_yaml'): YamlReadResult {
-  const counter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: counter, prettyErrors: true });
+  const counter = new yaml.LineCounter();
+  const doc = yaml.parseDocument(text, { lineCounter: counter, prettyErrors: true });
   if (doc.errors.length > 0) {
     const err = doc.errors[0];
     const line = err.linePos?.[0]?.line;

@@ -5,8 +5,13 @@
  * `--no-scheduler`: `ctx.scheduling`), never two runs of one task at once, aborted at its
  * `timeoutMs` and when the scheduler stops (before the plugins' beforeStop phase).
  */
-import { CronExpressionParser } from 'cron-parser';
+import { createRequire } from 'node:module';
 import { errorMessage } from './errors.js';
+
+/** cron-parser and its date library, required on the first schedule read: most CLI commands read none. */
+let cronParser: typeof import('cron-parser').CronExpressionParser | undefined;
+const parseCron = (expr: string, options?: { currentDate: Date }) =>
+  (cronParser ??= (createRequire(import.meta.url)('cron-parser') as typeof import('cron-parser')).CronExpressionParser).parse(expr, options);
 
 /** Where the scheduler reads the time and sets its timers; tests pass a clock they move by hand. */
 export interface Clock {
@@ -62,7 +67,7 @@ export function cronProblem(expr: string): string | null {
   const fields = String(expr).trim().split(/\s+/).filter(Boolean);
   if (fields.length !== 5) return `'${expr}' is not a 5-field cron expression (minute hour day-of-month month day-of-week), it has ${fields.length} field${fields.length === 1 ? '' : 's'}`;
   try {
-    CronExpressionParser.parse(fields.join(' '));
+    parseCron(fields.join(' '));
     return null;
   } catch (e) {
     return `'${expr}' is not a valid cron expression: ${errorMessage(e)}`;
@@ -71,7 +76,7 @@ export function cronProblem(expr: string): string | null {
 
 /** The next run of `expr` strictly after `after` (ms), in the server's local time. */
 export function nextCronRun(expr: string, after: number): number {
-  return CronExpressionParser.parse(expr.trim(), { currentDate: new Date(after) }).next().getTime();
+  return parseCron(expr.trim(), { currentDate: new Date(after) }).next().getTime();
 }
 
 /** True when `cron` fires at `minute` (a time on a whole minute); false for a bad expression. */

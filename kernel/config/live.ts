@@ -12,12 +12,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { isMap, isNode, parseDocument, type Document } from 'yaml';
+import type { Document } from 'yaml';
 import { CONFIG_CHANGED, type ConfigChange, type ConfigEditor, type ConfigRef, type PluginConfig } from '../../sdk/config.js';
 import { badRequest, DpError, errorMessage, forbidden, isDpError } from '../../sdk/errors.js';
 import type { EventBus, PluginManifest } from '../../sdk/plugin.js';
 import { ENV_FILE, loadProject, PROJECT_FILE, readEnvFile, type LoadedProject } from '../config.js';
 import type { KernelLogger } from '../log.js';
+import { yaml } from '../../sdk/yaml.js';
 import { writeFileAtomic } from '../paths.js';
 import { configValue } from '../plugin-config.js';
 
@@ -76,7 +77,7 @@ function editorOf(doc: Document, key: string): ConfigEditor {
   return {
     get(p) {
       const node = doc.getIn(full(p), true);
-      return isNode(node) ? node.toJS(doc) : node;
+      return yaml.isNode(node) ? node.toJS(doc) : node;
     },
     has: (p) => doc.hasIn(full(p)),
     set: (p, value) => doc.setIn(full(p), doc.createNode(value)),
@@ -86,7 +87,7 @@ function editorOf(doc: Document, key: string): ConfigEditor {
       for (let n = p.length - 1; n >= 0; n--) {
         const at = full(p.slice(0, n));
         const node = doc.getIn(at, true);
-        if (!isMap(node) || node.items.length > 0) break;
+        if (!yaml.isMap(node) || node.items.length > 0) break;
         doc.deleteIn(at);
       }
     },
@@ -190,7 +191,7 @@ export class LiveConfig {
     const before = this.options.current();
     // Through the project's resolver, so a project.yml linked from outside the root is refused.
     const file = before.project.resolve(PROJECT_FILE);
-    const doc = parseDocument(fs.readFileSync(file, 'utf8'));
+    const doc = yaml.parseDocument(fs.readFileSync(file, 'utf8'));
     if (doc.errors.length) throw badRequest('invalid_project_yml', `${PROJECT_FILE}: ${doc.errors[0]!.message.split('\n')[0]}`, { file: PROJECT_FILE });
     fn(editorOf(doc, key));
     const text = doc.toString();

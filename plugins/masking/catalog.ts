@@ -3,7 +3,8 @@
  * the `masking.methods` extension point. It validates a policy's method_config against the
  * method's JSON schema (ajv, defaults filled in) and compiles the masking expression.
  */
-import { Ajv, type ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
+import type { Ajv, ValidateFunction } from 'ajv';
 import { ajvFieldError, badRequest, DpError, hasPermission, type Caller, type MaskingColumnInfo, type MaskingMethod } from '../../sdk/index.js';
 import type { MaskingPolicy } from './api-types.js';
 import { MaskKeys } from './keys.js';
@@ -20,7 +21,11 @@ interface Entry {
 }
 
 export class MethodCatalog {
-  private readonly ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true });
+  /** ajv, required and set up on the first schema compiled: a command that sets no policy needs none. */
+  private ajvInstance: Ajv | undefined;
+  private get ajv(): Ajv {
+    return (this.ajvInstance ??= new (createRequire(import.meta.url)('ajv') as typeof import('ajv')).Ajv({ allErrors: false, strict: false, useDefaults: true }));
+  }
   private readonly entries = new Map<string, Entry>();
 
   /** `keys`: the project's masking keys (a random, unsaved key when omitted). */

@@ -25,6 +25,7 @@ export const KEY_TABLE = 'keys';
 
 const BLOCK = 64;
 const KEY_COLUMNS = 'id VARCHAR PRIMARY KEY, inner_pad BLOB NOT NULL, outer_pad BLOB NOT NULL';
+const KEY_COLUMN_NAMES = 'id,inner_pad,outer_pad';
 
 interface DerivedKey {
   id: string;
@@ -62,7 +63,8 @@ export class MaskKeys {
   /**
    * Forgets the derived keys (the project key is read from `.env` again on first use) and
    * recreates the key table, so a key changed in `.env` takes effect on restart and no pad of
-   * an old key stays in the database.
+   * an old key stays in the database. A table already empty, with these columns, is kept: a start
+   * then writes nothing, and a CLI command leaves DuckDB no change to checkpoint when it closes.
    */
   async load(db: DatabasePort): Promise<void> {
     if (this.secrets) this.projectKey = null;
@@ -70,8 +72,14 @@ export class MaskKeys {
     this.derived.clear();
     this.stored.clear();
     this.pending.clear();
-    await db.run(`CREATE SCHEMA IF NOT EXISTS ${KEY_SCHEMA}`);
-    await db.run(`CREATE OR REPLACE TABLE ${KEY_SCHEMA}.${KEY_TABLE} (${KEY_COLUMNS})`);
+    const columns = await db.value<string>(
+      `SELECT string_agg(column_name, ',' ORDER BY column_index) FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = '${KEY_SCHEMA}' AND table_name = '${KEY_TABLE}'`,
+    );
+    const emptyAsMade = columns === KEY_COLUMN_NAMES && (await db.value<boolean>(`SELECT NOT EXISTS (SELECT 1 FROM ${KEY_SCHEMA}.${KEY_TABLE})`)) === true;
+    if (!emptyAsMade) {
+      await db.run(`CREATE SCHEMA IF NOT EXISTS ${KEY_SCHEMA}`);
+      await db.run(`CREATE OR REPLACE TABLE ${KEY_SCHEMA}.${KEY_TABLE} (${KEY_COLUMNS})`);
+    }
     this.tableReady = true;
   }
 

@@ -1,14 +1,14 @@
-/** CLI commands of the models plugin (declared in plugin.json). */
+/**
+ * CLI commands of the models plugin (declared in plugin.json). Each handler imports the module
+ * that does its work when it runs: this plugin also loads for its service alone (`dp tables`
+ * and `dp query` load it for masking's lineage), and those commands need none of them.
+ */
 import fs from 'node:fs';
 import path from 'node:path';
 import { errorTextsFor, LOCAL_ADMIN, type CliIO, type PluginContext } from '../../sdk/index.js';
-import { runCheck, type CheckReport } from './check.js';
-import { diffMarkdown, runDiff } from './diff.js';
-import { runLint } from './lint.js';
-import { debugNotebook, promote } from './promote.js';
+import type { CheckReport } from './check.js';
 import type { ModelsEngine } from './service.js';
-import { runUnitTests, type UnitTestReport } from './unit-tests.js';
-import { initTarget, projectStatus, scaffoldProject, validateProject, watchProject } from './edit-loop.js';
+import type { UnitTestReport } from './unit-tests.js';
 
 const list = (v: unknown): string[] | null => {
   const items = (Array.isArray(v) ? v : v === undefined ? [] : [v]).flatMap((x) => String(x).split(',')).map((s) => s.trim()).filter(Boolean);
@@ -106,14 +106,14 @@ export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void
   });
 
   ctx.command('check', async (_args, io) => {
-    const report = await shownTo(io, await runCheck(ctx, engine));
+    const report = await shownTo(io, await (await import('./check.js')).runCheck(ctx, engine));
     if (io.wantsJson) io.json(report);
     else printCheck(report, io);
     return report.exit_code;
   });
 
   ctx.command('test', async (args, io) => {
-    const report = await runUnitTests(ctx, engine, { model: args.model ? String(args.model) : null, names: list(args.name) });
+    const report = await (await import('./unit-tests.js')).runUnitTests(ctx, engine, { model: args.model ? String(args.model) : null, names: list(args.name) });
     if (io.wantsJson) io.json(report);
     else {
       for (const r of report.results) io.out(`${r.status === 'pass' ? 'PASS ' : r.status === 'fail' ? 'FAIL ' : 'ERROR'} ${r.name} (${r.model}) ${r.duration_ms} ms`);
@@ -124,7 +124,7 @@ export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void
   });
 
   ctx.command('validate', async (_args, io) => {
-    const report = await validateProject(engine, engine.extensions.validators);
+    const report = await (await import('./edit-loop.js')).validateProject(engine, engine.extensions.validators);
     if (io.wantsJson) io.json(report);
     else {
       for (const p of report.problems) io.out(`${p.file}${p.line ? `:${p.line}` : ''}: ${p.message}`);
@@ -134,7 +134,7 @@ export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void
   });
 
   ctx.command('status', async (_args, io) => {
-    const report = await projectStatus(ctx, engine);
+    const report = await (await import('./edit-loop.js')).projectStatus(ctx, engine);
     if (io.wantsJson) io.json(report);
     else {
       io.table(report.seeds.map((s) => ({ seed: s.seed, status: s.status, path: s.path })), ['seed', 'status', 'path']);
@@ -146,7 +146,7 @@ export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void
   });
 
   ctx.command('watch', async (_args, io) => {
-    const watcher = watchProject(ctx, engine, (round) => {
+    const watcher = (await import('./edit-loop.js')).watchProject(ctx, engine, (round) => {
       const what = [...round.seeds.map((s) => `seeds/${s}.csv`), ...round.changed].join(', ');
       if (round.error) io.out(`error after change to ${what}: ${round.error}`);
       else if (round.summary) {
@@ -168,6 +168,7 @@ export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void
   });
 
   ctx.command('init', async (args, io) => {
+    const { initTarget, scaffoldProject } = await import('./edit-loop.js');
     const made = scaffoldProject(initTarget(args.folder));
     if (io.wantsJson) io.json({ path: made.path, files: made.files });
     else {
@@ -180,7 +181,7 @@ export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void
   });
 
   ctx.command('diff', async (args, io) => {
-    const result = await runDiff(ctx, engine, {
+    const result = await (await import('./diff.js')).runDiff(ctx, engine, {
       targets: list(args.select),
       against: args.against ? String(args.against) : null,
       target_schema: args['target-schema'] ? String(args['target-schema']) : null,
@@ -188,7 +189,7 @@ export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void
       full: Boolean(args.full) || Boolean(args.markdown),
     });
     if (io.wantsJson) io.json(result);
-    else if (args.markdown) io.out(diffMarkdown(result).trimEnd());
+    else if (args.markdown) io.out((await import('./diff.js')).diffMarkdown(result).trimEnd());
     else if (result.models.length === 0) io.out(result.against ? `No model files differ from ${result.against}` : 'No models');
     else {
       io.table(
@@ -211,7 +212,7 @@ export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void
   });
 
   ctx.command('lint', async (args, io) => {
-    const report = await runLint(ctx, engine, { fix: Boolean(args.fix) });
+    const report = await (await import('./lint.js')).runLint(ctx, engine, { fix: Boolean(args.fix) });
     if (io.wantsJson) io.json(report);
     else {
       for (const f of report.fixed) io.out(`fixed ${f}`);
@@ -223,7 +224,7 @@ export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void
   });
 
   ctx.command('promote', async (args, io) => {
-    const r = await promote(ctx, engine, {
+    const r = await (await import('./promote.js')).promote(ctx, engine, {
       input: String(args.input),
       name: String(args.name),
       schema: String(args.schema),
@@ -237,7 +238,7 @@ export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void
   });
 
   ctx.command('debug', async (args, io) => {
-    const r = await debugNotebook(ctx, engine, String(args.model));
+    const r = await (await import('./promote.js')).debugNotebook(ctx, engine, String(args.model));
     if (io.wantsJson) io.json(r);
     else io.out(`Wrote ${r.path} (${r.cells.length} cells)`);
     return 0;

@@ -1,4 +1,4 @@
-/** HTTP routes of the models plugin (declared in plugin.json with the same permissions). */
+/** HTTP routes of the models plugin (declared in plugin.json with the same permissions); the work behind them is imported when a route runs (see commands.ts). */
 import {
   clientGone,
   errorMessage,
@@ -11,17 +11,11 @@ import {
   type JsonSchema,
   type PluginContext,
 } from '../../sdk/index.js';
-import { runCheck } from './check.js';
 import { findModel, keyOf, downstreamOf } from './dag.js';
-import { runDiff } from './diff.js';
-import { runLint } from './lint.js';
 import { MAX_NAME_LENGTH } from './files.js';
-import { writeModel } from './promote.js';
 import type { ModelsEngine } from './service.js';
 import { lastModelRun, readCatalog, runDetail } from './state.js';
 import { statementBody } from './sqltext.js';
-import { discoverUnitTests, runUnitTests } from './unit-tests.js';
-import { projectStatus, validateProject } from './edit-loop.js';
 
 const NAME = { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: MAX_NAME_LENGTH };
 const TARGETS = { type: ['array', 'null'], items: { type: 'string', minLength: 1 }, description: 'Model selectors: name, schema.name, +name, name+; null or empty for all' };
@@ -92,7 +86,7 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
     url: '/api/validate',
     permission: 'read',
     summary: 'Every problem of the project (models, unit tests, contracts, metrics, streams) with file and line, without building anything',
-    handler: () => validateProject(engine, engine.extensions.validators),
+    handler: async () => (await import('./edit-loop.js')).validateProject(engine, engine.extensions.validators),
   });
 
   ctx.route({
@@ -100,7 +94,7 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
     url: '/api/models/status',
     permission: 'read',
     summary: 'Models and seeds changed since their last build, and models stale downstream',
-    handler: (req) => shownTo(req, projectStatus(ctx, engine)),
+    handler: async (req) => shownTo(req, (await import('./edit-loop.js')).projectStatus(ctx, engine)),
   });
 
   ctx.route({
@@ -108,8 +102,8 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
     url: '/api/unit-tests',
     permission: 'read',
     summary: 'Model unit tests (tests/unit/*.yml) and the files that could not be read',
-    handler: () => {
-      const { tests, errors } = discoverUnitTests(ctx);
+    handler: async () => {
+      const { tests, errors } = (await import('./unit-tests.js')).discoverUnitTests(ctx);
       return {
         tests: tests.map((t) => ({ name: t.name, model: t.model, description: t.description ?? null, file: t.file, line: t.line, inputs: t.given.map((g) => g.input) })),
         errors,
@@ -129,7 +123,7 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
         properties: { model: { type: 'string', minLength: 1 }, names: { type: 'array', items: { type: 'string', minLength: 1 } } },
       },
     },
-    handler: (req) => runUnitTests(ctx, engine, { model: req.body?.model ?? null, names: req.body?.names ?? null }),
+    handler: async (req) => (await import('./unit-tests.js')).runUnitTests(ctx, engine, { model: req.body?.model ?? null, names: req.body?.names ?? null }),
   });
 
   ctx.route<unknown, { limit?: number }>({
@@ -169,7 +163,7 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
     schema: { params: modelParams },
     handler: async (req) => {
       const m = await modelNamed(req.params.model_name);
-      const [status, runs, catalog] = await Promise.all([projectStatus(ctx, engine), lastModelRun(ctx, m.info.full_name), readCatalog(ctx)]);
+      const [status, runs, catalog] = await Promise.all([(await import('./edit-loop.js')).projectStatus(ctx, engine), lastModelRun(ctx, m.info.full_name), readCatalog(ctx)]);
       const build = status.models.find((s) => s.model === m.info.full_name);
       // The rows of a built table, counted as the caller's read (a view's count would run its query).
       let rows: number | null = null;
@@ -243,7 +237,7 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
       },
     },
     handler: async (req, reply) => {
-      const written = await writeModel(ctx, engine, { name: req.body.name, schema: req.body.schema_name, materialized: req.body.materialized, sql: req.body.sql });
+      const written = await (await import('./promote.js')).writeModel(ctx, engine, { name: req.body.name, schema: req.body.schema_name, materialized: req.body.materialized, sql: req.body.sql });
       reply.code(201);
       return { created: true, ...written, materialized: req.body.materialized };
     },
@@ -314,7 +308,7 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
     permission: 'execute',
     summary: 'Validate models, run inline assertions and contracts',
     schema: { body: EMPTY_BODY },
-    handler: (req) => shownTo(req, runCheck(ctx, engine)),
+    handler: async (req) => shownTo(req, (await import('./check.js')).runCheck(ctx, engine)),
   });
 
   ctx.route<{ targets?: string[] | null; target_schema?: string | null; full?: boolean }>({
@@ -335,7 +329,7 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
         },
       },
     },
-    handler: (req) => runDiff(ctx, engine, { ...(req.body ?? {}) }),
+    handler: async (req) => (await import('./diff.js')).runDiff(ctx, engine, { ...(req.body ?? {}) }),
   });
 
   ctx.route<{ fix?: boolean }>({
@@ -347,7 +341,7 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
     handler: async (req) => {
       const fix = Boolean(req.body?.fix);
       if (fix) requirePermission(req.caller, 'write');
-      return runLint(ctx, engine, { fix });
+      return (await import('./lint.js')).runLint(ctx, engine, { fix });
     },
   });
 

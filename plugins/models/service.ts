@@ -13,7 +13,7 @@ import {
   WAREHOUSE_TARGET_SERVICE,
   type WarehouseTargetService,
 } from '../../sdk/index.js';
-import { runCheck, type CheckReport } from './check.js';
+import type { CheckReport } from './check.js';
 import { SOURCES_CONFIG } from './config.js';
 import { ModelExtensions } from './extensions.js';
 import { buildGraph, dagOf, findModel, type ModelGraph } from './dag.js';
@@ -80,8 +80,8 @@ export class ModelsEngine implements ModelsService {
     return dagOf(await this.graph());
   }
 
-  check(): Promise<CheckReport> {
-    return runCheck(this.ctx, this);
+  async check(): Promise<CheckReport> {
+    return (await import('./check.js')).runCheck(this.ctx, this);
   }
 
   transform(options: TransformOptions): Promise<TransformSummary> {

@@ -26,9 +26,10 @@
  * Only the columns `expect` names are compared, each cast to the type the model produced.
  */
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { Ajv, type ValidateFunction } from 'ajv';
+import type { ValidateFunction } from 'ajv';
 import {
   ajvFieldError,
   badRequest,
@@ -108,7 +109,7 @@ const FILE_SCHEMA = {
 
 /** Compiled when the first unit-test file is read (not at plugin setup: most commands read none). */
 let fileValidator: ValidateFunction | undefined;
-const validateFile = (): ValidateFunction => (fileValidator ??= new Ajv({ allErrors: false, allowUnionTypes: true }).compile(FILE_SCHEMA));
+const validateFile = (): ValidateFunction => (fileValidator ??= new (createRequire(import.meta.url)('ajv') as typeof import('ajv')).Ajv({ allErrors: false, allowUnionTypes: true }).compile(FILE_SCHEMA));
 
 export interface UnitTestFileError {
   file: string;
