@@ -1,4 +1,5 @@
 import {
+  AGENT_MCP,
   definePlugin,
   LINEAGE_SERVICE,
   MODEL_VIEW,
@@ -136,6 +137,8 @@ function formatSources(sources: ModelLineage['columns'][string]): string {
 export default definePlugin({
   config: [EXPOSURES_CONFIG],
   setup(ctx) {
+    // MCP tools (model_lineage, impact), loaded with the first MCP server.
+    ctx.extend(AGENT_MCP, { tools: async (kit) => (await import('./mcp-tools.js')).lineageTools(ctx, kit) });
     const models = () => ctx.services.get(MODELS_SERVICE);
     const engine = new LineageEngine(ctx.db, models, ctx.log);
     const service: LineageService = {

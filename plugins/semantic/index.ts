@@ -1,5 +1,5 @@
 /** The semantic layer: wires the service, routes and CLI (see README.md). */
-import { definePlugin, MODELS_SERVICE, PROJECT_VALIDATORS, SEMANTIC_SERVICE } from '../../sdk/index.js';
+import { AGENT_MCP, definePlugin, MODELS_SERVICE, PROJECT_VALIDATORS, SEMANTIC_SERVICE } from '../../sdk/index.js';
 import { registerCommands } from './commands.js';
 import { registerRoutes } from './routes.js';
 import { createSemanticService } from './service.js';
@@ -7,6 +7,8 @@ import { metricsValidator } from './validator.js';
 
 export default definePlugin({
   setup(ctx) {
+    // MCP tools (list_metrics, query_metric), loaded with the first MCP server.
+    ctx.extend(AGENT_MCP, { tools: async (kit) => (await import('./mcp-tools.js')).semanticTools(ctx, kit) });
     const service = createSemanticService(ctx);
     ctx.services.provide(SEMANTIC_SERVICE, service);
     registerRoutes(ctx, service);
