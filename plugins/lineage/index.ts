@@ -1,5 +1,6 @@
 import {
   AGENT_MCP,
+  CATALOG_DOCS,
   definePlugin,
   LINEAGE_SERVICE,
   MODEL_VIEW,
@@ -149,6 +150,7 @@ export default definePlugin({
     };
     ctx.services.provide(LINEAGE_SERVICE, service);
     ctx.extend(MODEL_VIEW, { section: 'lineage', render: (model) => engine.one(model.full_name) });
+    ctx.extend(CATALOG_DOCS, { columnLineage: async (model) => (await engine.one(model)).columns });
 
     ctx.route({
       method: 'GET',
