@@ -138,30 +138,23 @@ export function declaredDependencies(m: PluginManifest): Set<string> {
 }
 
 /**
- * Boot-time checks of `extends`: each names an extension point an installed plugin declares, and
- * that plugin is listed under `requires` or `optional` (so it sets up first when enabled).
+ * Boot-time checks of `extends`: each names an extension point an installed plugin declares. The
+ * extender needs no dependency on the owner: a contribution waits until its owner offers the
+ * point (kernel/app/extension-points.ts), so the owner may read the extender's services.
  */
 export function checkExtensionDeclarations(enabled: PluginManifest[], installed: PluginManifest[], file: (name: string) => string): void {
-  const owners = new Map<string, string>();
+  const owners = new Set<string>();
   for (const m of installed) {
     for (const e of m.contributes?.extensionPoints ?? []) {
       if (!e.startsWith(`${m.name}.`)) {
         throw manifestError(file(m.name), `extension point '${e}' must be named '${m.name}.<name>'`, { field: 'contributes.extensionPoints' });
       }
-      owners.set(e, m.name);
+      owners.add(e);
     }
   }
   for (const m of enabled) {
-    const deps = declaredDependencies(m);
     for (const e of m.contributes?.extends ?? []) {
-      const owner = owners.get(e);
-      if (!owner) throw manifestError(file(m.name), `contributes.extends lists '${e}', which no installed plugin declares`, { field: 'contributes.extends' });
-      if (!deps.has(owner)) {
-        throw new DpError(500, 'undeclared_dependency', `Plugin '${m.name}' extends '${e}' of plugin '${owner}' without listing '${owner}' under requires or optional`, {
-          plugin: m.name,
-          owner,
-        });
-      }
+      if (!owners.has(e)) throw manifestError(file(m.name), `contributes.extends lists '${e}', which no installed plugin declares`, { field: 'contributes.extends' });
     }
   }
 }

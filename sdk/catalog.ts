@@ -1,9 +1,12 @@
 /**
  * The catalog plugin's service: the project's generated documentation and dp's user guide (the
- * wiki), for other plugins (the agents plugin serves both as MCP resources).
+ * wiki), for other plugins; and its `catalog.docs` extension point, through which a plugin writes
+ * the documentation of its own files (semantic its metrics, quality its contracts, lineage the
+ * column lineage), so the catalog names none of them.
  */
 import type { Caller } from './auth.js';
-import { createServiceRef } from './plugin.js';
+import { createExtensionPoint, createServiceRef } from './plugin.js';
+import type { ColumnSource } from './services.js';
 
 export interface WikiPageInfo {
   /** The page's file stem: `getting-started`. */
@@ -24,3 +27,46 @@ export interface CatalogService {
 }
 
 export const CATALOG_SERVICE = createServiceRef<CatalogService>('catalog');
+
+/** Who reads the generated documentation. */
+export interface DocReader {
+  readonly caller: Caller;
+  /** True for a relation (`schema.name`) in a schema the reader may not see: leave it out. */
+  hidden(relation: string): boolean;
+}
+
+/** A section's content for one reader. */
+export interface DocSectionContent<T = unknown> {
+  /** The section's entries (the structured docs' `<key>` list; `counts.<key>` is their number). */
+  entries: T[];
+  /** Further keys of the structured docs (`metric_errors`). */
+  extra?: Record<string, unknown>;
+  /** Lower-case model full name → the names of the entries about it (the model's `<key>` list and "<title>:" line). */
+  byModel: Map<string, string[]>;
+}
+
+/** A top-level section of the generated documentation, after models, seeds, sources and exposures. */
+export interface DocSection<T = unknown> {
+  /** Key in the structured docs and in `counts` (`metrics`); also the key of each model's list. */
+  key: string;
+  /** Heading in the Markdown document (`Metrics`). */
+  title: string;
+  /** Orders the sections (lower first). */
+  order: number;
+  collect(reader: DocReader): Promise<DocSectionContent<T>>;
+  /** The Markdown body of the section (after its heading); the catalog writes "No <key>." for an empty one. */
+  markdown(content: DocSectionContent<T>): string[];
+}
+
+/** A plugin's contribution to the generated documentation: a section, or the column lineage of models. */
+export interface DocContribution {
+  section?: DocSection<any>;
+  /** Column → upstream columns of a model (`schema.name`); throws when it cannot tell. */
+  columnLineage?(model: string): Promise<Record<string, ColumnSource[]>>;
+}
+
+export const CATALOG_DOCS = createExtensionPoint<DocContribution>('catalog.docs');
+
+/** Markdown helpers for doc sections: inline code, a list of them ("none" when empty). */
+export const markdownCode = (value: string): string => '`' + value.replace(/`/g, "'") + '`';
+export const markdownCodes = (values: string[]): string => (values.length ? values.map(markdownCode).join(', ') : 'none');

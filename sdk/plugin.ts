@@ -366,8 +366,9 @@ export interface PluginContext {
    */
   provideExtensionPoint<T>(ref: ExtensionPointRef<T>, accept: (contribution: T, fromPlugin: string) => void): void;
   /**
-   * Contributes to another plugin's extension point, declared in `contributes.extends`; its owner
-   * must be listed under `requires` or `optional` (an absent optional owner makes this a no-op).
+   * Contributes to another plugin's extension point, declared in `contributes.extends`. The owner
+   * needs no place in `requires` or `optional`: a contribution made before the owner sets up waits
+   * for it, and one to a disabled owner is a no-op.
    */
   extend<T>(ref: ExtensionPointRef<T>, contribution: T): void;
   /**

@@ -3,11 +3,18 @@ import { DpError } from '../../sdk/errors.js';
 import type { PluginManifest } from '../../sdk/plugin.js';
 import { refId, type RefLike } from './services.js';
 
-/** Extension points: declared by their owner, extended by plugins that list them under `extends`, closed after setup. */
+/**
+ * Extension points: declared by their owner, extended by plugins that list them under `extends`,
+ * closed after setup. A contribution needs no setup order: one that arrives before its owner
+ * offers the point waits for it (so a plugin the owner reads, such as models for agents, can
+ * still contribute to it without a dependency cycle).
+ */
 export class ExtensionPoints {
   private readonly accepts = new Map<string, (contribution: unknown, from: string) => void>();
   /** Extension points of disabled plugins: extending one is a no-op. */
   private readonly absent = new Set<string>();
+  /** Contributions to points of loaded plugins that have not offered them yet, in arrival order. */
+  private readonly waiting = new Map<string, Array<{ contribution: unknown; from: string }>>();
   private closed = false;
 
   constructor(absent: PluginManifest[]) {
@@ -21,6 +28,8 @@ export class ExtensionPoints {
     }
     if (this.accepts.has(name)) throw new DpError(500, 'duplicate_extension_point', `Extension point '${name}' is offered twice`);
     this.accepts.set(name, accept);
+    for (const { contribution, from } of this.waiting.get(name) ?? []) accept(contribution, from);
+    this.waiting.delete(name);
   }
 
   extend(plugin: PluginManifest, ref: RefLike, contribution: unknown): void {
@@ -36,10 +45,15 @@ export class ExtensionPoints {
     const accept = this.accepts.get(name);
     if (accept) return accept(contribution, plugin.name);
     if (this.absent.has(name)) return;
-    throw new DpError(500, 'unknown_extension_point', `Plugin '${plugin.name}' extends '${name}', which no enabled plugin offers (add its plugin to 'requires')`);
+    this.waiting.set(name, [...(this.waiting.get(name) ?? []), { contribution, from: plugin.name }]);
   }
 
+  /** Ends setup: a contribution still waiting names a point its (loaded) owner never offered. */
   close(): void {
     this.closed = true;
+    for (const [name, contributions] of this.waiting) {
+      const plugin = contributions[0]!.from;
+      throw new DpError(500, 'unknown_extension_point', `Plugin '${plugin}' extends '${name}', which its plugin declares but never offers in setup`, { plugin });
+    }
   }
 }

@@ -5,7 +5,7 @@
  * session outlives the request or crosses callers). `dp context` writes the project's
  * description (context.ts). Other plugins are reached only through their sdk services.
  */
-import { badRequest, definePlugin, DpError, LOCAL_ADMIN, type PluginContext } from '../../sdk/index.js';
+import { AGENT_MCP, badRequest, definePlugin, DpError, LOCAL_ADMIN, type AgentContribution, type PluginContext } from '../../sdk/index.js';
 import type { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { projectContext } from './context.js';
 
@@ -91,6 +91,10 @@ async function relayToServer(ctx: PluginContext, running: { url: string; headers
 
 export default definePlugin({
   setup(ctx) {
+    // Tools and resources come from the plugins that own them; a disabled plugin adds none.
+    const contributions: AgentContribution[] = [];
+    ctx.provideExtensionPoint(AGENT_MCP, (contribution) => contributions.push(contribution));
+
     ctx.route({
       method: 'POST',
       url: '/mcp',
@@ -110,7 +114,7 @@ export default definePlugin({
         // `dp mcp --read-only` relaying here while the server runs asks for the read-only tool set.
         const readOnly = req.headers[READ_ONLY_HEADER] === '1';
         const { createMcpServer, StreamableHTTPServerTransport } = await mcp();
-        const server = createMcpServer(ctx, req.caller, { readOnly }, VERSION);
+        const server = await createMcpServer(ctx, contributions, req.caller, { readOnly }, VERSION);
         const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
         reply.raw.once('close', () => {
           void transport.close();
@@ -128,7 +132,7 @@ export default definePlugin({
       const running = await ctx.localServer?.();
       if (running) return relayToServer(ctx, running, Boolean(args['read-only']));
       const { createMcpServer, StdioServerTransport } = await mcp();
-      const server = createMcpServer(ctx, LOCAL_ADMIN, { readOnly: Boolean(args['read-only']) }, VERSION);
+      const server = await createMcpServer(ctx, contributions, LOCAL_ADMIN, { readOnly: Boolean(args['read-only']) }, VERSION);
       const transport = new StdioServerTransport();
       // Runs until the client closes stdin (or the transport closes); then the CLI closes the
       // database as after any command. stdout carries the protocol only: logs go to stderr.

@@ -1,10 +1,10 @@
 /**
- * One MCP server over the tools of `tools.ts` for one caller: `dp mcp` builds one for the local
- * user on stdio; `POST /mcp` builds one per request for the authenticated caller (stateless
- * streamable HTTP), so a role always sees exactly its own tools.
+ * One MCP server over the tools of `tools.ts` and the resources plugins contribute, for one
+ * caller: `dp mcp` builds one for the local user on stdio; `POST /mcp` builds one per request for
+ * the authenticated caller (stateless streamable HTTP), so a role always sees exactly its own tools.
  */
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { CATALOG_SERVICE, errorTextsFor, isDpError, type Caller, type ErrorTextFilter, type PluginContext } from '../../sdk/index.js';
+import { errorTextsFor, isDpError, type AgentContribution, type AgentResource, type AgentResourceTemplate, type Caller, type ErrorTextFilter, type PluginContext } from '../../sdk/index.js';
 import { agentTools, type ToolOptions } from './tools.js';
 
 /** Longest tool answer (characters of JSON): an agent's context is precious, so longer answers are cut with a note. */
@@ -30,19 +30,19 @@ function errorResult(e: unknown, errorTexts: ErrorTextFilter) {
   return { isError: true, content: [{ type: 'text' as const, text: JSON.stringify(body) }] };
 }
 
-export function createMcpServer(ctx: PluginContext, caller: Caller, options: ToolOptions, version: string): McpServer {
+export async function createMcpServer(ctx: PluginContext, contributions: readonly AgentContribution[], caller: Caller, options: ToolOptions, version: string): Promise<McpServer> {
   const server = new McpServer({ name: 'dp', version }, { instructions: SERVER_INSTRUCTIONS });
   // Tool answers carry build, run and check errors: they pass through the sdk's one redaction
   // of error texts for this caller (docs/security.md "Error texts"); query rows are masked by the runner.
   const valuesHidden = ctx.hook('valuesHiddenFrom');
-  for (const tool of agentTools(ctx, caller, options)) {
+  for (const tool of await agentTools(ctx, contributions, caller, options)) {
     server.registerTool(
       tool.name,
       { description: tool.description, inputSchema: tool.input, annotations: { readOnlyHint: tool.permission === 'read' } },
       async (args: Record<string, unknown>) => {
         const errorTexts = await errorTextsFor(valuesHidden, caller);
         try {
-          const answer = await tool.run(args, caller);
+          const answer = await tool.run(args);
           return { content: [{ type: 'text' as const, text: compactText(tool.returnsRows ? answer : errorTexts.fields(answer)) }] };
         } catch (e) {
           if (!isDpError(e)) ctx.log.error('mcp: tool failed', { tool: tool.name, error: e instanceof Error ? e.message : String(e) });
@@ -51,52 +51,30 @@ export function createMcpServer(ctx: PluginContext, caller: Caller, options: Too
       },
     );
   }
-  registerResources(ctx, server, caller);
+  for (const c of contributions) for (const resource of (await c.resources?.(caller)) ?? []) registerResource(server, resource);
   return server;
 }
 
-/** The resource URI of the project's generated documentation. */
-export const DOCS_RESOURCE_URI = 'dp://docs/project';
-/** The resource URI template of dp's user guide (the catalog plugin's wiki pages). */
-export const WIKI_RESOURCE_TEMPLATE = 'dp://wiki/{slug}';
-
-/**
- * Resources (when the catalog plugin is enabled): the project's generated documentation as the
- * caller's role sees it, and every page of dp's user guide, listed and read as Markdown.
- */
-function registerResources(ctx: PluginContext, server: McpServer, caller: Caller): void {
-  const catalog = ctx.services.find(CATALOG_SERVICE);
-  if (!catalog) return;
+/** One contributed resource, at its URI or under its template (listed, completed and read by its variable). */
+function registerResource(server: McpServer, resource: AgentResource | AgentResourceTemplate): void {
+  const metadata = { title: resource.title, description: resource.description, mimeType: resource.mimeType };
+  if ('uri' in resource) {
+    server.registerResource(resource.name, resource.uri, metadata, async (uri) => ({ contents: [{ uri: uri.href, mimeType: resource.mimeType, text: await resource.read() }] }));
+    return;
+  }
+  const variable = /\{(\w+)\}/.exec(resource.uriTemplate)?.[1] ?? 'value';
+  const uriOf = (value: string) => resource.uriTemplate.replace(`{${variable}}`, value);
   server.registerResource(
-    'project-docs',
-    DOCS_RESOURCE_URI,
-    {
-      title: `Documentation of the project '${ctx.project.config.name}'`,
-      description: 'Generated documentation of this project: models with their columns and lineage, sources, exposures, metrics and contracts (what `dp docs` prints)',
-      mimeType: 'text/markdown',
-    },
-    async (uri) => ({ contents: [{ uri: uri.href, mimeType: 'text/markdown', text: await catalog.docsMarkdown(caller) }] }),
-  );
-  server.registerResource(
-    'wiki',
-    new ResourceTemplate(WIKI_RESOURCE_TEMPLATE, {
-      list: () => ({
-        resources: catalog.wikiPages().map((p) => ({
-          uri: `dp://wiki/${p.slug}`,
-          name: p.slug,
-          title: p.title,
-          description: `dp user guide, ${p.category}: ${p.title}`,
-          mimeType: 'text/markdown',
-        })),
-      }),
-      complete: { slug: (value) => catalog.wikiPages().map((p) => p.slug).filter((s) => s.startsWith(value)) },
+    resource.name,
+    new ResourceTemplate(resource.uriTemplate, {
+      list: () => ({ resources: resource.list().map((r) => ({ uri: uriOf(r.value), name: r.value, title: r.title, description: r.description, mimeType: resource.mimeType })) }),
+      complete: { [variable]: (value: string) => resource.list().map((r) => r.value).filter((v) => v.startsWith(value)) },
     }),
-    { title: "dp's user guide", description: 'Pages of the dp user guide (how to use dp: models, seeds, masking, the CLI...)', mimeType: 'text/markdown' },
+    metadata,
     async (uri, variables) => {
-      const slug = String(Array.isArray(variables.slug) ? variables.slug[0] : variables.slug);
-      // An unknown page is the catalog's 404 (wiki_page_not_found), which the client gets as an error.
-      const page = catalog.wikiPage(slug);
-      return { contents: [{ uri: uri.href, mimeType: 'text/markdown', text: `# ${page.title}\n\n${page.content}` }] };
+      const raw = variables[variable];
+      const page = await resource.read(String(Array.isArray(raw) ? raw[0] : raw));
+      return { contents: [{ uri: uri.href, mimeType: resource.mimeType, text: page.title ? `# ${page.title}\n\n${page.text}` : page.text }] };
     },
   );
 }

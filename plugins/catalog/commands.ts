@@ -1,12 +1,12 @@
 /** `dp docs [--out file]`. */
 import path from 'node:path';
-import { LOCAL_ADMIN, type PluginContext, type QualityService } from '../../sdk/index.js';
+import { LOCAL_ADMIN, type DocContribution, type PluginContext } from '../../sdk/index.js';
 import type { CatalogDeps } from './catalog.js';
 import { renderMarkdown, structuredDocs } from './docs.js';
 
-export function registerCommands(ctx: PluginContext, deps: CatalogDeps, quality: () => QualityService | undefined): void {
+export function registerCommands(ctx: PluginContext, deps: CatalogDeps, contributions: readonly DocContribution[]): void {
   ctx.command('docs', async (args, io) => {
-    const docs = await structuredDocs(deps, { caller: io.caller ?? LOCAL_ADMIN }, quality());
+    const docs = await structuredDocs(deps, { caller: io.caller ?? LOCAL_ADMIN }, contributions);
     if (io.wantsJson && !args.out) {
       io.json(docs);
       return 0;
@@ -19,7 +19,7 @@ export function registerCommands(ctx: PluginContext, deps: CatalogDeps, quality:
     // --out is relative to the current folder, and must land inside the project (writeFile refuses the rest).
     const target = ctx.project.relative(path.resolve(process.cwd(), String(args.out)));
     ctx.project.writeFile(target, markdown.endsWith('\n') ? markdown : markdown + '\n');
-    io.err(`wrote ${target} (${docs.counts.models} models, ${docs.counts.metrics} metrics)`);
+    io.err(`wrote ${target} (${Object.entries(docs.counts).filter(([key]) => key === 'models' || docs.sections?.some(({ section }) => section.key === key)).map(([key, n]) => `${n} ${key}`).join(', ')})`);
     return 0;
   });
 }

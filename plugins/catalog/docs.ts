@@ -1,23 +1,25 @@
 /**
  * Generated documentation of the project (SPEC "Documentation"): every model with its
- * description, columns with their types and lineage, seeds, sources, exposures, metrics and
- * contracts. `structuredDocs` is the JSON (`GET /api/docs/structured`, the UI's docs page);
- * `renderMarkdown` writes the same content as one markdown document (`GET /api/docs/markdown`,
- * `dp docs`). No timestamp goes in, so `dp docs --out` under git changes only when the project does.
+ * description, columns with their types and lineage, seeds, sources, exposures, and the sections
+ * other plugins write for their own files through `catalog.docs` (metrics, contracts).
+ * `structuredDocs` is the JSON (`GET /api/docs/structured`, the UI's docs page); `renderMarkdown`
+ * writes the same content as one markdown document (`GET /api/docs/markdown`, `dp docs`). No
+ * timestamp goes in, so `dp docs --out` under git changes only when the project does.
  *
  * A model's description is its leading comment block: the `--` lines before the first line of SQL
  * that are not directives (`@config`, `@depends_on`, `@assert`, legacy `depends_on:` / `assert:`).
  */
 import {
   errorMessage,
+  markdownCode as code,
+  markdownCodes as codes,
   schemaHiddenFrom,
   withEnvReferences,
   type ColumnSource,
-  type ContractDefinition,
-  type MetricDefinition,
-  type MetricLoadError,
-  type QualityService,
-  type Role,
+  type DocContribution,
+  type DocReader,
+  type DocSection,
+  type DocSectionContent,
 } from '../../sdk/index.js';
 import { listExposures, listSources, shownAsWritten, type CatalogDeps, type CatalogReader, type ExposureEntry, type SourceEntry } from './catalog.js';
 
@@ -65,24 +67,26 @@ export interface DocModel {
   built: boolean;
   columns: DocColumn[];
   assertions: string[];
-  contracts: string[];
-  metrics: string[];
   lineage_error?: string;
+  /** Per contributed section (`contracts`, `metrics`): the names of its entries about this model. */
+  [section: string]: unknown;
 }
 
 export interface StructuredDocs {
   project: string;
-  counts: Record<'models' | 'seeds' | 'sources' | 'exposures' | 'metrics' | 'contracts', number>;
+  /** models, seeds, sources, exposures, then one count per contributed section. */
+  counts: Record<string, number>;
   models: DocModel[];
   seeds: Array<{ full_name: string; path: string; columns: Array<{ name: string; type: string }> }>;
   sources: SourceEntry[];
   exposures: ExposureEntry[];
-  metrics: MetricDefinition[];
-  metric_errors: MetricLoadError[];
-  contracts: ContractDefinition[];
+  /** The contributed sections, in order, for renderMarkdown (not part of the JSON answer). */
+  sections?: Array<{ section: DocSection; content: DocSectionContent }>;
+  /** Per contributed section: its entries (`metrics`, `contracts`), and any extra keys (`metric_errors`). */
+  [section: string]: unknown;
 }
 
-export async function structuredDocs(deps: CatalogDeps, reader: CatalogReader, quality: QualityService | undefined): Promise<StructuredDocs> {
+export async function structuredDocs(deps: CatalogDeps, reader: CatalogReader, contributions: readonly DocContribution[]): Promise<StructuredDocs> {
   const role = reader.caller.role;
   const { ctx } = deps;
   const env = ctx.env;
@@ -90,13 +94,15 @@ export async function structuredDocs(deps: CatalogDeps, reader: CatalogReader, q
     const dot = relation.indexOf('.');
     return dot > 0 && schemaHiddenFrom(relation.slice(0, dot), role);
   };
+  const docReader: DocReader = { caller: reader.caller, hidden };
   const models = (await deps.models().list()).filter((m) => !hidden(m.full_name));
   const seeds = await deps.models().seeds();
   const sources = await listSources(deps, reader);
   const exposures = await listExposures(deps);
-  const semantic = deps.semantic();
-  const metricsLoaded = semantic ? await semantic.metrics() : { metrics: [], errors: [] };
-  const contracts = quality ? quality.contracts().contracts : [];
+  const sections: Array<{ section: DocSection; content: DocSectionContent }> = [];
+  for (const c of contributions) if (c.section) sections.push({ section: c.section, content: await c.section.collect(docReader) });
+  sections.sort((a, b) => a.section.order - b.section.order);
+  const columnLineage = contributions.find((c) => c.columnLineage)?.columnLineage;
 
   const live = await ctx.db.catalog.allColumns({ includeInternal: true });
   const columnsOf = new Map<string, Array<{ name: string; type: string; nullable: boolean }>>();
@@ -111,9 +117,8 @@ export async function structuredDocs(deps: CatalogDeps, reader: CatalogReader, q
     const key = m.full_name.toLowerCase();
     let lineage: Record<string, ColumnSource[]> = {};
     let lineageError: string | undefined;
-    const lineageService = deps.lineage();
     try {
-      if (lineageService) lineage = (await lineageService.lineage(m.full_name)).columns;
+      if (columnLineage) lineage = await columnLineage(m.full_name);
       else lineageError = 'the lineage plugin is disabled';
     } catch (e) {
       lineageError = errorMessage(e);
@@ -136,13 +141,12 @@ export async function structuredDocs(deps: CatalogDeps, reader: CatalogReader, q
       built: Boolean(built),
       columns,
       assertions: m.assertions,
-      contracts: contracts.filter((c) => c.model.toLowerCase() === key).map((c) => c.name),
-      metrics: metricsLoaded.metrics.filter((x) => x.model.toLowerCase() === key).map((x) => x.name),
+      ...Object.fromEntries(sections.map(({ section, content }) => [section.key, content.byModel.get(key) ?? []])),
       ...(lineageError ? { lineage_error: lineageError } : {}),
     });
   }
 
-  return shownAsWritten(
+  const structured = shownAsWritten(
     {
       project: ctx.project.config.name,
       counts: {
@@ -150,19 +154,19 @@ export async function structuredDocs(deps: CatalogDeps, reader: CatalogReader, q
         seeds: seeds.length,
         sources: sources.reduce((n, s) => n + s.tables.length, 0),
         exposures: exposures.length,
-        metrics: metricsLoaded.metrics.length,
-        contracts: contracts.length,
+        ...Object.fromEntries(sections.map(({ section, content }) => [section.key, content.entries.length])),
       },
       models: docs,
       seeds: seeds.map((s) => ({ full_name: s.full_name, path: s.path, columns: (columnsOf.get(s.full_name.toLowerCase()) ?? []).map(({ name, type }) => ({ name, type })) })),
       sources,
       exposures,
-      metrics: metricsLoaded.metrics,
-      metric_errors: metricsLoaded.errors,
-      contracts: contracts.filter((c) => !hidden(c.model)),
-    },
+      ...Object.fromEntries(sections.flatMap(({ section, content }) => [[section.key, content.entries], ...Object.entries(content.extra ?? {})])),
+    } as StructuredDocs,
     env,
   );
+  // Not enumerable: the JSON answer holds the sections' data, not their renderers.
+  Object.defineProperty(structured, 'sections', { value: sections, enumerable: false });
+  return structured;
 }
 
 /** A markdown table cell: pipes escaped, line breaks as spaces. */
@@ -172,8 +176,6 @@ function cell(value: unknown): string {
     .replace(/\r?\n/g, ' ');
 }
 
-const code = (value: string) => '`' + value.replace(/`/g, "'") + '`';
-const codes = (values: string[]) => (values.length ? values.map(code).join(', ') : 'none');
 
 function table(header: string[], rows: unknown[][]): string[] {
   return [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.map(cell).join(' | ')} |`)];
@@ -184,7 +186,9 @@ export function renderMarkdown(docs: StructuredDocs, env: Readonly<Record<string
   const out: string[] = [];
   const c = docs.counts;
   out.push(`# ${docs.project}`, '');
-  out.push(`Documentation generated by \`dp docs\`: ${c.models} models, ${c.seeds} seeds, ${c.sources} source tables, ${c.exposures} exposures, ${c.metrics} metrics, ${c.contracts} contracts.`, '');
+  const sections = docs.sections ?? [];
+  const counted = sections.map(({ section }) => `${c[section.key] ?? 0} ${section.key}`);
+  out.push(`Documentation generated by \`dp docs\`: ${[`${c.models} models`, `${c.seeds} seeds`, `${c.sources} source tables`, `${c.exposures} exposures`, ...counted].join(', ')}.`, '');
 
   out.push('## Models', '');
   if (!docs.models.length) out.push('No models.', '');
@@ -197,8 +201,10 @@ export function renderMarkdown(docs: StructuredDocs, env: Readonly<Record<string
     out.push(`- Used by: ${codes(m.used_by)}`);
     if (m.exposures.length) out.push(`- Exposures: ${m.exposures.join(', ')}`);
     if (m.assertions.length) out.push(`- Assertions: ${codes(m.assertions)}`);
-    if (m.contracts.length) out.push(`- Contracts: ${m.contracts.join(', ')}`);
-    if (m.metrics.length) out.push(`- Metrics: ${m.metrics.join(', ')}`);
+    for (const { section } of sections) {
+      const names = (m[section.key] as string[] | undefined) ?? [];
+      if (names.length) out.push(`- ${section.title}: ${names.join(', ')}`);
+    }
     out.push('');
     if (m.columns.length) {
       out.push(
@@ -251,27 +257,10 @@ export function renderMarkdown(docs: StructuredDocs, env: Readonly<Record<string
     out.push('');
   }
 
-  out.push('## Metrics', '');
-  if (!docs.metrics.length) out.push('No metrics.', '');
-  for (const m of docs.metrics) {
-    out.push(`### ${m.name}`, '');
-    if (m.description) out.push(m.description, '');
-    out.push(`- Model: ${code(m.model)}`, `- Measure: ${code(m.measure)}`, `- Dimensions: ${codes(m.dimensions)}`, `- Time dimension: ${m.time_dimension ? code(m.time_dimension) : 'none'}`);
-    if (m.filters.length) out.push(`- Filters: ${codes(m.filters)}`);
-    out.push(`- Defined in: ${code(m.file)}`, '');
-  }
-  if (docs.metric_errors.length) {
-    out.push('Metric definitions that did not load:', '');
-    for (const e of docs.metric_errors) out.push(`- ${code(e.file)}${e.metric ? ` ${e.metric}` : ''}: ${e.reason}`);
-    out.push('');
-  }
-
-  out.push('## Contracts', '');
-  if (!docs.contracts.length) out.push('No contracts.', '');
-  for (const k of docs.contracts) {
-    out.push(`### ${k.name}`, '');
-    if (k.description) out.push(k.description, '');
-    out.push(`- Model: ${code(k.model)}`, `- Severity: ${k.severity}`, `- Assertions: ${codes(k.assertions)}`, `- Defined in: ${code(k.file)}`, '');
+  for (const { section, content } of sections) {
+    out.push(`## ${section.title}`, '');
+    if (!content.entries.length) out.push(`No ${section.key}.`, '');
+    out.push(...section.markdown(content));
   }
   return withEnvReferences(out.join('\n'), env);
 }

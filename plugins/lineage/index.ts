@@ -1,4 +1,6 @@
 import {
+  AGENT_MCP,
+  CATALOG_DOCS,
   definePlugin,
   LINEAGE_SERVICE,
   MODEL_VIEW,
@@ -136,6 +138,8 @@ function formatSources(sources: ModelLineage['columns'][string]): string {
 export default definePlugin({
   config: [EXPOSURES_CONFIG],
   setup(ctx) {
+    // MCP tools (model_lineage, impact), loaded with the first MCP server.
+    ctx.extend(AGENT_MCP, { tools: async (kit) => (await import('./mcp-tools.js')).lineageTools(ctx, kit) });
     const models = () => ctx.services.get(MODELS_SERVICE);
     const engine = new LineageEngine(ctx.db, models, ctx.log);
     const service: LineageService = {
@@ -146,6 +150,7 @@ export default definePlugin({
     };
     ctx.services.provide(LINEAGE_SERVICE, service);
     ctx.extend(MODEL_VIEW, { section: 'lineage', render: (model) => engine.one(model.full_name) });
+    ctx.extend(CATALOG_DOCS, { columnLineage: async (model) => (await engine.one(model)).columns });
 
     ctx.route({
       method: 'GET',

@@ -3,7 +3,7 @@
  * DAG, the transform engine, check, diff, lint, promote and debug. It provides the `models`
  * service other plugins (lineage, quality, streams) build on.
  */
-import { definePlugin, MODELS_SERVICE } from '../../sdk/index.js';
+import { AGENT_MCP, definePlugin, MODELS_SERVICE } from '../../sdk/index.js';
 import { registerCommands } from './commands.js';
 import { LINT_CONFIG, SOURCES_CONFIG } from './config.js';
 import { registerTransformEvents } from './events.js';
@@ -14,6 +14,8 @@ import { forgetState, markInterruptedRuns, MIGRATIONS, readStates } from './stat
 export default definePlugin({
   config: [LINT_CONFIG, SOURCES_CONFIG],
   setup(ctx) {
+    // MCP tools over models (list, read, check, build); zod and the tools load with the first MCP server.
+    ctx.extend(AGENT_MCP, { tools: async (kit) => (await import('./mcp-tools.js')).modelTools(ctx, kit) });
     ctx.migrate(MIGRATIONS);
     const engine = new ModelsEngine(ctx);
     engine.extensions.offer(ctx);

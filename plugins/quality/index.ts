@@ -2,7 +2,8 @@
  * The quality plugin: wiring of hooks, routes, CLI commands and the `quality` service.
  * Each concept lives in its own file (assertions, contracts, profiles, freshness, anomalies, alerts).
  */
-import { definePlugin, MODEL_CHECKS, QUALITY_SERVICE, type QualityService } from '../../sdk/index.js';
+import { CATALOG_DOCS, definePlugin, MODEL_CHECKS, QUALITY_SERVICE, type QualityService } from '../../sdk/index.js';
+import { contractsDocSection } from './docs-section.js';
 import { AlertDispatcher, type Alert, type AlertRecord } from './alerts.js';
 import type { AnomalyReport } from './anomalies.js';
 import { evaluateAssertions } from './assertions.js';
@@ -54,6 +55,8 @@ export default definePlugin({
     ctx.services.provide(QUALITY_SERVICE, service);
     ctx.extend(MODEL_CHECKS, { name: 'quality', evaluateAssertions: service.evaluateAssertions, runContracts: service.runContracts });
     extendValidators(ctx);
+    // The contracts' section of the generated docs (`dp docs`).
+    ctx.extend(CATALOG_DOCS, { section: contractsDocSection(service) });
 
     tapBuildHooks(ctx, alerts, recorder, anomalyReports);
 

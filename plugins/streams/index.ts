@@ -3,7 +3,7 @@
  * run through the scripts plugin's service) with their schedules on the kernel's scheduler, run
  * history (stream runs and, through `scripts.runEnded`, script runs) and the live pipeline events.
  */
-import { definePlugin, MODELS_SERVICE, PROJECT_VALIDATORS, SCRIPT_RUN_ENDED, SCRIPTS_SERVICE, STREAMS_SERVICE } from '../../sdk/index.js';
+import { AGENT_MCP, definePlugin, MODELS_SERVICE, PROJECT_VALIDATORS, SCRIPT_RUN_ENDED, SCRIPTS_SERVICE, STREAMS_SERVICE } from '../../sdk/index.js';
 import { registerCommands } from './commands.js';
 import { STREAMS_CONFIG } from './config.js';
 import { PipelineEvents } from './events.js';
@@ -15,6 +15,8 @@ import { StreamRunner } from './streams.js';
 export default definePlugin({
   config: [STREAMS_CONFIG],
   setup(ctx) {
+    // MCP tool (run_history), loaded with the first MCP server.
+    ctx.extend(AGENT_MCP, { tools: async (kit) => (await import('./mcp-tools.js')).streamTools(ctx, kit) });
     ctx.migrate(MIGRATIONS);
     const scripts = ctx.services.get(SCRIPTS_SERVICE);
     // Script runs land in the run history beside stream runs.

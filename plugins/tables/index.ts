@@ -1,4 +1,4 @@
-import { definePlugin, qualified, TABLES_SERVICE, type JsonSchema } from '../../sdk/index.js';
+import { AGENT_MCP, definePlugin, qualified, TABLES_SERVICE, type JsonSchema } from '../../sdk/index.js';
 import { autocompleteCatalog, describeTable, listTables, withRowCounts } from './catalog.js';
 
 const tableParams: JsonSchema = {
@@ -9,6 +9,8 @@ const tableParams: JsonSchema = {
 
 export default definePlugin({
   setup(ctx) {
+    // MCP tools over the warehouse (list_tables, describe_table), loaded with the first MCP server.
+    ctx.extend(AGENT_MCP, { tools: async (kit) => (await import('./mcp-tools.js')).tableTools(ctx, kit) });
     ctx.services.provide(TABLES_SERVICE, {
       list: async (schema, options) => {
         const tables = await listTables(ctx.db, schema);

@@ -201,7 +201,7 @@ describe('catalog: generated documentation of examples/shop', () => {
     s = undefined as unknown as TestServer;
     const out = await runInProcess(['docs', '--out', 'docs/project.md'], { cwd: root });
     assert.equal(out.code, 0, out.stderr);
-    assert.match(out.stderr, /wrote docs\/project\.md \(6 models, 4 metrics\)/);
+    assert.match(out.stderr, /wrote docs\/project\.md \(6 models, 4 metrics, 2 contracts\)/);
     const written = fs.readFileSync(path.join(root, 'docs', 'project.md'), 'utf8');
     assert.ok(written.includes('\n### marts.customer_orders\n'));
     const stdout = await runInProcess(['docs', '--project', root]);
