@@ -26,3 +26,4 @@ export * from './error-text.js';
 export * from './nesting.js';
 export * from './workbook-limits.js';
 export * from './targets.js';
+export * from './query-target.js';
