@@ -28,6 +28,7 @@ import {
   type QueryTargetRun,
   type TabularResult,
   type TargetConfig,
+  walkSqlTree,
 } from '../../sdk/index.js';
 import { serverMessage, type ClickHouseTarget } from './client.js';
 import { transpileToClickHouse, unsupportedConstructs } from './transpile.js';
@@ -129,10 +130,12 @@ export class ClickHouseQueryTarget implements QueryTarget {
 
   /** The final DuckDB SQL as ClickHouse SQL, checked (steps 1-4 of the file comment). */
   private async clickhouseSql(sql: string, run: QueryTargetRun): Promise<string> {
-    if (run.params && Object.keys(run.params).length) throw refusal('parameters ($name) are not supported on a ClickHouse target yet; write the values in the SQL');
     const caps = await this.target.capabilities();
     const parsed = await this.db.parse(sql);
     if (parsed.ok) {
+      let parameter = false;
+      walkSqlTree(parsed.tree.statements, (n) => (parameter ||= n.class === 'PARAMETER'));
+      if (parameter || (run.params && Object.keys(run.params).length)) throw refusal('parameters ($name) are not supported on a ClickHouse target yet; write the values in the SQL');
       const constructs = parsed.tree.statements.flatMap((s) => unsupportedConstructs(s.node, caps));
       if (constructs.length) throw refusal(`ClickHouse ${caps.version} cannot run ${constructs.join(', ')}`);
     }
