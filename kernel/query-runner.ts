@@ -3,6 +3,7 @@ import type { DatabasePort, DbConnection, SerializedSql, SqlNode } from '../sdk/
 import { badRequest, DpError, errorMessage, isDpError } from '../sdk/errors.js';
 import type { KernelHooks, QueryContext, QueryResult } from '../sdk/hooks.js';
 import type { Logger, QueryRunner, UserQueryRequest } from '../sdk/plugin.js';
+import type { QueryTarget, QueryTargetRun } from '../sdk/query-target.js';
 import { type Connection, translateDbError } from './database.js';
 import { Deadline, QueryControl, QuerySlots, queryWorkers, threadPoolSize } from './query-control.js';
 import { appendFirstRows, appendWindow, WINDOW_LIMIT_PARAM, WINDOW_OFFSET_PARAM } from './query-window.js';
@@ -116,6 +117,7 @@ export class GuardedQueryRunner implements QueryRunner {
       caller: req.caller,
       purpose: req.purpose,
       table: req.table,
+      target: req.target,
       rowTransforms: [],
       runsRowTransforms,
       notes: [],
@@ -131,14 +133,15 @@ export class GuardedQueryRunner implements QueryRunner {
     const ctx = this.newContext(req, runsRowTransforms);
     const answered = await this.hooks.interceptQuery.promise(ctx);
     if (answered) return { ctx, answered };
-    const options = { allowServiceSchema: ctx.caller.role === 'admin' };
+    const options = { allowServiceSchema: ctx.caller.role === 'admin', target: req.target };
     // The SQL as sent is validated first: its parse is cached, so beforeQuery taps (masking)
     // read the same tree without another round trip to DuckDB.
     const sent = await assertReadOnly(this.db, ctx.originalSql, options);
     ctx.macros = sent.macros;
     await this.hooks.beforeQuery.promise(ctx);
     let windowed = false;
-    if (window) {
+    // A target pages in its own dialect (read's window): the page is not asked in DuckDB SQL.
+    if (window && !req.target) {
       // The page goes into the SQL before the final validation, so the checks below see the text that runs.
       const firstRows = window.offset === 0 ? window.limit + 1 : undefined;
       const paged = await this.pagedText(ctx.sql, firstRows);
@@ -153,6 +156,35 @@ export class GuardedQueryRunner implements QueryRunner {
     for (const check of ctx.finalChecks ?? []) await check(final.tree);
     for (const note of ctx.notes) this.log.info(`query: ${note}`, { purpose: ctx.purpose });
     return { ctx, windowed };
+  }
+
+  /**
+   * A target's run of the prepared query: the role's deadline and stop signal, and the check
+   * of the text the target will run, read back into DuckDB SQL, by the same validation and final
+   * checks (masking) the DuckDB text passed.
+   */
+  private targetRun(control: QueryControl, ctx: QueryContext): QueryTargetRun {
+    const options = { allowServiceSchema: ctx.caller.role === 'admin', target: ctx.target };
+    return {
+      params: ctx.params,
+      signal: control.signal,
+      remainingMs: control.deadline.remainingMs(),
+      verify: async (duckdbSql) => {
+        const checked = await assertReadOnly(this.db, duckdbSql, options);
+        for (const check of ctx.finalChecks ?? []) await check(checked.tree);
+      },
+    };
+  }
+
+  /** Runs a target's work once the caller's role has a slot; a stop aborts `control.signal`, which the target turns into a stop on its engine. */
+  private async executeOnTarget<T>(control: QueryControl, work: () => Promise<T>): Promise<T> {
+    const release = await this.slots.acquire(control.deadline.role, control);
+    try {
+      control.throwIfStopped();
+      return await control.guard(work());
+    } finally {
+      void control.idle().then(release);
+    }
   }
 
   async prepare(req: UserQueryRequest): Promise<QueryContext> {
@@ -244,9 +276,12 @@ export class GuardedQueryRunner implements QueryRunner {
       ctx = located = prepared.ctx;
       const sql = ctx.sql;
       const params = ctx.params;
-      const read = await this.execute(control, (c) =>
-        prepared.windowed ? (c as Connection).readBounded(sql, params) : (c as Connection).readWindow(sql, offset, limit + 1, params),
-      );
+      const target: QueryTarget | undefined = ctx.target;
+      const read = target
+        ? await this.executeOnTarget(control, () => target.read(sql, { offset, limit: limit + 1 }, this.targetRun(control, ctx)))
+        : await this.execute(control, (c) =>
+            prepared.windowed ? (c as Connection).readBounded(sql, params) : (c as Connection).readWindow(sql, offset, limit + 1, params),
+          );
       const truncated = read.rows.length > limit;
       result = { columns: read.columns, column_types: read.column_types, rows: read.rows.slice(0, limit), truncated, offset, limit };
     } catch (e) {
@@ -291,13 +326,19 @@ export class GuardedQueryRunner implements QueryRunner {
       located = prepared.ctx;
       if (prepared.answered) throw badRequest('not_a_query', 'This statement is a command, not a query: send it to /api/query');
       release = await this.slots.acquire(control.deadline.role, control);
-      const connecting = this.db.connect();
-      // Stopped while connecting: the connection still arrives, and is closed then.
-      connecting.then((c) => (ended ? c.close() : undefined), noop);
-      conn = await control.guard(connecting);
-      control.use(conn);
-      control.throwIfStopped();
-      result = await control.guard(conn.stream(prepared.ctx.sql, prepared.ctx.params));
+      const target = prepared.ctx.target;
+      if (target) {
+        control.throwIfStopped();
+        result = await control.guard(target.stream(prepared.ctx.sql, this.targetRun(control, prepared.ctx)));
+      } else {
+        const connecting = this.db.connect();
+        // Stopped while connecting: the connection still arrives, and is closed then.
+        connecting.then((c) => (ended ? c.close() : undefined), noop);
+        conn = await control.guard(connecting);
+        control.use(conn);
+        control.throwIfStopped();
+        result = await control.guard(conn.stream(prepared.ctx.sql, prepared.ctx.params));
+      }
     } catch (e) {
       end();
       throw locatedInSent(translateDbError(e), located);

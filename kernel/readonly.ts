@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { version as duckdbVersion } from '@duckdb/node-api';
 import type { DatabasePort, DbConnection, SerializedSql, SqlNode } from '../sdk/db.js';
 import type { MacroBody } from '../sdk/hooks.js';
+import type { QueryTarget } from '../sdk/query-target.js';
 import { badRequest, forbidden, notFound } from '../sdk/errors.js';
 import { walkSqlTree } from '../sdk/sql.js';
 import { locationAt } from './sql-location.js';
@@ -81,7 +82,9 @@ function catalogVersion(db: DatabasePort): number | undefined {
  * credential tables by nobody. Returns DuckDB's parse of sql and of the user macros it reaches
  * (shared: do not modify them).
  */
-export async function assertReadOnly(db: DatabasePort, sql: string, options: { allowServiceSchema?: boolean } = {}): Promise<ReadOnlyStatement> {
+export async function assertReadOnly(db: DatabasePort, sql: string, options: { allowServiceSchema?: boolean; target?: QueryTarget } = {}): Promise<ReadOnlyStatement> {
+  // The DuckDB catalog version says nothing of a target's catalog: a target's validations are not kept.
+  if (options.target) return validate(db, sql, options);
   const version = catalogVersion(db);
   const key = `${options.allowServiceSchema ? 'service' : 'user'}\0${sql}`;
   let cache = validations.get(db);
@@ -99,7 +102,7 @@ export async function assertReadOnly(db: DatabasePort, sql: string, options: { a
   return checked;
 }
 
-async function validate(db: DatabasePort, sql: string, options: { allowServiceSchema?: boolean }): Promise<ReadOnlyStatement> {
+async function validate(db: DatabasePort, sql: string, options: { allowServiceSchema?: boolean; target?: QueryTarget }): Promise<ReadOnlyStatement> {
   const parsed = await db.parse(sql);
   if (!parsed.ok) {
     if (parsed.notSelect) throw readOnlyError('the statement is not a SELECT (mutations, DDL, COPY, ATTACH, INSTALL/LOAD, PRAGMA, SET and CALL are refused)');
@@ -108,6 +111,11 @@ async function validate(db: DatabasePort, sql: string, options: { allowServiceSc
   const statements = parsed.tree.statements;
   if (statements.length !== 1) throw readOnlyError(`send exactly one statement (got ${statements.length})`);
   const called = checkTree(statements[0].node, options);
+  if (options.target) {
+    await assertBuiltinsOnly(db, called);
+    await assertTablesResolveOn(options.target, catalogTableRefs(statements[0].node));
+    return { tree: parsed.tree, macros: [] };
+  }
   const macros: MacroBody[] = [];
   await checkMacros(db, called, options, new Set(), macros);
   await assertTablesResolve(db, [statements[0].node, ...macros.map((m) => m.tree.statements[0].node)]);
@@ -258,6 +266,34 @@ async function assertTablesResolve(db: DatabasePort, roots: SqlNode[]): Promise<
     const name = refName(missing[0]);
     if (isPlainTableName(missing[0])) throw await tableNotFound(db, missing[0]);
     throw readOnlyError(`'${name}' is not a table or view in the database (a query reads tables and views, never files)`, { kind: 'catalog', table: name });
+  }
+}
+
+/**
+ * On a target, a name resolves in the target's catalog, never the DuckDB file's: what the target
+ * does not hold is not found (a file path included: the target reads no file of this machine).
+ */
+async function assertTablesResolveOn(target: QueryTarget, refs: TableRef[]): Promise<void> {
+  const missing = await target.unresolved(refs);
+  if (!missing.length) return;
+  const name = refName(missing[0]);
+  if (!isPlainTableName(missing[0])) throw readOnlyError(`'${name}' is not a table or view on the target (a query reads tables and views, never files)`, { kind: 'catalog', table: name });
+  const shown = name.length > MAX_SUGGESTED_NAME ? `${name.slice(0, MAX_SUGGESTED_NAME)}…` : name;
+  throw notFound('table_not_found', `table '${shown}' does not exist on the target; \`dp tables\` lists the local file's tables, the SQL page's catalog the target's`, { table: shown, closest: [] });
+}
+
+/**
+ * A query on a target calls DuckDB's built-in functions only: a user macro lives in the local
+ * file (the target has none), and a name DuckDB does not know would reach the target's engine
+ * unchecked, where it may mean something else (ClickHouse's `file()` reads the server's files).
+ */
+async function assertBuiltinsOnly(db: DatabasePort, called: Set<string>): Promise<void> {
+  if (!called.size) return;
+  const internal = await builtins(db);
+  for (const call of called) {
+    if (call.includes('.') || !internal.has(call)) {
+      throw readOnlyError(`function '${call}' is not a DuckDB built-in (a query on the target calls built-in functions only, no macros)`, { function: call });
+    }
   }
 }
 

@@ -3,6 +3,7 @@ import type { Caller } from './auth.js';
 import type { DatabasePort, SerializedSql, TabularResult } from './db.js';
 import type { Materialization } from './models.js';
 import type { MaskedResultColumn } from './masking.js';
+import type { QueryTarget } from './query-target.js';
 
 /**
  * Why a user query runs: an open string, so a new plugin (semantic layer, notebooks) names its
@@ -69,6 +70,8 @@ export interface QueryContext {
    * expands macros after beforeQuery, so a tap that guards tables must look inside these.
    */
   macros?: MacroBody[];
+  /** The warehouse target the query runs on (its catalog is what names resolve in), or absent for the DuckDB file. */
+  readonly target?: QueryTarget;
   /**
    * Set by a beforeQuery tap that masks: which result columns it masked, given the result's
    * column names (called once per result, never per row). Absent when nothing is masked.

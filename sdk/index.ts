@@ -27,3 +27,4 @@ export * from './nesting.js';
 export * from './workbook-limits.js';
 export * from './targets.js';
 export * from './agents.js';
+export * from './query-target.js';

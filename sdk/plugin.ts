@@ -4,6 +4,7 @@ import type { ConfigRef, PluginConfig, ProjectInfo } from './config.js';
 import type { DatabasePort, DbConnection, MigrationSet } from './db.js';
 import type { FireableHook, HookKind, HookTarget, QueryContext, QueryPurpose, QueryResult, TapFn } from './hooks.js';
 import type { QueryStopSignal, RouteKind, RouteRequest, SseRouteDefinition, StaticRouteDefinition, WebSocketRouteDefinition } from './routes.js';
+import type { QueryTarget } from './query-target.js';
 import type { ManifestUi } from './ui.js';
 import type { NotifierService } from './notifier.js';
 import type { Clock, SchedulerService } from './scheduler.js';
@@ -272,6 +273,8 @@ export interface UserQueryRequest {
   table?: { schema: string; table: string };
   /** Aborts the query (the client went away): it is interrupted and never started if still waiting. */
   signal?: QueryStopSignal;
+  /** Run on this warehouse target instead of the DuckDB file (sdk/query-target.ts). */
+  target?: QueryTarget;
 }
 
 /**

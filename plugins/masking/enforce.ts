@@ -143,7 +143,7 @@ export class MaskingEnforcer {
     private readonly log: Logger,
     lineage: () => LineageService | undefined = () => undefined,
   ) {
-    this.relations = new RelationCatalog(ctx.db, () => ctx.clock.now());
+    this.relations = new RelationCatalog(ctx.db.catalog, () => ctx.clock.now());
     this.derived = new DerivedPolicies(lineage, store, this.relations, log);
   }
 
@@ -284,6 +284,23 @@ export class MaskingEnforcer {
     this.cache.clear();
   }
 
+  /** Catalogs of warehouse targets queries ran on, by target id (a query on a target names its relations). */
+  private readonly targetRelations = new Map<string, RelationCatalog>();
+
+  /** The catalog a query's names resolve in: its target's, or the DuckDB file's. */
+  private relationsOf(q: QueryContext): RelationCatalog {
+    const target = q.target;
+    if (!target) return this.relations;
+    let rel = this.targetRelations.get(target.id);
+    if (!rel) this.targetRelations.set(target.id, (rel = new RelationCatalog(target)));
+    return rel;
+  }
+
+  /** Drops every target catalog snapshot (the events that invalidate the local one). */
+  invalidateTargets(): void {
+    for (const rel of this.targetRelations.values()) rel.invalidate();
+  }
+
   /**
    * Refuses any statement naming the key schema (or a macro reaching it), whatever the caller's
    * role: the padded keys must never reach a result, an error or a profile.
@@ -306,11 +323,12 @@ export class MaskingEnforcer {
     if (this.callerClass(q.caller) === 'exempt-all') return;
     const policies = this.bindingPolicies(q.caller, await this.allPolicies());
     if (!policies.some((p) => p.method !== DECLASSIFY_METHOD)) return;
-    let snap = await this.relations.snapshot();
+    const relations = this.relationsOf(q);
+    let snap = await relations.snapshot();
     const cls = this.callerClass(q.caller);
     const canWrite = hasPermission(q.caller, 'write') && cls !== 'bound-all';
     const atResult = q.runsRowTransforms === true;
-    const keyOf = (epoch: number) => `${cls}|${canWrite}|${atResult}|${this.policyVersion}|${epoch}|${q.sql}`;
+    const keyOf = (epoch: number) => `${cls}|${canWrite}|${atResult}|${this.policyVersion}|${q.target?.id ?? ''}|${epoch}|${q.sql}`;
     let hit = this.cache.get(keyOf(snap.epoch));
     if (!hit) {
       try {
@@ -324,7 +342,7 @@ export class MaskingEnforcer {
         let built = await this.build(q, parsed, policies, snap, canWrite);
         if (built.unresolved) {
           // A relation the snapshot does not know may be new: look again once before trusting the plan.
-          const fresh = await this.relations.refreshIfOlderThan(50);
+          const fresh = await relations.refreshIfOlderThan(50);
           if (fresh.epoch !== snap.epoch) {
             snap = fresh;
             built = await this.build(q, parsed, policies, snap, canWrite);

@@ -53,6 +53,7 @@ export default definePlugin({
     // The kernel announces every statement that may change the catalog: re-read it on the next query.
     ctx.events.on('catalog.changed', () => {
       enforcer.relations.invalidate();
+      enforcer.invalidateTargets();
       enforcer.derived.invalidate();
     });
     // A model built (or a transform ended) may be computed from other columns now: derived masks
@@ -60,6 +61,7 @@ export default definePlugin({
     for (const type of MODEL_BUILT_EVENTS) {
       ctx.events.on(type, () => {
         enforcer.relations.invalidate();
+        enforcer.invalidateTargets();
         enforcer.derived.invalidate();
       });
     }

@@ -8,7 +8,12 @@
  * catalog's content changed, so cached rewrites stay valid across identical reloads.
  */
 import crypto from 'node:crypto';
-import type { DatabasePort } from '../../sdk/index.js';
+import type { CatalogColumn } from '../../sdk/index.js';
+
+/** Where the columns come from: the DuckDB file's catalog port, or a warehouse target's catalog (sdk/query-target.ts). */
+export interface ColumnSource {
+  resolvableColumns(): Promise<{ current: string; columns: CatalogColumn[] }>;
+}
 
 export interface RelationColumn {
   name: string;
@@ -47,7 +52,7 @@ export class RelationCatalog {
   private epochCounter = 0;
 
   constructor(
-    private readonly db: DatabasePort,
+    private readonly source: ColumnSource,
     /** Where the age of a snapshot is read (ctx.clock: a test moves its own). */
     private readonly now: () => number,
     /** How long a snapshot is trusted without any event (ms). */
@@ -79,7 +84,7 @@ export class RelationCatalog {
 
   private async read(): Promise<CatalogSnapshot> {
     // Every relation a query can name (temp, attached and system ones too), kept by the port until the catalog changes.
-    const { current: currentDatabase, columns } = await this.db.catalog.resolvableColumns();
+    const { current: currentDatabase, columns } = await this.source.resolvableColumns();
     const rows = columns.map((c) => ({ d: c.database ?? currentDatabase, s: c.schema, t: c.table, c: c.name, ty: c.type }));
     const relations = new Map<string, Relation>();
     const hash = crypto.createHash('sha1');

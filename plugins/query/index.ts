@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
-import { badRequest, type Caller, clientGone, type DbConnection, definePlugin, DpError, forbidden, isDpError, LOCAL_ADMIN, type JsonSchema, type Role, ROLES, WAREHOUSE_TARGET_SERVICE } from '../../sdk/index.js';
+import { badRequest, type Caller, clientGone, type DbConnection, definePlugin, DpError, forbidden, isDpError, LOCAL_ADMIN, type JsonSchema, type Role, ROLES, QUERY_TARGET_SERVICE, WAREHOUSE_TARGET_SERVICE } from '../../sdk/index.js';
 import { csvLines } from './csv.js';
 
 interface QueryBody {
@@ -116,8 +116,10 @@ async function explain(c: DbConnection, sql: string, params?: Record<string, unk
 
 export default definePlugin({
   setup(ctx) {
-    // On a ClickHouse environment the models live there, not in this file: refuse rather than answer from the local file.
-    const localOnly = () => ctx.services.find(WAREHOUSE_TARGET_SERVICE)?.assertLocalOnly('Queries (dp query, the SQL page)');
+    // On a ClickHouse environment the models live there: queries run there (masked in DuckDB SQL, then transpiled), never on the local file.
+    const onTarget = async () => (await ctx.services.find(QUERY_TARGET_SERVICE)?.active()) ?? undefined;
+    // DuckDB's plan of a query says nothing of the target's: explain refuses there rather than describe the local file.
+    const localOnly = () => ctx.services.find(WAREHOUSE_TARGET_SERVICE)?.assertLocalOnly('Explain');
     ctx.route<QueryBody>({
       method: 'POST',
       url: '/api/query',
@@ -125,7 +127,6 @@ export default definePlugin({
       summary: 'Run a read-only query (masking commands are intercepted)',
       schema: { body: querySchema, response: { 200: resultSchema } },
       handler: async (req, reply) => {
-        localOnly();
         checkParams(req.body.params);
         // The schema above documents the result; serialising it by the schema would write each
         // row cell through fast-json-stringify's any-type path, 2-3x JSON.stringify's time
@@ -133,7 +134,7 @@ export default definePlugin({
         // A custom serializer leaves the content type unset: say it, or clients read text.
         reply.serializer(JSON.stringify).type('application/json; charset=utf-8');
         const { as, ...body } = req.body;
-        return ctx.queries.run({ ...body, caller: callerAs(req.caller, as), purpose: 'query', signal: clientGone(reply) });
+        return ctx.queries.run({ ...body, caller: callerAs(req.caller, as), purpose: 'query', signal: clientGone(reply), target: await onTarget() });
       },
     });
 
@@ -180,12 +181,18 @@ export default definePlugin({
         },
       },
       handler: async (req, reply) => {
-        localOnly();
         checkParams(req.body.params);
         const escapeFormulas = (req.query as { escape_formulas?: boolean }).escape_formulas !== false;
         // A client that leaves (before or after the first chunk) stops the query; so does the role's deadline.
         const signal = clientGone(reply);
-        const { columns, chunks, context } = await ctx.queries.stream({ sql: req.body.sql, params: req.body.params, caller: callerAs(req.caller, req.body.as), purpose: 'export', signal });
+        const { columns, chunks, context } = await ctx.queries.stream({
+          sql: req.body.sql,
+          params: req.body.params,
+          caller: callerAs(req.caller, req.body.as),
+          purpose: 'export',
+          signal,
+          target: await onTarget(),
+        });
         reply.header('x-dp-masked-columns', maskedColumnsHeader(context.maskedColumns?.(columns) ?? []));
         reply.header('content-type', 'text/csv; charset=utf-8');
         reply.header('content-disposition', 'attachment; filename="export.csv"');
@@ -194,7 +201,7 @@ export default definePlugin({
     });
 
     ctx.command('query', async (args, io) => {
-      localOnly();
+      const target = await onTarget();
       let sql = String(args.sql);
       // A logged-in user running this through `dp serve` reads SQL files of the project only.
       if (sql.startsWith('@')) sql = fs.readFileSync(io.caller?.authenticated ? ctx.project.resolveReadable(sql.slice(1)) : sql.slice(1), 'utf8');
@@ -210,13 +217,13 @@ export default definePlugin({
       if (args.as !== undefined && !ROLES.includes(args.as as Role)) throw badRequest('invalid_role', `--as takes a role (${ROLES.join(', ')}), got '${String(args.as)}'`, { field: 'as' });
       const caller = callerAs(io.caller ?? LOCAL_ADMIN, args.as as Role | undefined);
       if (args.csv) {
-        const { columns, chunks } = await ctx.queries.stream({ sql, params: bound, caller, purpose: 'export' });
+        const { columns, chunks } = await ctx.queries.stream({ sql, params: bound, caller, purpose: 'export', target });
         for await (const text of csvLines(columns, chunks, { escapeFormulas: args['escape-formulas'] !== false })) {
           if (!process.stdout.write(text)) await new Promise((r) => process.stdout.once('drain', r));
         }
         return 0;
       }
-      const result = await ctx.queries.run({ sql, params: bound, limit: Number(args.limit), caller, purpose: 'query' });
+      const result = await ctx.queries.run({ sql, params: bound, limit: Number(args.limit), caller, purpose: 'query', target });
       if (io.wantsJson) {
         io.json(result);
         return 0;

@@ -1,4 +1,4 @@
-import { AGENT_MCP, definePlugin, qualified, TABLES_SERVICE, type JsonSchema } from '../../sdk/index.js';
+import { AGENT_MCP, definePlugin, QUERY_TARGET_SERVICE, qualified, TABLES_SERVICE, type JsonSchema } from '../../sdk/index.js';
 import { autocompleteCatalog, describeTable, listTables, withRowCounts } from './catalog.js';
 
 const tableParams: JsonSchema = {
@@ -78,7 +78,11 @@ export default definePlugin({
       url: '/api/autocomplete',
       permission: 'read',
       summary: 'Schemas, tables with their columns, and reserved keywords for the SQL editor',
-      handler: () => autocompleteCatalog(ctx.db),
+      // On a ClickHouse environment the SQL page queries the target: its catalog is what the editor completes.
+      handler: async () => {
+        const onTarget = await ctx.services.find(QUERY_TARGET_SERVICE)?.browse();
+        return onTarget ? { ...onTarget, keywords: (await autocompleteCatalog(ctx.db)).keywords } : autocompleteCatalog(ctx.db);
+      },
     });
 
     ctx.command('tables', async (args, io) => {

@@ -71,8 +71,8 @@ export class ClickHouseTarget implements WarehouseTarget {
     this.cluster = config.cluster ?? null;
   }
 
-  /** Opens the client (the package is imported here, on first use). */
-  static async open(config: TargetConfig): Promise<ClickHouseTarget> {
+  /** Opens the client (the package is imported here, on first use); `defaultDatabase` is where unqualified names resolve (the server's `default` when not given). */
+  static async open(config: TargetConfig, defaultDatabase?: string): Promise<ClickHouseTarget> {
     if (!config.url) throw badRequest('invalid_target', "A clickhouse target needs 'url' (the HTTP interface of any node, e.g. http://127.0.0.1:8123)");
     const { createClient, ClickHouseLogLevel } = await import('@clickhouse/client');
     const client = createClient({
@@ -83,6 +83,7 @@ export class ClickHouseTarget implements WarehouseTarget {
       compression: { request: false, response: false },
       log: { level: ClickHouseLogLevel.OFF },
       request_timeout: 3_600_000,
+      ...(defaultDatabase ? { database: defaultDatabase } : {}),
     });
     return new ClickHouseTarget(client, config);
   }

@@ -4,11 +4,12 @@
  * models plugin hands `dp transform` and `dp seed` to when the active environment names a
  * target; the client package and the transpiler are imported only when a target is first used.
  */
-import { badRequest, definePlugin, duckdbFileTarget, WAREHOUSE_TARGET_SERVICE, type WarehouseTarget } from '../../sdk/index.js';
+import { badRequest, definePlugin, duckdbFileTarget, QUERY_TARGET_SERVICE, WAREHOUSE_TARGET_SERVICE, type WarehouseTarget } from '../../sdk/index.js';
 import { ClickHouseTarget } from './client.js';
 import { activeTargetConfig } from './config.js';
 import { MIGRATIONS, transformOnTarget } from './build.js';
 import { seedOnTarget } from './seeds.js';
+import { queryTargetService } from './query-service.js';
 
 export default definePlugin({
   setup(ctx) {
@@ -35,7 +36,10 @@ export default definePlugin({
         if (config) throw badRequest('not_on_target', `${feature} works on the local DuckDB file only; the environment '${ctx.project.env}' builds into ClickHouse`, { feature, environment: ctx.project.env });
       },
     });
+    const queries = queryTargetService(ctx, clickhouse);
+    ctx.services.provide(QUERY_TARGET_SERVICE, queries.service);
     ctx.onStop(async () => {
+      await queries.close();
       const t = opened?.target;
       opened = null;
       await t?.then((c) => c.close()).catch(() => {});

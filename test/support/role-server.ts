@@ -15,8 +15,8 @@ export interface RoleServer {
   tokens: Record<Role, string>;
 }
 
-export async function startServerWithRoles(root: string, options: { clock?: Clock } = {}): Promise<RoleServer> {
-  const s = await startServer(root, { auth: true, clock: options.clock });
+export async function startServerWithRoles(root: string, options: { clock?: Clock; env?: string } = {}): Promise<RoleServer> {
+  const s = await startServer(root, { auth: true, clock: options.clock, env: options.env });
   const setup = await s.request('POST', '/api/auth/setup', { username: 'root', password: 'rootpw', role: 'admin' });
   assert.equal(setup.status, 200, setup.text);
   const tokens = { admin: setup.body.token } as Record<Role, string>;

@@ -1,7 +1,8 @@
 /**
  * On an environment whose target is ClickHouse, the features that work on the local DuckDB file
- * only (versions, backups, notebook TypeScript cells) and queries, not yet run on the target, refuse with `not_on_target`, and nothing
- * reaches the server (the url below has no server). Without a target they work as before.
+ * only (versions, backups, notebook TypeScript cells, explain) refuse with `not_on_target`, and
+ * nothing reaches the server (the url below has no server); a query goes to the target, never to
+ * the local file. Without a target they work as before.
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
@@ -24,12 +25,17 @@ describe('DuckDB-only features on a ClickHouse environment', () => {
   it('versions and backups refuse with not_on_target, naming the environment and no secret', async () => {
     const app = await bootApp(root(), { env: 'prod' });
     apps.push(app);
-    for (const argv of [['versions', 'create'], ['backup'], ['query', 'SELECT 1']]) {
+    for (const argv of [['versions', 'create'], ['backup']]) {
       const r = await runCommand(app, [...argv, '--json']);
       assert.equal(r.code, 1, argv.join(' '));
       assert.match(r.stdout + r.stderr, /works on the local DuckDB file only; the environment 'prod' builds into ClickHouse/);
       assert.doesNotMatch(r.stdout + r.stderr, /never-shown-secret/);
     }
+    // A query goes to the target (here no server answers), never to the local file.
+    const query = await runCommand(app, ['query', 'SELECT 1 AS one', '--json']);
+    assert.equal(query.code, 1, query.stdout);
+    assert.match(query.stdout + query.stderr, /ClickHouse/);
+    assert.doesNotMatch(query.stdout + query.stderr, /never-shown-secret/);
   });
 
   it('without a target the same commands run on the DuckDB file', async () => {
