@@ -292,7 +292,7 @@ export class MaskingEnforcer {
     const target = q.target;
     if (!target) return this.relations;
     let rel = this.targetRelations.get(target.id);
-    if (!rel) this.targetRelations.set(target.id, (rel = new RelationCatalog(target)));
+    if (!rel) this.targetRelations.set(target.id, (rel = new RelationCatalog(target, () => this.ctx.clock.now())));
     return rel;
   }
 
