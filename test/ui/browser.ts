@@ -86,7 +86,8 @@ export function shopForTests(options: ShopOptions = {}): DpServer {
 
 /** `dp serve` on a project folder; resolves once it prints its URL. */
 export async function serveProject(root: string, options: { auth?: boolean } = {}): Promise<DpServer> {
-  const served = await spawnServe(root, { auth: options.auth, args: ['--host', '127.0.0.1'], startMs: 60_000 });
+  // Two boots (supervisor and engine): on a loaded CI machine that took more than a minute.
+  const served = await spawnServe(root, { auth: options.auth, args: ['--host', '127.0.0.1'], startMs: 180_000 });
   return {
     url: served.url,
     root,
