@@ -3,10 +3,10 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { parse } from 'yaml';
-import { copyShop, DP_BIN, runCli } from '../../helpers.js';
+import { closeInProcessClis, copyShop, DP_BIN, runInProcess } from '../../helpers.js';
 
 const GIT_ENV = { GIT_AUTHOR_NAME: 'dp test', GIT_AUTHOR_EMAIL: 'dp@example.com', GIT_COMMITTER_NAME: 'dp test', GIT_COMMITTER_EMAIL: 'dp@example.com', GIT_CONFIG_NOSYSTEM: '1', HOME: os.tmpdir() };
 
@@ -17,18 +17,20 @@ function git(cwd: string, ...args: string[]): string {
 }
 
 describe('dp ci generate', () => {
+  after(closeInProcessClis);
   it('writes a workflow and a script; the script run locally reports the rows that differ from main per model', async () => {
     const root = copyShop();
     git(root, 'init', '--quiet', '--initial-branch=main');
     git(root, 'add', '-A');
     git(root, 'commit', '--quiet', '-m', 'shop');
 
-    const gen = runCli(['ci', 'generate', '--project', root, '--json']);
+    const gen = await runInProcess(['ci', 'generate', '--project', root, '--json']);
     assert.equal(gen.code, 0, gen.stderr);
     assert.deepEqual(JSON.parse(gen.stdout), { workflow: '.github/workflows/dp.yml', script: 'ci/dp-ci.sh', base_branch: 'main', project_dir: '.' });
-    const again = runCli(['ci', 'generate', '--project', root, '--json']);
+    const again = await runInProcess(['ci', 'generate', '--project', root, '--json']);
     assert.equal(again.code, 1);
     assert.match(again.stderr, /\.github\/workflows\/dp\.yml exists \(pass --force/);
+    await closeInProcessClis(); // the script below runs the binary on this project
 
     const wf = parse(fs.readFileSync(path.join(root, '.github/workflows/dp.yml'), 'utf8'));
     assert.deepEqual(Object.keys(wf.on).sort(), ['pull_request', 'push']);
@@ -90,12 +92,12 @@ describe('dp ci generate', () => {
     assert.match(plain.stdout, /### marts\.customer_orders \(changed\)/);
   });
 
-  it('dp diff --against-db refuses a file outside the project or missing', () => {
+  it('dp diff --against-db refuses a file outside the project or missing', async () => {
     const root = copyShop();
-    const outside = runCli(['diff', '--project', root, '--against-db', '../elsewhere.duckdb', '--json']);
+    const outside = await runInProcess(['diff', '--project', root, '--against-db', '../elsewhere.duckdb', '--json']);
     assert.equal(outside.code, 1);
     assert.match(outside.stderr, /outside the project/);
-    const missing = runCli(['diff', '--project', root, '--against-db', 'nothing.duckdb', '--json']);
+    const missing = await runInProcess(['diff', '--project', root, '--against-db', 'nothing.duckdb', '--json']);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /--against-db: no database file at nothing\.duckdb/);
   });

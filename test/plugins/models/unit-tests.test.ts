@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { makeProject, runCli, startServer, type TestServer } from '../../helpers.js';
+import { closeInProcessClis, makeProject, runInProcess, startServer, type TestServer } from '../../helpers.js';
 
 const REVENUE = `-- @config materialized=table, schema=marts
 SELECT c.name, sum(o.amount) AS revenue, count(*) AS orders
@@ -154,7 +154,8 @@ describe('model unit tests', () => {
 });
 
 describe('dp test and dp check (CLI)', () => {
-  it('reports failures with their rows, filters by model and name, and fails dp check', () => {
+  after(closeInProcessClis);
+  it('reports failures with their rows, filters by model and name, and fails dp check', async () => {
     const root = makeProject({
       'seeds/customers.csv': 'customer_id,name\n1,Warehouse Ada\n',
       'transform/staging/stg_orders.sql': "-- @config materialized=view, schema=staging\nSELECT 1 AS order_id, 1 AS customer_id, 'paid' AS status, 1000.0 AS amount\n",
@@ -162,20 +163,20 @@ describe('dp test and dp check (CLI)', () => {
       'tests/unit/revenue.yml': PASSING,
       'tests/unit/wrong.yml': FAILING,
     });
-    const failing = runCli(['test', '--project', root, '--name', 'revenue_wrong_expectation']);
+    const failing = await runInProcess(['test', '--project', root, '--name', 'revenue_wrong_expectation']);
     assert.equal(failing.code, 1, failing.stderr);
     assert.match(failing.stdout, /FAIL  revenue_wrong_expectation \(marts\.revenue\)/);
     assert.match(failing.stdout, /- missing {4}\{"name":"Bob","revenue":1\}/);
     assert.match(failing.stdout, /\+ unexpected \{"name":"Ada","revenue":10\}/);
     assert.match(failing.stdout, /0 passed, 1 failed, 0 errors/);
-    const passing = runCli(['test', '--project', root, '--name', 'revenue_counts_paid_orders_only']);
+    const passing = await runInProcess(['test', '--project', root, '--name', 'revenue_counts_paid_orders_only']);
     assert.equal(passing.code, 0, passing.stdout + passing.stderr);
     assert.match(passing.stdout, /PASS  revenue_counts_paid_orders_only \(marts\.revenue\)/);
-    const check = runCli(['check', '--project', root]);
+    const check = await runInProcess(['check', '--project', root]);
     assert.equal(check.code, 1);
     assert.match(check.stdout, /unit tests: 1 passed, 1 failed, 0 errors/);
     fs.rmSync(path.join(root, 'tests/unit/wrong.yml'));
-    const byModel = runCli(['test', '--project', root, '--model', 'revenue']);
+    const byModel = await runInProcess(['test', '--project', root, '--model', 'revenue']);
     assert.equal(byModel.code, 0, byModel.stdout + byModel.stderr);
     assert.match(byModel.stdout, /1 passed, 0 failed, 0 errors/);
   });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
-import { bootApp, makeProject, runCli, startServer } from '../../helpers.js';
-import { fireBuild, fireTransformEnd, runCliAsync, startReceiver } from './util.js';
+import { after, describe, it } from 'node:test';
+import { bootApp, closeInProcessClis, makeProject, runInProcess, startServer } from '../../helpers.js';
+import { fireBuild, fireTransformEnd, startReceiver } from './util.js';
 
 function projectYml(extra = ''): string {
   return `name: fresh
@@ -34,6 +34,7 @@ const SOURCES_SQL = `CREATE SCHEMA landing;
   CREATE TABLE landing.undated AS SELECT 1 AS x;`;
 
 describe('quality: freshness', () => {
+  after(closeInProcessClis);
   it('reports model freshness from recorded builds against max_hours', async () => {
     const root = makeProject({ 'project.yml': projectYml() });
     const s = await startServer(root);
@@ -64,10 +65,10 @@ describe('quality: freshness', () => {
     } finally {
       await s.close();
     }
-    const cli = runCli(['freshness', '--hours', '24', '--project', root]);
+    const cli = await runInProcess(['freshness', '--hours', '24', '--project', root]);
     assert.equal(cli.code, 1, 'a stale model fails the command');
     assert.match(cli.stdout, /m\.old\s+\S+\s+4[89]\.?\d*\s+stale/);
-    const ok = runCli(['freshness', '--hours', '100', '--project', root, '--json']);
+    const ok = await runInProcess(['freshness', '--hours', '100', '--project', root, '--json']);
     assert.equal(ok.code, 0, ok.stderr);
     assert.equal(JSON.parse(ok.stdout).stale_count, 0);
   });
@@ -103,7 +104,7 @@ describe('quality: freshness', () => {
       const app = await bootApp(root);
       await app.db.run(SOURCES_SQL);
       await app.close();
-      const r = await runCliAsync(['freshness', '--sources', '--alert', '--project', root], root);
+      const r = await runInProcess(['freshness', '--sources', '--alert', '--project', root]);
       assert.equal(r.code, 1, r.stderr);
       assert.match(r.stderr, /alert via webhook: sent/);
       assert.equal(receiver.received.length, 1);
@@ -111,7 +112,7 @@ describe('quality: freshness', () => {
       assert.equal(body.alert_type, 'stale_data');
       assert.equal(body.title, '3 stale source tables');
       assert.deepEqual(body.details.stale.sort(), ['landing.empty_events', 'landing.not_loaded_yet', 'landing.old_events']);
-      const quiet = await runCliAsync(['freshness', '--sources', '--project', root], root);
+      const quiet = await runInProcess(['freshness', '--sources', '--project', root]);
       assert.equal(quiet.code, 1);
       assert.equal(receiver.received.length, 1, 'no alert without --alert');
     } finally {

@@ -1,11 +1,9 @@
-/** Helpers of the quality tests: firing the kernel's build hooks, a real HTTP receiver, an async CLI run. */
-import { spawn } from 'node:child_process';
+/** Helpers of the quality tests: firing the kernel's build hooks, a real HTTP receiver. */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { App } from '../../../kernel/app.js';
 import type { ModelBuildContext, ModelBuildStatus, TransformRunContext } from '../../../sdk/index.js';
 import type { QualityPluginService } from '../../../plugins/quality/index.js';
-import { DP_BIN } from '../../helpers.js';
 
 export function quality(app: App): QualityPluginService {
   return app.services.get<QualityPluginService>('quality');
@@ -90,16 +88,4 @@ export async function deadPort(): Promise<number> {
   const r = await startReceiver();
   await r.close();
   return r.port;
-}
-
-/** Runs `dp` without blocking this process's event loop (so an in-process receiver can answer). */
-export function runCliAsync(args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [DP_BIN, ...args], { cwd, env: { ...process.env, DP_LOG_SILENT: '1' } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
 }

@@ -1,16 +1,17 @@
-/** `dp jobs run` and `dp jobs list` with the real binary on a copy of examples/shop. */
+/** `dp jobs run` and `dp jobs list` on a copy of examples/shop (the CLI in this process). */
 import assert from 'node:assert/strict';
-import { before, describe, it } from 'node:test';
-import { copyShop, makeProject, runCli } from '../../helpers.js';
+import { after, before, describe, it } from 'node:test';
+import { closeInProcessClis, copyShop, makeProject, runInProcess } from '../../helpers.js';
 
 describe('dp jobs', () => {
   let root: string;
   before(() => {
     root = copyShop();
   });
+  after(closeInProcessClis);
 
-  it('runs a stream, printing each step and model as it happens', () => {
-    const r = runCli(['jobs', 'run', 'daily', '--project', root]);
+  it('runs a stream, printing each step and model as it happens', async () => {
+    const r = await runInProcess(['jobs', 'run', 'daily', '--project', root]);
     assert.equal(r.code, 0, r.stderr + r.stdout);
     const lines = r.stdout.split('\n');
     const at = (re: RegExp) => {
@@ -33,20 +34,20 @@ describe('dp jobs', () => {
     assert.deepEqual(order, [...order].sort((a, b) => a - b));
   });
 
-  it('lists the streams, and refuses an unknown one', () => {
-    const list = runCli(['jobs', 'list', '--project', root]);
+  it('lists the streams, and refuses an unknown one', async () => {
+    const list = await runInProcess(['jobs', 'list', '--project', root]);
     assert.equal(list.code, 0, list.stderr);
     assert.match(list.stdout, /daily\s+0 6 \* \* \*\s+ingest\[events\] -> seed\[all\] -> transform\[all\]/);
-    const unknown = runCli(['jobs', 'run', 'nope', '--project', root]);
+    const unknown = await runInProcess(['jobs', 'run', 'nope', '--project', root]);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /No stream 'nope' in project\.yml \(streams: daily, events_hourly\)/);
   });
 
-  it('reports bad schedules and targets in dp validate, with their lines', () => {
+  it('reports bad schedules and targets in dp validate, with their lines', async () => {
     const project = makeProject({
       'project.yml': 'name: v\ndatabase:\n  path: v.duckdb\nstreams:\n  nightly:\n    schedule: "0 25 * * *"\n    steps:\n      - ingest: [missing]\n      - transform: [all]\n',
     });
-    const r = runCli(['validate', '--project', project, '--json']);
+    const r = await runInProcess(['validate', '--project', project, '--json']);
     assert.equal(r.code, 1, r.stderr + r.stdout);
     const report = JSON.parse(r.stdout) as { problems: Array<{ source: string; file: string; line?: number; message: string }> };
     const mine = report.problems.filter((p) => p.source === 'streams');
