@@ -27,14 +27,24 @@ function manifestError(file: string, message: string, details: Record<string, un
   return new DpError(500, 'invalid_plugin_manifest', `${file}: ${message}`, { file, ...details });
 }
 
+/**
+ * Manifest texts this process has validated already: a CLI command discovers the plugins twice
+ * (for its commands, then in App.boot), and a text that passed once passes again. Each read
+ * still parses its own copy, so no caller shares a manifest object with another.
+ */
+const validatedManifests = new Set<string>();
+
 /** Reads and validates one plugin.json; errors name the file and the field. */
 export function readManifest(manifestPath: string): PluginManifest {
+  let text: string;
   let data: unknown;
   try {
-    data = JSON.parse(fs.readFileSync(manifestPath, 'utf8'));
+    text = fs.readFileSync(manifestPath, 'utf8');
+    data = JSON.parse(text);
   } catch (e) {
     throw manifestError(manifestPath, `not valid JSON (${(e as Error).message})`);
   }
+  if (validatedManifests.has(text)) return data as PluginManifest;
   const validate = validateManifest;
   if (!validate(data)) {
     const err = validate.errors![0];
@@ -43,6 +53,7 @@ export function readManifest(manifestPath: string): PluginManifest {
     const extra = params.allowedValues ? ` (one of: ${(params.allowedValues as unknown as string[]).join(', ')})` : '';
     throw manifestError(manifestPath, `field '${field || '(root)'}' ${err.message}${extra}`, { field: field || null });
   }
+  validatedManifests.add(text);
   return data as PluginManifest;
 }
 

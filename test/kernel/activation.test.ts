@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { App } from '../../kernel/app.js';
+import { invokedCommand } from '../../kernel/cli.js';
 import { activationSet, discoverPlugins } from '../../kernel/plugins.js';
 import { HOOK_NAMES, KERNEL_HOOKS } from '../../sdk/hooks.js';
 import { runCommand } from '../../sdk/testing.js';
@@ -17,6 +18,13 @@ import { staticPackages } from '../support/import-graph.js';
 
 /** Packages that cost a CLI command's start when imported at a plugin's setup (issue 29). */
 const HEAVY = ['pg', 'mysql2', '@modelcontextprotocol/sdk', 'yjs', 'y-protocols', 'exceljs', 'apache-arrow', '@clickhouse/client', '@polyglot-sql/sdk'];
+
+/**
+ * Packages `dp tables` and `dp query` do without (bench/cli-start): besides the heavy ones, the
+ * webhook client, ajv (validators are generated at build time), cron, the HTTP server and its
+ * logger, and yaml, which loads from its one-file bundle (sdk/yaml.ts).
+ */
+const NOT_AT_CLI_START = [...HEAVY, 'undici', 'ajv', 'ajv-formats', 'cron-parser', 'fastify', 'pino', '@fastify/cookie', 'yaml'];
 
 const builtIns = () => discoverPlugins({ projectRoot: REPO_ROOT, paths: [], disable: [] }).enabled.map((p) => p.manifest);
 const guards = new Set<string>(HOOK_NAMES.filter((h) => KERNEL_HOOKS[h].firedBy === 'kernel'));
@@ -111,6 +119,40 @@ describe('activation on demand', () => {
       'helper.ts': "import pg from 'pg';\nexport const helper = () => new pg.Client();\n",
     });
     assert.deepEqual([...staticPackages(path.join(dir, 'index.ts')).keys()], ['pg']);
+  });
+
+  it('the CLI declares only the plugin command argv names; every command for help, a kernel command, or when unsure', () => {
+    assert.equal(invokedCommand(['tables']), 'tables');
+    assert.equal(invokedCommand(['--project', '/p', '--json', 'query', 'SELECT 1']), 'query');
+    assert.equal(invokedCommand(['--env=prod', '--no-json', 'tables', '--schema', 'x']), 'tables');
+    assert.equal(invokedCommand(['tables', '--help']), undefined);
+    assert.equal(invokedCommand(['--version']), undefined);
+    assert.equal(invokedCommand(['--limit', '5', 'query', 'SELECT 1']), undefined, 'an option dp does not know globally comes first');
+    assert.equal(invokedCommand([]), undefined);
+  });
+
+  it('a mistyped command still gets its suggestion, and a kernel command still runs, beside one-command parsing', () => {
+    const root = makeProject();
+    const typo = runCli(['tabels', '--project', root]);
+    assert.equal(typo.code, 1);
+    assert.match(typo.stderr, /Did you mean tables\?/);
+    const env = runCli(['env', 'show', '--project', root]);
+    assert.equal(env.code, 0, env.stderr);
+  });
+
+  it('the CLI start path and the plugins dp tables and dp query load import no package those commands do without', () => {
+    const loaded = new Set([...activationSet(builtIns(), ['tables'], guards), ...activationSet(builtIns(), ['query'], guards)]);
+    const plugins = builtIns()
+      .filter((m) => loaded.has(m.name))
+      .map((m) => path.join(REPO_ROOT, 'plugins', m.name, m.entry));
+    const offenders: string[] = [];
+    for (const entry of [...['cli.ts', 'app.ts', 'remote.ts'].map((f) => path.join(REPO_ROOT, 'kernel', f)), ...plugins]) {
+      for (const [pkg, chain] of staticPackages(entry)) {
+        if (NOT_AT_CLI_START.includes(pkg)) offenders.push(`${pkg} via ${chain.map((f) => path.relative(REPO_ROOT, f)).join(' -> ')}`);
+      }
+    }
+    assert.ok(plugins.length >= 6, `checked ${plugins.length} plugin entries`);
+    assert.deepEqual(offenders, [], 'import these where they are first used (await import(), or createRequire for a CommonJS package)');
   });
 
   it('no plugin entry imports a heavy package at its top level (follows the static import graph)', () => {
