@@ -1,9 +1,9 @@
 import { pathToFileURL } from 'node:url';
-import type { ConfigRef, ProjectConfig, ProjectInfo } from '../sdk/config.js';
+import type { ConfigRef } from '../sdk/config.js';
 import { CATALOG_CHANGED, type DatabasePort, type MigrationSet } from '../sdk/db.js';
 import { DpError } from '../sdk/errors.js';
 import { HOOK_NAMES, KERNEL_HOOKS, type KernelHooks } from '../sdk/hooks.js';
-import type { CommandHandler, PluginContext, PluginDefinition, PluginManifest, RouteDefinition, ServiceRef } from '../sdk/plugin.js';
+import type { CommandHandler, PluginContext, PluginDefinition, PluginManifest, RouteDefinition } from '../sdk/plugin.js';
 import type { SseRouteDefinition, StaticRouteDefinition, WebSocketRouteDefinition } from '../sdk/routes.js';
 import type { Clock } from '../sdk/scheduler.js';
 import { createAuth, type AuthProvider } from './auth/index.js';
@@ -25,6 +25,8 @@ import { WriteLock } from './write-lock.js';
 import { DatabaseHandle } from './app/database-handle.js';
 import { ExtensionPoints } from './app/extension-points.js';
 import { Services } from './app/services.js';
+import { pluginContext } from './app/plugin-context.js';
+import { checkManifestRoutes } from './app/route-checks.js';
 
 export { CATALOG_CHANGED };
 
@@ -71,10 +73,7 @@ export interface MaintenanceOptions {
   retryAfterSeconds?: number;
 }
 
-/** The key of a handler a plugin registers for another plugin's command when `--<option>` is given. */
-export function commandKey(command: string, whenOption?: string): string {
-  return whenOption ? `${command} --${whenOption}` : command;
-}
+export { commandKey } from './app/plugin-context.js';
 
 /** The kernel: configuration, database, hooks, services, plugins. Knows no feature. */
 export class App {
@@ -184,7 +183,7 @@ export class App {
     app.extensionPoints = new ExtensionPoints([...disabled, ...notLoaded].map((p) => p.manifest));
     for (const p of app.loadedPlugins) await app.loadPlugin(p);
     app.extensionPoints.close();
-    app.checkManifestRoutes();
+    checkManifestRoutes(app.plugins, app.loadedPlugins, [...app.routes, ...app.nonJsonRoutes]);
     return app;
   }
 
@@ -244,121 +243,19 @@ export class App {
     return out;
   }
 
-  /** The context a plugin sees: everything goes through the sdk's interfaces. */
+  /** The context a plugin sees: everything goes through the sdk's interfaces (app/plugin-context.ts). */
   contextFor(manifest: PluginManifest): PluginContext {
-    const app = this;
-    const declared = manifest.contributes ?? {};
-    const log = this.log.child(manifest.name);
-    const project: ProjectInfo = {
-      get root() {
-        return app.project.root;
-      },
-      get env() {
-        return app.project.env;
-      },
-      get config(): ProjectConfig {
-        app.liveConfig.refresh();
-        // The kernel's keys only: a plugin reads its own part through ctx.config().
-        const { raw: _raw, ...kernelKeys } = app.project.config;
-        return kernelKeys;
-      },
-      resolve: (p: string) => app.project.resolve(p),
-      resolveReadable: (p: string) => app.project.resolveReadable(p),
-      relative: (p: string) => app.project.relative(p),
-      writeFile: (p: string, content: string | Buffer) => app.project.writeFile(p, content),
-    };
-    return {
-      manifest,
-      project,
-      db: this.db,
-      events: this.events,
-      services: {
-        provide: (ref, service) => app.services.provideFor(manifest, ref, service),
-        get: <T>(ref: ServiceRef<T>) => app.services.get<T>(ref, manifest),
-        find: <T>(ref: ServiceRef<T>) => app.services.find<T>(ref, manifest),
-      },
-      config: app.liveConfig.forPlugin(manifest),
-      secrets: {
-        list: () => app.secrets.list(),
-        get: (k) => app.secrets.get(k),
-        set: (k, v) => app.secrets.set(k, v),
-        delete: (k) => app.secrets.delete(k),
-      },
-      queries: this.queries,
-      webhooks: app.auth.webhooks,
-      notifier: app.notifier,
-      log,
-      get env() {
-        app.liveConfig.refresh();
-        return app.project.envVars;
-      },
-      serving: this.serving,
-      scheduling: this.scheduling,
-      scheduler: app.scheduler.forPlugin(manifest.name),
-      clock: app.clock,
-      localServer: async () => (app.serving ? null : (await import('./remote.js')).localServerFor(app.project.root)),
-      enabledPlugins: () => app.plugins.map((p) => ({ manifest: p.manifest, dir: p.dir })),
-      route: (def) => app.addRoute(manifest.name, def),
-      command: (path, handler) => {
-        const top = path.split(' ')[0];
-        if (!(declared.commands ?? []).some((c) => c.command.split(' ')[0] === top)) {
-          throw new DpError(500, 'undeclared_command', `Plugin '${manifest.name}' handles command '${path}' without declaring it in contributes.commands`);
-        }
-        // A handler of another plugin's command, taken only when its option is given (ManifestCommand.whenOption).
-        const whenOption = (declared.commands ?? []).find((c) => c.command.split(' ')[0] === top)?.whenOption;
-        app.commands.set(whenOption && path === top ? commandKey(top, whenOption) : path, { plugin: manifest.name, handler });
-      },
-      tap: (hook, fn, options) => app.hookRegistry.tap(manifest, hook, fn as (...args: unknown[]) => Promise<unknown>, options?.stage ?? 0),
-      hook: ((hook) => app.hookRegistry.fireable(manifest, hook)) as PluginContext['hook'],
-      migrate: (steps) => {
-        app.migrations.push({ owner: manifest.name, steps });
-      },
-      provideExtensionPoint: (ref, accept) => app.extensionPoints.provide(manifest, ref, accept as (c: unknown, f: string) => void),
-      extend: (ref, contribution) => app.extensionPoints.extend(manifest, ref, contribution),
-      onStart: (fn) => app.lifecycle.register(manifest.name, 'start', fn),
-      onBeforeStop: (fn) => app.lifecycle.register(manifest.name, 'beforeStop', fn),
-      onStop: (fn) => app.lifecycle.register(manifest.name, 'stop', fn),
-      get signal() {
-        return app.lifecycle.signal;
-      },
-      maintenance: (reason, fn) => app.maintenance(reason, fn),
-    };
+    return pluginContext(this, {
+      hooks: () => this.hookRegistry,
+      extensionPoints: () => this.extensionPoints,
+      addMigration: (set) => this.migrations.push(set),
+      addRoute: (plugin, def) => this.addRoute(plugin, def),
+    }, manifest);
   }
 
   private addRoute(plugin: string, def: Parameters<PluginContext['route']>[0]): void {
     if (def.kind === 'websocket' || def.kind === 'sse' || def.kind === 'static') this.nonJsonRoutes.push({ ...def, plugin });
     else this.routes.push({ ...def, plugin });
-  }
-
-  /** Every registered route must be declared in its plugin's manifest with the same permission, and vice versa. */
-  private checkManifestRoutes(): void {
-    const key = (m: string, u: string) => `${m} ${u}`;
-    for (const p of this.plugins) {
-      if (!this.loadedPlugins.includes(p)) {
-        // Not loaded (activation on demand): its manifest alone is checked, as for every plugin.
-        for (const r of p.manifest.contributes?.routes ?? []) {
-          if (!r.permission) throw new DpError(500, 'route_without_permission', `Route ${r.method} ${r.url} of plugin '${p.manifest.name}' declares no permission`);
-        }
-        continue;
-      }
-      const declared = new Map((p.manifest.contributes?.routes ?? []).map((r) => [key(r.method, r.url), r]));
-      const registered = [...this.routes, ...this.nonJsonRoutes].filter((r) => r.plugin === p.manifest.name);
-      for (const r of registered) {
-        if (!r.permission) throw new DpError(500, 'route_without_permission', `Route ${r.method} ${r.url} of plugin '${p.manifest.name}' declares no permission`);
-        const d = declared.get(key(r.method, r.url));
-        if (!d) throw new DpError(500, 'undeclared_route', `Plugin '${p.manifest.name}' registers ${r.method} ${r.url}, which its plugin.json does not declare`);
-        if (d.permission !== r.permission) {
-          throw new DpError(500, 'route_permission_mismatch', `Route ${r.method} ${r.url}: plugin.json says '${d.permission}', the code says '${r.permission}'`);
-        }
-        if ((d.kind ?? 'json') !== (r.kind ?? 'json')) {
-          throw new DpError(500, 'route_kind_mismatch', `Route ${r.method} ${r.url}: plugin.json says kind '${d.kind ?? 'json'}', the code registers '${r.kind ?? 'json'}'`);
-        }
-        declared.delete(key(r.method, r.url));
-      }
-      if (declared.size > 0) {
-        throw new DpError(500, 'unregistered_route', `Plugin '${p.manifest.name}' declares ${[...declared.keys()].join(', ')} in plugin.json but never registers it`);
-      }
-    }
   }
 
   /** Opens the database, which runs the migrations and the plugins' start phase (see openDatabase). */
