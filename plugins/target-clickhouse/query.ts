@@ -163,7 +163,8 @@ export class ClickHouseQueryTarget implements QueryTarget {
 
   async read(sql: string, window: { offset: number; limit: number }, run: QueryTargetRun): Promise<TabularResult> {
     const clickhouse = await this.clickhouseSql(sql, run);
-    const page = `SELECT * FROM (${clickhouse}) LIMIT ${Math.trunc(window.limit)} OFFSET ${Math.trunc(window.offset)}`;
+    // On lines of their own: a line comment the transpiler kept ends before the parenthesis.
+    const page = `SELECT * FROM (\n${clickhouse}\n) LIMIT ${Math.trunc(window.limit)} OFFSET ${Math.trunc(window.offset)}`;
     return (await this.queries()).query(page, { signal: run.signal, settings: this.settings(run) });
   }
 

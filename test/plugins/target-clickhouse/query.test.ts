@@ -136,6 +136,8 @@ environments:
     'SELECT * FROM seeds.people',
     'SELECT people.* FROM seeds.people',
     'SELECT email AS x, ssn AS y, phone AS z FROM seeds.people',
+    'SELECT p.email AS x FROM seeds.people AS p -- a comment on the last line',
+    'SELECT p.email /* ) UNION ALL SELECT email FROM seeds.people */ FROM seeds.people AS p',
     'WITH t AS (SELECT email FROM seeds.people) SELECT * FROM t',
     'SELECT e FROM (SELECT email AS e FROM seeds.people) s',
     'SELECT (SELECT max(email) FROM seeds.people) AS m',
