@@ -16,16 +16,11 @@ import {
   type ParsedSql,
 } from '../../sdk/index.js';
 import { columnLineage, reconcileWithRelation, UnparseableSql, type ColumnLineageResult, type LineageEnv } from './columns.js';
+import type { LineageDiskCache, StoredLineage } from './disk-cache.js';
 import { regexLineage } from './regex-fallback.js';
 
-interface CacheEntry {
-  contentHash: string;
-  dependsOn: string;
-  /** Column list (joined) of every relation the SQL read when it was computed; '' for unknown. */
-  signature: Map<string, string>;
-  result: ColumnLineageResult;
-  method: 'parser' | 'regex';
-}
+/** What is kept per model; `signature`: the column list (joined) of every relation the SQL read when it was computed, '' for unknown. */
+type CacheEntry = StoredLineage;
 
 /** Texts per parse query when a whole project is analysed (see prefetch). */
 const PARSE_BATCH = 1000;
@@ -34,17 +29,23 @@ const key = (name: string) => name.toLowerCase();
 
 export class LineageEngine {
   private readonly cache = new Map<string, CacheEntry>();
+  /** Set once the entries of the disk cache (if any) are in `cache`. */
+  private loaded: Promise<void> | null = null;
 
   constructor(
     private readonly db: DatabasePort,
     private readonly models: () => ModelsService,
     private readonly log?: Logger,
+    /** Keeps the entries across processes (.dp/lineage-cache.json); none in unit tests. */
+    private readonly disk?: LineageDiskCache,
   ) {}
 
   /** Lineage of every model, in the models service's order. */
   async all(): Promise<ModelLineage[]> {
     const models = await this.models().list();
     const results = await this.compute(models);
+    // Models that are gone leave the cache (and so the file on disk).
+    if (this.cache.size > models.length) for (const name of [...this.cache.keys()]) if (!results.has(name)) this.cache.delete(name);
     return models.map((m) => results.get(key(m.full_name))!);
   }
 
@@ -75,6 +76,16 @@ export class LineageEngine {
   }
 
   private async compute(wanted: ModelInfo[]): Promise<Map<string, ModelLineage>> {
+    if (this.disk) {
+      this.loaded ??= this.disk.load().then(
+        (stored) => {
+          for (const [name, entry] of stored) if (!this.cache.has(name)) this.cache.set(name, entry);
+        },
+        (e) => this.log?.debug('lineage cache not read', { error: errorMessage(e) }),
+      );
+      await this.loaded;
+    }
+    let computed = 0;
     const live = await this.liveColumns();
     const order = topologicalOrder(wanted);
     const outputs = new Map<string, ColumnLineageResult>();
@@ -118,6 +129,7 @@ export class LineageEngine {
           method,
         };
         this.cache.set(key(model.full_name), entry);
+        computed++;
       }
       // Outputs the SQL alone cannot name (PIVOT values, a star over an unknown relation) take the built relation's columns.
       const final = reconcileWithRelation(entry.result, live.get(key(model.full_name)));
@@ -130,6 +142,7 @@ export class LineageEngine {
       }
       results.set(key(model.full_name), { model: model.full_name, columns, kinds, depends_on: [...model.depends_on], method: entry.method });
     }
+    if (computed) this.disk?.save(() => this.cache);
     return results;
   }
 

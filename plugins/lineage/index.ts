@@ -14,6 +14,7 @@ import {
 } from '../../sdk/index.js';
 import { STAR } from './columns.js';
 import { EXPOSURES_CONFIG } from './config.js';
+import { lineageDiskCache } from './disk-cache.js';
 import { LineageEngine } from './engine.js';
 import { buildFullDag, hiddenRelation, IMPORT_SCHEMA, readIngestScripts, withoutInternal, withVarReferences } from './full-dag.js';
 import { impactOf, type ImpactRecord } from './impact.js';
@@ -137,7 +138,9 @@ export default definePlugin({
   config: [EXPOSURES_CONFIG],
   setup(ctx) {
     const models = () => ctx.services.get(MODELS_SERVICE);
-    const engine = new LineageEngine(ctx.db, models, ctx.log);
+    const disk = lineageDiskCache(ctx, ctx.log);
+    const engine = new LineageEngine(ctx.db, models, ctx.log, disk);
+    ctx.onStop(() => disk.flush());
     const service: LineageService = {
       lineage: (model) => engine.one(model),
       all: () => engine.all(),
