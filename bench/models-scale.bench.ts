@@ -9,10 +9,13 @@
  *   found by incremental_filter, merged by unique_key) against a full rebuild of the same model
  *   (--full-refresh), alternating rounds so both see the same machine load.
  */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { App } from '../kernel/app.js';
 import type { ModelsService } from '../sdk/index.js';
 import type { BenchResult } from './util.js';
@@ -152,7 +155,201 @@ SELECT id, id % 1000 AS customer_id, (id * 31) % 997 AS amount, 'e' || (id % 7) 
   }
 }
 
+/** The checkout this bench was compiled from (dist/bench/ → the repository). */
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const SERVE_MODELS = 10_000;
+const SOURCE_TABLES = 300;
+const SOURCE_COLUMNS = 'id, customer_id, amount, status, created_at, note';
+
+/**
+ * A 10,000-model project shaped like a real one: 300 source tables (declared in project.yml and
+ * present in the database), 1,500 staging models over them (renames, casts, filters), 6,000
+ * intermediate models (CTE chains, joins of two or three upstream models, windows, CASE,
+ * UNION ALL, `SELECT * EXCLUDE/REPLACE`) and 2,500 marts (aggregates over joins). References
+ * spread over all earlier models of the layer below, so every body is distinct.
+ */
+export function servedProject(): string {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-bench-serve-'));
+  const sources = Array.from({ length: SOURCE_TABLES }, (_, k) => `      - name: src_${k}`).join('\n');
+  fs.writeFileSync(
+    path.join(root, 'project.yml'),
+    `name: bench\ndatabase:\n  path: bench.duckdb\nplugins:\n  disable: [quality]\nsources:\n  - name: raw\n    schema: raw\n    tables:\n${sources}\n`,
+  );
+  const STAGING = 1_500;
+  const INTERMEDIATE = 6_000;
+  const name = (i: number) => (i < STAGING ? `stg_${i}` : i < STAGING + INTERMEDIATE ? `int_${i}` : `mart_${i}`);
+  const schema = (i: number) => (i < STAGING ? 'staging' : i < STAGING + INTERMEDIATE ? `intermediate_${i % 20}` : 'marts');
+  const ref = (i: number) => `${schema(i)}.${name(i)}`;
+  /** An earlier model, spread by a hash over [lo, hi). */
+  const pick = (i: number, salt: number, lo: number, hi: number) => lo + ((i * 2654435761 + salt * 40503) % 4294967296) % Math.max(1, hi - lo);
+  for (let i = 0; i < SERVE_MODELS; i++) {
+    let sql: string;
+    if (i < STAGING) {
+      sql = `SELECT id, customer_id, CAST(amount AS DECIMAL(12, 2)) AS amount, lower(status) AS status, created_at, note
+FROM raw.src_${i % SOURCE_TABLES}
+WHERE created_at >= DATE '2020-01-01' + INTERVAL ${i % 365} DAY`;
+    } else if (i < STAGING + INTERMEDIATE) {
+      const lo = i < STAGING + 1_000 ? 0 : STAGING;
+      const a = ref(pick(i, 1, lo, i));
+      const b = ref(pick(i, 2, lo, i));
+      const c = ref(pick(i, 3, 0, STAGING));
+      switch (i % 5) {
+        case 0:
+          sql = `WITH base AS (SELECT id, customer_id, amount, status, created_at FROM ${a}),
+  scaled AS (SELECT id, customer_id, amount * ${(i % 7) + 1} AS amount, status, created_at FROM base WHERE amount > ${i % 50}),
+  tagged AS (SELECT s.*, x.note FROM scaled s LEFT JOIN ${c} x USING (id))
+SELECT id, customer_id, amount, status, created_at, note FROM tagged`;
+          break;
+        case 1:
+          sql = `SELECT a.id, a.customer_id,
+  sum(a.amount) OVER (PARTITION BY a.customer_id ORDER BY a.created_at) AS amount,
+  CASE WHEN b.status = 'completed' THEN a.status ELSE b.status END AS status, a.created_at, b.note
+FROM ${a} a JOIN ${b} b ON a.id = b.id AND b.amount > ${i % 13}`;
+          break;
+        case 2:
+          sql = `SELECT id, customer_id, amount, status, created_at, note FROM ${a}
+UNION ALL
+SELECT id, customer_id, amount, status, created_at, note FROM ${b} WHERE status <> 'x${i}'`;
+          break;
+        case 3:
+          sql = `SELECT * EXCLUDE (status) REPLACE (amount + ${i % 11} AS amount), upper(status) AS status FROM ${a}`;
+          break;
+        default:
+          sql = `WITH j AS (
+  SELECT a.id, a.customer_id, a.amount + coalesce(b.amount, 0) AS amount, a.status, greatest(a.created_at, b.created_at) AS created_at, c.note
+  FROM ${a} a LEFT JOIN ${b} b USING (id) JOIN ${c} c ON c.id = a.id
+)
+SELECT * FROM j WHERE id % ${(i % 9) + 2} = 0`;
+      }
+    } else {
+      const a = ref(pick(i, 4, STAGING, STAGING + INTERMEDIATE));
+      const b = ref(pick(i, 5, STAGING, STAGING + INTERMEDIATE));
+      sql = `WITH orders AS (SELECT customer_id, amount, status, created_at FROM ${a}),
+  customers AS (SELECT DISTINCT customer_id, note FROM ${b})
+SELECT o.customer_id, c.note AS segment, date_trunc('month', o.created_at) AS month, o.status,
+  count(*) AS orders, sum(o.amount) AS revenue, avg(o.amount) AS avg_amount_${i % 17}
+FROM orders o JOIN customers c USING (customer_id)
+GROUP BY ALL`;
+    }
+    const dir = path.join(root, 'transform', schema(i));
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, `${name(i)}.sql`), `-- ${name(i)}: generated for the discovery bench\n-- @config materialized=${i % 4 === 0 ? 'view' : 'table'}, schema=${schema(i)}\n${sql}\n`);
+  }
+  return root;
+}
+
+export async function createSources(root: string): Promise<void> {
+  const instance = await DuckDBInstance.create(path.join(root, 'bench.duckdb'));
+  const conn = await instance.connect();
+  const tables = Array.from(
+    { length: SOURCE_TABLES },
+    (_, k) => `CREATE TABLE raw.src_${k} AS SELECT range AS id, range % 100 AS customer_id, range * 1.5 AS amount, 'completed' AS status, TIMESTAMP '2024-01-01' AS created_at, 'n' AS note FROM range(10);`,
+  );
+  await conn.run(`CREATE SCHEMA raw; ${tables.join('\n')}`);
+  conn.closeSync();
+  instance.closeSync();
+}
+
+/** A child process's output, parsed as JSON; rejects on a non-zero exit. */
+function childJson(args: string[]): Promise<{ ms: number; cpu: number }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`${args.join(' ')} exited with ${code}`))));
+  });
+}
+
+/** `dp serve` of this checkout on a random port; resolves once it listens. */
+async function serve(root: string): Promise<{ url: string; stop: () => Promise<void> }> {
+  const args = [...(process.env.DP_BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.DP_BENCH_PROF}`] : []), path.join(REPO, 'bin', 'dp.js'), 'serve', '--no-scheduler', '--project', root, '--port', '0'];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, DP_LOG_SILENT: '1' } });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.on('exit', (code) => reject(new Error(`dp serve exited (${code}) before listening`)));
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+  });
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      child.removeAllListeners('exit');
+      child.on('exit', () => resolve());
+      child.kill('SIGTERM');
+    });
+  return { url, stop };
+}
+
+/** Wall milliseconds of a GET and the size of its answer; throws unless 200. */
+async function timedGet(url: string): Promise<{ ms: number; bytes: number; body: unknown }> {
+  const t = performance.now();
+  const res = await fetch(url);
+  const text = await res.text();
+  const ms = performance.now() - t;
+  if (res.status !== 200) throw new Error(`${url} answered ${res.status}: ${text.slice(0, 300)}`);
+  return { ms, bytes: text.length, body: JSON.parse(text) };
+}
+
+/**
+ * First `/api/dag` and `/api/lineage` of a real `dp serve` on a new 10,000-model project, as the
+ * issue measured them from outside: without a parse cache (the first start ever) and with the
+ * one the first start left (a restart). Baseline in the same rounds: a bare Node process reading,
+ * hashing and parsing the same files in one json_serialize_sql query (models-scale-bare.mjs).
+ */
+async function serve10k(): Promise<BenchResult[]> {
+  const root = servedProject();
+  const rounds = Number(process.env.DP_BENCH_ROUNDS ?? 3);
+  try {
+    await createSources(root);
+    const bare: number[] = [];
+    const firstDag: number[] = [];
+    const firstLineage: number[] = [];
+    const warmDag: number[] = [];
+    const warmLineage: number[] = [];
+    let sizes = { dag: 0, lineage: 0 };
+    for (let r = 0; r < rounds; r++) {
+      bare.push((await childJson([path.join(REPO, 'bench', 'models-scale-bare.mjs'), root, REPO])).ms);
+      fs.rmSync(path.join(root, '.dp', 'model-parse-cache.json'), { force: true });
+      for (const [dagTimes, lineageTimes] of [
+        [firstDag, firstLineage],
+        [warmDag, warmLineage],
+      ] as const) {
+        const server = await serve(root);
+        try {
+          const dag = await timedGet(`${server.url}/api/dag`);
+          const lineage = await timedGet(`${server.url}/api/lineage`);
+          const nodes = (dag.body as { nodes: unknown[] }).nodes.length;
+          const traced = (lineage.body as Array<{ method: string }>).filter((l) => l.method === 'parser').length;
+          if (nodes < SERVE_MODELS || traced !== SERVE_MODELS) throw new Error(`dag has ${nodes} nodes, ${traced} models traced by the parser`);
+          dagTimes.push(dag.ms);
+          lineageTimes.push(lineage.ms);
+          sizes = { dag: dag.bytes, lineage: lineage.bytes };
+        } finally {
+          await server.stop();
+        }
+      }
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const b = median(bare);
+    return [
+      { name: `bare: read + hash + parse the 10,000 files in one json_serialize_sql query (median of ${rounds})`, value: b, unit: 'ms' },
+      { name: 'dp serve, first /api/dag after start, no parse cache', value: median(firstDag), unit: 'ms', target: '< 600 ms', ok: median(firstDag) < 600 },
+      { name: 'the same / bare', value: median(firstDag) / b, unit: 'x' },
+      { name: 'dp serve, then /api/lineage of every model', value: median(firstLineage), unit: 'ms', target: '< 1000 ms', ok: median(firstLineage) < 1000 },
+      { name: 'dp serve restarted (parse cache on disk), first /api/dag', value: median(warmDag), unit: 'ms' },
+      { name: 'the same, then /api/lineage', value: median(warmLineage), unit: 'ms' },
+      { name: 'answer sizes, /api/dag and /api/lineage', value: sizes.dag / 1e6, unit: `MB / ${(sizes.lineage / 1e6).toFixed(1)} MB` },
+    ];
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+}
+
 export default async function run(): Promise<BenchResult[]> {
-  if (process.env.DP_BENCH_MODELS_SCALE === 'discovery') return discovery10k();
-  return [...(await discovery10k()), ...(await incremental10m())];
+  const part = process.env.DP_BENCH_MODELS_SCALE;
+  if (part === 'discovery') return discovery10k();
+  if (part === 'serve') return serve10k();
+  return [...(await serve10k()), ...(await discovery10k()), ...(await incremental10m())];
 }

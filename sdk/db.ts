@@ -176,6 +176,14 @@ export interface DatabasePort {
   value<T = unknown>(sql: string, params?: SqlParams): Promise<T | null>;
   /** DuckDB's own parser: json_serialize_sql. Cached by SQL text. */
   parse(sql: string): Promise<ParsedSql>;
+  /**
+   * `parse` of many texts in one query (one DuckDB round trip instead of one per text), in the
+   * order given; for callers that read a whole project (models, lineage). Answers already in the
+   * parse cache are taken from it; new ones are not added (thousands would push out the texts
+   * the query path repeats). `compact` leaves out null and empty fields (json_serialize_sql's
+   * skip_null and skip_empty: a smaller tree that only a generic walk should read).
+   */
+  parseMany(sqls: string[], options?: { compact?: boolean }): Promise<ParsedSql[]>;
   /** json_deserialize_sql: a (modified) tree back to SQL text. */
   deparse(tree: SerializedSql): Promise<string>;
   /**

@@ -40,6 +40,9 @@ export class DatabaseHandle implements DatabasePort {
   parse(sql: string) {
     return this.current().parse(sql);
   }
+  parseMany(sqls: string[], options?: { compact?: boolean }) {
+    return this.current().parseMany(sqls, options);
+  }
   deparse(tree: SerializedSql) {
     return this.current().deparse(tree);
   }

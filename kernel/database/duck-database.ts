@@ -39,7 +39,20 @@ function readParseTree(json: string): any {
   }
 }
 
+/** A parse as `DatabasePort.parse` answers it, from json_serialize_sql's text. */
+function parsedFromJson(json: string): ParsedSql {
+  const tree = readParseTree(json);
+  if (!tree.error) return { ok: true, tree: tree as SerializedSql, json };
+  const error = String(tree.error_message ?? 'unparseable SQL');
+  const position = Number(tree.position);
+  return { ok: false, error, errorType: tree.error_type, notSelect: /only SELECT statements/i.test(error), ...(Number.isInteger(position) && position >= 0 ? { position } : {}) };
+}
+
 const PARSE_CACHE_MAX = 1000;
+/** Texts per parseMany batch below which one batch is cheaper than several. */
+const PARSE_BATCH_MIN = 500;
+/** parseMany batches run at once (DuckDB connections busy with parsing). */
+const PARSE_BATCHES = 4;
 /** DuckDB's parser, prepared once per pooled connection like any repeated statement. */
 const SERIALIZE_SQL = 'SELECT json_serialize_sql($1::VARCHAR)';
 
@@ -324,19 +337,37 @@ export class DuckDatabase implements DatabasePort {
       this.parseCache.set(sql, hit);
       return hit;
     }
-    const json = await this.serialize(sql);
-    const tree = readParseTree(json);
-    let parsed: ParsedSql;
-    if (tree.error) {
-      const error = String(tree.error_message ?? 'unparseable SQL');
-      const position = Number(tree.position);
-      parsed = { ok: false, error, errorType: tree.error_type, notSelect: /only SELECT statements/i.test(error), ...(Number.isInteger(position) && position >= 0 ? { position } : {}) };
-    } else {
-      parsed = { ok: true, tree: tree as SerializedSql, json };
-    }
+    const parsed = parsedFromJson(await this.serialize(sql));
     if (this.parseCache.size >= PARSE_CACHE_MAX) this.parseCache.delete(this.parseCache.keys().next().value as string);
     this.parseCache.set(sql, parsed);
     return parsed;
+  }
+
+  async parseMany(sqls: string[], options: { compact?: boolean } = {}): Promise<ParsedSql[]> {
+    const out: ParsedSql[] = new Array(sqls.length);
+    const missing: number[] = [];
+    sqls.forEach((sql, i) => {
+      const hit = options.compact ? undefined : this.parseCache.get(sql);
+      if (hit) out[i] = hit;
+      else missing.push(i);
+    });
+    if (!missing.length) return out;
+    const skip = options.compact ? ', skip_null := true, skip_empty := true' : '';
+    // The parser runs on the calling DuckDB thread: a few batches on separate connections use more than one core.
+    const batches = missing.length < 2 * PARSE_BATCH_MIN ? 1 : Math.min(PARSE_BATCHES, Math.ceil(missing.length / PARSE_BATCH_MIN));
+    const size = Math.ceil(missing.length / batches);
+    await Promise.all(
+      Array.from({ length: batches }, async (_, b) => {
+        const part = missing.slice(b * size, (b + 1) * size);
+        // One statement over a list of texts: DuckDB's parser runs once per text, with no round trip each.
+        const rows = await this.all<{ i: number; tree: string }>(
+          `SELECT i, json_serialize_sql(l[i]${skip}) AS tree FROM (SELECT from_json($1::VARCHAR, '["VARCHAR"]') AS l) AS t, range(1, len(l) + 1) AS r(i)`,
+          [JSON.stringify(part.map((i) => sqls[i]))],
+        );
+        for (const row of rows) out[part[Number(row.i) - 1]!] = parsedFromJson(row.tree);
+      }),
+    );
+    return out;
   }
 
   /** Accepts plain trees and lossless ones from readTreeJson (numbers are written back exactly). */

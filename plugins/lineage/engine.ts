@@ -16,35 +16,36 @@ import {
   type ParsedSql,
 } from '../../sdk/index.js';
 import { columnLineage, reconcileWithRelation, UnparseableSql, type ColumnLineageResult, type LineageEnv } from './columns.js';
+import type { LineageDiskCache, StoredLineage } from './disk-cache.js';
 import { regexLineage } from './regex-fallback.js';
 
-interface CacheEntry {
-  contentHash: string;
-  dependsOn: string;
-  /** Column list (joined) of every relation the SQL read when it was computed; '' for unknown. */
-  signature: Map<string, string>;
-  result: ColumnLineageResult;
-  method: 'parser' | 'regex';
-}
+/** What is kept per model; `signature`: the column list (joined) of every relation the SQL read when it was computed, '' for unknown. */
+type CacheEntry = StoredLineage;
 
-/** How many parse requests run at once when a whole project is analysed. */
-const PARSE_CONCURRENCY = 4;
+/** Texts per parse query when a whole project is analysed (see prefetch). */
+const PARSE_BATCH = 1000;
 
 const key = (name: string) => name.toLowerCase();
 
 export class LineageEngine {
   private readonly cache = new Map<string, CacheEntry>();
+  /** Set once the entries of the disk cache (if any) are in `cache`. */
+  private loaded: Promise<void> | null = null;
 
   constructor(
     private readonly db: DatabasePort,
     private readonly models: () => ModelsService,
     private readonly log?: Logger,
+    /** Keeps the entries across processes (.dp/lineage-cache.json); none in unit tests. */
+    private readonly disk?: LineageDiskCache,
   ) {}
 
   /** Lineage of every model, in the models service's order. */
   async all(): Promise<ModelLineage[]> {
     const models = await this.models().list();
     const results = await this.compute(models);
+    // Models that are gone leave the cache (and so the file on disk).
+    if (this.cache.size > models.length) for (const name of [...this.cache.keys()]) if (!results.has(name)) this.cache.delete(name);
     return models.map((m) => results.get(key(m.full_name))!);
   }
 
@@ -75,6 +76,16 @@ export class LineageEngine {
   }
 
   private async compute(wanted: ModelInfo[]): Promise<Map<string, ModelLineage>> {
+    if (this.disk) {
+      this.loaded ??= this.disk.load().then(
+        (stored) => {
+          for (const [name, entry] of stored) if (!this.cache.has(name)) this.cache.set(name, entry);
+        },
+        (e) => this.log?.debug('lineage cache not read', { error: errorMessage(e) }),
+      );
+      await this.loaded;
+    }
+    let computed = 0;
     const live = await this.liveColumns();
     const order = topologicalOrder(wanted);
     const outputs = new Map<string, ColumnLineageResult>();
@@ -89,9 +100,9 @@ export class LineageEngine {
 
     // Upstream columns are only known inside the loop; the prefetch goes by content hash.
     const stale = order.filter((m) => this.cache.get(key(m.full_name))?.contentHash !== m.content_hash);
-    const trees = await this.parseAll(stale.map((m) => m.query ?? m.sql));
+    const prefetched = this.prefetch(stale.map((m) => m.query ?? m.sql));
     const env: LineageEnv = {
-      parse: async (sql) => trees.get(sql) ?? this.db.parse(sql),
+      parse: async (sql) => (await prefetched(sql)) ?? this.db.parse(sql),
       relationColumns,
       deparse: (tree) => this.db.deparse(tree),
       describe: async (sql) => (await this.db.all<{ column_name: string }>(`DESCRIBE ${sql}`)).map((r) => r.column_name),
@@ -118,6 +129,7 @@ export class LineageEngine {
           method,
         };
         this.cache.set(key(model.full_name), entry);
+        computed++;
       }
       // Outputs the SQL alone cannot name (PIVOT values, a star over an unknown relation) take the built relation's columns.
       const final = reconcileWithRelation(entry.result, live.get(key(model.full_name)));
@@ -130,6 +142,7 @@ export class LineageEngine {
       }
       results.set(key(model.full_name), { model: model.full_name, columns, kinds, depends_on: [...model.depends_on], method: entry.method });
     }
+    if (computed) this.disk?.save(() => this.cache);
     return results;
   }
 
@@ -143,18 +156,37 @@ export class LineageEngine {
     return true;
   }
 
-  /** Parses many SQL texts with a few requests in flight (the database has a connection pool). */
-  private async parseAll(sqls: string[]): Promise<Map<string, ParsedSql>> {
-    const out = new Map<string, ParsedSql>();
-    let next = 0;
-    const worker = async () => {
-      while (next < sqls.length) {
-        const sql = sqls[next++]!;
-        if (!out.has(sql)) out.set(sql, await this.db.parse(sql));
-      }
+  /**
+   * The parses of texts the loop will ask for in this order, in batches of one DuckDB query each
+   * (parseMany): the next batch is parsed while the loop analyses this one, and a batch is
+   * dropped once the loop moved past it, so the trees of a whole project are never all in
+   * memory. Answers undefined for a text it does not hold (any more).
+   */
+  private prefetch(sqls: string[]): (sql: string) => Promise<ParsedSql | undefined> {
+    const batchOf = new Map<string, number>();
+    const batches: Array<string[]> = [];
+    for (const sql of sqls) {
+      if (batchOf.has(sql)) continue;
+      if (!batches.length || batches[batches.length - 1]!.length >= PARSE_BATCH) batches.push([]);
+      batchOf.set(sql, batches.length - 1);
+      batches[batches.length - 1]!.push(sql);
+    }
+    const parsed: Array<Promise<Map<string, ParsedSql>> | null | undefined> = [];
+    const start = (b: number) => {
+      if (b >= batches.length || parsed[b] !== undefined) return;
+      const texts = batches[b]!;
+      parsed[b] = this.db.parseMany(texts).then((list) => new Map(texts.map((t, i) => [t, list[i]!])));
+      // A failed batch is parsed text by text by the caller instead.
+      parsed[b]!.catch(() => undefined);
     };
-    await Promise.all(Array.from({ length: Math.min(PARSE_CONCURRENCY, sqls.length) }, worker));
-    return out;
+    return async (sql) => {
+      const b = batchOf.get(sql);
+      if (b === undefined || parsed[b] === null) return undefined;
+      start(b);
+      start(b + 1);
+      for (let done = 0; done < b; done++) parsed[done] = null;
+      return (await parsed[b]!.catch(() => undefined))?.get(sql);
+    };
   }
 }
 

@@ -16,6 +16,7 @@ import {
 } from '../../sdk/index.js';
 import { STAR } from './columns.js';
 import { EXPOSURES_CONFIG } from './config.js';
+import { lineageDiskCache } from './disk-cache.js';
 import { LineageEngine } from './engine.js';
 import { buildFullDag, hiddenRelation, IMPORT_SCHEMA, readIngestScripts, withoutInternal, withVarReferences } from './full-dag.js';
 import { impactOf, type ImpactRecord } from './impact.js';
@@ -141,7 +142,9 @@ export default definePlugin({
     // MCP tools (model_lineage, impact), loaded with the first MCP server.
     ctx.extend(AGENT_MCP, { tools: async (kit) => (await import('./mcp-tools.js')).lineageTools(ctx, kit) });
     const models = () => ctx.services.get(MODELS_SERVICE);
-    const engine = new LineageEngine(ctx.db, models, ctx.log);
+    const disk = lineageDiskCache(ctx, ctx.log);
+    const engine = new LineageEngine(ctx.db, models, ctx.log, disk);
+    ctx.onStop(() => disk.flush());
     const service: LineageService = {
       lineage: (model) => engine.one(model),
       all: () => engine.all(),

@@ -92,11 +92,6 @@ interface ParseOutcome {
   errorLine: number | null;
 }
 
-/** Texts per parse batch below which one batch is cheaper than several. */
-const PARSE_BATCH_MIN = 500;
-/** Parse batches run at once (DuckDB connections busy with parsing). */
-const PARSE_BATCHES = 4;
-
 /** Puts a parse outcome on a model file. */
 function setParse(file: ModelFile, outcome: ParseOutcome): void {
   file.query = outcome.query;
@@ -236,47 +231,29 @@ export class Discovery {
     });
   }
 
-  /**
-   * Splits the texts into a few batches that DuckDB parses at once on separate connections (the
-   * parser runs on the calling thread, so one statement over all texts uses one core).
-   */
+  /** What the parser found in each text (references, or the error a model file is shown with). */
   private async serialize(texts: string[]): Promise<Array<ParseOutcome & { notSelect: boolean }>> {
-    const batches = texts.length < 2 * PARSE_BATCH_MIN ? 1 : Math.min(PARSE_BATCHES, Math.ceil(texts.length / PARSE_BATCH_MIN));
-    const size = Math.ceil(texts.length / batches);
-    const parts = await Promise.all(Array.from({ length: batches }, (_, b) => this.serializeBatch(texts.slice(b * size, (b + 1) * size))));
-    return parts.flat();
-  }
-
-  private async serializeBatch(texts: string[]): Promise<Array<ParseOutcome & { notSelect: boolean }>> {
-    const rows = await this.ctx.db.all<{ i: number; tree: string }>(
-      `SELECT i, json_serialize_sql(l[i]) AS tree
-         FROM (SELECT from_json($1::VARCHAR, '["VARCHAR"]') AS l) AS t, range(1, len(l) + 1) AS r(i)`,
-      [JSON.stringify(texts)],
-    );
-    const out: Array<ParseOutcome & { notSelect: boolean }> = [];
-    for (const row of rows) {
-      const index = Number(row.i) - 1;
+    // Compact trees (no null or empty fields): the reference walk is generic, and nothing else reads them.
+    const parsed = await this.ctx.db.parseMany(texts, { compact: true });
+    return parsed.map((p, index) => {
       const text = texts[index];
       const failed = (error: string, errorLine: number | null, notSelect = false) => ({ parses: false, refs: [], query: text, notSelect, error, errorLine });
-      // Read here for the references only: no parse tree of thousands of models stays in memory.
-      const json = JSON.parse(row.tree);
-      if (json.error) {
-        const notSelect = /only SELECT statements/i.test(String(json.error_message));
-        const position = json.position !== undefined ? Number(json.position) : NaN;
-        out[index] = failed(
-          notSelect ? 'A model must be one query (SELECT, FROM, VALUES, PIVOT, UNPIVOT, a set operation): DuckDB could not read it as one' : String(json.error_message),
-          Number.isFinite(position) ? lineAt(text, position) : null,
-          notSelect,
+      if (!p.ok) {
+        return failed(
+          p.notSelect ? 'A model must be one query (SELECT, FROM, VALUES, PIVOT, UNPIVOT, a set operation): DuckDB could not read it as one' : p.error,
+          p.position !== undefined ? lineAt(text, p.position) : null,
+          p.notSelect,
         );
-      } else if (json.statements.length !== 1) {
-        out[index] = failed(`A model must be one query; this file holds ${json.statements.length} statements`, null);
-      } else if (json.statements[0].node?.from_table?.type === 'SHOW_REF' && json.statements[0].node?.type === 'SELECT_NODE' && isBareShow(json.statements[0].node)) {
-        out[index] = failed('DESCRIBE, SHOW and SUMMARIZE cannot follow CREATE TABLE AS; wrap it as SELECT * FROM (DESCRIBE ...)', 1);
-      } else {
-        out[index] = { parses: true, refs: tableReferences(json.statements[0].node), query: text, notSelect: false, error: null, errorLine: null };
       }
-    }
-    return out;
+      const statements = p.tree.statements ?? [];
+      if (statements.length !== 1) return failed(`A model must be one query; this file holds ${statements.length} statements`, null);
+      const node = statements[0].node;
+      if (node?.from_table?.type === 'SHOW_REF' && node?.type === 'SELECT_NODE' && isBareShow(node)) {
+        return failed('DESCRIBE, SHOW and SUMMARIZE cannot follow CREATE TABLE AS; wrap it as SELECT * FROM (DESCRIBE ...)', 1);
+      }
+      // Read here for the references only: no parse tree of thousands of models stays in memory.
+      return { parses: true, refs: tableReferences(node), query: text, notSelect: false, error: null, errorLine: null };
+    });
   }
 
   /** The model's parse tree (DuckDB's, through the kernel's parse cache), or null when it does not parse. */
