@@ -100,7 +100,12 @@ async function main() {
   // PROF=<folder>: a CPU profile of the supervisor and of the engine (fork passes the flags on), written at exit.
   const prof = process.env.PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.PROF)}`] : [];
   const child = spawn(process.execPath, [...prof, dpJs, 'serve', '--no-scheduler', '--project', root, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, DP_LOG_SILENT: '1' } });
-  process.on('exit', () => child.kill('SIGKILL'));
+  // A failed run leaves nothing behind: the engine goes with its supervisor's SIGTERM, the clients with their parent.
+  const children = new Set();
+  process.on('exit', () => {
+    for (const c of children) c.kill('SIGKILL');
+    child.kill('SIGTERM');
+  });
   const base = await new Promise((res, rej) => {
     child.on('exit', (code) => rej(new Error(`dp serve exited (${code}) before listening`)));
     let out = '';
@@ -110,8 +115,11 @@ async function main() {
       if (m) res(m[1]);
     });
   });
+  // The transform and the sync answer when done: no 300 s header timeout on a loaded machine.
+  const { Agent } = await import(pathToFileURL(path.join(repo, 'node_modules/undici/index.js')).href);
+  const patient = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
   const call = async (method, url, body, headers = {}) => {
-    const r = await fetch(`${base}${url}`, { method, headers: { 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const r = await fetch(`${base}${url}`, { method, headers: { 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body), dispatcher: patient });
     const text = await r.text();
     if (r.status >= 300) throw new Error(`${method} ${url} answered ${r.status}: ${text.slice(0, 300)}`);
     return text ? JSON.parse(text) : null;
@@ -197,6 +205,8 @@ async function main() {
     const sampler = setInterval(() => (peak = Math.max(peak, rssMb(engine))), 100);
     // Collaboration clients, synced before the work starts.
     const collab = fork(new URL(import.meta.url).pathname, ['--collab', JSON.stringify({ repo, url: base, doc: 'notebooks/shared.sql', clients: COLLAB })], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    children.add(collab);
+    collab.once('exit', () => children.delete(collab));
     await new Promise((res, rej) => {
       collab.once('message', res);
       collab.once('exit', (code) => rej(new Error(`collaboration clients exited (${code})`)));

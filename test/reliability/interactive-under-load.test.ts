@@ -7,10 +7,18 @@
  * (the path of every other type) gives the event loop a turn between chunks. Both are checked by
  * what happens, not by a clock: whether a callback queued during a bulk load runs before the
  * batch is done, and whether a sync of a type the JS path could not carry (TIME) arrives whole.
+ * Memory under load: a collaboration client that stops reading is dropped past a bound, as an
+ * SSE subscriber already was, instead of the server keeping every update for it.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import WebSocket from 'ws';
 import { startTestServer, type PluginTestServer } from '../../sdk/testing.js';
+import { TEXT_CONTENT } from '../../plugins/notebooks/collaboration/protocol.js';
+import { COLLAB_PLUGINS, connect, wsUrl } from '../plugins/notebooks/collaboration-support.js';
+
+/** What the writer types last: seen by the stalled client only if the server kept everything for it. */
+const END = Buffer.from('end-of-the-updates-marker');
 
 describe('interactive work goes on while a sync loads rows', () => {
   let s: PluginTestServer;
@@ -63,5 +71,44 @@ describe('interactive work goes on while a sync loads rows', () => {
       [1, '12:34:56', '2024-01-01 10:00:00.123456'],
       [2, '01:02:03', '2024-01-02 10:00:00'],
     ]);
+  });
+});
+
+describe('a collaboration client that stops reading', () => {
+  let s: PluginTestServer;
+  const DOC = 'notebooks/shared.sql';
+  before(async () => {
+    s = await startTestServer({ plugins: [], builtIn: COLLAB_PLUGINS, files: { [DOC]: '-- typed together\n' } });
+  });
+  after(async () => s?.close());
+
+  it('is closed with 1013 once it leaves more than 4 MiB unread, instead of the server buffering every update for it', async () => {
+    const stalled = new WebSocket(wsUrl(s.url, DOC));
+    await new Promise((resolve, reject) => (stalled.once('open', resolve), stalled.once('error', reject)));
+    // The client's socket stops reading: what the server sends piles up in the kernel, then in the server.
+    (stalled as unknown as { _socket: { pause(): void } })._socket.pause();
+    const received: Buffer[] = [];
+    stalled.on('message', (data: Buffer) => received.push(data));
+    const outcome = new Promise<string>((resolve) => {
+      stalled.once('close', (code) => resolve(`closed ${code}`));
+      stalled.on('message', (data: Buffer) => data.includes(END) && resolve('read to the end'));
+    });
+
+    const writer = connect(s.url, DOC);
+    await writer.whenSynced();
+    const text = writer.doc.getText(TEXT_CONTENT);
+    // 48 updates of 512 KiB, each deleted again (the document stays small): far past the kernel's
+    // socket buffers and the server's bound together.
+    const block = 'x'.repeat(512 * 1024);
+    for (let i = 0; i < 48; i++) {
+      text.insert(0, block);
+      text.delete(0, block.length);
+    }
+    text.insert(0, END.toString());
+    // The writer's own round trip: the server has taken every update in and sent it on.
+    await writer.save();
+    (stalled as unknown as { _socket: { resume(): void } })._socket.resume();
+    assert.equal(await outcome, 'closed 1013');
+    writer.destroy();
   });
 });
