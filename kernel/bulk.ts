@@ -32,6 +32,9 @@ const ISO_INSTANT = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?
 
 type Convert = (v: unknown) => DuckDBValue;
 
+/** One turn of the event loop (timers, I/O, other requests) before the work goes on. */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 /** Microseconds since the epoch, exactly (fractions down to the microsecond, offsets honoured; no offset means UTC). */
 function epochMicros(v: unknown, column: string): bigint {
   if (v instanceof Date) return BigInt(v.getTime()) * 1000n;
@@ -120,13 +123,16 @@ export async function bulkLoadOn(conn: DuckDBConnection, target: BulkTarget, fn:
     )).getRows().map((r) => String(r[0]));
     const converters = types.map((t, i) => converterFor(t, columns[i] ?? `#${i + 1}`));
 
-    const appendColumnMajor = (cols: ReadonlyArray<ReadonlyArray<unknown>>) => {
+    const appendColumnMajor = async (cols: ReadonlyArray<ReadonlyArray<unknown>>) => {
       if (cols.length !== types.length) {
         throw badRequest('invalid_bulk_batch', `Bulk load into ${schema}.${target.table}: a batch has ${cols.length} columns, the table ${types.length}`);
       }
       const n = cols[0]?.length ?? 0;
       if (cols.some((c) => c.length !== n)) throw badRequest('invalid_bulk_batch', 'Bulk load: the columns of a batch differ in length');
       for (let start = 0; start < n; start += CHUNK_ROWS) {
+        // Converting and appending is synchronous work on the event loop: a turn between chunks
+        // keeps one large batch from holding every other request (issue 34 item 5).
+        if (start > 0) await turn();
         const size = Math.min(CHUNK_ROWS, n - start);
         const chunk = DuckDBDataChunk.create(types, size);
         chunk.setColumns(cols.map((col, i) => {
@@ -140,22 +146,27 @@ export async function bulkLoadOn(conn: DuckDBConnection, target: BulkTarget, fn:
       rows += n;
     };
 
+    // Batches append one after another, as when each append ran to its end at once.
+    let appending: Promise<void> = Promise.resolve();
+    const inOrder = (append: () => Promise<void>) => (appending = appending.then(append, append));
     const writer: BulkWriter = {
       columns,
       get rows() {
         return rows;
       },
-      appendColumns: async (cols) => appendColumnMajor(cols),
-      appendRows: async (batch) => {
-        const width = types.length;
-        for (const row of batch) {
-          if (row.length !== width) throw badRequest('invalid_bulk_batch', `Bulk load into ${schema}.${target.table}: a row has ${row.length} values, the table ${width} columns`);
-        }
-        const cols: unknown[][] = types.map((_, i) => batch.map((row) => row[i]));
-        appendColumnMajor(cols);
-      },
+      appendColumns: (cols) => inOrder(() => appendColumnMajor(cols)),
+      appendRows: (batch) =>
+        inOrder(() => {
+          const width = types.length;
+          for (const row of batch) {
+            if (row.length !== width) throw badRequest('invalid_bulk_batch', `Bulk load into ${schema}.${target.table}: a row has ${row.length} values, the table ${width} columns`);
+          }
+          const cols: unknown[][] = types.map((_, i) => batch.map((row) => row[i]));
+          return appendColumnMajor(cols);
+        }),
     };
     await fn(writer);
+    await appending;
     appender.flushSync();
   } catch (e) {
     // Rows still buffered in the appender are dropped rather than flushed by close.

@@ -121,6 +121,12 @@ export interface ConnectorType {
    * For a cursor read the rows need not be ordered: the sync takes the greatest cursor value itself.
    */
   readCsv?(config: Record<string, unknown>, request: ConnectorReadRequest): Promise<ConnectorCsvSource>;
+  /**
+   * Optional path a sync prefers over both: one SELECT over DuckDB's own readers (a file in the
+   * project), cursor filter included, that the sync runs as `INSERT … SELECT` in one engine call.
+   * No row passes through JS, so a large sync never holds the server's event loop (issue 34).
+   */
+  readSql?(config: Record<string, unknown>, request: ConnectorReadRequest): string;
   /** CDC modes the type supports; default `['full_refresh']`. */
   cdcModes?: CdcMode[];
   /**

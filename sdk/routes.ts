@@ -33,6 +33,8 @@ export type RouteKind = 'json' | 'websocket' | 'sse' | 'static';
 /** The server side of an open WebSocket (the `ws` library's socket, reduced to what routes use). */
 export interface RouteSocket {
   readonly readyState: number;
+  /** Bytes sent but not yet handed to the network (the client reads slower than it is sent to). */
+  readonly bufferedAmount?: number;
   send(data: string | Buffer): void;
   close(code?: number, reason?: string): void;
   on(event: 'message', listener: (data: Buffer, isBinary: boolean) => void): this;

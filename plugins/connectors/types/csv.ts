@@ -54,15 +54,19 @@ function readerSql(runtime: ConnectorRuntime, config: CsvConfig, file: string): 
   return `SELECT * FROM read_csv(${runtime.db.literal(file)}, ${options.join(', ')})`;
 }
 
+/** The table's rows as one SELECT, past the cursor when there is one (ordered by it when `ordered`). */
+function tableSql(config: CsvConfig, req: ConnectorReadRequest, ordered: boolean): string {
+  const runtime = needRuntime(req.runtime);
+  const sql = readerSql(runtime, config, fileOf(config, req.table, runtime));
+  if (!req.cursor) return sql;
+  const col = quoteIdent(req.cursor.column);
+  const where = req.cursor.after === null || req.cursor.after === undefined ? '' : ` WHERE ${col} > ${runtime.db.literal(String(req.cursor.after))}`;
+  return `SELECT * FROM (${sql})${where}${ordered ? ` ORDER BY ${col}` : ''}`;
+}
+
 async function* readCsv(config: CsvConfig, req: ConnectorReadRequest): AsyncGenerator<ConnectorBatch> {
   const runtime = needRuntime(req.runtime);
-  const file = fileOf(config, req.table, runtime);
-  let sql = readerSql(runtime, config, file);
-  if (req.cursor) {
-    const col = quoteIdent(req.cursor.column);
-    const where = req.cursor.after === null || req.cursor.after === undefined ? '' : ` WHERE ${col} > ${runtime.db.literal(String(req.cursor.after))}`;
-    sql = `SELECT * FROM (${sql})${where} ORDER BY ${col}`;
-  }
+  const sql = tableSql(config, req, true);
   const batchRows = req.batchRows ?? 10_000;
   const conn = await runtime.db.connect();
   const onAbort = () => conn.interrupt();
@@ -125,4 +129,6 @@ export const csvType: ConnectorType = {
   },
   generateScript: (connection, tables, targetSchema) => connectorScript(connection, tables, targetSchema),
   read: (config, request) => readCsv(config as unknown as CsvConfig, request),
+  // A sync runs this itself (INSERT … SELECT): no row passes through JS.
+  readSql: (config, request) => tableSql(config as unknown as CsvConfig, request, false),
 };

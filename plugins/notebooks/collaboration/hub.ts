@@ -124,8 +124,21 @@ export class SharedDocument {
   }
 }
 
+/**
+ * Bytes a client may leave unread before it is dropped, as an SSE subscriber is (issue 34 item 5:
+ * one stalled reader must not grow the server's memory without bound). Its reconnect gets the
+ * whole document from the sync protocol, so nothing is lost.
+ */
+export const MAX_UNREAD_BYTES = 4 * 1024 * 1024;
+/** WebSocket close code 1013, "try again later". */
+const TOO_SLOW = 1013;
+
 function send(socket: RouteSocket, message: Uint8Array | string): void {
   if (socket.readyState !== OPEN) return;
+  if ((socket.bufferedAmount ?? 0) > MAX_UNREAD_BYTES) {
+    socket.close(TOO_SLOW, 'reading too slowly: reconnect');
+    return;
+  }
   try {
     socket.send(typeof message === 'string' ? message : Buffer.from(message.buffer, message.byteOffset, message.byteLength));
   } catch {
