@@ -26,9 +26,9 @@ export interface TargetState {
   materialized: string | null;
 }
 
-/** The key of a target in the state table: its server and database (never its credentials). */
+/** The key of a target in the state table: its server, database and cluster (never its credentials). */
 export function targetKey(target: ClickHouseTarget): string {
-  return `clickhouse:${target.url}/${target.database}`;
+  return `clickhouse:${target.url}/${target.database}${target.cluster ? `@${target.cluster}` : ''}`;
 }
 
 const sha256 = (text: string) => crypto.createHash('sha256').update(text).digest('hex');
