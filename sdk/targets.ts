@@ -177,9 +177,20 @@ export interface WarehouseTargetService {
   /** The active environment's target (the DuckDB file when it names none). */
   target(): Promise<WarehouseTarget>;
   /** `dp transform` on the active environment's target (only called when config() is not null). */
-  transform(models: ModelInfo[], options: { targets?: string[] | null; fullRefresh?: boolean }): Promise<TransformSummary>;
+  transform(models: ModelInfo[], options: { targets?: string[] | null; force?: boolean; fullRefresh?: boolean }): Promise<TransformSummary>;
   /** `dp seed` on the active environment's target, in large batches. */
   loadSeeds(seeds: SeedInfo[], options: { schema?: string; targets?: string[] | null }): Promise<SeedLoadResult[]>;
+  /**
+   * A read written in DuckDB SQL (a check's, a contract's, an assertion's) run where the models
+   * are: on the DuckDB file as is; on ClickHouse checked for constructs the server lacks,
+   * transpiled and verified with `DESCRIBE` like a model body (once per text). `what` names the
+   * check in an error (`unsupported_on_target`, `untranslatable_sql`).
+   */
+  readDuckdbSql(sql: string, what: string): Promise<TabularResult>;
+  /** `dp check`'s binding of a model on the active target: refused, transpiled and described as a build would, nothing built. */
+  verifyModel(model: ModelInfo): Promise<void>;
+  /** What dp built on the active target (recorded in the local file), by lower-case `schema.name`: the basis of skipping unchanged models. */
+  builtStates(): Promise<Map<string, { kind: 'model' | 'seed'; content_hash: string; state_hash: string; materialized: string | null }>>;
   /**
    * Refuses (DpError 400 `not_on_target`) a DuckDB-only feature (versioning, backups, notebook
    * TypeScript cells) when the active environment builds into a ClickHouse target.

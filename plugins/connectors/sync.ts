@@ -27,6 +27,7 @@ import {
   type ConnectorRuntime,
   type DbConnection,
   type FireableHook,
+  WAREHOUSE_TARGET_SERVICE,
   type Logger,
   type PluginContext,
   type SyncContext,
@@ -87,7 +88,7 @@ function releaseWaitingWriter(pipe: string): void {
 
 export class SyncEngine {
   constructor(
-    private readonly ctx: Pick<PluginContext, 'db' | 'project' | 'signal'>,
+    private readonly ctx: Pick<PluginContext, 'db' | 'project' | 'signal' | 'services'>,
     private readonly registry: TypeRegistry,
     private readonly settings: ConnectorSettings,
     private readonly state: CdcStateStore,
@@ -114,6 +115,8 @@ export class SyncEngine {
 
   /** Syncs every table of a connector (or `options.tables`), one transaction each. */
   async syncConnector(name: string, options: SyncOptions): Promise<CDCSyncResult[]> {
+    // Loads land in the DuckDB file; on a ClickHouse environment the models could not read them.
+    this.ctx.services.find(WAREHOUSE_TARGET_SERVICE)?.assertLocalOnly('A connector sync');
     const connector = this.settings.connector(name);
     const started = new Date();
     const t0 = performance.now();

@@ -14,7 +14,7 @@ import {
 import { keyOf, type ModelGraph } from './dag.js';
 import type { Discovery } from './discovery.js';
 import type { ModelExtensions } from './extensions.js';
-import { readCatalog } from './state.js';
+import { activeTarget, catalogAndStates } from './on-target.js';
 import { runUnitTests, type UnitTestReport } from './unit-tests.js';
 
 export interface ModelValidation {
@@ -54,7 +54,8 @@ export interface CheckedModels {
 export async function runCheck(ctx: PluginContext, engine: CheckedModels): Promise<CheckReport> {
   const structural: CheckReport['validation']['errors'] = [];
   const models: ModelValidation[] = [];
-  const catalog = await readCatalog(ctx);
+  const target = activeTarget(ctx);
+  const [catalog] = await catalogAndStates(ctx);
   let graph = null;
   try {
     graph = await engine.graph();
@@ -78,9 +79,12 @@ export async function runCheck(ctx: PluginContext, engine: CheckedModels): Promi
       continue;
     }
     try {
-      // Binding reads the files a model names (CSV sniffing): the same rule as the build first.
-      await ctx.db.assertProjectFileReads(file.query);
-      await ctx.db.run(`EXPLAIN ${file.body}`);
+      if (target) await target.verifyModel(gm.info);
+      else {
+        // Binding reads the files a model names (CSV sniffing): the same rule as the build first.
+        await ctx.db.assertProjectFileReads(file.query);
+        await ctx.db.run(`EXPLAIN ${file.body}`);
+      }
       v.bound = true;
     } catch (e) {
       v.errors.push(`${file.path}: ${errorMessage(e).split('\n')[0]}`);

@@ -11,7 +11,7 @@ import { downstreamOf, keyOf, type ModelGraph } from './dag.js';
 import { sha256, SEEDS_DIR, TRANSFORM_DIR, type ModelFile } from './discovery.js';
 import type { ModelsEngine } from './service.js';
 import { lineAt } from './sqltext.js';
-import { readCatalog, readStates } from './state.js';
+import { catalogAndStates } from './on-target.js';
 import { discoverUnitTests, staticProblems } from './unit-tests.js';
 
 // ---------------------------------------------------------------- dp init
@@ -145,7 +145,7 @@ export interface StatusReport {
  */
 export async function projectStatus(ctx: PluginContext, engine: ModelsEngine): Promise<StatusReport> {
   const graph = await engine.graph();
-  const [states, catalog] = await Promise.all([ctx.db.withConnection((c) => readStates(c)), readCatalog(ctx)]);
+  const [catalog, states] = await catalogAndStates(ctx);
   const seeds: StatusReport['seeds'] = engine.discovery.seedFiles().map((s) => {
     const stored = states.get(keyOf(s.full_name));
     const status = !stored || !catalog.has(keyOf(s.full_name)) ? 'new' : stored.content_hash === s.content_hash ? 'up_to_date' : 'changed';

@@ -1,4 +1,5 @@
 /** HTTP routes of the models plugin (declared in plugin.json with the same permissions); the work behind them is imported when a route runs (see commands.ts). */
+import { withBuildState } from './on-target.js';
 import {
   clientGone,
   errorMessage,
@@ -57,8 +58,11 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
     method: 'GET',
     url: '/api/dag',
     permission: 'read',
-    summary: 'The models-only DAG: nodes and edges',
-    handler: () => engine.dag(),
+    summary: "The models-only DAG: nodes (with whether the environment's target holds each model, and its rows) and edges",
+    handler: async () => {
+      const dag = await engine.dag();
+      return { ...dag, nodes: await withBuildState(ctx, dag.nodes) };
+    },
   });
 
   ctx.route<{ targets?: string[] | null; force?: boolean; full_refresh?: boolean }>({

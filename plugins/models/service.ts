@@ -10,7 +10,6 @@ import {
   type SeedLoadResult,
   type SourceConfig,
   type TransformSummary,
-  WAREHOUSE_TARGET_SERVICE,
   type WarehouseTargetService,
 } from '../../sdk/index.js';
 import type { CheckReport } from './check.js';
@@ -18,6 +17,7 @@ import { SOURCES_CONFIG } from './config.js';
 import { ModelExtensions } from './extensions.js';
 import { buildGraph, dagOf, findModel, type ModelGraph } from './dag.js';
 import { Discovery, type ModelFile } from './discovery.js';
+import { activeTarget } from './on-target.js';
 import { loadSeeds, type SeedOptions } from './seeds.js';
 import { recentRuns } from './state.js';
 import { runTransform, type TransformOptions } from './transform.js';
@@ -96,10 +96,8 @@ export class ModelsEngine implements ModelsService {
     return this.exclusive(() => loadSeeds(this.ctx, this.discovery, options));
   }
 
-  /** The target plugin when the active environment builds somewhere other than the DuckDB file. */
   private warehouseTarget(): WarehouseTargetService | null {
-    const service = this.ctx.services.find(WAREHOUSE_TARGET_SERVICE);
-    return service?.config() ? service : null;
+    return activeTarget(this.ctx);
   }
 
   /** The latest transform runs, newest first. */

@@ -3,6 +3,7 @@ import type { PluginContext } from '../../sdk/index.js';
 import { evaluateAssertions, lastExpressions, listAssertionResults, StoredOutcomeMasker, summarizeOutcome } from './assertions.js';
 import { limitQuery, modelParams } from './route-schemas.js';
 import { requireRelation } from './known-models.js';
+import { checkReader } from './reader.js';
 import { assertVisible, resolveModel, visibleTo } from './relations.js';
 
 /** The inline assertion results routes. */
@@ -48,7 +49,8 @@ export function registerAssertionRoutes(ctx: PluginContext): void {
     handler: async (req) => {
       const rel = await resolveModel(ctx, req.params.model_name);
       assertVisible(req.caller, rel.schema, rel.table, 'model_not_found');
-      await requireRelation(ctx, rel);
+      const reader = checkReader(ctx, `assertions on ${rel.full}`);
+      await requireRelation(ctx, rel, (schema, table) => reader.exists(schema, table));
       const expressions = rel.assertions ?? (await lastExpressions(ctx, rel.full));
       const outcomes = await evaluateAssertions(ctx, rel.full, expressions, { audience: req.caller, full: true });
       const failed = outcomes.filter((o) => !o.passed).length;

@@ -17,7 +17,8 @@ import {
   walkSqlTree,
 } from '../../sdk/index.js';
 import type { StoredAssertionResult } from './api-types.js';
-import { isoUtc, isServiceSchema, MASKED_VALUE, maskedColumnsFor, maskedNamesFor, parseJson, redactQuoted, relationExists, splitRelation, utcNow, type Relation } from './relations.js';
+import { checkReader, type CheckReader } from './reader.js';
+import { isoUtc, isServiceSchema, MASKED_VALUE, maskedColumnsFor, maskedNamesFor, parseJson, redactQuoted, splitRelation, utcNow, type Relation } from './relations.js';
 
 export type AssertionForm = 'row_count' | 'unique' | 'no_nulls' | 'accepted_values' | 'expression';
 
@@ -223,7 +224,7 @@ async function expressionReadsHidden(ctx: PluginContext, sql: string, hidden: Hi
 }
 
 /** Evaluates one parsed assertion against a relation; never throws (a failure to run is a failed assertion). */
-async function evaluateOne(ctx: PluginContext, rel: Relation, a: ParsedAssertion, hidden: Hidden, full: boolean): Promise<AssertionOutcome> {
+async function evaluateOne(ctx: PluginContext, db: CheckReader, rel: Relation, a: ParsedAssertion, hidden: Hidden, full: boolean): Promise<AssertionOutcome> {
   const masked = new Set([...hidden.columns, ...hidden.names]);
   const R = qualified(rel.schema, rel.table);
   const sampleSize = full ? 20 : 5;
@@ -235,19 +236,19 @@ async function evaluateOne(ctx: PluginContext, rel: Relation, a: ParsedAssertion
   try {
     switch (a.form) {
       case 'row_count': {
-        const actual = Number(await ctx.db.value(`SELECT count(*) FROM ${R}`));
+        const actual = Number((await db.query(`SELECT count(*) FROM ${R}`)).rows[0]?.[0]);
         const passed = compare(actual, a.operator as Comparison, a.threshold as number);
         return { expression: a.expression, passed, detail: { ...detail, actual, operator: a.operator, threshold: a.threshold } };
       }
       case 'unique': {
         const cols = a.columns.map(quoteIdent).join(', ');
         const notNull = a.columns.map((c) => `${quoteIdent(c)} IS NOT NULL`).join(' AND ');
-        const dupSql = `SELECT ${cols}, count(*) AS dp_count FROM ${R} WHERE ${notNull} GROUP BY ALL HAVING count(*) > 1`;
-        const summary = (await ctx.db.all(`SELECT count(*) AS duplicate_values, coalesce(sum(dp_count), 0) AS duplicate_rows FROM (${dupSql})`))[0];
+        const dupSql = `SELECT ${cols}, count(*) AS dp_count FROM ${R} WHERE ${notNull} GROUP BY ${cols} HAVING count(*) > 1`;
+        const summary = (await db.all(`SELECT count(*) AS duplicate_values, coalesce(sum(dp_count), 0) AS duplicate_rows FROM (${dupSql})`))[0];
         const duplicateValues = Number(summary.duplicate_values);
         Object.assign(detail, { columns: a.columns, duplicate_values: duplicateValues, duplicate_rows: Number(summary.duplicate_rows) });
         if (duplicateValues === 0) return { expression: a.expression, passed: true, detail };
-        const top = await ctx.db.query(`${dupSql} ORDER BY dp_count DESC, ${a.columns.map((_, i) => i + 1).join(', ')} LIMIT ${TOP_VALUES}`);
+        const top = await db.query(`${dupSql} ORDER BY dp_count DESC, ${cols} LIMIT ${TOP_VALUES}`);
         detail.top_duplicates = top.rows.map((row) => ({
           value: a.columns.length === 1 ? show(a.columns[0], row[0]) : Object.fromEntries(a.columns.map((c, i) => [c, show(c, row[i])])),
           count: Number(row[a.columns.length]),
@@ -257,13 +258,13 @@ async function evaluateOne(ctx: PluginContext, rel: Relation, a: ParsedAssertion
       }
       case 'no_nulls': {
         const col = quoteIdent(a.columns[0]);
-        const counts = (await ctx.db.all(`SELECT count(*) AS total, count(*) - count(${col}) AS nulls FROM ${R}`))[0];
+        const counts = (await db.all(`SELECT count(*) AS total, count(*) - count(${col}) AS nulls FROM ${R}`))[0];
         const total = Number(counts.total);
         const nulls = Number(counts.nulls);
         Object.assign(detail, { column: a.columns[0], null_count: nulls, total_rows: total, null_percentage: total ? Math.round((nulls / total) * 10000) / 100 : 0 });
         if (nulls === 0) return { expression: a.expression, passed: true, detail };
         const offending = `SELECT * FROM ${R} WHERE ${col} IS NULL`;
-        const sample = await ctx.db.all(`${offending} LIMIT ${sampleSize}`);
+        const sample = await db.all(`${offending} LIMIT ${sampleSize}`);
         detail.sample_rows = redactRows(sample, masked);
         if (full) detail.sql = offending;
         return { expression: a.expression, passed: false, detail };
@@ -271,28 +272,22 @@ async function evaluateOne(ctx: PluginContext, rel: Relation, a: ParsedAssertion
       case 'accepted_values': {
         const column = a.columns[0];
         const col = quoteIdent(column);
-        const described = await ctx.db.all<{ column_type: string }>(`DESCRIBE SELECT ${col} FROM ${R}`);
         // A text column compared with numbers means the numbers' text (accepted_values(code, [1, 2]) on VARCHAR codes).
-        const asText = /^(VARCHAR|TEXT|STRING|CHAR)/i.test(described[0]?.column_type ?? '');
+        const asText = /^(VARCHAR|TEXT|STRING|CHAR|(Nullable\(|LowCardinality\()*(String|FixedString))/i.test((await db.columnType(rel.schema, rel.table, column)) ?? '');
         const accepted = (a.values ?? []).filter((v): v is string | number | boolean => v !== null);
         const where = accepted.length ? `${col} IS NOT NULL AND ${col} NOT IN (${accepted.map((v) => sqlLiteral(v, asText)).join(', ')})` : `${col} IS NOT NULL`;
-        const offending = `SELECT ${col} AS value, count(*) AS dp_count FROM ${R} WHERE ${where} GROUP BY ALL`;
-        const res = await ctx.db.all(
-          `SELECT value, dp_count, sum(dp_count) OVER () AS total_rows, count(*) OVER () AS total_values FROM (${offending}) ORDER BY dp_count DESC, value LIMIT ${full ? 50 : 20}`,
-        );
-        Object.assign(detail, {
-          column,
-          accepted: a.values,
-          unexpected_rows: res.length ? Number(res[0].total_rows) : 0,
-          unexpected_distinct: res.length ? Number(res[0].total_values) : 0,
-        });
-        if (res.length === 0) return { expression: a.expression, passed: true, detail };
+        const offending = `SELECT ${col} AS value, count(*) AS dp_count FROM ${R} WHERE ${where} GROUP BY ${col}`;
+        // Totals, then the top values: no window function, which a target's engine may lack.
+        const totals = (await db.all(`SELECT count(*) AS total_values, coalesce(sum(dp_count), 0) AS total_rows FROM (${offending}) AS dp_offending`))[0];
+        Object.assign(detail, { column, accepted: a.values, unexpected_rows: Number(totals.total_rows), unexpected_distinct: Number(totals.total_values) });
+        if (Number(totals.total_values) === 0) return { expression: a.expression, passed: true, detail };
+        const res = await db.all(`SELECT value, dp_count FROM (${offending}) AS dp_offending ORDER BY dp_count DESC, value LIMIT ${full ? 50 : 20}`);
         detail.unexpected_values = res.map((r) => ({ value: show(column, r.value), count: Number(r.dp_count) }));
         if (full) detail.sql = `SELECT * FROM ${R} WHERE ${where}`;
         return { expression: a.expression, passed: false, detail };
       }
       case 'expression': {
-        const first = await ctx.db.query(`SELECT (${a.sql}) AS dp_result FROM ${R} LIMIT 2`);
+        const first = await db.query(`SELECT (${a.sql}) AS dp_result FROM ${R} LIMIT 2`);
         if (first.rows.length === 1) {
           const value = first.rows[0][0];
           // The pass/fail verdict is the assertion's point; any other result may be a masked value (max(ssn)).
@@ -301,12 +296,14 @@ async function evaluateOne(ctx: PluginContext, rel: Relation, a: ParsedAssertion
           return { expression: a.expression, passed: truthy(value), detail: { ...detail, value: shown } };
         }
         // Several rows (or none): the expression is row-level, so it must hold on every row.
-        const counts = (await ctx.db.all(`SELECT count(*) AS total, count(*) FILTER (WHERE (${a.sql}) IS NOT TRUE) AS failing FROM ${R}`))[0];
+        // `CASE WHEN x THEN 0 ELSE 1 END` is `x IS NOT TRUE` (NULL fails) in a form every target runs.
+        const notTrue = `CASE WHEN (${a.sql}) THEN 0 ELSE 1 END`;
+        const counts = (await db.all(`SELECT count(*) AS total, coalesce(sum(${notTrue}), 0) AS failing FROM ${R}`))[0];
         const failing = Number(counts.failing);
         Object.assign(detail, { row_level: true, failing_rows: failing, total_rows: Number(counts.total) });
         if (failing === 0) return { expression: a.expression, passed: true, detail };
-        const offending = `SELECT * FROM ${R} WHERE (${a.sql}) IS NOT TRUE`;
-        detail.sample_rows = redactRows(await ctx.db.all(`${offending} LIMIT ${sampleSize}`), masked);
+        const offending = `SELECT * FROM ${R} WHERE ${notTrue} = 1`;
+        detail.sample_rows = redactRows(await db.all(`${offending} LIMIT ${sampleSize}`), masked);
         if (full) detail.sql = offending;
         return { expression: a.expression, passed: false, detail };
       }
@@ -329,14 +326,15 @@ export async function evaluateAssertions(ctx: PluginContext, relationName: strin
   if (isServiceSchema(schema)) {
     return expressions.map((expression) => ({ expression, passed: false, detail: { error: `${rel.full} is internal to dp and cannot be checked` } }));
   }
-  if (!(await relationExists(ctx, schema, table))) {
+  const db = checkReader(ctx, `assertions on ${rel.full}`);
+  if (!(await db.exists(schema, table))) {
     return expressions.map((expression) => ({ expression, passed: false, detail: { error: `Relation ${rel.full} does not exist` } }));
   }
   const hidden: Hidden = { columns: await maskedColumnsFor(ctx, options.audience, schema, table), names: await maskedNamesFor(ctx, options.audience) };
   const out: AssertionOutcome[] = [];
   for (const expression of expressions) {
     const parsed = await parseAssertion(ctx, expression);
-    out.push(await evaluateOne(ctx, rel, parsed, hidden, options.full ?? false));
+    out.push(await evaluateOne(ctx, db, rel, parsed, hidden, options.full ?? false));
   }
   return out;
 }

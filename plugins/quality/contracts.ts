@@ -9,7 +9,8 @@ import { Ajv } from 'ajv';
 import { ajvFieldError, compileOnFirstUse, errorMessage, isDpError, notFound, readYaml, walkProjectFiles, type ContractRunResult, type PluginContext } from '../../sdk/index.js';
 import type { Contract } from './api-types.js';
 import { evaluateAssertions } from './assertions.js';
-import { isoUtc, parseJson, relationExists, splitRelation, STORED_AUDIENCE, utcNow } from './relations.js';
+import { checkReader } from './reader.js';
+import { isoUtc, parseJson, splitRelation, STORED_AUDIENCE, utcNow } from './relations.js';
 
 export interface ContractLoadError {
   file: string;
@@ -109,7 +110,7 @@ export async function runContracts(ctx: PluginContext, filter?: string | null): 
     const { schema, table } = splitRelation(c.model);
     let error: string | null = null;
     let assertions: ContractRunResult['results'][number]['assertions'] = [];
-    if (!(await relationExists(ctx, schema as string, table))) {
+    if (!(await checkReader(ctx, `contract ${c.name}`).exists(schema as string, table))) {
       error = `Model ${c.model} does not exist in the warehouse (has it been built?)`;
     } else {
       assertions = await evaluateAssertions(ctx, c.model, c.assertions, { audience: STORED_AUDIENCE });

@@ -11,8 +11,9 @@ export async function knownModels(ctx: PluginContext): Promise<string[]> {
   return [...names].sort();
 }
 
-export async function requireRelation(ctx: PluginContext, rel: Relation): Promise<void> {
-  if (!(await relationExists(ctx, rel.schema, rel.table))) {
+/** `exists` asks where the check reads (reader.ts: the environment's target) instead of the DuckDB file. */
+export async function requireRelation(ctx: PluginContext, rel: Relation, exists = (schema: string, table: string) => relationExists(ctx, schema, table)): Promise<void> {
+  if (!(await exists(rel.schema, rel.table))) {
     throw notFound('model_not_built', `Model ${rel.full} does not exist in the warehouse yet; run a transform first`, { model: rel.full });
   }
 }

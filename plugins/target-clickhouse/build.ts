@@ -20,7 +20,9 @@ import {
 import { chIdent, chLiteral, serverMessage, type ClickHouseTarget } from './client.js';
 import { acquireRunLock } from './lock.js';
 import { incrementalSteps, rebuildSteps, type Step, type TargetModel } from './materialize.js';
-import { transpileToClickHouse, unsupportedConstructs, unsupportedError } from './transpile.js';
+import { checkedTranspile, systemTableEverywhere } from './reads.js';
+import { accumulatedToken, modelToken, readTargetStates, STATE_MIGRATION, writeTargetState } from './state.js';
+import { transpileToClickHouse } from './transpile.js';
 
 export const MIGRATIONS = [
   {
@@ -29,10 +31,13 @@ export const MIGRATIONS = [
       run_id VARCHAR PRIMARY KEY, target VARCHAR NOT NULL, status VARCHAR NOT NULL,
       started_at TIMESTAMP NOT NULL, duration_ms BIGINT, results JSON)`,
   },
+  STATE_MIGRATION,
 ];
 
 export interface TargetTransformOptions {
   targets?: string[] | null;
+  /** Rebuild unchanged models too. */
+  force?: boolean;
   fullRefresh?: boolean;
   onModel?: (result: ModelBuildResult, done: number, total: number) => void;
 }
@@ -74,13 +79,7 @@ function bodyOf(m: ModelInfo): string {
 /** The model's SELECT for ClickHouse: native as written, or checked and transpiled from DuckDB SQL. */
 export async function selectFor(ctx: PluginContext, target: ClickHouseTarget, m: ModelInfo): Promise<string> {
   if ((m.config.dialect ?? 'duckdb').toLowerCase() === 'clickhouse') return bodyOf(m);
-  const caps = await target.capabilities();
-  const parsed = await ctx.db.parse(bodyOf(m));
-  if (parsed.ok) {
-    const constructs = parsed.tree.statements.flatMap((s) => unsupportedConstructs(s.node, caps));
-    if (constructs.length) throw unsupportedError(m.full_name, constructs, caps.version);
-  }
-  return transpileToClickHouse(bodyOf(m), m.full_name);
+  return checkedTranspile(ctx, target, bodyOf(m), m.full_name);
 }
 
 /** `DESCRIBE (SELECT ...)` on the server: the columns, or an error naming the model and what the server refused. */
@@ -93,11 +92,16 @@ export async function verifySelect(target: ClickHouseTarget, model: string, sele
   }
 }
 
-async function targetModel(ctx: PluginContext, target: ClickHouseTarget, m: ModelInfo): Promise<TargetModel> {
-  const materialized = m.materialized;
-  if (materialized === 'scd2') {
+/** scd2 is refused on this target (for now); the model's materialization otherwise. */
+export function refuseScd2(m: ModelInfo): Exclude<ModelInfo['materialized'], 'scd2'> {
+  if (m.materialized === 'scd2') {
     throw badRequest('unsupported_on_target', `${m.full_name}: materialized=scd2 is not supported on a ClickHouse target yet (build it on the DuckDB file, or use incremental)`, { model: m.full_name });
   }
+  return m.materialized;
+}
+
+async function targetModel(ctx: PluginContext, target: ClickHouseTarget, m: ModelInfo): Promise<TargetModel> {
+  const materialized = refuseScd2(m);
   const select = await selectFor(ctx, target, m);
   const columns = await verifySelect(target, m.full_name, select);
   let filter: string | null = null;
@@ -125,7 +129,7 @@ async function targetModel(ctx: PluginContext, target: ClickHouseTarget, m: Mode
 /** Waits until every mutation of the table is applied (on every shard of the cluster). */
 async function waitMutations(target: ClickHouseTarget, database: string, table: string, signal?: AbortSignal): Promise<void> {
   const where = `database = ${chLiteral(database)} AND table = ${chLiteral(table)} AND is_done = 0`;
-  const source = target.cluster ? await mutationsEverywhere(target) : 'system.mutations';
+  const source = target.cluster ? await systemTableEverywhere(target, 'mutations') : 'system.mutations';
   for (let delay = 20; ; delay = Math.min(delay * 2, 500)) {
     const r = await target.query(`SELECT count() FROM ${source} WHERE ${where}`);
     if (Number(r.rows[0]?.[0] ?? 0) === 0) return;
@@ -134,12 +138,6 @@ async function waitMutations(target: ClickHouseTarget, database: string, table: 
   }
 }
 
-/** A Distributed table over every shard's system.mutations (the cluster's own credentials reach each node). */
-async function mutationsEverywhere(target: ClickHouseTarget): Promise<string> {
-  const name = `${chIdent(target.database)}.${chIdent('__dp_mutations')}`;
-  await target.command(`CREATE TABLE IF NOT EXISTS ${name} AS system.mutations ENGINE = Distributed(${chIdent(target.cluster!)}, system, mutations)`);
-  return name;
-}
 
 async function runSteps(target: ClickHouseTarget, steps: Step[], signal?: AbortSignal): Promise<void> {
   for (const step of steps) {
@@ -163,12 +161,19 @@ export async function transformOnTarget(ctx: PluginContext, target: ClickHouseTa
     for (const db of new Set(models.map((m) => m.schema))) await target.command(`CREATE DATABASE IF NOT EXISTS ${chIdent(db)}${on}`);
     const relations = await target.relations();
     const existing = new Map(relations.map((r) => [`${r.schema}.${r.name}`.toLowerCase(), r.kind]));
+    const rows = new Map(relations.map((r) => [`${r.schema}.${r.name}`.toLowerCase(), r.estimatedRows ?? null]));
+    const states = await readTargetStates(ctx, target);
     const failed = new Set<string>();
     for (const m of models) {
       const t0 = performance.now();
+      const key = m.full_name.toLowerCase();
       const blocker = m.depends_on.find((d) => failed.has(d.toLowerCase()));
+      const token = modelToken(m, states, rows);
+      // As on DuckDB: a table or view whose SQL and upstreams are unchanged and that is still there is not rebuilt.
+      const unchanged = !options.force && !options.fullRefresh && m.materialized !== 'incremental' && states.get(key)?.state_hash === token && existing.get(key) === (m.materialized === 'view' ? 'view' : 'table');
       let result: ModelBuildResult;
       if (blocker) result = { model: m.full_name, status: 'upstream_failed', duration_ms: 0, error: `Upstream model ${blocker} failed` };
+      else if (unchanged) result = { model: m.full_name, status: 'skipped', duration_ms: 0 };
       else {
         try {
           const tm = await targetModel(ctx, target, m);
@@ -176,7 +181,10 @@ export async function transformOnTarget(ctx: PluginContext, target: ClickHouseTa
           // An incremental model that exists takes its new rows; everything else is rebuilt.
           const applies = m.materialized === 'incremental' && !options.fullRefresh && kind !== null && (tm.strategy === 'merge' ? kind === 'view' : kind === 'table');
           await runSteps(target, applies ? incrementalSteps(tm, target.cluster) : rebuildSteps(tm, kind, target.cluster), ctx.signal);
-          existing.set(m.full_name.toLowerCase(), m.materialized === 'view' || tm.strategy === 'merge' && m.materialized === 'incremental' ? 'view' : 'table');
+          existing.set(key, m.materialized === 'view' || tm.strategy === 'merge' && m.materialized === 'incremental' ? 'view' : 'table');
+          const state = { name: key, kind: 'model' as const, content_hash: m.content_hash, state_hash: m.materialized === 'incremental' ? accumulatedToken(token) : token, materialized: m.materialized };
+          await writeTargetState(ctx, target, state);
+          states.set(key, state);
           result = { model: m.full_name, status: 'built', duration_ms: Math.round(performance.now() - t0) };
         } catch (e) {
           failed.add(m.full_name.toLowerCase());

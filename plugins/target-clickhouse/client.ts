@@ -24,6 +24,7 @@ import {
   type TargetQueryOptions,
   type WarehouseTarget,
 } from '../../sdk/index.js';
+import { tableRowCounts } from './reads.js';
 
 /** Settings every dp statement runs with (see the file comment). */
 export const BASE_SETTINGS = { join_use_nulls: 1, insert_distributed_sync: 1 } as const;
@@ -61,6 +62,8 @@ export class ClickHouseTarget implements WarehouseTarget {
   readonly dialect = 'clickhouse' as const;
   readonly database: string;
   readonly cluster: string | null;
+  /** The server's origin (scheme, host, port), never credentials a url might carry. */
+  readonly url: string;
   private caps: Promise<TargetCapabilities> | null = null;
 
   private constructor(
@@ -69,6 +72,7 @@ export class ClickHouseTarget implements WarehouseTarget {
   ) {
     this.database = config.database ?? 'default';
     this.cluster = config.cluster ?? null;
+    this.url = new URL(config.url ?? 'http://localhost:8123').origin;
   }
 
   /** Opens the client (the package is imported here, on first use); `defaultDatabase` is where unqualified names resolve (the server's `default` when not given). */
@@ -187,7 +191,12 @@ export class ClickHouseTarget implements WarehouseTarget {
     const r = await this.query(
       `SELECT database, name, engine FROM system.tables WHERE ${where} AND NOT startsWith(name, '.inner.') AND position(name, '__dp_') = 0 ORDER BY database, name`,
     );
-    return r.rows.map(([schema, name, engine]) => ({ schema: String(schema), name: String(name), kind: engine === 'View' || engine === 'MaterializedView' ? 'view' : 'table' }));
+    const rows = await tableRowCounts(this).catch(() => new Map<string, number>());
+    return r.rows.map(([schema, name, engine]) => {
+      const kind = engine === 'View' || engine === 'MaterializedView' ? ('view' as const) : ('table' as const);
+      const estimatedRows = kind === 'table' ? rows.get(`${schema}.${name}`.toLowerCase()) : undefined;
+      return { schema: String(schema), name: String(name), kind, ...(estimatedRows === undefined ? {} : { estimatedRows }) };
+    });
   }
 
   async columns(opts?: { schema?: string; table?: string }): Promise<CatalogColumn[]> {

@@ -8,8 +8,10 @@ import { badRequest, definePlugin, duckdbFileTarget, QUERY_TARGET_SERVICE, WAREH
 import { ClickHouseTarget } from './client.js';
 import { activeTargetConfig } from './config.js';
 import { MIGRATIONS, transformOnTarget } from './build.js';
+import { readOnTarget, verifyModelOnTarget } from './reads.js';
 import { seedOnTarget } from './seeds.js';
 import { queryTargetService } from './query-service.js';
+import { readTargetStates } from './state.js';
 
 export default definePlugin({
   setup(ctx) {
@@ -31,6 +33,9 @@ export default definePlugin({
       target: async (): Promise<WarehouseTarget> => (activeTargetConfig(ctx) ? clickhouse() : duckdbFileTarget(ctx.db)),
       transform: async (models, options) => transformOnTarget(ctx, await clickhouse(), models, options),
       loadSeeds: async (seeds, options) => seedOnTarget(ctx, await clickhouse(), seeds, options),
+      readDuckdbSql: async (sql, what) => (activeTargetConfig(ctx) ? readOnTarget(ctx, await clickhouse(), sql, what) : ctx.db.query(sql)),
+      verifyModel: async (model) => verifyModelOnTarget(ctx, await clickhouse(), model),
+      builtStates: async () => readTargetStates(ctx, await clickhouse()),
       assertLocalOnly(feature) {
         const config = activeTargetConfig(ctx);
         if (config) throw badRequest('not_on_target', `${feature} works on the local DuckDB file only; the environment '${ctx.project.env}' builds into ClickHouse`, { feature, environment: ctx.project.env });

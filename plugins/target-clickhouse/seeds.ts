@@ -8,6 +8,7 @@ import path from 'node:path';
 import { errorMessage, quoteLiteral, type PluginContext, type SeedInfo, type SeedLoadResult } from '../../sdk/index.js';
 import { chIdent, type ClickHouseTarget } from './client.js';
 import { rebuildSteps, type TargetModel } from './materialize.js';
+import { loadedSeedState, writeTargetState } from './state.js';
 
 /** A DuckDB column type as ClickHouse declares it (Nullable: a CSV cell may be empty). */
 export function clickhouseType(duck: string): string {
@@ -47,6 +48,7 @@ export async function seedOnTarget(ctx: PluginContext, target: ClickHouseTarget,
         const loaded = await target.bulkInsert({ schema, name: into }, stream.columns, stream.chunks);
         for (const step of steps.slice(insertAt + 1)) if ('sql' in step) await target.command(step.sql);
         existing.set(`${schema}.${seed.name}`.toLowerCase(), 'table');
+        await writeTargetState(ctx, target, loadedSeedState(`${schema}.${seed.name}`.toLowerCase(), seed.content_hash));
         results.push({ seed: `${schema}.${seed.name}`, status: 'built', rows: loaded.rows });
       } catch (e) {
         results.push({ seed: `${schema}.${seed.name}`, status: 'error', error: `${seed.path}: ${errorMessage(e).split('\n')[0]}` });

@@ -11,7 +11,8 @@ import { api, Badge, Empty, ErrorBox, Loading, seg, useApi, useCan, useSession }
 import { Graph, type GraphEdge, type GraphNode } from '@dp/ui/graph';
 
 export interface DagData {
-  nodes: Array<{ id: string; type: string; label: string; schema?: string; name?: string; path?: string; materialized?: string }>;
+  /** `built` and `rows`: what the environment's target holds for the model (rows of a table, the engine's estimate). */
+  nodes: Array<{ id: string; type: string; label: string; schema?: string; name?: string; path?: string; materialized?: string; built?: boolean; rows?: number | null }>;
   edges: Array<{ source: string; target: string }>;
 }
 
@@ -75,6 +76,8 @@ export function nodeState(live: { status: string } | undefined, fresh: Freshness
   if (fresh?.status === 'stale') return { state: 'stale', why: `built ${fresh.hours_since_build} h ago, past the freshness limit` };
   if (fresh?.status === 'fresh') return { state: 'fresh', why: live?.status === 'skipped' ? 'unchanged in the last run' : 'fresh' };
   if (fresh?.status === 'never_built') return { state: 'never', why: 'never built' };
+  // A target other than the DuckDB file keeps no freshness here: its recorded build is what there is.
+  if (build?.status === 'up_to_date') return { state: 'fresh', why: 'built from its current SQL and upstreams' };
   return { state: 'other', why: '' };
 }
 
@@ -150,7 +153,8 @@ export function OpsDag({ base, live, full }: { base: string; live: { runId: stri
         const f = freshBy.get(n.id);
         const { state, why } = isModel ? nodeState(live.models[n.id], f, buildBy.get(n.id)) : { state: 'other' as NodeState, why: '' };
         const when = f?.last_built_at ? ago(f.last_built_at, now) : null;
-        const sub = isModel ? [state === 'running' ? 'building…' : state === 'never' ? 'never built' : when ? `built ${when}` : n.type, state === 'stale' || state === 'failed' ? state : null].filter(Boolean).join(' · ') : n.type;
+        const rows = typeof n.rows === 'number' ? `${n.rows.toLocaleString()} rows` : null;
+        const sub = isModel ? [state === 'running' ? 'building…' : state === 'never' ? 'never built' : when ? `built ${when}` : n.type, rows, state === 'stale' || state === 'failed' ? state : null].filter(Boolean).join(' · ') : n.type;
         const kindOf = state === 'other' ? (n.type === 'seed' ? 'seed' : n.type === 'source' || n.type === 'ingest' ? 'source' : 'default') : state;
         return {
           id: n.id,

@@ -5,10 +5,12 @@
  * the local file. Without a target they work as before.
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { App } from '../../../kernel/app.js';
 import { runCommand } from '../../../sdk/testing.js';
-import { bootApp, makeProject } from '../../helpers.js';
+import { bootApp, makeProject, startServer } from '../../helpers.js';
 
 const root = () =>
   makeProject({
@@ -36,6 +38,24 @@ describe('DuckDB-only features on a ClickHouse environment', () => {
     assert.equal(query.code, 1, query.stdout);
     assert.match(query.stdout + query.stderr, /ClickHouse/);
     assert.doesNotMatch(query.stdout + query.stderr, /never-shown-secret/);
+  });
+
+  it('a connector sync refuses with not_on_target rather than land rows the models on ClickHouse could not read', async () => {
+    const dir = root();
+    fs.mkdirSync(path.join(dir, 'data/exports'), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'data/exports/products.csv'), 'id,name\n1,a\n');
+    const s = await startServer(dir, { env: 'prod' });
+    try {
+      const setup = await s.request('POST', '/api/connectors/setup', { connector_type: 'csv', connection_name: 'exports', config: { path: 'data/exports' }, tables: [{ name: 'products', cdc_mode: 'full_refresh' }], target_schema: 'raw' });
+      assert.equal(setup.status, 200, setup.text);
+      const sync = await s.request('POST', '/api/connectors/sync/exports');
+      assert.equal(sync.status, 400, sync.text);
+      assert.equal(sync.body.error.code, 'not_on_target');
+      assert.match(sync.body.error.message, /A connector sync works on the local DuckDB file only/);
+      assert.equal(await s.app.db.catalog.exists('raw', 'products'), false);
+    } finally {
+      await s.close();
+    }
   });
 
   it('without a target the same commands run on the DuckDB file', async () => {

@@ -1,0 +1,73 @@
+/**
+ * Reads on a ClickHouse target that dp writes in DuckDB SQL: the SELECTs of `dp check`,
+ * contracts and assertions (quality plugin) go the way model bodies go (build.ts): DuckDB's parse
+ * tree is searched for what the server lacks, the text is transpiled (cached) and verified with
+ * `DESCRIBE (SELECT ...)` before its first run, then it runs. Also the catalog's row counts, read
+ * from `system.parts` on every shard.
+ */
+import { badRequest, type ModelInfo, type PluginContext, type TabularResult } from '../../sdk/index.js';
+import { chIdent, chLiteral, serverMessage, type ClickHouseTarget } from './client.js';
+import { refuseScd2, selectFor, verifySelect } from './build.js';
+import { LOCAL } from './materialize.js';
+import { transpileToClickHouse, unsupportedConstructs, unsupportedError } from './transpile.js';
+
+/** DuckDB SQL as ClickHouse SQL: refused naming the construct the server cannot run, else transpiled. */
+export async function checkedTranspile(ctx: PluginContext, target: ClickHouseTarget, sql: string, what: string): Promise<string> {
+  const caps = await target.capabilities();
+  const parsed = await ctx.db.parse(sql);
+  if (parsed.ok) {
+    const constructs = parsed.tree.statements.flatMap((s) => unsupportedConstructs(s.node, caps));
+    if (constructs.length) throw unsupportedError(what, constructs, caps.version);
+  }
+  return transpileToClickHouse(sql, what);
+}
+
+const MAX_VERIFIED = 2000;
+/** Transpiled texts the server has described once: a check that runs again is not verified again. */
+const verified = new Set<string>();
+
+/** A read in DuckDB SQL, run on the target (transpiled and verified before its first run). */
+export async function readOnTarget(ctx: PluginContext, target: ClickHouseTarget, sql: string, what: string): Promise<TabularResult> {
+  const select = await checkedTranspile(ctx, target, sql, what);
+  if (!verified.has(select)) {
+    try {
+      await target.describe(select);
+    } catch (e) {
+      const caps = await target.capabilities();
+      throw badRequest('unsupported_on_target', `${what}: ClickHouse ${caps.version} cannot run the check: ${serverMessage(e).replace(/^ClickHouse: /, '')}`, { check: what, version: caps.version });
+    }
+    if (verified.size >= MAX_VERIFIED) verified.delete(verified.values().next().value!);
+    verified.add(select);
+  }
+  return target.query(select);
+}
+
+/** A Distributed table over `system.<table>` of every node of the cluster (in the target's database). */
+export async function systemTableEverywhere(target: ClickHouseTarget, table: string): Promise<string> {
+  const name = `${chIdent(target.database)}.${chIdent(`__dp_${table}`)}`;
+  await target.command(`CREATE DATABASE IF NOT EXISTS ${chIdent(target.database)}`);
+  await target.command(`CREATE TABLE IF NOT EXISTS ${name} AS system.${table} ENGINE = Distributed(${chIdent(target.cluster!)}, system, ${table})`);
+  return name;
+}
+
+/**
+ * Rows of every MergeTree table by lower-case `database.table`, summed over the active parts of
+ * every shard (what the server keeps; nothing is counted). A model's Distributed table gets the
+ * rows of its local tables (`<name>__dp_local`).
+ */
+export async function tableRowCounts(target: ClickHouseTarget): Promise<Map<string, number>> {
+  const parts = target.cluster ? await systemTableEverywhere(target, 'parts') : 'system.parts';
+  const r = await target.query(`SELECT database, table, sum(rows) FROM ${parts} WHERE active AND database != ${chLiteral('system')} GROUP BY database, table`);
+  const out = new Map<string, number>();
+  for (const [database, table, rows] of r.rows) {
+    const key = `${String(database)}.${String(table).replace(new RegExp(`${LOCAL}$`), '')}`.toLowerCase();
+    out.set(key, (out.get(key) ?? 0) + Number(rows));
+  }
+  return out;
+}
+
+/** `dp check`'s binding of a model on the target: what a transform does before it builds (checked, transpiled, described). */
+export async function verifyModelOnTarget(ctx: PluginContext, target: ClickHouseTarget, m: ModelInfo): Promise<void> {
+  refuseScd2(m);
+  await verifySelect(target, m.full_name, await selectFor(ctx, target, m));
+}
