@@ -120,9 +120,12 @@ export class ClickHouseQueryTarget implements QueryTarget {
   /** ClickHouse resolves names exactly as written (case-sensitive), in `main` when unqualified; it has no catalog level. */
   async unresolved(refs: QueryTargetRef[]): Promise<QueryTargetRef[]> {
     for (const r of refs) {
-      if (LOCAL_SCHEMAS.has(r.schema.toLowerCase())) {
-        throw refusal(`it reads dp's local schema ${r.schema.toLowerCase()} (the keyed masks consistent_hash, noise and date_shift read their keys there: they cannot mask on a ClickHouse target)`);
+      const schema = r.schema.toLowerCase();
+      if (!LOCAL_SCHEMAS.has(schema)) continue;
+      if (schema === '_masking') {
+        throw refusal("it reads dp's local schema _masking (the keyed masks consistent_hash, noise and date_shift read their keys there: they cannot mask on a ClickHouse target)");
       }
+      throw refusal(`it reads dp's own schema ${schema}, which stays in the local DuckDB file`);
     }
     const names = await this.relationNames();
     return refs.filter((r) => r.catalog !== '' || !names.has(`${r.schema || DEFAULT_SCHEMA}\u0000${r.table}`));

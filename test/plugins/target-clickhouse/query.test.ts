@@ -190,6 +190,7 @@ environments:
       ['SELECT * FROM shop.__dp_run_lock', 'table_not_found'],
       ['SELECT id FROM seeds.people WHERE id = $id', 'unsupported_on_target'],
       ['SELECT count(*) FROM range(10)', 'unsupported_on_target'],
+      ['SELECT * FROM _service.target_runs', 'unsupported_on_target'],
     ] as const) {
       const r = await q('admin', sql);
       assert.equal(r.body?.error?.code, code, `${sql}: ${r.text}`);
