@@ -45,6 +45,19 @@ export function copyShop(extra: Record<string, string> = {}): string {
   return makeProject(extra, { base: SHOP_EXAMPLE });
 }
 
+/** `dp seed` then `dp transform` on the project, in this process; the App is closed after (a server may open the file next). */
+export async function seedAndTransform(root: string): Promise<void> {
+  const cli = cliInProcess(root);
+  try {
+    for (const command of [['seed'], ['transform']]) {
+      const r = await cli.run(command);
+      if (r.code !== 0) throw new Error(`dp ${command.join(' ')} failed: ${r.stderr || r.stdout}`);
+    }
+  } finally {
+    await cli.close();
+  }
+}
+
 /** The seeded and transformed copy of examples/shop `builtShop` copies (built once per test file). */
 let builtShopTemplate: Promise<string> | null = null;
 
@@ -57,15 +70,7 @@ let builtShopTemplate: Promise<string> | null = null;
 export async function builtShop(extra: Record<string, string> = {}): Promise<string> {
   builtShopTemplate ??= (async () => {
     const root = copyShop();
-    const cli = cliInProcess(root);
-    try {
-      for (const command of [['seed'], ['transform']]) {
-        const r = await cli.run(command);
-        if (r.code !== 0) throw new Error(`dp ${command.join(' ')} on the shop copy failed: ${r.stderr || r.stdout}`);
-      }
-    } finally {
-      await cli.close();
-    }
+    await seedAndTransform(root);
     return root;
   })();
   const template = await builtShopTemplate;

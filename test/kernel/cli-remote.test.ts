@@ -2,6 +2,9 @@
  * The CLI beside a running server (issue 20, docs/cli.md): the real `dp` binary against a real
  * `dp serve` on 127.0.0.1. A table of commands runs first with no server (the CLI opens the
  * file), then with the server holding the database: stdout, exit code and --json must match.
+ * The offline side of the command table runs in this process (cliInProcess: the same commands
+ * on an App of the project, closed before a server opens the file); every run through a server
+ * is the binary, since the relay is the point, and so is `dp users` (a command of the binary).
  */
 import assert from 'node:assert/strict';
 import { spawnSync, type ChildProcess } from 'node:child_process';
@@ -11,7 +14,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { copyShop, DP_BIN, runCli, spawnServe } from '../helpers.js';
+import { cliInProcess, copyShop, DP_BIN, runCli, spawnServe } from '../helpers.js';
 
 const SERVER_FILE = path.join('.dp', 'server.json');
 
@@ -85,6 +88,24 @@ function runTable(root: string, env: Record<string, string> = {}): Outcome[] {
   });
 }
 
+/** `steps` in this process on one App of the project, closed after (so a server can open the file). */
+async function runOffline(root: string, steps: string[][]): Promise<Array<{ code: number; stdout: string; stderr: string }>> {
+  const cli = cliInProcess(root);
+  try {
+    const outcomes = [];
+    for (const args of steps) outcomes.push(await cli.run([...args, '--project', root]));
+    return outcomes;
+  } finally {
+    await cli.close();
+  }
+}
+
+/** Runs `steps` offline and asserts that each succeeded. */
+async function offlineOk(root: string, steps: string[][]): Promise<void> {
+  const outcomes = await runOffline(root, steps);
+  outcomes.forEach((r, i) => assert.equal(r.code, 0, `${steps[i].join(' ')}: ${r.stderr}`));
+}
+
 function assertSameOutcomes(offline: Outcome[], served: Outcome[], label: string): void {
   TABLE.forEach((args, i) => {
     const what = `dp ${args.join(' ')} (${label})`;
@@ -93,23 +114,16 @@ function assertSameOutcomes(offline: Outcome[], served: Outcome[], label: string
   });
 }
 
-/** One project for both suites, and its offline outcomes (run once: each CLI start costs a second or two). */
-let shared: { root: string; offline: Outcome[] } | null = null;
-function prepared(): { root: string; offline: Outcome[] } {
-  if (!shared) {
-    const root = prepareShop();
-    shared = { root, offline: runTable(root) };
-  }
+/** One project for both suites, and its offline outcomes (run once). */
+let shared: Promise<{ root: string; offline: Outcome[] }> | null = null;
+function prepared(): Promise<{ root: string; offline: Outcome[] }> {
+  shared ??= (async () => {
+    const root = copyShop();
+    await offlineOk(root, [['seed'], ['transform'], ['mask', 'add', '--schema', 'seeds', '--table', 'customers', '--column', 'email', '--method', 'redact', '--exempt', 'admin,editor']]);
+    const outcomes = await runOffline(root, TABLE);
+    return { root, offline: outcomes.map((r) => ({ code: r.code, stdout: normalize(r.stdout), stderr: r.stderr })) };
+  })();
   return shared;
-}
-
-function prepareShop(): string {
-  const root = copyShop();
-  for (const args of [['seed'], ['transform'], ['mask', 'add', '--schema', 'seeds', '--table', 'customers', '--column', 'email', '--method', 'redact', '--exempt', 'admin,editor']]) {
-    const r = runCli([...args, '--project', root]);
-    assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
-  }
-  return root;
 }
 
 describe('the CLI beside a running dp serve (no auth)', () => {
@@ -117,8 +131,8 @@ describe('the CLI beside a running dp serve (no auth)', () => {
   let offline: Outcome[];
   let server: Served | null = null;
 
-  before(() => {
-    ({ root, offline } = prepared());
+  before(async () => {
+    ({ root, offline } = await prepared());
     // The table covers success and failure both.
     assert.ok(offline.some((o) => o.code === 0) && offline.some((o) => o.code !== 0));
   });
@@ -217,7 +231,7 @@ describe('the CLI beside a running dp serve --auth (dp login)', () => {
   const as = () => ({ XDG_CONFIG_HOME: config });
 
   before(async () => {
-    ({ root, offline } = prepared());
+    ({ root, offline } = await prepared());
     for (const [user, role] of [
       ['ada', 'admin'],
       ['ed', 'editor'],

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { makeProject, runCli, startServer, type TestServer } from '../helpers.js';
+import { closeInProcessClis, makeProject, runInProcess, startServer, type TestServer } from '../helpers.js';
 
 describe('a version restore brings the state kept about its tables along', () => {
   let root: string;
@@ -26,6 +26,7 @@ describe('a version restore brings the state kept about its tables along', () =>
 
   after(async () => {
     await s?.close();
+    await closeInProcessClis();
   });
 
   it('a restored synced table gets its sync state reset, the answer says so, and the next sync misses no row', async () => {
@@ -81,8 +82,8 @@ describe('a version restore brings the state kept about its tables along', () =>
       'transform/marts/a.sql': 'SELECT 1 AS x\n',
       'transform/marts/b.sql': 'SELECT 2 AS y\n',
     });
-    assert.equal(runCli(['transform', '--project', cliRoot]).code, 0);
-    const forced = runCli(['transform', '--force', 'marts.a', '--json', '--project', cliRoot]);
+    assert.equal((await runInProcess(['transform', '--project', cliRoot])).code, 0);
+    const forced = await runInProcess(['transform', '--force', 'marts.a', '--json', '--project', cliRoot]);
     assert.equal(forced.code, 0, forced.stderr);
     const results = JSON.parse(forced.stdout).results as Array<{ model: string; status: string }>;
     assert.deepEqual(results.map((r) => `${r.model}:${r.status}`), ['marts.a:built']);

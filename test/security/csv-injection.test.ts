@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { makeProject, runCli, startServer, type TestServer } from '../helpers.js';
+import { closeInProcessClis, makeProject, runInProcess, startServer, type TestServer } from '../helpers.js';
 
 const SQL = `SELECT '=HYPERLINK("http://x")' AS a, '+1+2' AS b, '-2+3' AS c, '@SUM(A1)' AS d, chr(9) || '=1' AS e, chr(13) || '=1' AS f, -5 AS g, '-12.5' AS h, 'plain' AS i`;
 const ESCAPED = `'=HYPERLINK(""http://x"")`;
@@ -31,12 +31,13 @@ describe('security: CSV formula injection', () => {
 
   it('dp query --csv escapes the same cells, and --no-escape-formulas does not', async () => {
     await s.close();
-    const escaped = runCli(['query', '--project', root, '--csv', SQL]);
+    const escaped = await runInProcess(['query', '--project', root, '--csv', SQL]);
     assert.equal(escaped.code, 0, escaped.stderr);
     assert.match(escaped.stdout, /'\+1\+2,'-2\+3,'@SUM\(A1\)/);
-    const raw = runCli(['query', '--project', root, '--csv', '--no-escape-formulas', SQL]);
+    const raw = await runInProcess(['query', '--project', root, '--csv', '--no-escape-formulas', SQL]);
     assert.equal(raw.code, 0, raw.stderr);
     assert.match(raw.stdout, /,\+1\+2,-2\+3,@SUM\(A1\),/);
+    await closeInProcessClis();
     s = await startServer(root);
   });
 });

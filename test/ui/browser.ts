@@ -1,6 +1,6 @@
 /**
  * Shared helpers of the web UI tests (docs/ui.md "Testing a page"): a real `dp serve` on a copy
- * of examples/shop (seeded and transformed by the real `dp` binary), and Debian's headless
+ * of examples/shop (seeded and transformed in this process, seedAndTransform), and Debian's headless
  * Chromium driven by playwright-core (never a downloaded browser). One browser per test file;
  * each test takes a fresh page (or context) from it.
  */
@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before } from 'node:test';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
-import { cliInProcess, copyShop, REPO_ROOT, spawnServe } from '../helpers.js';
+import { copyShop, REPO_ROOT, seedAndTransform, spawnServe } from '../helpers.js';
 
 export const CHROMIUM = process.env.DP_CHROMIUM ?? '/usr/bin/chromium';
 /** Screenshots land here (ignored by git; CI keeps them as artifacts). */
@@ -39,18 +39,8 @@ export interface ShopOptions {
 export async function startShop(options: ShopOptions = {}): Promise<DpServer> {
   const root = copyShop(options.files ?? {});
   if (options.appendProjectYml) fs.appendFileSync(path.join(root, 'project.yml'), '\n' + options.appendProjectYml + '\n');
-  if (options.build ?? true) {
-    // In this process (one boot, not one process per command); closed before dp serve opens the file.
-    const dp = cliInProcess(root);
-    try {
-      for (const cmd of [['seed'], ['transform']]) {
-        const r = await dp.run(cmd);
-        if (r.code !== 0) throw new Error(`dp ${cmd.join(' ')} failed: ${r.stderr || r.stdout}`);
-      }
-    } finally {
-      await dp.close();
-    }
-  }
+  // In this process (one boot, not one process per command); closed before dp serve opens the file.
+  if (options.build ?? true) await seedAndTransform(root);
   return serveProject(root, { auth: options.auth });
 }
 

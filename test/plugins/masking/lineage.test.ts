@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { copyShop, makeProject, runCli } from '../../helpers.js';
+import { closeInProcessClis, copyShop, makeProject, runInProcess } from '../../helpers.js';
 import { startServerWithRoles, type Role, type RoleServer } from '../../support/role-server.js';
 
 
@@ -291,6 +291,7 @@ describe('masking through lineage', () => {
 });
 
 describe('masking through lineage: examples/shop', () => {
+  after(closeInProcessClis);
   it('a policy on seeds.customers.last_name masks staging and mart columns computed from it', async () => {
     const root = copyShop();
     const srv = await startServerWithRoles(root);
@@ -318,11 +319,11 @@ describe('masking through lineage: examples/shop', () => {
       await srv.s.close();
     }
     // The CLI lists the same derived policies (the server is stopped, so it opens the database itself).
-    const cli = runCli(['mask', 'list', '--derived', '--json'], { cwd: root });
+    const cli = await runInProcess(['mask', 'list', '--derived', '--json'], { cwd: root });
     assert.equal(cli.code, 0, cli.stderr);
     const listed = JSON.parse(cli.stdout);
     assert.ok(listed.some((p: any) => p.schema_name === 'staging' && p.table_name === 'stg_customers' && p.column_name === 'full_name' && p.method === 'redact'), cli.stdout);
-    const text = runCli(['mask', 'list', '--derived'], { cwd: root });
+    const text = await runInProcess(['mask', 'list', '--derived'], { cwd: root });
     assert.match(text.stdout, /stg_customers.*full_name.*redact.*computed.*seeds\.customers\.last_name/);
   });
 });

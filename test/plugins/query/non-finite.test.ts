@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { makeProject, runCli, startServer, type TestServer } from '../../helpers.js';
+import { closeInProcessClis, makeProject, runInProcess, startServer, type TestServer } from '../../helpers.js';
 
 const SQL =
   "SELECT 1e999 AS inf, -1e999 AS neg, 'nan'::DOUBLE AS nan, 'inf'::FLOAT AS f, [1e999, 1.5] AS l, {'x': -1e999} AS s, MAP {'k': 'nan'::DOUBLE} AS m";
@@ -15,6 +15,7 @@ describe('non-finite numbers', () => {
     s = await startServer(makeProject({ 'project.yml': 'name: nf\ndatabase:\n  path: nf.duckdb\n' }));
   });
   after(async () => s.close());
+  after(closeInProcessClis);
 
   it('answer as "Infinity", "-Infinity" and "NaN" in /api/query, nested values too', async () => {
     const r = await s.request('POST', '/api/query', { sql: SQL });
@@ -38,13 +39,13 @@ describe('non-finite numbers', () => {
     assert.equal(r.status, 200, r.text);
   });
 
-  it('print from dp query --json and --csv', () => {
+  it('print from dp query --json and --csv', async () => {
     // A project of its own: the server above holds its database file.
     const cli = makeProject({ 'project.yml': 'name: nfcli\ndatabase:\n  path: c.duckdb\n' });
-    const json = runCli(['query', 'SELECT 1e999 AS x, -1e999 AS y', '--json', '--project', cli]);
+    const json = await runInProcess(['query', 'SELECT 1e999 AS x, -1e999 AS y', '--json', '--project', cli]);
     assert.equal(json.code, 0, json.stderr);
     assert.deepEqual(JSON.parse(json.stdout).rows, [['Infinity', '-Infinity']]);
-    const csv = runCli(['query', 'SELECT 1e999 AS x, -1e999 AS y', '--csv', '--project', cli]);
+    const csv = await runInProcess(['query', 'SELECT 1e999 AS x, -1e999 AS y', '--csv', '--project', cli]);
     assert.equal(csv.code, 0, csv.stderr);
     assert.equal(csv.stdout, 'x,y\r\nInfinity,-Infinity\r\n');
   });

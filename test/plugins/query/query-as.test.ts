@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { makeProject, runCli, startServer, type TestServer } from '../../helpers.js';
+import { closeInProcessClis, makeProject, runInProcess, startServer, type TestServer } from '../../helpers.js';
 
 const SETUP = "CREATE SCHEMA crm; CREATE TABLE crm.customers AS SELECT 1 AS id, 'ann@example.com' AS email";
 
@@ -36,14 +36,15 @@ describe('a query run as another role', () => {
 
   it('dp query --as viewer prints the masked value', async () => {
     await s.close();
-    const plain = runCli(['query', 'SELECT email FROM crm.customers', '--project', root]);
+    const plain = await runInProcess(['query', 'SELECT email FROM crm.customers', '--project', root]);
     assert.match(plain.stdout, /ann@example\.com/);
-    const asViewer = runCli(['query', 'SELECT email FROM crm.customers', '--as', 'viewer', '--project', root]);
+    const asViewer = await runInProcess(['query', 'SELECT email FROM crm.customers', '--as', 'viewer', '--project', root]);
     assert.equal(asViewer.code, 0, asViewer.stderr);
     assert.doesNotMatch(asViewer.stdout, /ann@example\.com/);
-    const bad = runCli(['query', 'SELECT 1', '--as', 'boss', '--project', root]);
+    const bad = await runInProcess(['query', 'SELECT 1', '--as', 'boss', '--project', root]);
     assert.notEqual(bad.code, 0);
     assert.match(bad.stderr, /--as takes a role/);
+    await closeInProcessClis();
     s = await startServer(root);
   });
 });

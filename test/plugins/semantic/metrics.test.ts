@@ -4,7 +4,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { App } from '../../../kernel/app.js';
 import { runCommand, startTestServer, type PluginTestServer } from '../../../sdk/testing.js';
-import { bootApp, copyShop, makeProject, runCli, startServer, type TestServer } from '../../helpers.js';
+import { bootApp, closeInProcessClis, copyShop, makeProject, runInProcess, startServer, type TestServer } from '../../helpers.js';
 
 const GRAINS = ['hour', 'day', 'week', 'month', 'quarter', 'year'] as const;
 
@@ -362,26 +362,31 @@ describe('semantic: dp metrics on examples/shop', () => {
   });
 });
 
-// A fresh `dp` per run reads the definitions as they are on disk after each edit.
+// A fresh App per run (as a new `dp` process) reads the definitions as they are on disk after each edit.
 describe('semantic: dp metrics on examples/shop after a definition changed', () => {
+  const fresh = async (args: string[]) => {
+    const r = await runInProcess(args);
+    await closeInProcessClis();
+    return r;
+  };
 
-  it('reports a broken definition through dp validate, with its file and line', () => {
+  it('reports a broken definition through dp validate, with its file and line', async () => {
     fs.writeFileSync(path.join(root, 'metrics', 'broken.yml'), 'metrics:\n  - name: broken\n    model: marts.customer_orders\n    measure: lifetime_value\n');
     try {
-      const r = runCli(['validate', '--project', root]);
+      const r = await fresh(['validate', '--project', root]);
       assert.equal(r.code, 1);
       assert.match(r.stdout + r.stderr, /metrics\/broken\.yml:2: metric 'broken': 'measure' is not an aggregate expression/);
     } finally {
       fs.rmSync(path.join(root, 'metrics', 'broken.yml'));
     }
-    const clean = runCli(['validate', '--project', root]);
+    const clean = await fresh(['validate', '--project', root]);
     assert.equal(clean.code, 0, clean.stdout + clean.stderr);
   });
 
-  it('exits 1 when a definition does not load, still listing the valid ones', () => {
+  it('exits 1 when a definition does not load, still listing the valid ones', async () => {
     fs.writeFileSync(path.join(root, 'metrics', 'broken.yml'), 'metrics:\n  - name: broken\n    model: marts.customer_orders\n    measure: lifetime_value\n');
     try {
-      const r = runCli(['metrics', '--project', root]);
+      const r = await fresh(['metrics', '--project', root]);
       assert.equal(r.code, 1);
       assert.match(r.stdout, /total_revenue/);
       assert.match(r.stderr, /metrics\/broken\.yml metric 'broken': 'measure' is not an aggregate expression/);
