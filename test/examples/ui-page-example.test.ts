@@ -8,9 +8,9 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { REPO_ROOT } from '../helpers.js';
-import { onPage, screenshot, shopForTests } from '../ui/browser.js';
+import { onPage, screenshot, shopForTests, UI_SUITE_TIMEOUT_MS } from '../ui/browser.js';
 
-describe('examples/plugins/ui-page-example in the browser', { timeout: 180_000 }, () => {
+describe('examples/plugins/ui-page-example in the browser', { timeout: UI_SUITE_TIMEOUT_MS }, () => {
   const example = path.join(REPO_ROOT, 'examples', 'plugins', 'ui-page-example');
   const server = shopForTests({ appendProjectYml: `plugins:\n  paths: [${JSON.stringify(example)}]` });
 

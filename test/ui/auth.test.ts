@@ -6,9 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { gridColumn, login, onPage, openPage, runSql, screenshot, setupAdmin, shopForTests, withAttribute } from './browser.js';
+import { gridColumn, login, onPage, openPage, runSql, screenshot, setupAdmin, shopForTests, withAttribute, UI_SUITE_TIMEOUT_MS } from './browser.js';
 
-describe('web UI with auth (shop)', { timeout: 240_000 }, () => {
+describe('web UI with auth (shop)', { timeout: UI_SUITE_TIMEOUT_MS }, () => {
   const server = shopForTests({ auth: true });
 
   const api = async (method: string, urlPath: string, body?: unknown, token?: string) => {

@@ -88,6 +88,12 @@ export async function serveProject(root: string, options: { auth?: boolean } = {
   };
 }
 
+/**
+ * A UI suite's limit: a guard against a hang, with room for a loaded CI machine (at load 40 a
+ * 12-test suite took more than 5 minutes).
+ */
+export const UI_SUITE_TIMEOUT_MS = 900_000;
+
 let shared: Promise<Browser> | null = null;
 
 /** The test file's headless Chromium (launched once; closed by closeBrowser). */

@@ -11,10 +11,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { jsonApi, login, openPage, screenshot, sharedEditorText, shopForTests, waitForSharedText, type OpenedPage, pageErrorsAfterLogin, setUpTeam } from './browser.js';
+import { jsonApi, login, openPage, screenshot, sharedEditorText, shopForTests, waitForSharedText, type OpenedPage, pageErrorsAfterLogin, setUpTeam, UI_SUITE_TIMEOUT_MS } from './browser.js';
 
 const MODEL_FILE = 'transform/staging/stg_customers.sql';
-describe('project files edited together (shop, --auth)', { timeout: 300_000 }, () => {
+describe('project files edited together (shop, --auth)', { timeout: UI_SUITE_TIMEOUT_MS }, () => {
   const server = shopForTests({ auth: true, build: false });
   const read = (rel: string) => fs.readFileSync(path.join(server.root, rel), 'utf8');
 

@@ -9,9 +9,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
-import { closeBrowser, gridColumn, login, openPage, runSql, screenshot, startShop, type DpServer } from './browser.js';
+import { closeBrowser, gridColumn, login, openPage, runSql, screenshot, startShop, type DpServer, UI_SUITE_TIMEOUT_MS } from './browser.js';
 
-describe('masked columns marked in the web UI (shop)', { timeout: 240_000 }, () => {
+describe('masked columns marked in the web UI (shop)', { timeout: UI_SUITE_TIMEOUT_MS }, () => {
   let server: DpServer;
   before(async () => {
     server = await startShop({ auth: true });

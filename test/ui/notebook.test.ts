@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
-import { closeBrowser, openPage, screenshot, startShop, type DpServer } from './browser.js';
+import { closeBrowser, openPage, screenshot, startShop, type DpServer, UI_SUITE_TIMEOUT_MS } from './browser.js';
 
 const NOTEBOOK = JSON.stringify({
   cells: [
@@ -43,7 +43,7 @@ async function waitForTexts(page: Page, expected: string[], what: string): Promi
   assert.deepEqual(seen, expected, what);
 }
 
-describe('notebooks page', { timeout: 240_000 }, () => {
+describe('notebooks page', { timeout: UI_SUITE_TIMEOUT_MS }, () => {
   let server: DpServer;
   before(async () => {
     server = await startShop({ build: false, files: { 'notebooks/together.dpnb': NOTEBOOK } });

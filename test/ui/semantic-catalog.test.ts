@@ -9,12 +9,12 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
-import { gridColumn, onPage, screenshot, shopForTests, withAttribute } from './browser.js';
+import { gridColumn, onPage, screenshot, shopForTests, withAttribute, UI_SUITE_TIMEOUT_MS } from './browser.js';
 
 const git = (cwd: string, ...args: string[]) =>
   execFileSync('git', ['-c', 'user.name=Ada Lovelace', '-c', 'user.email=ada@example.com', '-c', 'init.defaultBranch=main', '-c', 'commit.gpgsign=false', ...args], { cwd, encoding: 'utf8' });
 
-describe('web UI: metrics, docs and guide, overview, git status', { timeout: 300_000 }, () => {
+describe('web UI: metrics, docs and guide, overview, git status', { timeout: UI_SUITE_TIMEOUT_MS }, () => {
   const server = shopForTests();
   before(() => {
     git(server.root, 'init', '-q');

@@ -10,10 +10,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { jsonApi, gridColumn, login, openPage, screenshot, sharedEditorText, shopForTests, waitForSharedText, type OpenedPage, pageErrorsAfterLogin, setUpTeam } from './browser.js';
+import { jsonApi, gridColumn, login, openPage, screenshot, sharedEditorText, shopForTests, waitForSharedText, type OpenedPage, pageErrorsAfterLogin, setUpTeam, UI_SUITE_TIMEOUT_MS } from './browser.js';
 
 const QUERY_FILE = 'queries/answers.sql';
-describe('a saved query edited together on the SQL page (shop, --auth)', { timeout: 300_000 }, () => {
+describe('a saved query edited together on the SQL page (shop, --auth)', { timeout: UI_SUITE_TIMEOUT_MS }, () => {
   const server = shopForTests({ auth: true, build: false });
   const read = () => fs.readFileSync(path.join(server.root, QUERY_FILE), 'utf8');
 

@@ -10,11 +10,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { SHOP_EXAMPLE } from '../helpers.js';
-import { onPage, screenshot, shopForTests } from './browser.js';
+import { onPage, screenshot, shopForTests, UI_SUITE_TIMEOUT_MS } from './browser.js';
 
 const SHOP_YML = fs.readFileSync(path.join(SHOP_EXAMPLE, 'project.yml'), 'utf8');
 
-describe('streams page', { timeout: 240_000 }, () => {
+describe('streams page', { timeout: UI_SUITE_TIMEOUT_MS }, () => {
   // Not built beforehand: the stream's seed and transform steps build every model.
   const server = shopForTests({
     build: false,

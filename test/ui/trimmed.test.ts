@@ -5,9 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { onPage, screenshot, shopForTests } from './browser.js';
+import { onPage, screenshot, shopForTests, UI_SUITE_TIMEOUT_MS } from './browser.js';
 
-describe('web UI of a trimmed deployment', { timeout: 180_000 }, () => {
+describe('web UI of a trimmed deployment', { timeout: UI_SUITE_TIMEOUT_MS }, () => {
   const server = shopForTests({ build: false, appendProjectYml: 'plugins:\n  disable: [masking, quality]' });
 
   it('drops the pages of disabled plugins and keeps the rest', async () => {

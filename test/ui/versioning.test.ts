@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { onPage, screenshot, shopForTests } from './browser.js';
+import { onPage, screenshot, shopForTests, UI_SUITE_TIMEOUT_MS } from './browser.js';
 
-describe('versioning page', { timeout: 300_000 }, () => {
+describe('versioning page', { timeout: UI_SUITE_TIMEOUT_MS }, () => {
   const server = shopForTests();
 
   const api = async (method: string, urlPath: string, body?: unknown) => {

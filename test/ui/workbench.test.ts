@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { gridColumn, onPage, runSql, screenshot, shopForTests } from './browser.js';
+import { gridColumn, onPage, runSql, screenshot, shopForTests, UI_SUITE_TIMEOUT_MS } from './browser.js';
 
-describe('web UI (shop, no auth)', { timeout: 240_000 }, () => {
+describe('web UI (shop, no auth)', { timeout: UI_SUITE_TIMEOUT_MS }, () => {
   const server = shopForTests();
 
   it('serves the shell at / with an import map allowed by the CSP, and client-side routes load it', async () => {

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
-import { gridColumn, onPage, runSql, screenshot, shopForTests, withAttribute } from './browser.js';
+import { gridColumn, onPage, runSql, screenshot, shopForTests, withAttribute, UI_SUITE_TIMEOUT_MS } from './browser.js';
 
 /** Replaces the editor's text without running it, leaving the cursor at the end. */
 async function typeSql(page: Page, sql: string): Promise<void> {
@@ -30,7 +30,7 @@ async function highlighted(page: Page): Promise<string[]> {
   return (await page.locator('[data-testid="graph"] [data-highlighted="true"]').evaluateAll((els) => els.map((e) => e.getAttribute('data-node-id') ?? ''))).sort();
 }
 
-describe('SQL workspace and DAG (shop)', { timeout: 300_000 }, () => {
+describe('SQL workspace and DAG (shop)', { timeout: UI_SUITE_TIMEOUT_MS }, () => {
   const server = shopForTests();
 
   it('starts with a draft that reads a table the project has, and it runs', async () => {

@@ -10,9 +10,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { onPage, openPage, screenshot, shopForTests } from './browser.js';
+import { onPage, openPage, screenshot, shopForTests, UI_SUITE_TIMEOUT_MS } from './browser.js';
 
-describe('model pages, runs and masking preview (shop)', { timeout: 300_000 }, () => {
+describe('model pages, runs and masking preview (shop)', { timeout: UI_SUITE_TIMEOUT_MS }, () => {
   const server = shopForTests();
 
   const api = async (method: string, urlPath: string, body?: unknown) => {

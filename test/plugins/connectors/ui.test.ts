@@ -8,9 +8,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { makeProject } from '../../helpers.js';
-import { closeBrowser, openPage, screenshot, serveProject, type DpServer } from '../../ui/browser.js';
+import { closeBrowser, openPage, screenshot, serveProject, type DpServer, UI_SUITE_TIMEOUT_MS } from '../../ui/browser.js';
 
-describe('Connectors page', { timeout: 240_000 }, () => {
+describe('Connectors page', { timeout: UI_SUITE_TIMEOUT_MS }, () => {
   let server: DpServer;
 
   before(async () => {

@@ -4,9 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { onPage, screenshot, shopForTests } from '../../ui/browser.js';
+import { onPage, screenshot, shopForTests, UI_SUITE_TIMEOUT_MS } from '../../ui/browser.js';
 
-describe('masking page: derived through lineage', { timeout: 240_000 }, () => {
+describe('masking page: derived through lineage', { timeout: UI_SUITE_TIMEOUT_MS }, () => {
   const server = shopForTests();
 
   it('lists each derived column with its method and masked source', async () => {
