@@ -41,9 +41,12 @@ if (process.argv[2] === '--collab') {
       }, 1000);
     }, (i * 1000) / job.clients),
   );
-  process.on('message', () => {
+  process.on('message', async () => {
     for (const t of timers) (clearInterval(t), clearTimeout(t));
-    const texts = new Set(clients.map((c) => c.doc.getText(TEXT_CONTENT).toString().length));
+    // The last keystrokes still travel: converged is one text at every client within 10 s.
+    const lengths = () => new Set(clients.map((c) => c.doc.getText(TEXT_CONTENT).toString()));
+    for (let waited = 0; lengths().size > 1 && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+    const texts = new Set([...lengths()].map((t) => t.length));
     for (const c of clients) c.destroy();
     process.send({ done: true, lengths: [...texts] }, () => process.exit(0));
   });
