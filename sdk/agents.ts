@@ -84,3 +84,8 @@ export function relationHiddenFrom(relation: string, caller: Caller): boolean {
   const dot = relation.lastIndexOf('.');
   return dot > 0 && schemaHiddenFrom(relation.slice(0, dot), caller.role);
 }
+
+/** The relations (`schema.name`) of a list the caller's role may see. */
+export function visibleRelations(relations: string[], caller: Caller): string[] {
+  return relations.filter((r) => !relationHiddenFrom(r, caller));
+}

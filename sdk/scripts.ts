@@ -76,9 +76,43 @@ export interface ScriptsService {
    * database calls are refused and its borrowed connections interrupted once `signal` aborts.
    */
   context(projectPath: string, options: { signal: AbortSignal; log: Logger }): ScriptContext;
+  /**
+   * Compiles a notebook code/ingest cell (one compile path with scripts: esbuild, the module
+   * store in `.dp/scripts/`). The module's default export takes `{console, ctx, scope}` and
+   * returns `{value, exports}`; `scopeNames` are the earlier cells' exports it may read. Throws a
+   * NotebookCellCompileFailure when the cell does not compile.
+   */
+  compileNotebookCell(label: string, source: string, scopeNames: string[]): Promise<CompiledNotebookCell>;
+  /** The 1-based cell line of the first frame of `error` inside the compiled cell. */
+  notebookCellErrorLine(error: unknown, compiled: CompiledNotebookCell): number | null;
+  /** The stack of an error a cell threw, trimmed to the cell's frames on its own lines (`notebooks/a.dpnb#cell3:2:7`). */
+  notebookCellStack(error: unknown, compiled: CompiledNotebookCell, label: string): string | undefined;
 }
 
 export const SCRIPTS_SERVICE = createServiceRef<ScriptsService>('scripts');
+
+/** A notebook code/ingest cell compiled to a module (ScriptsService.compileNotebookCell). */
+export interface CompiledNotebookCell {
+  url: string;
+  file: string;
+  /** Exported name → local name. */
+  exports: Record<string, string>;
+  /** True when the cell's last statement is an expression whose value is returned. */
+  hasValue: boolean;
+  /** The 1-based cell line of a 1-based line of the compiled module. */
+  cellLine(moduleLine: number, column: number): number | null;
+}
+
+/** Why a notebook cell did not compile (thrown as a plain object by compileNotebookCell). */
+export interface NotebookCellCompileFailure {
+  message: string;
+  /** 1-based line within the cell. */
+  line: number | null;
+}
+
+export function isNotebookCellCompileFailure(e: unknown): e is NotebookCellCompileFailure {
+  return Boolean(e) && typeof e === 'object' && 'message' in (e as object) && 'line' in (e as object) && !(e instanceof Error);
+}
 
 /** A field other plugins add to every script's ctx; `create` runs once per script run. */
 export interface ScriptContextContribution {

@@ -1,10 +1,10 @@
 /** The lineage plugin's MCP tools (`agents.mcp`): column-level lineage of a model and the impact of a change. */
-import { cappedList, LINEAGE_SERVICE, relationHiddenFrom, type AgentTool, type AgentToolKit, type PluginContext } from '../../sdk/index.js';
+import { cappedList, LINEAGE_SERVICE, relationHiddenFrom, visibleRelations, type AgentTool, type AgentToolKit, type PluginContext } from '../../sdk/index.js';
 
 export function lineageTools(ctx: PluginContext, kit: AgentToolKit): AgentTool[] {
   const { z, caller } = kit;
   const lineage = ctx.services.get(LINEAGE_SERVICE);
-  const visible = (relations: string[]) => relations.filter((d) => !relationHiddenFrom(d, caller));
+  const visible = (relations: string[]) => visibleRelations(relations, caller);
   return [
     {
       name: 'model_lineage',

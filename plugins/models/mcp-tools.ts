@@ -1,10 +1,10 @@
 /** The models plugin's MCP tools (the agents plugin's `agents.mcp` extension point): list, read, check and build models. */
-import { cappedList, MODELS_SERVICE, notFound, relationHiddenFrom, type AgentTool, type AgentToolKit, type PluginContext } from '../../sdk/index.js';
+import { cappedList, MODELS_SERVICE, notFound, visibleRelations, type AgentTool, type AgentToolKit, type PluginContext } from '../../sdk/index.js';
 
 export function modelTools(ctx: PluginContext, kit: AgentToolKit): AgentTool[] {
   const { z, caller } = kit;
   const models = ctx.services.get(MODELS_SERVICE);
-  const visible = (relations: string[]) => relations.filter((d) => !relationHiddenFrom(d, caller));
+  const visible = (relations: string[]) => visibleRelations(relations, caller);
   return [
     {
       name: 'list_models',

@@ -7,11 +7,12 @@
  * are a variable of later code cells. SQL runs as written through the run's `db` (a pipeline
  * may write, as before), with the referenced cells added when it only reads.
  */
-import { isDpError, scriptConsole, scriptConsoleLine, type NotebookCellRunner, type PluginContext, WAREHOUSE_TARGET_SERVICE } from '../../sdk/index.js';
-import { cellStack, compileCell } from './compile.js';
+import { isDpError, isNotebookCellCompileFailure, scriptConsole, scriptConsoleLine, SCRIPTS_SERVICE, type NotebookCellRunner, type PluginContext, WAREHOUSE_TARGET_SERVICE } from '../../sdk/index.js';
 import { withReferences } from './names.js';
 
 export function pipelineCellRunner(ctx: PluginContext): NotebookCellRunner {
+  // Cells compile through the scripts plugin, one compile path for scripts and cells.
+  const scripts = () => ctx.services.get(SCRIPTS_SERVICE);
   return {
     start(path, scriptCtx, push) {
       const values = new Map<number, Record<string, unknown>>();
@@ -43,10 +44,10 @@ export function pipelineCellRunner(ctx: PluginContext): NotebookCellRunner {
           ctx.services.find(WAREHOUSE_TARGET_SERVICE)?.assertLocalOnly('Notebook TypeScript cells');
           let compiled;
           try {
-            compiled = await compileCell(ctx.project.root, `${path}#cell${index}`, cell.source, Object.keys(scope));
+            compiled = await scripts().compileNotebookCell(`${path}#cell${index}`, cell.source, Object.keys(scope));
           } catch (e) {
-            if (e instanceof Error || isDpError(e)) throw e;
-            const failure = e as { message: string; line: number | null };
+            if (e instanceof Error || isDpError(e) || !isNotebookCellCompileFailure(e)) throw e;
+            const failure = e;
             throw new Error(`${path}#cell${index}${failure.line ? ` line ${failure.line}` : ''}: ${failure.message}`);
           }
           const mod = (await import(compiled.url)) as { default: (dp: unknown) => Promise<{ exports: Record<string, unknown> }> };
@@ -55,7 +56,7 @@ export function pipelineCellRunner(ctx: PluginContext): NotebookCellRunner {
             values.set(index, result.exports ?? {});
           } catch (e) {
             // The message as thrown; the stack names the cell's own line (`ingest/a.dpnb#cell3:2:7`).
-            const stack = cellStack(e, compiled, `${path}#cell${index}`);
+            const stack = scripts().notebookCellStack(e, compiled, `${path}#cell${index}`);
             if (e && typeof e === 'object') throw Object.assign(e, { scriptStack: stack });
             throw Object.assign(new Error(String(e)), { scriptStack: stack });
           }

@@ -21,10 +21,12 @@
  */
 import { format } from 'node:util';
 import {
+  badRequest,
   DpError,
   errorMessage,
   hasPermission,
   isDpError,
+  isNotebookCellCompileFailure,
   requirePermission,
   scriptConsole,
   withEnvReferences,
@@ -35,7 +37,6 @@ import {
   WAREHOUSE_TARGET_SERVICE,
 } from '../../sdk/index.js';
 import type { CellResult, CodeCellResult, CodeOutputLine, Notebook, SqlCellResult } from './api-types.js';
-import { cellCompileError, compileCell, errorLine, type CellCompileError } from './compile.js';
 import { stripTrailingSemicolons, withReferences } from './names.js';
 import { jsonSafe } from './render.js';
 import { cellSource } from './schema.js';
@@ -206,9 +207,11 @@ export class NotebookSessions {
     this.ctx.services.find(WAREHOUSE_TARGET_SERVICE)?.assertLocalOnly('Notebook TypeScript cells');
     let compiled;
     try {
-      compiled = await compileCell(this.ctx.project.root, label, source, Object.keys(scope));
+      compiled = await this.scripts.compileNotebookCell(label, source, Object.keys(scope));
     } catch (e) {
-      if (e && typeof e === 'object' && 'message' in e && 'line' in e && !(e instanceof Error)) throw cellCompileError(req.path, req.cellIndex, e as CellCompileError);
+      if (isNotebookCellCompileFailure(e)) {
+        throw badRequest('notebook_cell_error', `cell ${req.cellIndex}${e.line ? ` line ${e.line}` : ''}: ${e.message}`, { path: req.path, cell_index: req.cellIndex, line: e.line });
+      }
       throw e;
     }
 
@@ -261,7 +264,7 @@ export class NotebookSessions {
       if (e === timedOut || (controller.signal.aborted && controller.signal.reason === timedOut)) throw timedOut;
       if (isDpError(e) && (e.status === 408 || e.status === 503)) throw e;
       const message = withEnvReferences(isDpError(e) ? e.message : errorMessage(e), env);
-      const at = errorLine(e, compiled);
+      const at = this.scripts.notebookCellErrorLine(e, compiled);
       throw new DpError(400, 'notebook_cell_error', `cell ${req.cellIndex}${at ? ` line ${at}` : ''}: ${message}`, {
         path: req.path,
         cell_index: req.cellIndex,

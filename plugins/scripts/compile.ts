@@ -40,8 +40,8 @@ export interface CompiledScript {
 /** Compiled modules kept in .dp/scripts/; the least recently written beyond this are removed. */
 const KEEP_MODULES = 200;
 
-/** Writes a compiled module once (atomically) under its hash, pruning the oldest beyond KEEP_MODULES. */
-function writeModule(outDir: string, hash: string, text: string): string {
+/** Writes a compiled module once (atomically) under its hash, pruning the oldest beyond KEEP_MODULES (scripts and notebook cells alike). */
+export function writeModule(outDir: string, hash: string, text: string): string {
   const file = path.join(outDir, `${hash}.mjs`);
   if (fs.existsSync(file)) return file;
   fs.mkdirSync(outDir, { recursive: true });

@@ -28,6 +28,7 @@ import {
   withEnvReferences,
   type BulkTarget,
   type BulkWriter,
+  type CompiledNotebookCell,
   type DbConnection,
   type Logger,
   type NotebookCellRunner,
@@ -40,6 +41,7 @@ import {
   type ScriptRunRecord,
 } from '../../sdk/index.js';
 import { compileCell, compileScript, SCRIPT_CONSOLE, scriptStack, type CompiledScript } from './compile.js';
+import { cellStack, compileNotebookCell, errorLine } from './notebook-cells.js';
 
 export const SCRIPT_FOLDERS = ['ingest', 'export', 'notebooks'] as const;
 export const MODULE_EXTENSIONS = ['.ts', '.js', '.mjs'] as const;
@@ -295,6 +297,18 @@ export class ScriptRunner implements ScriptsService {
         clearTimeout(graceTimer);
       }
     });
+  }
+
+  compileNotebookCell(label: string, source: string, scopeNames: string[]): Promise<CompiledNotebookCell> {
+    return compileNotebookCell(this.ctx.project.root, label, source, scopeNames);
+  }
+
+  notebookCellErrorLine(error: unknown, compiled: CompiledNotebookCell): number | null {
+    return errorLine(error, compiled);
+  }
+
+  notebookCellStack(error: unknown, compiled: CompiledNotebookCell, label: string): string | undefined {
+    return cellStack(error, compiled, label);
   }
 
   context(projectPath: string, options: { signal: AbortSignal; log: Logger }): ScriptContext {

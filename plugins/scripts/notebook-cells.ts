@@ -1,7 +1,8 @@
 /**
- * Compiling a notebook `code`/`ingest` cell with esbuild, as the scripts plugin's runner
- * compiles scripts and cells (TypeScript or JavaScript, target node20, compiled modules under
- * `.dp/scripts/<sha256>.mjs` imported once and called afresh per run).
+ * Compiling a notebook `code`/`ingest` cell for an interactive session or a pipeline run (the
+ * scripts service's `compileNotebookCell`, which the notebooks plugin calls): esbuild as for
+ * scripts (TypeScript or JavaScript, target node20), the module written to the same store
+ * (`.dp/scripts/`, compile.ts writeModule), imported once and called afresh per run.
  *
  * A cell is a module body with top-level await. Two things a script does not have:
  * - `export const x = ...` (and `export { a as b }`, `export function f`) name values later
@@ -17,34 +18,20 @@
  * source map of the first step.
  */
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import { SourceMap } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
-import { badRequest } from '../../sdk/index.js';
+import type { CompiledNotebookCell, NotebookCellCompileFailure } from '../../sdk/index.js';
+import { writeModule } from './compile.js';
 
 /** The names every cell has from its context; an export of the same name is not passed on. */
 export const CONTEXT_NAMES = ['console', 'db', 'log', 'config', 'env', 'secrets', 'signal'] as const;
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
-export interface CompiledCell {
-  url: string;
-  file: string;
-  /** Exported name → local name. */
-  exports: Record<string, string>;
-  /** True when the cell's last statement is an expression whose value is returned. */
-  hasValue: boolean;
-  /** The 1-based cell line of a 1-based line of the compiled module. */
-  cellLine(moduleLine: number, column: number): number | null;
-}
-
-export interface CellCompileError {
-  message: string;
-  /** 1-based line within the cell. */
-  line: number | null;
-}
+type CompiledCell = CompiledNotebookCell;
+type CellCompileError = NotebookCellCompileFailure;
 
 /** Statements that are never the cell's value, even though a parenthesised form may parse. */
 const NOT_A_VALUE = /^(async\s+function\b|function\b|class\b|const\b|let\b|var\b|import\b|export\b|if\b|for\b|while\b|do\b|switch\b|try\b|return\b|throw\b|break\b|continue\b|debugger\b)/;
@@ -56,19 +43,6 @@ async function parses(code: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-/** Writes a compiled module once (atomically) under its hash in `.dp/scripts/`. */
-function writeModule(root: string, text: string): string {
-  const outDir = path.join(root, '.dp', 'scripts');
-  const hash = crypto.createHash('sha256').update(text).digest('hex').slice(0, 32);
-  const file = path.join(outDir, `cell-${hash}.mjs`);
-  if (fs.existsSync(file)) return file;
-  fs.mkdirSync(outDir, { recursive: true });
-  const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, text);
-  fs.renameSync(tmp, file);
-  return file;
 }
 
 /** `a`, `b as c` entries of an `export { ... }` clause → exported name → local name. */
@@ -87,7 +61,7 @@ function exportClause(body: string): Record<string, string> {
  * Compiles a cell; `scopeNames` are the earlier cells' exports it may read. Throws
  * `{message, line}` (CellCompileError) when the cell does not compile.
  */
-export async function compileCell(root: string, label: string, source: string, scopeNames: string[], takeValue = true): Promise<CompiledCell> {
+export async function compileNotebookCell(root: string, label: string, source: string, scopeNames: string[], takeValue = true): Promise<CompiledCell> {
   let first: esbuild.BuildResult<{ write: false; metafile: true }>;
   try {
     first = await esbuild.build({
@@ -157,10 +131,10 @@ export async function compileCell(root: string, label: string, source: string, s
   const text = `${header}\n${lines.join('\n')}\n${footer}`;
   if (!(await parses(text))) {
     // A statement split wrongly (inside a template literal): compile without a value.
-    if (hasValue) return compileCell(root, label, source, scopeNames, false);
+    if (hasValue) return compileNotebookCell(root, label, source, scopeNames, false);
     throw { message: 'the cell does not compile', line: null } satisfies CellCompileError;
   }
-  const file = writeModule(root, text);
+  const file = writeModule(path.join(root, '.dp', 'scripts'), `cell-${crypto.createHash('sha256').update(text).digest('hex').slice(0, 32)}`, text);
   const bodyLines = lines.length;
   return {
     url: pathToFileURL(file).href,
@@ -204,9 +178,4 @@ export function cellStack(error: unknown, compiled: CompiledCell, label: string)
     frames.push(`    at ${fn ? `${fn} (` : ''}${label}:${at}:${m[4]}${fn ? ')' : ''}`);
   }
   return [`${error.name}: ${error.message}`, ...frames].join('\n');
-}
-
-/** A cell compile failure as the standard 400. */
-export function cellCompileError(rel: string, cellIndex: number, e: CellCompileError) {
-  return badRequest('notebook_cell_error', `cell ${cellIndex}${e.line ? ` line ${e.line}` : ''}: ${e.message}`, { path: rel, cell_index: cellIndex, line: e.line });
 }
