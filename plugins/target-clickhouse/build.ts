@@ -138,7 +138,6 @@ async function waitMutations(target: ClickHouseTarget, database: string, table: 
   }
 }
 
-
 async function runSteps(target: ClickHouseTarget, steps: Step[], signal?: AbortSignal): Promise<void> {
   for (const step of steps) {
     if (signal?.aborted) throw badRequest('query_cancelled', 'Cancelled');

@@ -26,12 +26,15 @@ const MAX_VERIFIED = 2000;
 /** Transpiled texts the server has described once: a check that runs again is not verified again. */
 const verified = new Set<string>();
 
+/** A check reads: `readonly=2` lets the server refuse any write (settings such as join_use_nulls still apply). */
+const READ_ONLY = { settings: { readonly: 2 } };
+
 /** A read in DuckDB SQL, run on the target (transpiled and verified before its first run). */
 export async function readOnTarget(ctx: PluginContext, target: ClickHouseTarget, sql: string, what: string): Promise<TabularResult> {
   const select = await checkedTranspile(ctx, target, sql, what);
   if (!verified.has(select)) {
     try {
-      await target.describe(select);
+      await target.describe(select, READ_ONLY);
     } catch (e) {
       const caps = await target.capabilities();
       throw badRequest('unsupported_on_target', `${what}: ClickHouse ${caps.version} cannot run the check: ${serverMessage(e).replace(/^ClickHouse: /, '')}`, { check: what, version: caps.version });
@@ -39,7 +42,7 @@ export async function readOnTarget(ctx: PluginContext, target: ClickHouseTarget,
     if (verified.size >= MAX_VERIFIED) verified.delete(verified.values().next().value!);
     verified.add(select);
   }
-  return target.query(select);
+  return target.query(select, READ_ONLY);
 }
 
 /** A Distributed table over `system.<table>` of every node of the cluster (in the target's database). */

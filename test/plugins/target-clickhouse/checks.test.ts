@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { WAREHOUSE_TARGET_SERVICE, type WarehouseTargetService } from '../../../sdk/index.js';
 import { runCommand } from '../../../sdk/testing.js';
 import { closeInProcessClis, makeProject, runInProcess, startServer, type TestServer } from '../../helpers.js';
 import { clickhouseUnavailable, startClickHouseCluster, type RunningClickHouseCluster } from '../../support/clickhouse.js';
@@ -153,6 +154,15 @@ describe('checks, contracts, assertions, status and DAG on a ClickHouse target',
     } finally {
       fs.rmSync(path.join(root, 'contracts/odd.yml'));
     }
+  });
+
+  it('a check read cannot write on the target: a statement other than a SELECT is refused and changes nothing', async () => {
+    const service = server.app.services.get<WarehouseTargetService>(WAREHOUSE_TARGET_SERVICE.id);
+    await assert.rejects(service.readDuckdbSql('CREATE TABLE marts.probe AS SELECT 1 AS x', 'probe'), (e: any) => ['unsupported_on_target', 'untranslatable_sql'].includes(e.code));
+    await assert.rejects(service.readDuckdbSql('INSERT INTO marts.revenue (customer_id) VALUES (99)', 'probe'), (e: any) => ['unsupported_on_target', 'untranslatable_sql'].includes(e.code));
+    const target = await service.target();
+    assert.equal((await target.relations({ schema: 'marts' })).some((r) => r.name === 'probe'), false);
+    assert.deepEqual((await target.query('SELECT count() FROM marts.revenue WHERE customer_id = 99')).rows, [['0']]);
   });
 
   // Node 2 is also the cluster's second shard: its marts.orphans is the cluster's Distributed table.
