@@ -7,23 +7,11 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { durationKey, durationsFile, root, testFiles } from './test-files.mjs';
 
-const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
-const testDir = path.join(root, 'dist', 'test');
-const out = path.join(root, 'test', 'durations.json');
 const filters = process.argv.slice(2);
-const files = [];
-const walk = (dir) => {
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, entry.name);
-    if (entry.isDirectory()) walk(p);
-    else if (entry.name.endsWith('.test.js')) files.push(p);
-  }
-};
-if (fs.existsSync(testDir)) walk(testDir);
-const selected = files.sort().filter((f) => !filters.length || filters.some((s) => f.includes(s)));
-const durations = filters.length && fs.existsSync(out) ? JSON.parse(fs.readFileSync(out, 'utf8')) : {};
+const selected = testFiles(filters);
+const durations = filters.length && fs.existsSync(durationsFile) ? JSON.parse(fs.readFileSync(durationsFile, 'utf8')) : {};
 const concurrency = Number(process.env.DP_TEST_CONCURRENCY) || os.availableParallelism();
 let next = 0;
 async function worker() {
@@ -34,12 +22,12 @@ async function worker() {
       const child = spawn(process.execPath, ['--test', '--test-reporter=dot', file], { cwd: root, env: { ...process.env, DP_LOG_SILENT: '1' }, stdio: 'ignore' });
       child.on('close', resolve);
     });
-    const rel = path.relative(testDir, file).split(path.sep).join('/');
+    const rel = durationKey(file);
     durations[rel] = Math.round((Date.now() - started) / 100) / 10;
     process.stderr.write(`${String(durations[rel]).padStart(7)} s ${code ? 'FAILED ' : ''}${rel}\n`);
   }
 }
 await Promise.all(Array.from({ length: concurrency }, worker));
 const sorted = Object.fromEntries(Object.entries(durations).sort(([a, x], [b, y]) => y - x || a.localeCompare(b)));
-fs.writeFileSync(out, JSON.stringify(sorted, null, 2) + '\n');
-process.stderr.write(`wrote ${path.relative(root, out)} (${Object.keys(sorted).length} files)\n`);
+fs.writeFileSync(durationsFile, JSON.stringify(sorted, null, 2) + '\n');
+process.stderr.write(`wrote ${path.relative(root, durationsFile)} (${Object.keys(sorted).length} files)\n`);

@@ -8,29 +8,14 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { durationKey, durationsFile, root, testFiles } from './test-files.mjs';
 
-const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
-const testDir = path.join(root, 'dist', 'test');
-const filters = process.argv.slice(2);
-const files = [];
-const walk = (dir) => {
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, entry.name);
-    if (entry.isDirectory()) walk(p);
-    else if (entry.name.endsWith('.test.js')) files.push(p);
-  }
-};
-if (fs.existsSync(testDir)) walk(testDir);
-const durationsFile = path.join(root, 'test', 'durations.json');
 const durations = fs.existsSync(durationsFile) ? JSON.parse(fs.readFileSync(durationsFile, 'utf8')) : {};
 const known = Object.values(durations).sort((a, b) => a - b);
 // A file not in the list yet (new since the last timing) counts as a middling one.
 const typical = known.length ? known[Math.floor(known.length / 2)] : 0;
-const seconds = (file) => durations[path.relative(testDir, file).split(path.sep).join('/')] ?? typical;
-files.sort((a, b) => seconds(b) - seconds(a) || a.localeCompare(b));
-const selected = filters.length ? files.filter((f) => filters.some((s) => f.includes(s))) : files;
+const seconds = (file) => durations[durationKey(file)] ?? typical;
+const selected = testFiles(process.argv.slice(2)).sort((a, b) => seconds(b) - seconds(a) || a.localeCompare(b));
 if (selected.length === 0) {
   process.stderr.write('no test files found (did the build run?)\n');
   process.exit(1);
