@@ -42,7 +42,10 @@ if (process.argv[2] === '--collab') {
     }, (i * 1000) / job.clients),
   );
   process.on('message', async () => {
-    for (const t of timers) (clearInterval(t), clearTimeout(t));
+    for (const t of timers) {
+      clearInterval(t);
+      clearTimeout(t);
+    }
     // The last keystrokes still travel: converged is one text at every client within 10 s.
     const lengths = () => new Set(clients.map((c) => c.doc.getText(TEXT_CONTENT).toString()));
     for (let waited = 0; lengths().size > 1 && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
