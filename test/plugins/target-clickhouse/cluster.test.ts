@@ -8,7 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import type { App } from '../../../kernel/app.js';
 import { WAREHOUSE_TARGET_SERVICE, type ModelsService, type WarehouseTargetService } from '../../../sdk/index.js';
 import { runCommand } from '../../../sdk/testing.js';
-import { bootApp, makeProject } from '../../helpers.js';
+import { bootApp } from '../../helpers.js';
+import { clickhouseTestProject } from '../../support/clickhouse-project.js';
 import { clickhouseUnavailable, startClickHouseCluster, type RunningClickHouseCluster } from '../../support/clickhouse.js';
 import { ClickHouseTarget } from '../../../plugins/target-clickhouse/client.js';
 import { acquireRunLock } from '../../../plugins/target-clickhouse/lock.js';
@@ -17,31 +18,7 @@ const missing = clickhouseUnavailable();
 if (missing) console.log(`# skipped: the ClickHouse cluster tests need the Debian packages: ${missing}`);
 
 function project(ch: RunningClickHouseCluster, extra: Record<string, string> = {}): string {
-  return makeProject({
-    'project.yml': `name: ch
-database:
-  path: control.duckdb
-environments:
-  prod:
-    target:
-      type: clickhouse
-      url: ${ch.nodes[0]!.url}
-      cluster: ${ch.cluster}
-      database: shop
-      user: default
-      password: \${CH_PASSWORD}
-  single:
-    target:
-      type: clickhouse
-      url: ${ch.nodes[1]!.url}
-      database: solo
-      user: default
-      password: \${CH_PASSWORD}
-`,
-    '.env': `CH_PASSWORD=${ch.password}\n`,
-    'seeds/customers.csv': 'id,name,country\n1,Ann,FR\n2,Bob,DE\n3,Cid,FR\n4,Dee,\n',
-    'seeds/orders.csv': 'id,customer_id,amount,status\n1,1,10.5,paid\n2,1,20,paid\n3,2,7,open\n4,3,1,paid\n5,9,3,paid\n',
-    'transform/staging/stg_orders.sql': "-- @config materialized=view\nSELECT id, customer_id, CAST(amount AS DOUBLE) AS amount FROM seeds.orders WHERE status = 'paid'\n",
+  return clickhouseTestProject(ch, {
     'transform/marts/revenue.sql':
       '-- @config materialized=table, unique_key=customer_id\nSELECT c.id AS customer_id, c.name, coalesce(sum(o.amount), 0) AS revenue, count(o.id) AS orders\nFROM (SELECT id, name FROM seeds.customers) AS c LEFT JOIN staging.stg_orders AS o ON o.customer_id = c.id\nGROUP BY c.id, c.name\n',
     'transform/marts/orphans.sql': 'SELECT o.id, c.name FROM staging.stg_orders AS o LEFT JOIN seeds.customers AS c ON o.customer_id = c.id\n',
