@@ -24,25 +24,18 @@ if (r.status !== 0) {
 // "Activation on demand"). sdk/config.ts loads the bundle, or the package when there is none.
 const esbuild = await import('esbuild');
 const vendor = join(root, 'dist', 'vendor');
-await esbuild.build({
-  entryPoints: [createRequire(import.meta.url).resolve('@sinclair/typebox')],
-  bundle: true,
-  format: 'cjs',
-  platform: 'node',
-  target: 'node20',
-  logLevel: 'warning',
-  outfile: join(vendor, 'typebox.cjs'),
-});
 // yaml is 80 CommonJS modules and every command reads project.yml: sdk/yaml.ts loads the bundle, or the package.
-await esbuild.build({
-  entryPoints: [createRequire(import.meta.url).resolve('yaml')],
-  bundle: true,
-  format: 'cjs',
-  platform: 'node',
-  target: 'node20',
-  logLevel: 'warning',
-  outfile: join(vendor, 'yaml.cjs'),
-});
+for (const [pkg, file] of [['@sinclair/typebox', 'typebox.cjs'], ['yaml', 'yaml.cjs']]) {
+  await esbuild.build({
+    entryPoints: [createRequire(import.meta.url).resolve(pkg)],
+    bundle: true,
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    logLevel: 'warning',
+    outfile: join(vendor, file),
+  });
+}
 // yargs finds its translations next to its own module: point the bundle at the package's folder.
 const yargsBundle = await esbuild.build({
   stdin: { contents: "export { default as yargs } from 'yargs'; export { hideBin } from 'yargs/helpers';", resolveDir: root, loader: 'js' },
