@@ -7,6 +7,7 @@ import type { Caller } from './auth.js';
 import type { ModelBuildStatus } from './hooks.js';
 import type { Materialization } from './models.js';
 import { createExtensionPoint, createServiceRef, type QueryStopSignal } from './plugin.js';
+import type { QueryTarget } from './query-target.js';
 
 export interface SourceTable {
   name: string;
@@ -316,3 +317,13 @@ export interface ProjectValidator {
   validate(): Promise<ProjectProblem[]>;
 }
 export const PROJECT_VALIDATORS = createExtensionPoint<ProjectValidator>('models.validators');
+
+/** What a target plugin offers the query surfaces (`dp query`, `/api/query`, the SQL page). */
+export interface QueryTargetService {
+  /** The active environment's target for user queries, or null when queries run on the DuckDB file. */
+  active(): Promise<QueryTarget | null>;
+  /** Schemas, tables and their columns on the active target, for the SQL page's browser (null without a target). */
+  browse(): Promise<{ schemas: string[]; tables: Array<{ schema: string; name: string; type: string; columns: Array<{ name: string; type: string }> }> } | null>;
+}
+
+export const QUERY_TARGET_SERVICE = createServiceRef<QueryTargetService>('query-target');

@@ -72,9 +72,7 @@ export class MaskKeys {
     this.derived.clear();
     this.stored.clear();
     this.pending.clear();
-    const columns = await db.value<string>(
-      `SELECT string_agg(column_name, ',' ORDER BY column_index) FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = '${KEY_SCHEMA}' AND table_name = '${KEY_TABLE}'`,
-    );
+    const columns = (await db.catalog.columns(KEY_SCHEMA, KEY_TABLE)).map((c) => c.name).join(',');
     const emptyAsMade = columns === KEY_COLUMN_NAMES && (await db.value<boolean>(`SELECT NOT EXISTS (SELECT 1 FROM ${KEY_SCHEMA}.${KEY_TABLE})`)) === true;
     if (!emptyAsMade) {
       await db.run(`CREATE SCHEMA IF NOT EXISTS ${KEY_SCHEMA}`);

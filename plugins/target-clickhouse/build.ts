@@ -17,10 +17,10 @@ import {
   type PluginContext,
   type TransformSummary,
 } from '../../sdk/index.js';
-import { chIdent, chLiteral, serverMessage, type ClickHouseTarget } from './client.js';
+import { chIdent, chLiteral, serverMessage, systemTableEverywhere, type ClickHouseTarget } from './client.js';
 import { acquireRunLock } from './lock.js';
 import { incrementalSteps, rebuildSteps, type Step, type TargetModel } from './materialize.js';
-import { checkedTranspile, systemTableEverywhere } from './reads.js';
+import { checkedTranspile } from './reads.js';
 import { accumulatedToken, modelToken, readTargetStates, STATE_MIGRATION, writeTargetState } from './state.js';
 import { transpileToClickHouse } from './transpile.js';
 
@@ -202,3 +202,8 @@ export async function transformOnTarget(ctx: PluginContext, target: ClickHouseTa
   return { run_id: runId, status, duration_ms: duration, results };
 }
 
+/** `dp check`'s binding of a model on the target: what a transform does before it builds (checked, transpiled, described). */
+export async function verifyModelOnTarget(ctx: PluginContext, target: ClickHouseTarget, m: ModelInfo): Promise<void> {
+  refuseScd2(m);
+  await verifySelect(target, m.full_name, await selectFor(ctx, target, m));
+}

@@ -24,7 +24,7 @@ import {
   type TargetQueryOptions,
   type WarehouseTarget,
 } from '../../sdk/index.js';
-import { tableRowCounts } from './reads.js';
+import { LOCAL } from './names.js';
 
 /** Settings every dp statement runs with (see the file comment). */
 export const BASE_SETTINGS = { join_use_nulls: 1, insert_distributed_sync: 1 } as const;
@@ -228,4 +228,28 @@ function jsonValue(v: unknown): unknown {
   if (v instanceof Date) return v.toISOString().replace('T', ' ').replace('Z', '');
   if (v !== null && typeof v === 'object' && 'toString' in v && !Array.isArray(v)) return String(v);
   return v;
+}
+
+/** A Distributed table over `system.<table>` of every node of the cluster (in the target's database). */
+export async function systemTableEverywhere(target: ClickHouseTarget, table: string): Promise<string> {
+  const name = `${chIdent(target.database)}.${chIdent(`__dp_${table}`)}`;
+  await target.command(`CREATE DATABASE IF NOT EXISTS ${chIdent(target.database)}`);
+  await target.command(`CREATE TABLE IF NOT EXISTS ${name} AS system.${table} ENGINE = Distributed(${chIdent(target.cluster!)}, system, ${table})`);
+  return name;
+}
+
+/**
+ * Rows of every MergeTree table by lower-case `database.table`, summed over the active parts of
+ * every shard (what the server keeps; nothing is counted). A model's Distributed table gets the
+ * rows of its local tables (`<name>__dp_local`).
+ */
+export async function tableRowCounts(target: ClickHouseTarget): Promise<Map<string, number>> {
+  const parts = target.cluster ? await systemTableEverywhere(target, 'parts') : 'system.parts';
+  const r = await target.query(`SELECT database, table, sum(rows) FROM ${parts} WHERE active AND database != ${chLiteral('system')} GROUP BY database, table`);
+  const out = new Map<string, number>();
+  for (const [database, table, rows] of r.rows) {
+    const key = `${String(database)}.${String(table).replace(new RegExp(`${LOCAL}$`), '')}`.toLowerCase();
+    out.set(key, (out.get(key) ?? 0) + Number(rows));
+  }
+  return out;
 }

@@ -7,8 +7,8 @@
 import { badRequest, definePlugin, duckdbFileTarget, QUERY_TARGET_SERVICE, WAREHOUSE_TARGET_SERVICE, type WarehouseTarget } from '../../sdk/index.js';
 import { ClickHouseTarget } from './client.js';
 import { activeTargetConfig } from './config.js';
-import { MIGRATIONS, transformOnTarget } from './build.js';
-import { readOnTarget, verifyModelOnTarget } from './reads.js';
+import { MIGRATIONS, transformOnTarget, verifyModelOnTarget } from './build.js';
+import { readOnTarget } from './reads.js';
 import { seedOnTarget } from './seeds.js';
 import { queryTargetService } from './query-service.js';
 import { readTargetStates } from './state.js';

@@ -22,6 +22,7 @@
  * delete+insert stay shard-local); inserts are synchronous (`insert_distributed_sync=1`).
  */
 import { chIdent } from './client.js';
+import { LOCAL } from './names.js';
 
 export interface TargetModel {
   /** `schema.name` as dp names it. */
@@ -47,7 +48,7 @@ export type Step = { sql: string } | { waitMutations: { database: string; table:
 
 export const NEW = '__dp_new';
 export const OLD = '__dp_old';
-export const LOCAL = '__dp_local';
+export { LOCAL };
 export const DATA = '__dp_data';
 export const BATCH = '__dp_batch';
 export const INSERT = '__dp_ins';

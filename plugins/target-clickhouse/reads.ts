@@ -7,8 +7,6 @@
  */
 import { badRequest, type ModelInfo, type PluginContext, type TabularResult } from '../../sdk/index.js';
 import { chIdent, chLiteral, serverMessage, type ClickHouseTarget } from './client.js';
-import { refuseScd2, selectFor, verifySelect } from './build.js';
-import { LOCAL } from './materialize.js';
 import { transpileToClickHouse, unsupportedConstructs, unsupportedError } from './transpile.js';
 
 /** DuckDB SQL as ClickHouse SQL: refused naming the construct the server cannot run, else transpiled. */
@@ -45,32 +43,3 @@ export async function readOnTarget(ctx: PluginContext, target: ClickHouseTarget,
   return target.query(select, READ_ONLY);
 }
 
-/** A Distributed table over `system.<table>` of every node of the cluster (in the target's database). */
-export async function systemTableEverywhere(target: ClickHouseTarget, table: string): Promise<string> {
-  const name = `${chIdent(target.database)}.${chIdent(`__dp_${table}`)}`;
-  await target.command(`CREATE DATABASE IF NOT EXISTS ${chIdent(target.database)}`);
-  await target.command(`CREATE TABLE IF NOT EXISTS ${name} AS system.${table} ENGINE = Distributed(${chIdent(target.cluster!)}, system, ${table})`);
-  return name;
-}
-
-/**
- * Rows of every MergeTree table by lower-case `database.table`, summed over the active parts of
- * every shard (what the server keeps; nothing is counted). A model's Distributed table gets the
- * rows of its local tables (`<name>__dp_local`).
- */
-export async function tableRowCounts(target: ClickHouseTarget): Promise<Map<string, number>> {
-  const parts = target.cluster ? await systemTableEverywhere(target, 'parts') : 'system.parts';
-  const r = await target.query(`SELECT database, table, sum(rows) FROM ${parts} WHERE active AND database != ${chLiteral('system')} GROUP BY database, table`);
-  const out = new Map<string, number>();
-  for (const [database, table, rows] of r.rows) {
-    const key = `${String(database)}.${String(table).replace(new RegExp(`${LOCAL}$`), '')}`.toLowerCase();
-    out.set(key, (out.get(key) ?? 0) + Number(rows));
-  }
-  return out;
-}
-
-/** `dp check`'s binding of a model on the target: what a transform does before it builds (checked, transpiled, described). */
-export async function verifyModelOnTarget(ctx: PluginContext, target: ClickHouseTarget, m: ModelInfo): Promise<void> {
-  refuseScd2(m);
-  await verifySelect(target, m.full_name, await selectFor(ctx, target, m));
-}
