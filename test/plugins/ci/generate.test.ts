@@ -31,6 +31,8 @@ describe('dp ci generate', () => {
     assert.equal(again.code, 1);
     assert.match(again.stderr, /\.github\/workflows\/dp\.yml exists \(pass --force/);
     await closeInProcessClis(); // the script below runs the binary on this project
+    // The in-process runs opened the project's database; the script's own builds must make none here.
+    for (const f of fs.readdirSync(root)) if (/\.duckdb(\.wal)?$/.test(f)) fs.rmSync(path.join(root, f));
 
     const wf = parse(fs.readFileSync(path.join(root, '.github/workflows/dp.yml'), 'utf8'));
     assert.deepEqual(Object.keys(wf.on).sort(), ['pull_request', 'push']);
