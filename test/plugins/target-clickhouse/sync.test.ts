@@ -1,0 +1,108 @@
+/**
+ * Connector syncs on a ClickHouse environment (a real server, test/support/clickhouse.ts): the
+ * csv type's rows land in the target's tables (schema = ClickHouse database), a full refresh
+ * replaces the table, a high-watermark sync appends the rows past the greatest cursor value the
+ * target holds, the local file gets the sync's history and state but no landing table, and a
+ * mode the target lacks is refused naming it. Skipped, saying why, only when the Debian packages
+ * are absent.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { WAREHOUSE_TARGET_SERVICE, type WarehouseTargetService } from '../../../sdk/index.js';
+import { startServer, type TestServer } from '../../helpers.js';
+import { clickhouseTestProject } from '../../support/clickhouse-project.js';
+import { clickhouseUnavailable, startClickHouseCluster, type RunningClickHouseCluster } from '../../support/clickhouse.js';
+
+const missing = clickhouseUnavailable();
+if (missing) console.log(`# skipped: the ClickHouse tests need the Debian packages: ${missing}`);
+
+const outcome = (body: { results: Array<{ table: string; status: string; rows_synced: number; error: string | null }> }) =>
+  Object.fromEntries(body.results.map((r) => [r.table, r.error ?? `${r.status}:${r.rows_synced}`]));
+
+describe('connector syncs to a ClickHouse target', { skip: missing, timeout: 300_000 }, () => {
+  let ch: RunningClickHouseCluster;
+  let root: string;
+  let server: TestServer;
+  before(async () => {
+    ch = await startClickHouseCluster();
+    root = clickhouseTestProject(ch, {
+      'data/exports/products.csv': 'id,name\n1,Pen\n2,Book\n',
+      'data/exports/events.csv': 'id,kind,updated\n1,view,2024-01-01 10:00:00\n2,buy,2024-01-02 11:00:00\n3,view,2024-01-02 12:30:00\n',
+    });
+    server = await startServer(root, { env: 'single' });
+  });
+  after(async () => {
+    await server?.close();
+    await ch?.stop();
+  });
+  const onTarget = async (sql: string) => (await server.app.services.get<WarehouseTargetService>(WAREHOUSE_TARGET_SERVICE.id).target()).query(sql);
+  const count = async (table: string) => Number((await onTarget(`SELECT count() FROM ${table}`)).rows[0]![0]);
+
+  it('a full refresh replaces the table on the target, a high-watermark sync appends the newer rows; the local file holds no landing table', async () => {
+    const setup = await server.request('POST', '/api/connectors/setup', {
+      connector_type: 'csv',
+      connection_name: 'exports',
+      config: { path: 'data/exports' },
+      tables: [{ name: 'products', cdc_mode: 'full_refresh' }, { name: 'events', cdc_mode: 'high_watermark', cdc_column: 'updated' }],
+      target_schema: 'raw',
+    });
+    assert.equal(setup.status, 200, setup.text);
+    const first = await server.request('POST', '/api/connectors/sync/exports');
+    assert.equal(first.status, 200, first.text);
+    assert.deepEqual(outcome(first.body), { products: 'success:2', events: 'success:3' });
+    assert.deepEqual([await count('raw.products'), await count('raw.events')], [2, 3]);
+    assert.equal(first.body.results[1].watermark_after, '2024-01-02 12:30:00');
+
+    fs.writeFileSync(path.join(root, 'data/exports/products.csv'), 'id,name\n1,Pen\n2,Book\n3,Ink\n');
+    fs.appendFileSync(path.join(root, 'data/exports/events.csv'), '4,buy,2024-01-03 09:00:00\n5,view,2024-01-03 09:30:00\n');
+    const second = await server.request('POST', '/api/connectors/sync/exports');
+    assert.deepEqual(outcome(second.body), { products: 'success:3', events: 'success:2' });
+    assert.deepEqual([second.body.results[1].watermark_before, second.body.results[1].watermark_after], ['2024-01-02 12:30:00', '2024-01-03 09:30:00']);
+    // Replaced, not appended; appended once, not duplicated.
+    assert.deepEqual((await onTarget('SELECT name FROM raw.products ORDER BY id')).rows, [['Pen'], ['Book'], ['Ink']]);
+    assert.deepEqual((await onTarget('SELECT id FROM raw.events ORDER BY id')).rows.map((r) => String(r[0])), ['1', '2', '3', '4', '5']);
+    const again = await server.request('POST', '/api/connectors/sync/exports');
+    assert.deepEqual(outcome(again.body), { products: 'success:3', events: 'success:0' });
+    assert.equal(await count('raw.events'), 5);
+
+    // The rows are on the target only; the sync's history and CDC state are in the local file.
+    assert.equal(await server.app.db.catalog.exists('raw', 'products'), false);
+    assert.equal(await server.app.db.catalog.exists('raw', 'events'), false);
+    const state = (await server.request('GET', '/api/cdc/exports')).body.tables;
+    assert.equal(state.find((t: { table_name: string }) => t.table_name === 'events').watermark_value, '2024-01-03 09:30:00');
+    const history = await server.app.db.value<bigint>("SELECT count(*) FROM _service.connector_syncs WHERE connector_name = 'exports'");
+    assert.equal(Number(history), 3);
+  });
+
+  it('a target table lost since the last sync (dropped, restored from an older copy) is read again from what it holds, never left with a gap', async () => {
+    const target = await server.app.services.get<WarehouseTargetService>(WAREHOUSE_TARGET_SERVICE.id).target();
+    // An older copy of the table put back: the rows up to the first sync's watermark.
+    await target.command('RENAME TABLE raw.events TO raw.events_full');
+    await target.command('CREATE TABLE raw.events AS raw.events_full');
+    await target.command('INSERT INTO raw.events SELECT * FROM raw.events_full WHERE id <= 3');
+    await target.command('DROP TABLE raw.events_full');
+    const afterRestore = await server.request('POST', '/api/connectors/sync/exports');
+    assert.deepEqual(outcome(afterRestore.body), { products: 'success:3', events: 'success:2' });
+    assert.equal(afterRestore.body.results[1].watermark_before, '2024-01-02 12:30:00');
+    await target.command('DROP TABLE raw.events');
+    const afterDrop = await server.request('POST', '/api/connectors/sync/exports');
+    assert.deepEqual(outcome(afterDrop.body), { products: 'success:3', events: 'success:5' });
+    assert.equal(afterDrop.body.results[1].watermark_before, null);
+    assert.equal(await count('raw.events'), 5);
+  });
+
+  it('a cdc_mode the target lacks is refused with not_on_target naming it, and nothing lands', async () => {
+    fs.mkdirSync(path.join(root, 'data/tracked'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'data/tracked/stock.csv'), 'sku,qty\nA,1\n');
+    const setup = await server.request('POST', '/api/connectors/setup', { connector_type: 'csv', connection_name: 'tracked', config: { path: 'data/tracked' }, tables: [{ name: 'stock', cdc_mode: 'file_tracking' }], target_schema: 'raw' });
+    assert.equal(setup.status, 200, setup.text);
+    const sync = await server.request('POST', '/api/connectors/sync/tracked');
+    assert.equal(sync.status, 400, sync.text);
+    assert.equal(sync.body.error.code, 'not_on_target');
+    assert.match(sync.body.error.message, /A connector sync with cdc_mode 'file_tracking' \(table 'stock'\) works on the local DuckDB file only; the environment 'single' builds into ClickHouse/);
+    assert.equal((await onTarget("SELECT count() FROM system.tables WHERE database = 'raw' AND name = 'stock'")).rows[0]![0], '0');
+    assert.equal(await server.app.db.catalog.exists('raw', 'stock'), false);
+  });
+});
