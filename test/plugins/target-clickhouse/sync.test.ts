@@ -93,6 +93,25 @@ describe('connector syncs to a ClickHouse target', { skip: missing, timeout: 300
     assert.equal(await count('raw.events'), 5);
   });
 
+  it('on the 2-shard cluster the rows land in a Distributed table over both shards, appended once', async () => {
+    // Node 2 is also the cluster's second shard, where the tests above made raw.events: another database.
+    const clustered = clickhouseTestProject(ch, { 'data/exports/events.csv': 'id,kind\n1,view\n2,buy\n3,view\n' });
+    const prod = await startServer(clustered, { env: 'prod' });
+    try {
+      const setup = await prod.request('POST', '/api/connectors/setup', { connector_type: 'csv', connection_name: 'exports', config: { path: 'data/exports' }, tables: [{ name: 'events', cdc_mode: 'high_watermark', cdc_column: 'id' }], target_schema: 'lake' });
+      assert.equal(setup.status, 200, setup.text);
+      assert.deepEqual(outcome((await prod.request('POST', '/api/connectors/sync/exports')).body), { events: 'success:3' });
+      fs.appendFileSync(path.join(clustered, 'data/exports/events.csv'), '4,buy\n5,view\n');
+      assert.deepEqual(outcome((await prod.request('POST', '/api/connectors/sync/exports')).body), { events: 'success:2' });
+      const target = await prod.app.services.get<WarehouseTargetService>(WAREHOUSE_TARGET_SERVICE.id).target();
+      assert.deepEqual((await target.query("SELECT engine FROM system.tables WHERE database = 'lake' AND name = 'events'")).rows, [['Distributed']]);
+      assert.deepEqual((await target.query('SELECT count(), uniqExact(id) FROM lake.events')).rows.map((r) => r.map(String)), [['5', '5']]);
+      assert.equal(await prod.app.db.catalog.exists('lake', 'events'), false);
+    } finally {
+      await prod.close();
+    }
+  });
+
   it('a cdc_mode the target lacks is refused with not_on_target naming it, and nothing lands', async () => {
     fs.mkdirSync(path.join(root, 'data/tracked'), { recursive: true });
     fs.writeFileSync(path.join(root, 'data/tracked/stock.csv'), 'sku,qty\nA,1\n');
