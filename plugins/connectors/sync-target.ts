@@ -7,7 +7,9 @@
  * High watermark: the watermark is the greatest cursor value of the table on the target, not the
  * one stored in the local state. The table and the state live in two places and cannot change in
  * one transaction, so the table is the truth: a table dropped or restored to an older copy is
- * re-read from what it holds (none: a full re-sync), never left with a silent gap.
+ * re-read from what it holds (none: a full re-sync), never left with a silent gap. The local
+ * state still says whether there is a watermark at all: without its row (first sync, a reset)
+ * the sync is a full re-sync, as on the file.
  */
 import type { CdcMode, ConnectorReadRequest, ConnectorType, DbConnection, WarehouseTargetService } from '../../sdk/index.js';
 

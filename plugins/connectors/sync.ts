@@ -9,6 +9,9 @@
  * into `bulkLoad` (DuckDB's appender). Either way memory stays bounded (the pipe's buffer, one
  * batch) whatever the table size; under the transaction DuckDB writes large appends
  * optimistically to the database file, not to memory.
+ *
+ * On a ClickHouse environment the rows land on the target instead (sync-target.ts); the history
+ * and CDC state stay here.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -199,7 +202,9 @@ export class SyncEngine {
     try {
       if (onTarget) {
         const into = { schema, table: target, mode, cdcColumn: mode === 'high_watermark' ? table.cdc_column! : null };
-        before = await targetWatermark(onTarget, into);
+        // A reset (no state row in this mode) is a full re-sync, as on the file.
+        const prior = await this.state.get(conn, connector.name, table.name);
+        before = prior?.cdc_mode === mode ? await targetWatermark(onTarget, into) : null;
         const request = { table: table.name, ...(table.source_query ? { sourceQuery: table.source_query } : {}), ...(into.cdcColumn ? { cursor: { column: into.cdcColumn, after: before } } : {}), batchRows: BATCH_ROWS, signal, runtime: this.runtime() };
         const { rows, watermark } = await syncTableToTarget(onTarget, conn, type, config, request, into, before);
         await conn.transaction((tx) => this.state.put(tx, { connector: connector.name, table: table.name, mode, watermark, mtime: null, rows }));

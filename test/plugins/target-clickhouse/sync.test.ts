@@ -91,6 +91,12 @@ describe('connector syncs to a ClickHouse target', { skip: missing, timeout: 300
     assert.deepEqual(outcome(afterDrop.body), { products: 'success:3', events: 'success:5' });
     assert.equal(afterDrop.body.results[1].watermark_before, null);
     assert.equal(await count('raw.events'), 5);
+    // A reset of the table's CDC state is a full re-sync, as on the file: replaced, not appended.
+    const reset = await server.request('POST', '/api/cdc/exports/reset', { table: 'events' });
+    assert.equal(reset.status, 200, reset.text);
+    const afterReset = await server.request('POST', '/api/connectors/sync/exports');
+    assert.deepEqual(outcome(afterReset.body), { products: 'success:3', events: 'success:5' });
+    assert.equal(await count('raw.events'), 5);
   });
 
   it('on the 2-shard cluster the rows land in a Distributed table over both shards, appended once', async () => {
