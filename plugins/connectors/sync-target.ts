@@ -34,7 +34,8 @@ async function readRows(conn: DbConnection, type: ConnectorType, config: Record<
   const select = type.readSql?.(config, request) ?? null;
   if (select) {
     const s = await conn.stream(select);
-    return { columns: s.columns.map((name, i) => ({ name, type: s.column_types[i]! })), rows: s.chunks };
+    const rows = s.chunks[Symbol.asyncIterator]();
+    return { columns: s.columns.map((name, i) => ({ name, type: s.column_types[i]! })), rows: { [Symbol.asyncIterator]: () => rows }, close: async () => void (await rows.return?.()) };
   }
   const it = type.read(config, request)[Symbol.asyncIterator]();
   const first = await it.next();
@@ -43,7 +44,7 @@ async function readRows(conn: DbConnection, type: ConnectorType, config: Record<
     yield first.value.rows;
     for (let next = await it.next(); !next.done; next = await it.next()) yield next.value.rows;
   })();
-  return { columns: first.value.columns.map((c) => ({ name: c.name, type: c.type })), rows };
+  return { columns: first.value.columns.map((c) => ({ name: c.name, type: c.type })), rows, close: async () => void (await it.return?.()) };
 }
 
 /**
@@ -60,6 +61,15 @@ export async function syncTableToTarget(
   before: string | null,
 ): Promise<{ rows: number; watermark: string | null }> {
   const source = await readRows(conn, type, config, request);
+  // A load that fails before reading every row still ends the source's read (its connection).
+  try {
+    return await loadRows(warehouse, source, into, before);
+  } finally {
+    await source.close().catch(() => undefined);
+  }
+}
+
+async function loadRows(warehouse: WarehouseTargetService, source: Awaited<ReturnType<typeof readRows>>, into: TargetSync, before: string | null): Promise<{ rows: number; watermark: string | null }> {
   if (into.cdcColumn && !source.columns.some((c) => c.name === into.cdcColumn)) {
     throw new Error(`cdc_column '${into.cdcColumn}' is not a column of the source (columns: ${source.columns.map((c) => c.name).join(', ')})`);
   }

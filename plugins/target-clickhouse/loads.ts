@@ -31,6 +31,31 @@ export interface RowsLoad {
   rows: AsyncIterable<unknown[][]>;
 }
 
+const DECIMAL_TEXT = /^-?(\d+)(?:\.(\d+))?$/;
+
+/**
+ * 18.16 reads a Decimal in JSONEachRow only as a JSON number, and readers give decimals as text
+ * (exact). A text of up to 15 significant digits is sent as the number it spells (a double keeps
+ * 15 digits, so the number's text is the same decimal); a longer one stays text, which the server
+ * refuses rather than round.
+ */
+function decimalsAsNumbers(columns: RowsLoad['columns'], rows: AsyncIterable<unknown[][]>): AsyncIterable<unknown[][]> {
+  const decimals = columns.flatMap((c, i) => (/^DECIMAL/i.test(c.type) ? [i] : []));
+  if (!decimals.length) return rows;
+  const exact = (v: unknown): unknown => {
+    if (v === null || v === undefined || typeof v === 'number') return v;
+    const text = String(v);
+    const m = DECIMAL_TEXT.exec(text);
+    return m && (m[1]!.replace(/^0+/, '') + (m[2] ?? '')).length <= 15 ? Number(text) : text;
+  };
+  return (async function* () {
+    for await (const batch of rows) {
+      for (const row of batch) for (const i of decimals) row[i] = exact(row[i]);
+      yield batch;
+    }
+  })();
+}
+
 function tableModel(schema: string, table: string, columns: RowsLoad['columns']): TargetModel {
   return { model: `${schema}.${table}`, database: schema, name: table, materialized: 'table', strategy: 'append', uniqueKey: [], orderBy: null, shardingKey: null, select: 'SELECT 1', filter: null, columns: columns.map((c) => ({ name: c.name, type: clickhouseType(c.type) })) };
 }
@@ -57,7 +82,7 @@ export async function loadRowsOnTarget(target: ClickHouseTarget, load: RowsLoad,
     const insertAt = steps.findIndex((s) => 'sql' in s && s.sql.startsWith('INSERT INTO'));
     await run(target, steps.slice(0, insertAt));
     const into = /^INSERT INTO `[^`]*`\.`([^`]*)`/.exec((steps[insertAt] as { sql: string }).sql)![1]!;
-    const loaded = await target.bulkInsert({ schema: load.schema, name: into }, names, load.rows);
+    const loaded = await target.bulkInsert({ schema: load.schema, name: into }, names, decimalsAsNumbers(load.columns, load.rows));
     await run(target, steps.slice(insertAt + 1));
     return loaded;
   }
@@ -68,7 +93,7 @@ export async function loadRowsOnTarget(target: ClickHouseTarget, load: RowsLoad,
   const drop = dropDataTable(load.schema, stage, target.cluster);
   await run(target, [...drop, ...createDataTable(model, stage, target.cluster)].map((sql) => ({ sql })));
   try {
-    const loaded = await target.bulkInsert({ schema: load.schema, name: stage }, names, load.rows);
+    const loaded = await target.bulkInsert({ schema: load.schema, name: stage }, names, decimalsAsNumbers(load.columns, load.rows));
     const cols = names.map(chIdent).join(', ');
     await target.command(`INSERT INTO ${tableName(load.schema, load.table)} (${cols}) SELECT ${cols} FROM ${tableName(load.schema, stage)}`);
     return loaded;

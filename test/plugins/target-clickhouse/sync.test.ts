@@ -3,7 +3,8 @@
  * csv type's rows land in the target's tables (schema = ClickHouse database), a full refresh
  * replaces the table, a high-watermark sync appends the rows past the greatest cursor value the
  * target holds, the local file gets the sync's history and state but no landing table, and a
- * mode the target lacks is refused naming it. Skipped, saying why, only when the Debian packages
+ * mode the target lacks is refused naming it. The postgres type (a real PostgreSQL 15) covers a
+ * reader's own batches: NUMERIC as an exact Decimal, a TIMESTAMP cursor. Skipped, saying why, only when the Debian packages
  * are absent.
  */
 import assert from 'node:assert/strict';
@@ -11,8 +12,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { WAREHOUSE_TARGET_SERVICE, type WarehouseTargetService } from '../../../sdk/index.js';
+import pg from 'pg';
 import { startServer, type TestServer } from '../../helpers.js';
 import { clickhouseTestProject } from '../../support/clickhouse-project.js';
+import { startPostgres } from '../../support/databases.js';
 import { clickhouseUnavailable, startClickHouseCluster, type RunningClickHouseCluster } from '../../support/clickhouse.js';
 
 const missing = clickhouseUnavailable();
@@ -115,6 +118,41 @@ describe('connector syncs to a ClickHouse target', { skip: missing, timeout: 300
       assert.equal(await prod.app.db.catalog.exists('lake', 'events'), false);
     } finally {
       await prod.close();
+    }
+  });
+
+  it('a type that streams its own batches (postgres) lands them the same way, its timestamps as the watermark', async () => {
+    const source = await startPostgres();
+    const client = new pg.Client({ host: source.host, port: source.port, user: source.user, password: source.password, database: source.database });
+    await client.connect();
+    try {
+      await client.query(`CREATE TABLE public.prices (id INTEGER, amount NUMERIC(10,2), updated_at TIMESTAMP);
+        INSERT INTO public.prices SELECT i, i * 1.5, TIMESTAMP '2024-01-01' + i * INTERVAL '1 minute' FROM generate_series(1, 3000) i;`);
+      const pgRoot = clickhouseTestProject(ch, {});
+      fs.appendFileSync(
+        path.join(pgRoot, 'project.yml'),
+        `connections:\n  src:\n    type: postgres\n    host: ${source.host}\n    port: ${source.port}\n    database: ${source.database}\n    user: ${source.user}\n    password: \${SRC_PASSWORD}\n` +
+          'connectors:\n  src:\n    type: postgres\n    target_schema: pg\n    tables:\n      - name: public.prices\n        cdc_mode: high_watermark\n        cdc_column: updated_at\n',
+      );
+      fs.appendFileSync(path.join(pgRoot, '.env'), `SRC_PASSWORD=${source.password}\n`);
+      const pgServer = await startServer(pgRoot, { env: 'single' });
+      try {
+        const first = await pgServer.request('POST', '/api/connectors/sync/src');
+        assert.deepEqual(outcome(first.body), { 'public.prices': 'success:3000' });
+        await client.query(`INSERT INTO public.prices SELECT i, i * 1.5, TIMESTAMP '2024-01-01' + i * INTERVAL '1 minute' FROM generate_series(3001, 3010) i`);
+        const second = await pgServer.request('POST', '/api/connectors/sync/src');
+        assert.deepEqual(outcome(second.body), { 'public.prices': 'success:10' });
+        assert.equal(second.body.results[0].watermark_before, '2024-01-03 02:00:00');
+        const target = await pgServer.app.services.get<WarehouseTargetService>(WAREHOUSE_TARGET_SERVICE.id).target();
+        assert.deepEqual((await target.query('SELECT count(), uniqExact(id), toString(sum(amount)) FROM pg.prices')).rows.map((r) => r.map(String)), [['3010', '3010', '6797332.50']]);
+        // NUMERIC stays a Decimal on the target, its values exact.
+        assert.deepEqual((await target.query("SELECT type FROM system.columns WHERE database = 'pg' AND table = 'prices' AND name = 'amount'")).rows, [['Nullable(Decimal(10, 2))']]);
+      } finally {
+        await pgServer.close();
+      }
+    } finally {
+      await client.end();
+      await source.stop();
     }
   });
 
