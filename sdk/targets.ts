@@ -181,6 +181,14 @@ export interface WarehouseTargetService {
   /** `dp seed` on the active environment's target, in large batches. */
   loadSeeds(seeds: SeedInfo[], options: { schema?: string; targets?: string[] | null }): Promise<SeedLoadResult[]>;
   /**
+   * Rows read on this machine (a connector sync; columns with DuckDB types) landed in
+   * `schema.table` on the active target in large batches: `replace` builds a new table and swaps
+   * it in, `append` adds them in one statement once all have arrived (a failed load adds none).
+   */
+  loadRows(load: { schema: string; table: string; mode: 'replace' | 'append'; columns: ReadonlyArray<{ name: string; type: string }>; rows: AsyncIterable<unknown[][]> }): Promise<{ rows: number }>;
+  /** The greatest value of `column` in `schema.table` on the active target as text; null when the table is absent or holds none (a high-watermark sync's watermark there). */
+  greatestValue(schema: string, table: string, column: string): Promise<string | null>;
+  /**
    * A read written in DuckDB SQL (a check's, a contract's, an assertion's) run where the models
    * are: on the DuckDB file as is; on ClickHouse checked for constructs the server lacks,
    * transpiled and verified with `DESCRIBE` like a model body (once per text). `what` names the
@@ -193,7 +201,7 @@ export interface WarehouseTargetService {
   builtStates(): Promise<Map<string, { kind: 'model' | 'seed'; content_hash: string; state_hash: string; materialized: string | null }>>;
   /**
    * Refuses (DpError 400 `not_on_target`) a DuckDB-only feature (versioning, backups, notebook
-   * TypeScript cells) when the active environment builds into a ClickHouse target.
+   * TypeScript cells, a sync's cdc_mode the target lacks) when the active environment builds into a ClickHouse target.
    */
   assertLocalOnly(feature: string): void;
 }

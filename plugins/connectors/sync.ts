@@ -9,6 +9,9 @@
  * into `bulkLoad` (DuckDB's appender). Either way memory stays bounded (the pipe's buffer, one
  * batch) whatever the table size; under the transaction DuckDB writes large appends
  * optimistically to the database file, not to memory.
+ *
+ * On a ClickHouse environment the rows land on the target instead (sync-target.ts); the history
+ * and CDC state stay here.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -31,12 +34,14 @@ import {
   type Logger,
   type PluginContext,
   type SyncContext,
+  type WarehouseTargetService,
 } from '../../sdk/index.js';
 import type { ConnectorConfig, TableConfig } from './config.js';
 import type { ConnectorSettings } from './settings.js';
 import type { TypeRegistry } from './registry.js';
 import { scratchName, SYNC_SCRATCH } from './scratch.js';
 import type { CdcStateStore } from './state.js';
+import { syncTableToTarget, TARGET_CDC_MODES, targetWatermark } from './sync-target.js';
 
 /** Rows per batch asked of a reader. */
 export const BATCH_ROWS = 10_000;
@@ -115,12 +120,14 @@ export class SyncEngine {
 
   /** Syncs every table of a connector (or `options.tables`), one transaction each. */
   async syncConnector(name: string, options: SyncOptions): Promise<CDCSyncResult[]> {
-    // Loads land in the DuckDB file; on a ClickHouse environment the models could not read them.
-    this.ctx.services.find(WAREHOUSE_TARGET_SERVICE)?.assertLocalOnly('A connector sync');
     const connector = this.settings.connector(name);
     const started = new Date();
     const t0 = performance.now();
     const tables = options.tables ? connector.tables.filter((t) => options.tables!.includes(t.name)) : connector.tables;
+    // On a ClickHouse environment the rows land on the target, where its models read them.
+    const warehouse = this.ctx.services.find(WAREHOUSE_TARGET_SERVICE);
+    const onTarget = warehouse?.config() ? warehouse : null;
+    for (const t of tables) if (onTarget && !TARGET_CDC_MODES.includes(t.cdc_mode as CdcMode)) onTarget.assertLocalOnly(`A connector sync with cdc_mode '${t.cdc_mode}' (table '${t.name}')`);
     const results: CDCSyncResult[] = [];
     let setupError: string | null = null;
     await this.ctx.db.exclusive(async () => {
@@ -137,7 +144,7 @@ export class SyncEngine {
         return;
       }
       for (const table of tables) {
-        const r = await this.syncTable(connector, table, resolved.type.type, resolved.config, options.signal ?? this.ctx.signal);
+        const r = await this.syncTable(connector, table, resolved.type.type, resolved.config, options.signal ?? this.ctx.signal, onTarget);
         results.push(r);
         options.onTable?.(r);
       }
@@ -160,7 +167,14 @@ export class SyncEngine {
     return { table: t.name, status, rows_synced: rows, duration_ms: Math.round(ms), cdc_mode: t.cdc_mode as CdcMode, watermark_before: before, watermark_after: after, error };
   }
 
-  private async syncTable(connector: ConnectorConfig, table: TableConfig, type: import('../../sdk/index.js').ConnectorType, config: Record<string, unknown>, signal: AbortSignal): Promise<CDCSyncResult> {
+  private async syncTable(
+    connector: ConnectorConfig,
+    table: TableConfig,
+    type: import('../../sdk/index.js').ConnectorType,
+    config: Record<string, unknown>,
+    signal: AbortSignal,
+    onTarget: WarehouseTargetService | null,
+  ): Promise<CDCSyncResult> {
     const t0 = performance.now();
     const mode = table.cdc_mode as CdcMode;
     const supported = type.cdcModes ?? ['full_refresh'];
@@ -186,6 +200,16 @@ export class SyncEngine {
     signal.addEventListener('abort', abort, { once: true });
     let before: string | null = null;
     try {
+      if (onTarget) {
+        const into = { schema, table: target, mode, cdcColumn: mode === 'high_watermark' ? table.cdc_column! : null };
+        // A reset (no state row in this mode) is a full re-sync, as on the file.
+        const prior = await this.state.get(conn, connector.name, table.name);
+        before = prior?.cdc_mode === mode ? await targetWatermark(onTarget, into) : null;
+        const request = { table: table.name, ...(table.source_query ? { sourceQuery: table.source_query } : {}), ...(into.cdcColumn ? { cursor: { column: into.cdcColumn, after: before } } : {}), batchRows: BATCH_ROWS, signal, runtime: this.runtime() };
+        const { rows, watermark } = await syncTableToTarget(onTarget, conn, type, config, request, into, before);
+        await conn.transaction((tx) => this.state.put(tx, { connector: connector.name, table: table.name, mode, watermark, mtime: null, rows }));
+        return fire(this.result(table, 'success', rows, performance.now() - t0, before, watermark, null));
+      }
       const prior = await this.state.get(conn, connector.name, table.name);
       // A state row from another mode (the table's mode changed) counts as no state.
       const state = prior && prior.cdc_mode === mode ? prior : undefined;

@@ -10,6 +10,6 @@ export const errors = defineErrors({
   },
   untranslatable_sql: { status: 400, meaning: "A model's DuckDB SQL cannot be transpiled to ClickHouse; the message names the model." },
   run_locked: { status: 409, meaning: 'Another dp process holds the run lock of this ClickHouse database (its lease has not ended); the message names the holder.' },
-  not_on_target: { status: 400, meaning: 'A DuckDB-only feature (versioning, backups, notebook TypeScript cells, query explain, connector syncs) was used while the active environment builds into a ClickHouse target.' },
+  not_on_target: { status: 400, meaning: 'A DuckDB-only feature (versioning, backups, notebook TypeScript cells, query explain, a connector sync in file_tracking mode) was used while the active environment builds into a ClickHouse target.' },
   query_cancelled: { status: 400, meaning: 'A statement on the target was cancelled (shutdown, maintenance or an aborted run) before or while it ran.' },
 });

@@ -10,6 +10,7 @@ import { activeTargetConfig } from './config.js';
 import { MIGRATIONS, transformOnTarget, verifyModelOnTarget } from './build.js';
 import { readOnTarget } from './reads.js';
 import { seedOnTarget } from './seeds.js';
+import { greatestOnTarget, loadRowsOnTarget } from './loads.js';
 import { queryTargetService } from './query-service.js';
 import { readTargetStates } from './state.js';
 
@@ -33,6 +34,8 @@ export default definePlugin({
       target: async (): Promise<WarehouseTarget> => (activeTargetConfig(ctx) ? clickhouse() : duckdbFileTarget(ctx.db)),
       transform: async (models, options) => transformOnTarget(ctx, await clickhouse(), models, options),
       loadSeeds: async (seeds, options) => seedOnTarget(ctx, await clickhouse(), seeds, options),
+      loadRows: async (load) => loadRowsOnTarget(await clickhouse(), load),
+      greatestValue: async (schema, table, column) => greatestOnTarget(await clickhouse(), schema, table, column),
       readDuckdbSql: async (sql, what) => (activeTargetConfig(ctx) ? readOnTarget(ctx, await clickhouse(), sql, what) : ctx.db.query(sql)),
       verifyModel: async (model) => verifyModelOnTarget(ctx, await clickhouse(), model),
       builtStates: async () => readTargetStates(ctx, await clickhouse()),

@@ -1,8 +1,8 @@
 /**
  * On an environment whose target is ClickHouse, the features that work on the local DuckDB file
- * only (versions, backups, notebook TypeScript cells, explain) refuse with `not_on_target`, and
- * nothing reaches the server (the url below has no server); a query goes to the target, never to
- * the local file. Without a target they work as before.
+ * only (versions, backups, notebook TypeScript cells, explain, a sync's file_tracking) refuse with
+ * `not_on_target`, and nothing reaches the server (the url below has no server); a query goes to
+ * the target, never to the local file. Without a target they work as before.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -40,18 +40,18 @@ describe('DuckDB-only features on a ClickHouse environment', () => {
     assert.doesNotMatch(query.stdout + query.stderr, /never-shown-secret/);
   });
 
-  it('a connector sync refuses with not_on_target rather than land rows the models on ClickHouse could not read', async () => {
+  it('a connector sync in a cdc_mode the target lacks refuses with not_on_target naming the mode, before any row is read', async () => {
     const dir = root();
     fs.mkdirSync(path.join(dir, 'data/exports'), { recursive: true });
     fs.writeFileSync(path.join(dir, 'data/exports/products.csv'), 'id,name\n1,a\n');
     const s = await startServer(dir, { env: 'prod' });
     try {
-      const setup = await s.request('POST', '/api/connectors/setup', { connector_type: 'csv', connection_name: 'exports', config: { path: 'data/exports' }, tables: [{ name: 'products', cdc_mode: 'full_refresh' }], target_schema: 'raw' });
+      const setup = await s.request('POST', '/api/connectors/setup', { connector_type: 'csv', connection_name: 'exports', config: { path: 'data/exports' }, tables: [{ name: 'products', cdc_mode: 'file_tracking' }], target_schema: 'raw' });
       assert.equal(setup.status, 200, setup.text);
       const sync = await s.request('POST', '/api/connectors/sync/exports');
       assert.equal(sync.status, 400, sync.text);
       assert.equal(sync.body.error.code, 'not_on_target');
-      assert.match(sync.body.error.message, /A connector sync works on the local DuckDB file only/);
+      assert.match(sync.body.error.message, /A connector sync with cdc_mode 'file_tracking' \(table 'products'\) works on the local DuckDB file only/);
       assert.equal(await s.app.db.catalog.exists('raw', 'products'), false);
     } finally {
       await s.close();
