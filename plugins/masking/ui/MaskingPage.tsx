@@ -3,7 +3,7 @@
  * schema, and a preview of a table's sample as a chosen role sees it.
  */
 import { useEffect, useMemo, useState } from 'react';
-import { api, Badge, Dialog, Empty, ErrorBox, Field, loadMaskingPolicies, Loading, maskedAtOf, maskedResultTitle, PageHeader, ResultsGrid, seg, Table, Tabs, useApi, useCan, usePersistentState, useSession, type MaskedResultColumn, type PageProps, type Role } from '@dp/ui';
+import { api, Badge, Empty, ErrorBox, Field, FormDialog, loadMaskingPolicies, Loading, maskedAtOf, maskedResultTitle, PageHeader, ResultsGrid, seg, Table, Tabs, useApi, useCan, usePersistentState, useSession, type MaskedResultColumn, type PageProps, type Role } from '@dp/ui';
 import type { MaskingPolicy } from '../api-types';
 
 /** A policy derived through column lineage (GET /api/masking/policies?derived=true). */
@@ -208,8 +208,6 @@ function PolicyDialog({ policy, methods, onClose, onSaved }: { policy: MaskingPo
   const [exempt, setExempt] = useState<string[]>(existing?.exempted_roles ?? ['admin']);
   const [conditionColumn, setConditionColumn] = useState(existing?.condition_column ?? '');
   const [conditionValue, setConditionValue] = useState(existing?.condition_value ?? '');
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
   const [schema, table] = target.split(/\.(.*)/s);
   const columns = useApi((signal) => (schema && table ? api.get<{ columns: Array<{ name: string }> }>(`/api/tables/${seg(schema)}/${seg(table)}`, { signal }).then((d) => d.columns.map((c) => c.name)) : Promise.resolve([] as string[])), [schema, table]);
   useEffect(() => {
@@ -217,8 +215,6 @@ function PolicyDialog({ policy, methods, onClose, onSaved }: { policy: MaskingPo
   }, [method, existing]);
   const selected = methods.find((m) => m.name === method);
   const save = async () => {
-    setBusy(true);
-    setError(null);
     const body = {
       method,
       method_config: Object.fromEntries(Object.entries(config).filter(([, v]) => v !== undefined && v !== '')),
@@ -226,31 +222,20 @@ function PolicyDialog({ policy, methods, onClose, onSaved }: { policy: MaskingPo
       condition_column: conditionColumn || null,
       condition_value: conditionColumn ? conditionValue : null,
     };
-    try {
-      if (existing) await api.put(`/api/masking/policies/${seg(existing.id)}`, body);
-      else await api.post('/api/masking/policies', { ...body, schema_name: schema, table_name: table, column_name: column });
-      onSaved();
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
+    if (existing) await api.put(`/api/masking/policies/${seg(existing.id)}`, body);
+    else await api.post('/api/masking/policies', { ...body, schema_name: schema, table_name: table, column_name: column });
+    onSaved();
   };
   return (
-    <Dialog
+    <FormDialog
       open={policy !== null}
       title={existing ? `Edit the policy on ${existing.schema_name}.${existing.table_name}.${existing.column_name}` : 'Add a masking policy'}
       onClose={onClose}
-      footer={
-        <>
-          <button type="button" className="dp-btn" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="button" className="dp-btn dp-btn-primary" title={busy ? 'Saving…' : !existing && (!schema || !table || !column) ? 'Choose a schema, a table and a column' : 'Save the policy'} disabled={busy || (!existing && (!schema || !table || !column))} onClick={() => void save()}>
-            Save policy
-          </button>
-        </>
-      }
+      action="Save policy"
+      actionTitle="Save the policy"
+      busyTitle="Saving…"
+      blocked={!existing && (!schema || !table || !column) ? 'Choose a schema, a table and a column' : null}
+      onSubmit={save}
     >
       {existing ? null : (
         <>
@@ -296,8 +281,7 @@ function PolicyDialog({ policy, methods, onClose, onSaved }: { policy: MaskingPo
           <input value={conditionValue} onChange={(e) => setConditionValue(e.target.value)} aria-label="Condition value" />
         </Field>
       ) : null}
-      <ErrorBox error={error} />
-    </Dialog>
+    </FormDialog>
   );
 }
 
