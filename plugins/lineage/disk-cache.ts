@@ -33,17 +33,24 @@ interface LineageCacheDoc {
 export interface LineageDiskCache {
   /** The stored entries, when the file is there and of this DuckDB version and format. */
   load(): Promise<Map<string, StoredLineage>>;
-  /** Writes these entries soon (once per burst of changes), and at the latest when the plugin stops. */
+  /**
+   * Writes these entries a moment after the last change (once per burst of changes), and at the
+   * latest when the plugin stops: never on the request that computed them, whose answer would
+   * wait behind the serialization of every entry (seconds for 10,000 models).
+   */
   save(entries: () => Map<string, StoredLineage>): void;
   flush(): void;
 }
 
-export function lineageDiskCache(ctx: Pick<PluginContext, 'project' | 'db'>, log?: Logger): LineageDiskCache {
+/** How long after a change the file is written (a burst of requests writes it once). */
+const SAVE_DELAY_MS = 2000;
+
+export function lineageDiskCache(ctx: Pick<PluginContext, 'project' | 'db' | 'clock'>, log?: Logger): LineageDiskCache {
   let version: string | null = null;
   let pending: (() => Map<string, StoredLineage>) | null = null;
-  let timer: NodeJS.Immediate | null = null;
+  let timer: unknown = null;
   const flush = () => {
-    if (timer) clearImmediate(timer);
+    if (timer !== null) ctx.clock.clearTimeout(timer);
     timer = null;
     const entries = pending?.();
     pending = null;
@@ -76,7 +83,7 @@ export function lineageDiskCache(ctx: Pick<PluginContext, 'project' | 'db'>, log
     },
     save(entries) {
       pending = entries;
-      timer ??= setImmediate(flush);
+      timer ??= ctx.clock.setTimeout(flush, SAVE_DELAY_MS);
     },
     flush,
   };

@@ -9,7 +9,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { badRequest, errorMessage, SAFE_NAME, walkProjectFiles, type PluginContext, type SqlNode } from '../../sdk/index.js';
+import { badRequest, errorMessage, SAFE_NAME, walkProjectFiles, type ParsedSql, type PluginContext, type SqlNode } from '../../sdk/index.js';
 import { parseDirectives } from './directives.js';
 import { readModelConfig, type ConfigProblem, type Materialization, type ModelConfig } from './materializations.js';
 import { statementBody, lineAt, pivotAnalysisForm } from './sqltext.js';
@@ -102,6 +102,10 @@ function setParse(file: ModelFile, outcome: ParseOutcome): void {
 
 /** Where parse outcomes survive the process (dp's hidden state folder). */
 export const PARSE_CACHE_FILE = '.dp/model-parse-cache.json';
+/** Texts per parse round trip of a discovery (see Discovery.serialize). */
+const PARSE_CHUNK = 1000;
+/** How long after a parse the cache file is written (a burst of edits writes it once, never on the request). */
+const CACHE_SAVE_DELAY_MS = 2000;
 /** Bumped when ParseOutcome's meaning changes; a file of another format (or DuckDB version) is ignored. */
 const PARSE_CACHE_FORMAT = 1;
 
@@ -117,6 +121,7 @@ export class Discovery {
   private seedCache = new Map<string, { stamp: Stamp; file: SeedFile }>();
   private parsed = new Map<string, ParseOutcome>();
   private diskCache: { version: string; entries: ParseCacheDoc['entries'] } | null = null;
+  private saveTimer: unknown = null;
 
   constructor(private readonly ctx: PluginContext) {}
 
@@ -231,10 +236,27 @@ export class Discovery {
     });
   }
 
-  /** What the parser found in each text (references, or the error a model file is shown with). */
+  /**
+   * What the parser found in each text (references, or the error a model file is shown with).
+   * Parsed in chunks, the next chunk parsing in the engine while this one's references are read,
+   * so that only two chunks of trees are alive at once: holding 10,000 trees at a time made the
+   * garbage collector the largest cost of a first discovery.
+   */
   private async serialize(texts: string[]): Promise<Array<ParseOutcome & { notSelect: boolean }>> {
+    const out: Array<ParseOutcome & { notSelect: boolean }> = [];
+    const chunks: string[][] = [];
+    for (let i = 0; i < texts.length; i += PARSE_CHUNK) chunks.push(texts.slice(i, i + PARSE_CHUNK));
     // Compact trees (no null or empty fields): the reference walk is generic, and nothing else reads them.
-    const parsed = await this.ctx.db.parseMany(texts, { compact: true });
+    let next: Promise<ParsedSql[]> | null = chunks.length ? this.ctx.db.parseMany(chunks[0], { compact: true }) : null;
+    for (let c = 0; c < chunks.length; c++) {
+      const parsed = await next!;
+      next = c + 1 < chunks.length ? this.ctx.db.parseMany(chunks[c + 1], { compact: true }) : null;
+      for (const outcome of this.outcomes(chunks[c], parsed)) out.push(outcome);
+    }
+    return out;
+  }
+
+  private outcomes(texts: string[], parsed: ParsedSql[]): Array<ParseOutcome & { notSelect: boolean }> {
     return parsed.map((p, index) => {
       const text = texts[index];
       const failed = (error: string, errorLine: number | null, notSelect = false) => ({ parses: false, refs: [], query: text, notSelect, error, errorLine });
@@ -277,8 +299,16 @@ export class Discovery {
     return this.diskCache;
   }
 
-  /** Writes the outcomes of the current files (only theirs: entries of changed files are dropped). */
+  /** Writes the cache file a moment from now: the request that parsed does not wait for it. */
   private saveDiskCache(): void {
+    this.saveTimer ??= this.ctx.clock.setTimeout(() => this.flush(), CACHE_SAVE_DELAY_MS);
+  }
+
+  /** Writes the outcomes of the current files now, if any changed (only theirs: entries of changed files are dropped). */
+  flush(): void {
+    if (this.saveTimer === null) return;
+    this.ctx.clock.clearTimeout(this.saveTimer);
+    this.saveTimer = null;
     if (!this.diskCache) return;
     const entries: ParseCacheDoc['entries'] = {};
     for (const { file } of this.models.values()) {

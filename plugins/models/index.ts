@@ -23,6 +23,8 @@ export default definePlugin({
     registerRoutes(ctx, engine);
     registerCommands(ctx, engine);
     registerTransformEvents(ctx);
+    // The parse cache is written a moment after a discovery; a stopping process writes it now.
+    ctx.onStop(() => engine.discovery.flush());
     ctx.onStart(async () => {
       const n = await markInterruptedRuns(ctx);
       if (n) ctx.log.warn(`${n} transform run(s) left running by a process that ended mid-run marked interrupted`);
