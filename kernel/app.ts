@@ -2,16 +2,16 @@ import { pathToFileURL } from 'node:url';
 import type { ConfigRef } from '../sdk/config.js';
 import { CATALOG_CHANGED, type DatabasePort, type MigrationSet } from '../sdk/db.js';
 import { DpError } from '../sdk/errors.js';
-import { HOOK_NAMES, KERNEL_HOOKS, type KernelHooks } from '../sdk/hooks.js';
+import { HOOK_NAMES, type HookRef, type KernelHooks } from '../sdk/hooks.js';
 import type { CommandHandler, PluginContext, PluginDefinition, PluginManifest, RouteDefinition } from '../sdk/plugin.js';
 import type { SseRouteDefinition, StaticRouteDefinition, WebSocketRouteDefinition } from '../sdk/routes.js';
 import type { Clock } from '../sdk/scheduler.js';
 import { createAuth, type AuthProvider } from './auth/index.js';
 import { databaseFile, loadProject, writeActiveEnv, type LoadedProject } from './config.js';
 import { LiveConfig } from './config/live.js';
-import { configuredMemoryLimit, DuckDatabase, type DrainReport } from './database.js';
+import { configuredMemoryLimit, DuckDatabase } from './database.js';
 import { KernelEventBus } from './events.js';
-import { checkHookDeclarations, createHooks, HookRegistry } from './hooks.js';
+import { checkHookDeclarations, createHooks, HookRegistry, type HookPointHandle } from './hooks.js';
 import { DEFAULT_PHASE_TIMEOUTS_MS, PluginLifecycle, type PhaseTimeouts } from './lifecycle.js';
 import { KernelLogger } from './log.js';
 import { runMigrations } from './migrations.js';
@@ -27,13 +27,16 @@ import { ExtensionPoints } from './app/extension-points.js';
 import { Services } from './app/services.js';
 import { pluginContext } from './app/plugin-context.js';
 import { checkManifestRoutes } from './app/route-checks.js';
+import type { DrainHost } from './app/drain.js';
+import { runMaintenance, type MaintenanceOptions } from './app/maintenance.js';
+import { shutDown, type ShutdownOptions } from './app/shutdown.js';
 
 export { CATALOG_CHANGED };
+export { DEFAULT_DRAIN_MS } from './app/drain.js';
+export type { MaintenanceOptions } from './app/maintenance.js';
 
-/** Kernel hooks only the kernel fires (the query path): their tappers guard every command. */
-const KERNEL_FIRED_HOOKS: ReadonlySet<string> = new Set(HOOK_NAMES.filter((h) => KERNEL_HOOKS[h].firedBy === 'kernel'));
-/** How long maintenance and shutdown wait for in-flight work before interrupting it (default). */
-export const DEFAULT_DRAIN_MS = 10_000;
+/** The kernel's hooks (the query path, fired by the kernel only): their tappers guard every command. */
+const QUERY_GUARD_HOOKS: ReadonlySet<string> = new Set(HOOK_NAMES);
 
 export interface RegisteredRoute extends RouteDefinition {
   plugin: string;
@@ -64,13 +67,6 @@ export interface BootOptions {
   phaseTimeoutsMs?: Partial<PhaseTimeouts>;
   /** The scheduler's and the plugins' clock (ctx.clock; a test about time moves one it owns); the system clock by default. */
   clock?: Clock;
-}
-
-export interface MaintenanceOptions {
-  /** How long in-flight work may run on before it is interrupted (default 10 s). */
-  drainMs?: number;
-  /** Retry-After seconds sent with the 503 answers meanwhile (default 5). */
-  retryAfterSeconds?: number;
 }
 
 export { commandKey } from './app/plugin-context.js';
@@ -176,7 +172,7 @@ export class App {
     app.services.declare(disabled.map((p) => p.manifest), false);
     app.services.declare(enabled.map((p) => p.manifest), true);
     app.hookRegistry = new HookRegistry(app.hooks, enabled.map((p) => p.manifest), disabled.map((p) => p.manifest));
-    const loaded = options.activate ? activationSet(enabled.map((p) => p.manifest), options.activate, KERNEL_FIRED_HOOKS) : null;
+    const loaded = options.activate ? activationSet(enabled.map((p) => p.manifest), options.activate, QUERY_GUARD_HOOKS) : null;
     app.loadedPlugins = loaded ? enabled.filter((p) => loaded.has(p.manifest.name)) : enabled;
     const notLoaded = enabled.filter((p) => !app.loadedPlugins.includes(p));
     // The extension points of a plugin not loaded take nothing, like a disabled plugin's.
@@ -204,6 +200,14 @@ export class App {
   /** Connections the database port has lent right now (queries, streams, transforms). */
   lentConnections(): number {
     return this.database.lentCount;
+  }
+
+  /**
+   * A plugin's hook point by ref or name, to fire or tap from kernel tools and tests (plugins go
+   * through ctx.hook and ctx.tap); undefined when no enabled plugin declares it.
+   */
+  hookPoint<A extends unknown[], R>(point: HookRef<A, R> | string): HookPointHandle<A, R> | undefined {
+    return this.hookRegistry.point(typeof point === 'string' ? point : point.id) as HookPointHandle<A, R> | undefined;
   }
 
   /** The 503 the app answers while it refuses new work, or null. */
@@ -265,64 +269,32 @@ export class App {
     await this.lifecycle.start();
   }
 
-  /**
-   * Stops plugins around a drain: beforeStop, then in-flight work (`alsoWait`, e.g. the HTTP
-   * server's open requests, and every lent connection) gets until the deadline before it is
-   * interrupted, then onStop. Runs told to stop through their signal first.
-   */
-  private async stopAndDrain(reason: DpError, drainMs: number, alsoWait?: Promise<unknown>): Promise<DrainReport | null> {
-    const deadline = Date.now() + drainMs;
-    let report: DrainReport | null = null;
-    await this.lifecycle.stop(reason, async () => {
-      if (alsoWait) {
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([alsoWait.catch(() => {}), new Promise((r) => (timer = setTimeout(r, Math.max(0, deadline - Date.now()))))]);
-        clearTimeout(timer);
-      }
-      report = await this.database.drain(Math.max(0, deadline - Date.now()));
-    });
-    return report;
+  /** What maintenance and shutdown act on (app/drain.ts), over the app's private state. */
+  private drainHost(): DrainHost {
+    const app = this;
+    return {
+      log: app.log,
+      lifecycle: app.lifecycle,
+      database: () => app.database,
+      get refusal() {
+        return app.refusal;
+      },
+      set refusal(value) {
+        app.refusal = value;
+      },
+    };
   }
 
-  /**
-   * Maintenance: refuse new work (HTTP 503 `maintenance` with Retry-After), tell runs to stop,
-   * take the write lock (the running writer finishes, queued ones wait), stop plugins around a
-   * drain of in-flight work (interrupted after `drainMs`), close the database, run `fn` on the
-   * closed file (replace it, switch it), reopen the file the project now names, migrate, start.
-   * The file is reopened and the plugins started even when `fn` fails.
-   */
+  /** Closes the database for `fn` while the app stays up, then reopens it (app/maintenance.ts). */
   async maintenance<T>(reason: string, fn: (file: { path: string }) => Promise<T> | T, options: MaintenanceOptions = {}): Promise<T> {
-    if (this.refusal) throw this.refusal;
-    const retryAfter = options.retryAfterSeconds ?? 5;
-    const refusal = new DpError(503, 'maintenance', `The server is in maintenance (${reason}); retry in a few seconds`, { reason }, { 'Retry-After': String(retryAfter) });
-    this.refusal = refusal;
-    const drainMs = options.drainMs ?? DEFAULT_DRAIN_MS;
-    this.lifecycle.abortRuns(refusal);
-    this.log.info('maintenance begins', { reason });
-    // A writer that ignores its signal is interrupted at the deadline, so the lock comes free.
-    const cut = setTimeout(() => this.database.interruptAll(), drainMs);
-    try {
-      return await this.writeLock.exclusive(async () => {
-        clearTimeout(cut);
-        const report = await this.stopAndDrain(refusal, drainMs);
-        if (report && (report.interrupted || report.forced)) this.log.warn('maintenance interrupted work still running at its deadline', { ...report });
-        const path = this.database.path;
-        this.database.refuse(refusal);
-        this.database.close();
-        let out: T;
-        try {
-          out = await fn({ path });
-        } finally {
-          this.openDatabase();
-          await this.start();
-        }
-        return out;
-      });
-    } finally {
-      clearTimeout(cut);
-      this.refusal = null;
-      this.log.info('maintenance ends', { reason });
-    }
+    const host = Object.assign(this.drainHost(), {
+      writeLock: this.writeLock,
+      reopen: async () => {
+        this.openDatabase();
+        await this.start();
+      },
+    });
+    return runMaintenance(host, reason, fn, options);
   }
 
   /** Switches the active environment through maintenance: the other file opens, migrates and starts. */
@@ -337,29 +309,8 @@ export class App {
     });
   }
 
-  /**
-   * Shuts down: new work is refused (503 `shutting_down`), runs are told to stop, plugins stop
-   * around a drain (in-flight work and `alsoWait` get `drainMs`, then are interrupted), and the
-   * database closes.
-   */
-  async close(options: { drainMs?: number; alsoWait?: Promise<unknown> } = {}): Promise<void> {
-    const refusal = new DpError(503, 'shutting_down', 'The server is shutting down', {}, { 'Retry-After': '10' });
-    this.refusal ??= refusal;
-    this.liveConfig?.close();
-    if (!this.database) return;
-    const drainMs = options.drainMs ?? DEFAULT_DRAIN_MS;
-    // User queries get the same grace as other in-flight work, then are stopped; and before the
-    // file closes every one has let go (a DuckDB call left running on a libuv worker keeps the
-    // process from exiting).
-    const cut = setTimeout(() => void this.queries.stopAll(refusal), drainMs);
-    try {
-      await this.stopAndDrain(refusal, drainMs, options.alsoWait);
-    } finally {
-      clearTimeout(cut);
-    }
-    await this.queries.stopAll(refusal);
-    this.database.refuse(refusal);
-    this.database.close();
-    this.auth?.close();
+  /** Shuts down: new work refused, plugins stopped around a drain, the database closed (app/shutdown.ts). */
+  async close(options: ShutdownOptions = {}): Promise<void> {
+    await shutDown(Object.assign(this.drainHost(), { queries: this.queries, liveConfig: this.liveConfig, auth: this.auth }), options);
   }
 }

@@ -110,7 +110,7 @@ export const errors = defineErrors({
   service_unavailable: { status: 404, meaning: "A service was looked up whose plugin is disabled or absent (the feature is off in this deployment)." },
   duplicate_service: { status: 500, meaning: 'Two plugins provide the same service.' },
   undeclared_extension_point: { status: 500, meaning: 'A plugin offers an extension point its plugin.json does not list.' },
-  undeclared_dependency: { status: 500, meaning: 'A plugin uses a plugin (service, hook point or extension point) it lists under neither requires nor optional.' },
+  undeclared_dependency: { status: 500, meaning: 'A plugin looks up a service of a plugin it lists under neither requires nor optional.' },
   duplicate_extension_point: { status: 500, meaning: 'Two plugins offer the same extension point.' },
   undeclared_extension: { status: 500, meaning: 'A plugin extends an extension point its plugin.json does not list under extends.' },
   extension_point_closed: { status: 500, meaning: "A plugin extends an extension point after every plugin's setup has run." },

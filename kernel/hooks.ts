@@ -2,7 +2,6 @@ import tapable from 'tapable';
 import { DpError } from '../sdk/errors.js';
 import { HOOK_NAMES, KERNEL_HOOKS, type FireableHook, type HookKind, type HookName, type HookTarget, type KernelHooks } from '../sdk/hooks.js';
 import type { PluginManifest } from '../sdk/plugin.js';
-import { declaredDependencies } from './plugins.js';
 
 const { AsyncSeriesBailHook, AsyncSeriesHook } = tapable;
 
@@ -33,11 +32,18 @@ const idOf = (target: HookTarget): string => (typeof target === 'string' ? targe
 /** The hook point of a disabled plugin, fired by another: nobody can tap it. */
 const NOBODY_LISTENS = Object.freeze({ promise: async () => undefined, isUsed: () => false });
 
+/** A hook point as kernel tools and tests hold it: fire it, tap it, ask whether anyone listens. */
+export interface HookPointHandle<A extends unknown[] = any[], R = unknown> {
+  promise(...args: A): Promise<R | undefined>;
+  tapPromise(options: string | { name: string; stage?: number }, fn: (...args: A) => Promise<R | void | undefined>): void;
+  isUsed(): boolean;
+}
+
 /**
- * Who may tap and fire which hook. Kernel hooks come from KERNEL_HOOKS; plugin hook points
- * from the enabled plugins' manifests (created before any setup runs, so the order plugins
- * set up in does not matter). A plugin taps only what its manifest lists under `hooks` and
- * fires only what it lists under `fires` or owns.
+ * Who may tap and fire which hook. Kernel hooks (the query path) come from KERNEL_HOOKS; every
+ * other hook point from the manifest of the plugin that owns it (created before any setup runs,
+ * so the order plugins set up in does not matter). A plugin taps only what its manifest lists
+ * under `hooks` and fires only its own hook points and those it lists under `fires`.
  */
 export class HookRegistry {
   private readonly pluginPoints = new Map<string, { owner: string; hook: AnyHook }>();
@@ -58,6 +64,11 @@ export class HookRegistry {
   private lookup(name: string): AnyHook | undefined {
     if (isKernelHook(name)) return this.kernel[name] as unknown as AnyHook;
     return this.pluginPoints.get(name)?.hook;
+  }
+
+  /** A plugin's hook point, or undefined when no enabled plugin declares it (kernel tools and tests; plugins go through tap and fireable). */
+  point(name: string): HookPointHandle | undefined {
+    return this.pluginPoints.get(name)?.hook as unknown as HookPointHandle | undefined;
   }
 
   tap(manifest: PluginManifest, target: HookTarget, fn: (...args: unknown[]) => Promise<unknown>, stage = 0): void {
@@ -88,9 +99,11 @@ export class HookRegistry {
 
 /**
  * Boot-time checks of the hook declarations in the manifests, so a wrong name fails before any
- * plugin code runs: own hook points are named `<plugin>.<point>` and declared once; `fires`
- * names a kernel hook that plugins fire, or another plugin's hook point; a tapped or fired hook
- * point belongs to a plugin listed under `requires` or `optional`.
+ * plugin code runs: own hook points are named `<plugin>.<point>` and declared once; `hooks` names
+ * a kernel hook or an installed plugin's hook point; `fires` names an installed plugin's hook
+ * point (only the kernel fires its own hooks). Like an extension point, a hook point needs no
+ * dependency on its owner: the hook exists before any setup, and a disabled owner's point
+ * reaches nobody.
  */
 export function checkHookDeclarations(enabled: PluginManifest[], installed: PluginManifest[], file: (name: string) => string): void {
   const owners = new Map<string, string>();
@@ -105,24 +118,14 @@ export function checkHookDeclarations(enabled: PluginManifest[], installed: Plug
     }
   }
   for (const m of enabled) {
-    const deps = declaredDependencies(m);
     const check = (name: string, field: 'hooks' | 'fires') => {
       if (isKernelHook(name)) {
-        if (field === 'fires' && KERNEL_HOOKS[name].firedBy === 'kernel') {
-          throw new DpError(500, 'invalid_plugin_manifest', `${file(m.name)}: contributes.fires lists '${name}', which only the kernel fires`, { field: 'contributes.fires' });
-        }
+        if (field === 'fires') throw new DpError(500, 'invalid_plugin_manifest', `${file(m.name)}: contributes.fires lists '${name}', which only the kernel fires`, { field: 'contributes.fires' });
         return;
       }
-      const owner = owners.get(name);
-      if (!owner) {
+      if (!owners.has(name)) {
         throw new DpError(500, 'invalid_plugin_manifest', `${file(m.name)}: contributes.${field} lists '${name}', which neither the kernel nor an installed plugin declares`, {
           field: `contributes.${field}`,
-        });
-      }
-      if (owner !== m.name && !deps.has(owner)) {
-        throw new DpError(500, 'undeclared_dependency', `Plugin '${m.name}' lists hook '${name}' of plugin '${owner}' without listing '${owner}' under requires or optional`, {
-          plugin: m.name,
-          owner,
         });
       }
     };

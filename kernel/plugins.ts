@@ -143,7 +143,7 @@ export function discoverPlugins(options: { projectRoot: string; paths: string[];
   return { enabled: ordered, disabled };
 }
 
-/** The plugins a manifest may use services, hook points and extension points of: `requires` and `optional`. */
+/** The plugins a manifest may look up services of: `requires` and `optional` (hook and extension points need no dependency). */
 export function declaredDependencies(m: PluginManifest): Set<string> {
   return new Set([...(m.requires ?? []), ...(m.optional ?? [])]);
 }
@@ -173,9 +173,8 @@ export function checkExtensionDeclarations(enabled: PluginManifest[], installed:
 /**
  * The plugins a one-shot command loads (activation on demand, docs/plugins.md "Activation"):
  *
- * - the command's owner, and the plugins that guard every query: those tapping a kernel hook the
- *   kernel itself fires (`guardHooks`, e.g. masking on interceptQuery), so nothing a command runs
- *   skips them;
+ * - the command's owner, and the plugins that guard every query: those tapping a kernel hook (the
+ *   query path's, `guardHooks`, e.g. masking on interceptQuery), so nothing a command runs skips them;
  * - what these act through: the plugins they `require`, the plugins that contribute to their
  *   extension points, and the plugins that tap the hooks they fire or own (a transform runs
  *   quality's checks, masking applies a third-party method); each of those acts too;

@@ -1,7 +1,8 @@
 // Writes the files generated from the one declaration of the kernel's hook points
-// (KERNEL_HOOKS in sdk/hooks.ts, compiled to dist/) and the built-in plugins' manifests:
-//   - plugin-manifest.schema.json: the enums of kernel hook names (`hooks`) and of the kernel
-//     hooks plugins may fire (`fires`);
+// (KERNEL_HOOKS in sdk/hooks.ts, compiled to dist/) and the built-in plugins' manifests (their
+// own hook points, `contributes.hookPoints`):
+//   - plugin-manifest.schema.json: the enum of kernel hook names (`hooks`; plugins' own hook
+//     points are checked by their `<plugin>.<point>` pattern and at boot);
 //   - docs/architecture.md: the hook table between <!-- hooks:begin --> and <!-- hooks:end -->,
 //     and the plugin table (dependencies, services, extension points, project.yml keys) between
 //     <!-- plugins:begin --> and <!-- plugins:end -->.
@@ -23,7 +24,6 @@ const manifests = fs
   .map((d) => JSON.parse(fs.readFileSync(join(pluginsDir, d, 'plugin.json'), 'utf8')));
 
 const names = Object.keys(KERNEL_HOOKS);
-const pluginFired = names.filter((n) => KERNEL_HOOKS[n].firedBy === 'plugins');
 
 function manifestSchema(text) {
   const setEnum = (src, def, values) => {
@@ -31,22 +31,21 @@ function manifestSchema(text) {
     if (!re.test(src)) throw new Error(`plugin-manifest.schema.json: definitions.${def} with an enum not found`);
     return src.replace(re, `$1${JSON.stringify(values).replace(/,/g, ', ')}`);
   };
-  return setEnum(setEnum(text, 'kernelHook', names), 'pluginFiredKernelHook', pluginFired);
+  return setEnum(text, 'kernelHook', names);
 }
 
 const list = (xs) => (xs.length ? xs.join(', ') : '—');
 function hookTable() {
   const tappers = (hook) => manifests.filter((m) => (m.contributes?.hooks ?? []).includes(hook)).map((m) => m.name);
   const firers = (hook) => manifests.filter((m) => (m.contributes?.fires ?? []).includes(hook)).map((m) => m.name);
-  const rows = ['| hook | kind | fired by | tapped by | what for |', '|---|---|---|---|---|'];
+  const rows = ['| hook | owner | kind | fired by | tapped by | what for |', '|---|---|---|---|---|---|'];
   for (const name of names) {
     const d = KERNEL_HOOKS[name];
-    const by = d.firedBy === 'kernel' ? 'kernel' : list(firers(name)) === '—' ? '— (no plugin yet)' : list(firers(name));
-    rows.push(`| \`${name}\` | ${d.kind} | ${by} | ${list(tappers(name))} | ${d.description} |`);
+    rows.push(`| \`${name}\` | kernel | ${d.kind} | kernel | ${list(tappers(name))} | ${d.description} |`);
   }
   for (const m of manifests) {
     for (const p of m.contributes?.hookPoints ?? []) {
-      rows.push(`| \`${p.name}\` | ${p.kind} | ${list([m.name, ...firers(p.name)])} | ${list(tappers(p.name))} | ${p.description} |`);
+      rows.push(`| \`${p.name}\` | ${m.name} | ${p.kind} | ${list([m.name, ...firers(p.name)])} | ${list(tappers(p.name))} | ${p.description} |`);
     }
   }
   return rows.join('\n');

@@ -1,12 +1,14 @@
 /**
- * What a plugin offers AI agents through the agents plugin's MCP server (`dp mcp`, `POST /mcp`):
- * tools and resources, contributed to the `agents.mcp` extension point by the plugin that owns
- * the feature. The agents plugin lists no other plugin: a disabled plugin's tools simply do not
- * appear. Tools are built per caller when a server is built, so a role sees exactly its own.
+ * The agents plugin's public contract: what a plugin offers AI agents. Through the MCP server
+ * (`dp mcp`, `POST /mcp`), tools and resources contributed to `agents.mcp`; through `dp context`,
+ * sections contributed to `agents.context`; each by the plugin that owns the feature. The agents
+ * plugin lists no other plugin: a disabled plugin's tools and sections simply do not appear.
+ * Tools are built per caller when a server is built, so a role sees exactly its own.
  */
 import type { z, ZodRawShape } from 'zod';
 import { schemaHiddenFrom, type Caller, type Permission } from './auth.js';
-import { createExtensionPoint } from './plugin.js';
+import type { ColumnSource } from './lineage.js';
+import { createExtensionPoint } from './refs.js';
 
 /** Rows a row-returning tool answers unless the agent asks for more, and the most it may ask for. */
 export const AGENT_QUERY_DEFAULT_ROWS = 100;
@@ -72,6 +74,34 @@ export interface AgentContribution {
 }
 
 export const AGENT_MCP = createExtensionPoint<AgentContribution>('agents.mcp');
+
+/**
+ * A section of `dp context`'s project description (AGENTS.md), written by the plugin that owns
+ * the feature (quality its contracts, semantic its metrics, streams its streams, masking its
+ * policies in words). A disabled plugin's section is simply absent. What it writes is read by
+ * agents and kept in the repository: never a data value, a configuration value that may hold
+ * one, or a secret.
+ */
+export interface ContextSection {
+  /** The heading (`Streams`). */
+  title: string;
+  /** Orders the contributed sections (lower first); they follow the models, seeds, sources and connections. */
+  order: number;
+  /**
+   * The section's Markdown lines, after its heading (none leaves the section out), and what it
+   * could not read (a broken file), listed under the description's "Problems found".
+   */
+  write(): Promise<{ lines: string[]; problems?: string[] }>;
+}
+
+/** A plugin's contribution to `dp context`: a section, or the column lineage of models (the models section's "from" column). */
+export interface ContextContribution {
+  section?: ContextSection;
+  /** Column → upstream columns of a model (`schema.name`); throws when it cannot tell. */
+  columnLineage?(model: string): Promise<Record<string, ColumnSource[]>>;
+}
+
+export const AGENT_CONTEXT = createExtensionPoint<ContextContribution>('agents.context');
 
 /** `list` cut to `max` items, with a note saying how many were left out. */
 export function cappedList<T>(list: T[], max = AGENT_LIST_MAX_ITEMS): { items: T[]; note?: string } {

@@ -5,8 +5,8 @@
  * column lineage), so the catalog names none of them.
  */
 import type { Caller } from './auth.js';
-import { createExtensionPoint, createServiceRef } from './plugin.js';
-import type { ColumnSource } from './services.js';
+import { createExtensionPoint, createServiceRef } from './refs.js';
+import type { ColumnSource } from './lineage.js';
 
 export interface WikiPageInfo {
   /** The page's file stem: `getting-started`. */

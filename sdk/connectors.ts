@@ -5,7 +5,7 @@
  */
 import type { ProjectInfo } from './config.js';
 import type { DatabasePort } from './db.js';
-import { createExtensionPoint } from './plugin.js';
+import { createExtensionPoint, createHookRef } from './refs.js';
 
 /**
  * JSON schema (draft-07 object schema) of a type's parameters. A property marked
@@ -188,3 +188,17 @@ export function connectorScript(connection: { name: string; type: string }, tabl
 }
 
 export const CONNECTOR_TYPES = createExtensionPoint<ConnectorType>('connectors.types');
+
+export interface SyncContext {
+  readonly connector: string;
+  readonly table: string;
+  readonly cdcMode: string;
+  /** Aborted on shutdown, maintenance or an environment switch (the connector's `ctx.signal`). */
+  readonly signal?: AbortSignal;
+  status: 'success' | 'skipped' | 'error';
+  rowsSynced: number;
+  error?: string;
+}
+
+/** Fired by the connectors plugin after it synced one table (CDC). */
+export const TABLE_SYNCED = createHookRef<[SyncContext]>('connectors.tableSynced');

@@ -12,6 +12,7 @@ import type { Caller } from './auth.js';
 import type { SseEvent, SseSource } from './routes.js';
 import { DpError } from './errors.js';
 import type { FireableHook } from './hooks.js';
+import type { VALUES_HIDDEN_FROM } from './masking.js';
 
 /** What a redacted value becomes (the masking `redact` method's output). */
 export const REDACTED_VALUE = '***';
@@ -136,11 +137,11 @@ function redactEvent(e: SseEvent): SseEvent {
 /**
  * The error-text filter for `caller`: every outlet that shows an error text (a route, an event
  * stream, an MCP tool, an alert) passes it through this. `hidden` is the plugin's firing side of
- * the kernel hook `valuesHiddenFrom` (list it under `contributes.fires`), which the masking
- * plugin answers: values are redacted when a policy binds the caller; with no tap (masking
+ * the masking plugin's hook point `masking.valuesHiddenFrom` (`ctx.hook(VALUES_HIDDEN_FROM)`,
+ * listed under `contributes.fires`; no dependency on masking needed), which masking answers: values are redacted when a policy binds the caller; with no tap (masking
  * disabled) nothing is hidden.
  */
-export async function errorTextsFor(hidden: FireableHook<'valuesHiddenFrom'>, caller: Caller): Promise<ErrorTextFilter> {
+export async function errorTextsFor(hidden: FireableHook<typeof VALUES_HIDDEN_FROM>, caller: Caller): Promise<ErrorTextFilter> {
   if (!hidden.isUsed()) return IDENTITY;
   return (await hidden.promise(caller)) === true ? REDACTING : IDENTITY;
 }

@@ -4,7 +4,7 @@
  * collaboration documents). Paths are project-relative with forward slashes.
  */
 import type { Caller } from './auth.js';
-import { createServiceRef } from './plugin.js';
+import { createServiceRef } from './refs.js';
 
 export interface ProjectFileRead {
   /** Project-relative path, forward slashes. */

@@ -1,9 +1,11 @@
 import type { AsyncSeriesBailHook, AsyncSeriesHook } from 'tapable';
 import type { Caller } from './auth.js';
-import type { DatabasePort, SerializedSql, TabularResult } from './db.js';
-import type { Materialization } from './models.js';
+import type { SerializedSql, TabularResult } from './db.js';
 import type { MaskedResultColumn } from './masking.js';
 import type { QueryTarget } from './query-target.js';
+import type { HookRef } from './refs.js';
+
+export { createHookRef, type HookRef } from './refs.js';
 
 /**
  * Why a user query runs: an open string, so a new plugin (semantic layer, notebooks) names its
@@ -94,102 +96,19 @@ export interface QueryResult extends TabularResult {
   masked_columns?: MaskedResultColumn[];
 }
 
-export type ModelBuildStatus = 'built' | 'skipped' | 'error' | 'assertion_failed' | 'upstream_failed';
-
-export interface ModelBuildContext {
-  /** `schema.name`. */
-  readonly model: string;
-  readonly schema: string;
-  readonly name: string;
-  readonly materialized: Materialization;
-  readonly path: string;
-  readonly sql: string;
-  /**
-   * Inline assertion expressions of the model (`@assert` / `assert:`), when the runner knows them.
-   * The quality plugin evaluates these; when absent it asks the models service for them.
-   */
-  readonly assertions?: readonly string[];
-  readonly runId: string;
-  /** Status so far; a tap may set `assertion_failed`. */
-  status: ModelBuildStatus;
-  readonly durationMs: number;
-  error?: string;
-  /** Extra per-model output plugins attach (assertion results, anomalies...). */
-  extras: Record<string, unknown>;
-  readonly db: DatabasePort;
-  /** The run's signal (see TransformRunContext.signal). */
-  readonly signal?: AbortSignal;
-}
-
-export interface TransformRunContext {
-  readonly runId: string;
-  readonly trigger: string;
-  readonly targets: string[] | null;
-  /**
-   * Aborted when the run must end early: shutdown, maintenance or an environment switch
-   * (`ctx.signal` of the plugin that runs it). Set by every runner; only hand-made contexts lack it.
-   */
-  readonly signal?: AbortSignal;
-  results: Array<{ model: string; status: ModelBuildStatus; duration_ms: number; error?: string }>;
-  status: 'running' | 'success' | 'error';
-}
-
-export interface SyncContext {
-  readonly connector: string;
-  readonly table: string;
-  readonly cdcMode: string;
-  /** Aborted on shutdown, maintenance or an environment switch (the connector's `ctx.signal`). */
-  readonly signal?: AbortSignal;
-  status: 'success' | 'skipped' | 'error';
-  rowsSynced: number;
-  error?: string;
-}
-
-export interface PipelineContext {
-  readonly runId: string;
-  readonly streamName: string;
-  readonly trigger: string;
-  status: 'running' | 'success' | 'error' | 'cancelled';
-  readonly startedAt: Date;
-  /** Aborted on shutdown, maintenance or an environment switch (the stream's `ctx.signal`). */
-  readonly signal?: AbortSignal;
-  step?: { index: number; action: string; targets: string[] };
-  error?: string;
-  durationMs?: number;
-}
-
-/**
- * Tables whose rows a restore replaced (a data version put back). Plugins that keep state about a
- * table's rows (a connector's sync watermark, a model's build hash) bring it in line and say so
- * in `notes`, which the restore's answer carries. The versioning plugin fires it and knows none of them.
- */
-export interface TablesRestoredContext {
-  /** What the rows came from, for people (`version v3-20260101-120000`). */
-  readonly source: string;
-  /** `schema.table` of every table restored. */
-  readonly tables: readonly string[];
-  /** One line per table a tap changed state for: which plugin, what it did. */
-  notes: Array<{ table: string; plugin: string; message: string }>;
-}
-
 // ---------------------------------------------------------------- hook points
 
 /** `series`: every tap runs in turn. `bail`: the first tap that returns a value answers. */
 export type HookKind = 'series' | 'bail';
 
 /**
- * One hook point: its kind, argument names, who may fire it, and what it is for. The type
- * parameters carry the tap arguments (`A`) and a bail hook's answer (`R`), so taps and
- * firers are typed from this one declaration.
+ * One kernel hook point: its kind, argument names and what it is for. The type parameters carry
+ * the tap arguments (`A`) and a bail hook's answer (`R`), so taps are typed from this one
+ * declaration. Only the kernel fires its hooks.
  */
 export interface HookDeclaration<A extends unknown[] = unknown[], R = void, K extends HookKind = HookKind> {
   readonly kind: K;
   readonly args: readonly string[];
-  /**
-   * `kernel`: only the kernel fires it (no manifest may list it under `fires`).
-   * `plugins`: fired by the plugins whose manifest lists it under `contributes.fires`.
-   */
-  readonly firedBy: 'kernel' | 'plugins';
   readonly description: string;
   /** Type carrier only (never set). */
   readonly __signature?: (...args: A) => R;
@@ -202,83 +121,28 @@ function declareHook<A extends unknown[], R = void, K extends HookKind = 'series
 }
 
 /**
- * Every hook point the kernel declares, once (like webpack's `Compiler.hooks`). The manifest
- * schema's `hooks`/`fires` enums and the hook table of docs/architecture.md are generated from
- * this object by scripts/generate.mjs; a plugin's own hook points are declared in its
- * manifest (`contributes.hookPoints`) instead.
+ * Every hook point the kernel declares, once (like webpack's `Compiler.hooks`): the query path's,
+ * which the kernel's guarded runner fires for every user query. The kernel knows no feature, so
+ * a feature's hook points (a transform's, a sync's, a stream run's) are declared by the plugin
+ * that fires them, in its manifest (`contributes.hookPoints`), and typed by a `createHookRef` in
+ * its contract module of the sdk. The manifest schema's `hooks` enum and the hook table of
+ * docs/architecture.md are generated from this object and the manifests by scripts/generate.mjs.
  */
 export const KERNEL_HOOKS = Object.freeze({
   interceptQuery: declareHook<[QueryContext], QueryResult | undefined, 'bail'>({
     kind: 'bail',
     args: ['query'],
-    firedBy: 'kernel',
     description: 'A tap may answer a user query itself (masking commands); the first result wins',
   }),
   beforeQuery: declareHook<[QueryContext]>({
     kind: 'series',
     args: ['query'],
-    firedBy: 'kernel',
     description: 'Rewrite the SQL, add row transforms or final checks, or throw a DpError to refuse',
   }),
   afterQuery: declareHook<[QueryContext, QueryResult]>({
     kind: 'series',
     args: ['query', 'result'],
-    firedBy: 'kernel',
     description: 'A user query answered (buffered results)',
-  }),
-  valuesHiddenFrom: declareHook<[Caller], boolean, 'bail'>({
-    kind: 'bail',
-    args: ['caller'],
-    firedBy: 'plugins',
-    description: 'Whether raw data values are hidden from a caller (masking binds them): error texts shown to them lose their quoted values (sdk errorTextsFor)',
-  }),
-  beforeTransform: declareHook<[TransformRunContext]>({
-    kind: 'series',
-    args: ['run'],
-    firedBy: 'plugins',
-    description: 'A transform run starts',
-  }),
-  afterModelBuild: declareHook<[ModelBuildContext]>({
-    kind: 'series',
-    args: ['build'],
-    firedBy: 'plugins',
-    description: 'One model was built (or failed): assertions, profiles, anomalies',
-  }),
-  afterTransform: declareHook<[TransformRunContext]>({
-    kind: 'series',
-    args: ['run'],
-    firedBy: 'plugins',
-    description: 'A transform run ended',
-  }),
-  onSync: declareHook<[SyncContext]>({
-    kind: 'series',
-    args: ['sync'],
-    firedBy: 'plugins',
-    description: 'A connector synced one table (CDC)',
-  }),
-  tablesRestored: declareHook<[TablesRestoredContext]>({
-    kind: 'series',
-    args: ['restore'],
-    firedBy: 'plugins',
-    description: 'A restore replaced the rows of tables: state kept about them (sync watermarks, build hashes) follows',
-  }),
-  pipelineStart: declareHook<[PipelineContext]>({
-    kind: 'series',
-    args: ['pipeline'],
-    firedBy: 'plugins',
-    description: 'A stream run starts',
-  }),
-  pipelineStep: declareHook<[PipelineContext]>({
-    kind: 'series',
-    args: ['pipeline'],
-    firedBy: 'plugins',
-    description: 'A stream run starts one step',
-  }),
-  pipelineEnd: declareHook<[PipelineContext]>({
-    kind: 'series',
-    args: ['pipeline'],
-    firedBy: 'plugins',
-    description: 'A stream run ended: alerts, completion webhooks',
   }),
 });
 
@@ -292,25 +156,10 @@ type TapableOf<D> =
 
 /**
  * The kernel's tapable hook objects, typed from KERNEL_HOOKS. Plugins never hold these: they
- * tap through `ctx.tap()` (checked against `contributes.hooks`) and fire through `ctx.hook()`
- * (checked against `contributes.fires`).
+ * tap through `ctx.tap()` (checked against `contributes.hooks`); a plugin fires only hook
+ * points, its own or another plugin's listed under `contributes.fires`, through `ctx.hook()`.
  */
 export type KernelHooks = { readonly [K in HookName]: TapableOf<(typeof KERNEL_HOOKS)[K]> };
-
-/**
- * A hook point a plugin declares in its manifest's `contributes.hookPoints` (named
- * `<plugin>.<point>`), typed for both sides: `export const RUN_QUEUED = createHookRef<[Run]>('streams.runQueued')`.
- * Like service refs, the ref lives where both the owner and its tappers can import it (the sdk,
- * or the owner's published types).
- */
-export interface HookRef<A extends unknown[] = unknown[], R = void> {
-  readonly id: string;
-  readonly __signature?: (...args: A) => R;
-}
-
-export function createHookRef<A extends unknown[], R = void>(id: string): HookRef<A, R> {
-  return Object.freeze({ id });
-}
 
 /** A kernel hook by name, or a plugin's hook point by ref. */
 export type HookTarget = HookName | HookRef<any, any>;
@@ -321,7 +170,7 @@ type TargetAnswer<T> = T extends HookName ? AnswerOf<(typeof KERNEL_HOOKS)[T]> :
 /** Tap callback of a hook (promise taps); a bail hook's tap returns its answer or undefined. */
 export type TapFn<T extends HookTarget> = (...args: TargetArgs<T>) => Promise<TargetAnswer<T> | void | undefined>;
 
-/** The firing side of a hook, as `ctx.hook()` hands it to a plugin that declared it under `fires`. */
+/** The firing side of a hook point, as `ctx.hook()` hands it to its owner or a plugin that lists it under `fires`. */
 export interface FireableHook<T extends HookTarget> {
   /** Runs the taps in order; a bail hook resolves to the first answer. */
   promise(...args: TargetArgs<T>): Promise<TargetAnswer<T> | undefined>;

@@ -8,6 +8,7 @@ import type { QueryTarget } from './query-target.js';
 import type { ManifestUi } from './ui.js';
 import type { NotifierService } from './notifier.js';
 import type { Clock, SchedulerService } from './scheduler.js';
+import type { ExtensionPointRef, ServiceRef } from './refs.js';
 
 export type { QueryStopSignal, RouteRequest } from './routes.js';
 
@@ -89,14 +90,14 @@ export interface PluginManifest {
   entry: string;
   /** Plugins that must be installed and enabled; they set up first. */
   requires?: string[];
-  /** Plugins used when present (their services, extension points, hook points); they set up first when enabled. */
+  /** Plugins used when present (their services); they set up first when enabled. */
   optional?: string[];
   contributes?: {
     routes?: ManifestRoute[];
     commands?: ManifestCommand[];
-    /** Hooks the plugin taps: kernel hook names, or `<plugin>.<point>` of a plugin it requires or optionally uses. */
+    /** Hooks the plugin taps: kernel hook names (the query path's), or `<plugin>.<point>` of an installed plugin (no dependency needed). */
     hooks?: string[];
-    /** Hooks the plugin fires: kernel hooks fired by plugins (transform, sync, pipeline hooks) or other plugins' hook points. */
+    /** Other plugins' hook points the plugin fires (`masking.valuesHiddenFrom`); only the kernel fires kernel hooks. */
     fires?: string[];
     /** Hook points the plugin owns and fires. */
     hookPoints?: ManifestHookPoint[];
@@ -191,30 +192,7 @@ export interface BusEvent {
 
 // ---------------------------------------------------------------- services
 
-/**
- * A typed name of a service: `createServiceRef<ModelsService>('models')`. The refs of dp's
- * services live in sdk/services.ts. (Plain JavaScript plugins may pass the id string.)
- */
-export interface ServiceRef<T> {
-  readonly id: string;
-  /** Type carrier only (never set). */
-  readonly __type?: T;
-}
-
-export function createServiceRef<T>(id: string): ServiceRef<T> {
-  return Object.freeze({ id });
-}
-
-/** A typed name of an extension point, `<owner plugin>.<name>`: `createExtensionPoint<MaskingMethod>('masking.methods')`. */
-export interface ExtensionPointRef<T> {
-  readonly id: string;
-  /** Type carrier only (never set). */
-  readonly __type?: T;
-}
-
-export function createExtensionPoint<T>(id: string): ExtensionPointRef<T> {
-  return Object.freeze({ id });
-}
+export { createExtensionPoint, createServiceRef, type ExtensionPointRef, type ServiceRef } from './refs.js';
 
 /**
  * Services by typed ref. A plugin provides only what its manifest lists under
@@ -352,13 +330,15 @@ export interface PluginContext {
    */
   readonly config: PluginConfig;
   /**
-   * Taps a hook listed in the manifest's `contributes.hooks`: a kernel hook by name, or another
-   * plugin's hook point by ref (a no-op when that plugin is an absent `optional` one).
+   * Taps a hook listed in the manifest's `contributes.hooks`: a kernel hook (the query path's) by
+   * name, or a plugin's hook point by the ref its owner's contract module exports (a no-op when
+   * that plugin is disabled).
    */
   tap<T extends HookTarget>(hook: T, fn: TapFn<T>, options?: { stage?: number }): void;
   /**
-   * The firing side of a hook listed in `contributes.fires` (or a hook point the plugin owns).
-   * Refused at once for any other hook, so call it during setup.
+   * The firing side of a hook point the plugin owns, or of another plugin's listed in
+   * `contributes.fires` (reaching nobody when that plugin is disabled). Refused at once for any
+   * other hook, the kernel's included, so call it during setup.
    */
   hook<T extends HookTarget>(hook: T): FireableHook<T>;
   /** Idempotent migrations in the _service schema, run when the database opens. */

@@ -7,6 +7,7 @@
  */
 import type { CatalogColumn } from './db-catalog.js';
 import type { TabularResult } from './db.js';
+import { createServiceRef } from './refs.js';
 
 /** A table reference as written (empty strings where the SQL gave no catalog or schema). */
 export interface QueryTargetRef {
@@ -41,3 +42,13 @@ export interface QueryTarget {
   /** The whole result of the final DuckDB SQL as chunks of rows. */
   stream(sql: string, run: QueryTargetRun): Promise<{ columns: string[]; column_types: string[]; chunks: AsyncIterable<unknown[][]> }>;
 }
+
+/** What a target plugin offers the query surfaces (`dp query`, `/api/query`, the SQL page). */
+export interface QueryTargetService {
+  /** The active environment's target for user queries, or null when queries run on the DuckDB file. */
+  active(): Promise<QueryTarget | null>;
+  /** Schemas, tables and their columns on the active target, for the SQL page's browser (null without a target). */
+  browse(): Promise<{ schemas: string[]; tables: Array<{ schema: string; name: string; type: string; columns: Array<{ name: string; type: string }> }> } | null>;
+}
+
+export const QUERY_TARGET_SERVICE = createServiceRef<QueryTargetService>('query-target');

@@ -1,15 +1,13 @@
 /**
- * The contracts of the scripts plugin (the script runner: compile, console capture, run) and of
- * the streams plugin, shared with the plugins that build on them (connectors, notebooks,
- * versioning). Types and refs only: those plugins implement them.
+ * The scripts plugin's public contract (the script runner: compile, console capture, run),
+ * shared with the plugins that build on it (streams, connectors, notebooks). Types and refs only.
+ * The streams plugin's contract is sdk/streams.ts.
  */
 import type { Caller } from './auth.js';
 import type { DbConnection, DatabasePort } from './db.js';
 import type { Logger } from './plugin.js';
 import type { NotebookCell } from './project-files.js';
-import type { ProjectProblem } from './services.js';
-import { createHookRef } from './hooks.js';
-import { createExtensionPoint, createServiceRef } from './plugin.js';
+import { createExtensionPoint, createHookRef, createServiceRef } from './refs.js';
 
 /**
  * What an ingest/export script's default export receives: `export default async (ctx) => {}`.
@@ -159,104 +157,3 @@ export const SCRIPT_HISTORY_OUTPUT_LINES = 1000;
 
 /** Fired by the scripts plugin after every run (the streams plugin records it in its run history). */
 export const SCRIPT_RUN_ENDED = createHookRef<[ScriptRunRecord]>('scripts.runEnded');
-
-// ---------------------------------------------------------------- streams
-
-/** One step of a stream: an action and its targets (`['all']` for every one). */
-export interface StreamStep {
-  action: 'ingest' | 'seed' | 'transform' | 'export';
-  targets: string[];
-}
-
-/** A `streams:` entry of project.yml, defaults filled in. */
-export interface StreamDefinition {
-  name: string;
-  description: string;
-  schedule: string | null;
-  retries: number;
-  /** Seconds between retries of a failed step. */
-  retry_delay: number;
-  webhook_url: string | null;
-  steps: StreamStep[];
-}
-
-/** A stream as another plugin defines it (StreamsService.define): the steps, and what differs from the defaults. */
-export interface StreamInput {
-  description?: string;
-  schedule?: string | null;
-  retries?: number;
-  retry_delay?: number;
-  webhook_url?: string | null;
-  steps: StreamStep[];
-}
-
-/** What one step of a stream run did. */
-export interface StreamStepResult {
-  index: number;
-  action: StreamStep['action'];
-  targets: string[];
-  status: 'success' | 'error' | 'cancelled' | 'skipped';
-  duration_ms: number;
-  attempts: number;
-  error?: string;
-  /** Per target (script path, seed or model) outcomes. */
-  items: Array<{ name: string; status: string; duration_ms?: number; error?: string }>;
-}
-
-export interface StreamRunResult {
-  run_id: string;
-  stream_name: string;
-  trigger: string;
-  status: 'success' | 'error' | 'cancelled';
-  started_at: string;
-  finished_at: string;
-  duration_ms: number;
-  steps: StreamStepResult[];
-  error?: string;
-}
-
-/** The active pipeline snapshot (`GET /api/stream/active`, SPEC "Stream (pipeline) configuration"). */
-export interface ActivePipeline {
-  running: boolean;
-  operation: string | null;
-  operation_label: string | null;
-  stream_name: string | null;
-  started_at: string | null;
-  total_events: number;
-  finished: boolean;
-  status: 'idle' | 'running' | 'success' | 'error' | 'cancelled';
-  duration_seconds: number | null;
-  run_id?: string | null;
-  step?: { index: number; action: string; targets: string[]; attempt: number } | null;
-  /** Clients listening to `GET /api/stream/events` right now. */
-  listeners?: number;
-}
-
-/** The streams plugin's service: what the UI, notebooks and connectors reach streams through. */
-export interface StreamsService {
-  list(): StreamDefinition[];
-  /**
-   * Starts a run in the background: `started`, or `already_running` while any run is active
-   * (`force` cancels that run and starts this one after it). A bad target is a 400 before anything runs.
-   */
-  start(name: string, options?: { force?: boolean; trigger?: string }): Promise<{ status: 'started' | 'already_running'; stream_name: string; run_id?: string }>;
-  /** Runs to the end and returns the result (CLI, legacy single-shot endpoint, schedules). */
-  run(name: string, options?: { trigger?: string; onEvent?: (event: string, payload: Record<string, unknown>) => void }): Promise<StreamRunResult>;
-  /** Stops the active run at the next step boundary and aborts its running script; false when nothing runs. */
-  cancel(): boolean;
-  active(): ActivePipeline;
-  /** Problems of the streams without running anything: bad cron expressions, targets that do not exist (for `dp validate`). */
-  validate(): Promise<ProjectProblem[]>;
-  /**
-   * Adds or replaces the stream `name` in project.yml's `streams:` (the streams plugin's key,
-   * edited through the live config: comments kept, validated, written atomically). The running
-   * server lists, runs and schedules it at once. DpError 400 `config_edit_invalid` when the
-   * definition does not validate (project.yml unchanged). How other plugins define streams
-   * (the connectors plugin's sync streams): never by writing the key themselves.
-   */
-  define(name: string, stream: StreamInput): void;
-  /** Removes the stream `name` from project.yml; false when there is none. */
-  remove(name: string): boolean;
-}
-
-export const STREAMS_SERVICE = createServiceRef<StreamsService>('streams');

@@ -4,8 +4,9 @@
  * reads it for the project documentation; a UI page or an MCP tool can use it the same way.
  */
 import type { Caller } from './auth.js';
-import { createServiceRef, type QueryStopSignal } from './plugin.js';
-import type { ProjectProblem } from './services.js';
+import { createServiceRef } from './refs.js';
+import type { QueryStopSignal } from './routes.js';
+import type { ProjectProblem } from './models.js';
 
 /** Time buckets a metric query may ask for (SPEC "Limits": allowed grains). */
 export const METRIC_GRAINS = Object.freeze(['hour', 'day', 'week', 'month', 'quarter', 'year'] as const);

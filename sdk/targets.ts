@@ -14,8 +14,8 @@
  */
 import type { DatabasePort, TabularResult } from './db.js';
 import { quoteIdent, quoteLiteral } from './sql.js';
-import { createServiceRef } from './plugin.js';
-import type { ModelInfo, SeedInfo, SeedLoadResult, TransformSummary } from './services.js';
+import { createServiceRef } from './refs.js';
+import type { ModelInfo, SeedInfo, SeedLoadResult, TransformSummary } from './models.js';
 
 import type { CatalogRelation, CatalogSource } from './db-catalog.js';
 

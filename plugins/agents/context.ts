@@ -1,20 +1,13 @@
 /**
  * `dp context`: a concise, current description of the project in Markdown for an agent or a new
- * teammate (AGENTS.md). Everything comes from the project files and the sdk services; no data
- * value is ever written: masking rules are described in words (column, method, who is exempt),
- * never with their configuration or condition values, and connections by name and type only.
+ * teammate (AGENTS.md). The agents plugin writes the layout, the models (from the models
+ * service), seeds, sources and connections (by name and type only); every other section comes
+ * from the plugin that owns the feature through `agents.context` (quality the contracts, semantic
+ * the metrics, streams the streams, masking its policies in words; lineage the models' column
+ * lineage). No data value is ever written.
  */
 import fs from 'node:fs';
-import {
-  LINEAGE_SERVICE,
-  LOCAL_ADMIN,
-  MASKING_SERVICE,
-  MODELS_SERVICE,
-  readYaml,
-  STREAMS_SERVICE,
-  walkProjectFiles,
-  type PluginContext,
-} from '../../sdk/index.js';
+import { markdownCode as code, MODELS_SERVICE, type ContextContribution, type PluginContext } from '../../sdk/index.js';
 
 /** Folders of a dp project and what they hold, listed when present. */
 const LAYOUT: Array<[string, string]> = [
@@ -38,34 +31,12 @@ const COMMANDS: Array<[string, string]> = [
   ['dp context --out AGENTS.md', 'regenerate this file'],
 ];
 
-interface YamlDoc {
-  file: string;
-  value: Record<string, unknown>;
-}
-
-/** Every YAML file under a project folder, parsed (a broken file is named, not fatal: this is a description). */
-function yamlFiles(ctx: PluginContext, dir: string, problems: string[]): YamlDoc[] {
-  if (!fs.existsSync(ctx.project.resolve(dir))) return [];
-  const out: YamlDoc[] = [];
-  for (const entry of walkProjectFiles(ctx.project, dir, { extensions: ['.yml', '.yaml'] })) {
-    try {
-      const value = readYaml(fs.readFileSync(entry.abs, 'utf8'), entry.path).value;
-      if (value && typeof value === 'object') out.push({ file: entry.path, value: value as Record<string, unknown> });
-    } catch (e) {
-      problems.push(`${entry.path}: ${e instanceof Error ? e.message : String(e)}`);
-    }
-  }
-  return out;
-}
-
-const asList = (v: unknown): Array<Record<string, unknown>> => (Array.isArray(v) ? v.filter((x) => x && typeof x === 'object') : []);
 const str = (v: unknown): string => (v === undefined || v === null ? '' : String(v));
-const code = (s: string) => '`' + s.replace(/`/g, "'") + '`';
 
-export async function projectContext(ctx: PluginContext): Promise<string> {
+/** The description, with the sections and column lineage other plugins contributed. */
+export async function projectContext(ctx: PluginContext, contributions: readonly ContextContribution[]): Promise<string> {
   const models = ctx.services.get(MODELS_SERVICE);
-  const lineage = ctx.services.find(LINEAGE_SERVICE);
-  const streams = ctx.services.find(STREAMS_SERVICE);
+  const columnLineageOf = contributions.find((c) => c.columnLineage)?.columnLineage;
   const problems: string[] = [];
   const lines: string[] = [];
   const config = ctx.project.config as unknown as Record<string, unknown>;
@@ -94,9 +65,9 @@ export async function projectContext(ctx: PluginContext): Promise<string> {
     lines.push(`${m.materialized}, ${code(m.path)}; reads ${m.depends_on.length ? m.depends_on.map(code).join(', ') : 'nothing'}.`);
     if (m.assertions.length) lines.push(`Assertions: ${m.assertions.map(code).join(', ')}.`);
     let columnLineage: Record<string, Array<{ source_table: string; source_column: string }>> = {};
-    if (lineage) {
+    if (columnLineageOf) {
       try {
-        columnLineage = (await lineage.lineage(m.full_name)).columns;
+        columnLineage = await columnLineageOf(m.full_name);
       } catch (e) {
         problems.push(`lineage of ${m.full_name}: ${e instanceof Error ? e.message : String(e)}`);
       }
@@ -138,38 +109,18 @@ export async function projectContext(ctx: PluginContext): Promise<string> {
     lines.push('');
   }
 
-  const contracts = yamlFiles(ctx, 'contracts', problems).flatMap((d) => asList(d.value.contracts).map((c): Record<string, unknown> & { file: string } => ({ ...c, file: d.file })));
-  if (contracts.length) {
-    lines.push('## Contracts', '');
-    for (const c of contracts) {
-      const assertions = Array.isArray(c.assertions) ? c.assertions.map(String) : [];
-      lines.push(`- ${code(str(c.name))} on ${code(str(c.model))} (${str(c.severity) || 'error'}, ${code(c.file)}): ${assertions.map(code).join(', ') || 'no assertions'}`);
+  const sections = contributions.flatMap((c) => (c.section ? [c.section] : [])).sort((x, y) => x.order - y.order);
+  for (const section of sections) {
+    let written: { lines: string[]; problems?: string[] };
+    try {
+      written = await section.write();
+    } catch (e) {
+      problems.push(`section ${section.title}: ${e instanceof Error ? e.message : String(e)}`);
+      continue;
     }
-    lines.push('');
+    if (written.lines.length) lines.push(`## ${section.title}`, '', ...written.lines, '');
+    problems.push(...(written.problems ?? []));
   }
-
-  const metrics = yamlFiles(ctx, 'metrics', problems).flatMap((d) => asList(d.value.metrics));
-  if (metrics.length) {
-    lines.push('## Metrics', '');
-    for (const m of metrics) {
-      const dims = Array.isArray(m.dimensions) ? m.dimensions.map(String) : [];
-      lines.push(`- ${code(str(m.name))}: ${str(m.description) || 'no description'}; ${code(str(m.measure))} over ${code(str(m.model))}${dims.length ? `, by ${dims.join(', ')}` : ''}`);
-    }
-    lines.push('');
-  }
-
-  const defined = streams?.list() ?? [];
-  if (defined.length) {
-    lines.push('## Streams', '');
-    for (const s of defined) {
-      const steps = s.steps.map((st) => `${st.action} ${st.targets.join(', ')}`).join(' → ');
-      lines.push(`- ${code(s.name)}${s.schedule ? ` (cron ${code(s.schedule)})` : ''}: ${steps}${s.description ? `. ${s.description}` : ''}`);
-    }
-    lines.push('');
-  }
-
-  lines.push('## Masking', '');
-  lines.push(...(await maskingInWords(ctx)), '');
 
   lines.push('## Commands', '');
   for (const [command, what] of COMMANDS) lines.push(`- ${code(command)}: ${what}`);
@@ -181,23 +132,4 @@ export async function projectContext(ctx: PluginContext): Promise<string> {
     lines.push('');
   }
   return lines.join('\n');
-}
-
-/**
- * The masking policies in words, through the masking plugin's own `SHOW MASKING POLICIES`
- * (answered by the guarded runner). Only the column, the method and who is exempt are named:
- * a method's configuration and a condition's value can be data.
- */
-async function maskingInWords(ctx: PluginContext): Promise<string[]> {
-  if (!ctx.services.find(MASKING_SERVICE)) return ['No masking: the masking plugin is not enabled.'];
-  const { rows, columns } = await ctx.queries.run({ sql: 'SHOW MASKING POLICIES', caller: LOCAL_ADMIN, purpose: 'query' });
-  if (!rows.length) return ['No masking policies: every role reads every column as stored.'];
-  const at = (name: string) => columns.indexOf(name);
-  const out = ['Masked columns come back masked through queries, the API and the MCP tools for every role not exempt:', ''];
-  for (const r of rows) {
-    const exempt = Array.isArray(r[at('exempted_roles')]) ? (r[at('exempted_roles')] as unknown[]).map(String) : [];
-    const condition = r[at('condition_column')] ? `, only on rows where ${code(String(r[at('condition_column')]))} matches the policy's condition` : '';
-    out.push(`- ${code(`${r[at('schema_name')]}.${r[at('table_name')]}.${r[at('column_name')]}`)}: ${String(r[at('method')])} method${condition}; ${exempt.length ? `exempt: ${exempt.join(', ')}` : 'no role exempt'}`);
-  }
-  return out;
 }

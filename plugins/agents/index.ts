@@ -3,9 +3,10 @@
  * stdio as the local user; `POST /mcp` on `dp serve` serves them over streamable HTTP to the
  * authenticated caller, with that caller's role (stateless: one server per request, so no
  * session outlives the request or crosses callers). `dp context` writes the project's
- * description (context.ts). Other plugins are reached only through their sdk services.
+ * description (context.ts). Other plugins reach it through its extension points: `agents.mcp`
+ * (tools, resources) and `agents.context` (sections of the description).
  */
-import { AGENT_MCP, badRequest, definePlugin, DpError, LOCAL_ADMIN, type AgentContribution, type PluginContext } from '../../sdk/index.js';
+import { AGENT_CONTEXT, AGENT_MCP, badRequest, definePlugin, DpError, LOCAL_ADMIN, type AgentContribution, type ContextContribution, type PluginContext } from '../../sdk/index.js';
 import type { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { projectContext } from './context.js';
 
@@ -94,6 +95,8 @@ export default definePlugin({
     // Tools and resources come from the plugins that own them; a disabled plugin adds none.
     const contributions: AgentContribution[] = [];
     ctx.provideExtensionPoint(AGENT_MCP, (contribution) => contributions.push(contribution));
+    const contextContributions: ContextContribution[] = [];
+    ctx.provideExtensionPoint(AGENT_CONTEXT, (contribution) => contextContributions.push(contribution));
 
     ctx.route({
       method: 'POST',
@@ -151,7 +154,7 @@ export default definePlugin({
     });
 
     ctx.command('context', async (args, io) => {
-      const text = await projectContext(ctx);
+      const text = await projectContext(ctx, contextContributions);
       if (args.out) {
         const rel = String(args.out);
         ctx.project.resolve(rel); // refuses a path outside the project before anything is written

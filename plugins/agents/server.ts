@@ -4,7 +4,7 @@
  * the authenticated caller (stateless streamable HTTP), so a role always sees exactly its own tools.
  */
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { errorTextsFor, isDpError, type AgentContribution, type AgentResource, type AgentResourceTemplate, type Caller, type ErrorTextFilter, type PluginContext } from '../../sdk/index.js';
+import { errorTextsFor, isDpError, VALUES_HIDDEN_FROM, type AgentContribution, type AgentResource, type AgentResourceTemplate, type Caller, type ErrorTextFilter, type PluginContext } from '../../sdk/index.js';
 import { agentTools, type ToolOptions } from './tools.js';
 
 /** Longest tool answer (characters of JSON): an agent's context is precious, so longer answers are cut with a note. */
@@ -34,7 +34,7 @@ export async function createMcpServer(ctx: PluginContext, contributions: readonl
   const server = new McpServer({ name: 'dp', version }, { instructions: SERVER_INSTRUCTIONS });
   // Tool answers carry build, run and check errors: they pass through the sdk's one redaction
   // of error texts for this caller (docs/security.md "Error texts"); query rows are masked by the runner.
-  const valuesHidden = ctx.hook('valuesHiddenFrom');
+  const valuesHidden = ctx.hook(VALUES_HIDDEN_FROM);
   for (const tool of await agentTools(ctx, contributions, caller, options)) {
     server.registerTool(
       tool.name,

@@ -1,7 +1,7 @@
 /** CLI commands: `dp connect <type>`, `dp connectors …`, `dp cdc status|reset`. */
 import fs from 'node:fs';
 import path from 'node:path';
-import { badRequest, LOCAL_ADMIN, type CliIO, type PluginContext } from '../../sdk/index.js';
+import { badRequest, LOCAL_ADMIN, VALUES_HIDDEN_FROM, type CliIO, type PluginContext } from '../../sdk/index.js';
 import { callerView } from './shown.js';
 import type { ConnectorsService, SetupRequest } from './service.js';
 
@@ -55,7 +55,7 @@ function printResults(io: CliIO, results: Array<{ table: string; status: string;
 
 export function registerCommands(ctx: PluginContext, service: ConnectorsService): void {
   // The same view as the routes (shown.ts), for the caller of a command relayed through the server.
-  const valuesHidden = ctx.hook('valuesHiddenFrom');
+  const valuesHidden = ctx.hook(VALUES_HIDDEN_FROM);
   const viewOf = (io: CliIO) => callerView(ctx, service.settings, valuesHidden, io.caller ?? LOCAL_ADMIN);
   ctx.command('connect', async (args, io) => {
     const type = String(args.type);

@@ -3,7 +3,7 @@
  * mysql, csv, webhook), setup (script; connection, connector and sync stream through the live config; .env), CDC syncs with their state in
  * `_service.cdc_state`, the webhook inbox and file import. index.ts only wires.
  */
-import { CONNECTOR_TYPES, definePlugin, SCRIPT_CONTEXT, STREAMS_SERVICE } from '../../sdk/index.js';
+import { CONNECTOR_TYPES, definePlugin, SCRIPT_CONTEXT, STREAMS_SERVICE, TABLE_SYNCED, TABLES_RESTORED } from '../../sdk/index.js';
 import { registerCommands } from './commands.js';
 import { CONNECTORS_CONFIG } from './config.js';
 import { ImportService } from './import.js';
@@ -35,7 +35,7 @@ export default definePlugin({
 
     const settings = new ConnectorSettings(ctx.config, (name) => ctx.secrets.get(name));
     const state = new CdcStateStore(() => ctx.db);
-    const engine = new SyncEngine(ctx, registry, settings, state, ctx.hook('onSync'), ctx.log);
+    const engine = new SyncEngine(ctx, registry, settings, state, ctx.hook(TABLE_SYNCED), ctx.log);
     const inbox = new WebhookInbox(() => ctx.db);
     const imports = new ImportService(ctx);
     const service = new ConnectorsService(
@@ -64,7 +64,7 @@ export default definePlugin({
 
     // A restored table holds older rows than its sync state describes: the state is reset, so the
     // next sync reloads the table whole instead of skipping the gap after the watermark.
-    ctx.tap('tablesRestored', async (restore) => {
+    ctx.tap(TABLES_RESTORED, async (restore) => {
       const restored = new Set(restore.tables.map((t) => t.toLowerCase()));
       for (const c of settings.connectors().values()) {
         for (const t of c.tables) {

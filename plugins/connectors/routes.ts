@@ -1,5 +1,5 @@
 /** HTTP routes of the connectors plugin (docs/decisions.md "Connectors, webhook, CDC"). */
-import { badRequest, type Caller, type PluginContext } from '../../sdk/index.js';
+import { badRequest, VALUES_HIDDEN_FROM, type Caller, type PluginContext } from '../../sdk/index.js';
 import type { ImportService } from './import.js';
 import type { ConnectorsService, SetupRequest } from './service.js';
 import { callerView } from './shown.js';
@@ -16,7 +16,7 @@ const TYPE_AND_CONFIG = {
 };
 
 export function registerRoutes(ctx: PluginContext, service: ConnectorsService, inbox: WebhookInbox, imports: ImportService): void {
-  const valuesHidden = ctx.hook('valuesHiddenFrom');
+  const valuesHidden = ctx.hook(VALUES_HIDDEN_FROM);
   /** What the caller may read: watermarks of cursor columns masked for them withheld, error texts redacted (shown.ts). */
   const viewOf = (req: { caller: Caller }) => callerView(ctx, service.settings, valuesHidden, req.caller);
   ctx.route({

@@ -5,7 +5,7 @@
  * masked, like profiles withhold min/max and freshness `max_loaded_at`; error texts pass through
  * the sdk's one redaction.
  */
-import { errorTextsFor, MASKING_SERVICE, type Caller, type FireableHook, type PluginContext } from '../../sdk/index.js';
+import { errorTextsFor, MASKING_SERVICE, type Caller, type FireableHook, type PluginContext, type VALUES_HIDDEN_FROM } from '../../sdk/index.js';
 import type { CdcStateRow } from './api-types.js';
 import type { ConnectorSettings } from './settings.js';
 import { targetTableName } from './sync.js';
@@ -21,7 +21,7 @@ export interface CallerView {
   fields<T>(value: T): T;
 }
 
-export async function callerView(ctx: PluginContext, settings: ConnectorSettings, valuesHidden: FireableHook<'valuesHiddenFrom'>, caller: Caller): Promise<CallerView> {
+export async function callerView(ctx: PluginContext, settings: ConnectorSettings, valuesHidden: FireableHook<typeof VALUES_HIDDEN_FROM>, caller: Caller): Promise<CallerView> {
   const errorTexts = await errorTextsFor(valuesHidden, caller);
   const masking = ctx.services.find(MASKING_SERVICE);
   const maskedNames = new Set(masking ? await masking.maskedColumnNames(caller) : []);

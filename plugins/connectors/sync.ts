@@ -20,20 +20,21 @@ import { promisify } from 'node:util';
 import {
   badRequest,
   errorMessage,
-  quoteIdent,
   qualified,
+  quoteIdent,
+  WAREHOUSE_TARGET_SERVICE,
   type BulkColumn,
-  type CDCSyncResult,
   type CdcMode,
+  type CDCSyncResult,
   type ConnectorBatch,
   type ConnectorCsvSource,
   type ConnectorRuntime,
   type DbConnection,
   type FireableHook,
-  WAREHOUSE_TARGET_SERVICE,
   type Logger,
   type PluginContext,
   type SyncContext,
+  type TABLE_SYNCED,
   type WarehouseTargetService,
 } from '../../sdk/index.js';
 import type { ConnectorConfig, TableConfig } from './config.js';
@@ -97,7 +98,7 @@ export class SyncEngine {
     private readonly registry: TypeRegistry,
     private readonly settings: ConnectorSettings,
     private readonly state: CdcStateStore,
-    private readonly onSync: FireableHook<'onSync'>,
+    private readonly onSync: FireableHook<typeof TABLE_SYNCED>,
     private readonly log: Logger,
   ) {}
 

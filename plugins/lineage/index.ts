@@ -1,4 +1,5 @@
 import {
+  AGENT_CONTEXT,
   AGENT_MCP,
   CATALOG_DOCS,
   definePlugin,
@@ -153,7 +154,9 @@ export default definePlugin({
     };
     ctx.services.provide(LINEAGE_SERVICE, service);
     ctx.extend(MODEL_VIEW, { section: 'lineage', render: (model) => engine.one(model.full_name) });
-    ctx.extend(CATALOG_DOCS, { columnLineage: async (model) => (await engine.one(model)).columns });
+    const columnLineage = async (model: string) => (await engine.one(model)).columns;
+    ctx.extend(CATALOG_DOCS, { columnLineage });
+    ctx.extend(AGENT_CONTEXT, { columnLineage });
 
     ctx.route({
       method: 'GET',

@@ -4,7 +4,7 @@
  * `masking.methods` extension point; enforcement is a rewrite of DuckDB's parse tree on the
  * kernel's beforeQuery hook; the masking SQL commands are answered on interceptQuery.
  */
-import { definePlugin, LINEAGE_SERVICE, MASKING_METHODS, MASKING_SERVICE, type MaskingService } from '../../sdk/index.js';
+import { AGENT_CONTEXT, definePlugin, LINEAGE_SERVICE, MASKING_METHODS, MASKING_SERVICE, VALUES_HIDDEN_FROM, type MaskingService } from '../../sdk/index.js';
 import { MethodCatalog } from './catalog.js';
 import { registerCommands } from './commands.js';
 import { MASKING_CONFIG } from './config.js';
@@ -68,7 +68,7 @@ export default definePlugin({
 
     ctx.tap('interceptQuery', async (q) => interceptMaskingCommand(q, store));
     ctx.tap('beforeQuery', async (q) => enforcer.beforeQuery(q));
-    ctx.tap('valuesHiddenFrom', async (caller) => (await enforcer.maskedColumnNames(caller)).length > 0);
+    ctx.tap(VALUES_HIDDEN_FROM, async (caller) => (await enforcer.maskedColumnNames(caller)).length > 0);
 
     const service: MaskingService & { derivations(): number } = {
       maskedColumns: (caller, schema, table) => enforcer.maskedColumns(caller, schema, table),
@@ -77,6 +77,8 @@ export default definePlugin({
       derivations: () => enforcer.derived.stats.derivations,
     };
     ctx.services.provide(MASKING_SERVICE, service);
+    // dp context: the policies in words (the module loads when the section is written).
+    ctx.extend(AGENT_CONTEXT, { section: { title: 'Masking', order: 20, write: async () => ({ lines: await (await import('./context-section.js')).maskingInWords(ctx) }) } });
 
     registerRoutes(ctx, store, catalog, derived);
     registerPreviewRoute(ctx);

@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { errorTextsFor, LOCAL_ADMIN, type CliIO, type PluginContext } from '../../sdk/index.js';
+import { errorTextsFor, LOCAL_ADMIN, VALUES_HIDDEN_FROM, type CliIO, type PluginContext } from '../../sdk/index.js';
 import type { CheckReport } from './check.js';
 import type { ModelsEngine } from './service.js';
 import type { UnitTestReport } from './unit-tests.js';
@@ -66,7 +66,7 @@ function dpCommand(): string {
 export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void {
   // Relayed through POST /api/cli/run, build errors reach the caller as on the routes: through
   // the sdk's one redaction of error texts (docs/security.md "Error texts").
-  const valuesHidden = ctx.hook('valuesHiddenFrom');
+  const valuesHidden = ctx.hook(VALUES_HIDDEN_FROM);
   const shownTo = async <T>(io: CliIO, value: T): Promise<T> => (await errorTextsFor(valuesHidden, io.caller ?? LOCAL_ADMIN)).fields(value);
 
   ctx.command('transform', async (args, io) => {

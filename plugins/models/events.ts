@@ -4,13 +4,13 @@
  * status live while a run started anywhere (API, CLI through the server, a schedule) goes on.
  * The last 500 events replay after a reconnect (Last-Event-ID).
  */
-import { errorTextsFor, SseBuffer, type PluginContext } from '../../sdk/index.js';
+import { errorTextsFor, SseBuffer, VALUES_HIDDEN_FROM, type PluginContext } from '../../sdk/index.js';
 
 const TRANSFORM_EVENTS = ['transform_start', 'model_start', 'model_end', 'transform_end'] as const;
 
 export function registerTransformEvents(ctx: PluginContext): void {
   const buffer = new SseBuffer(500);
-  const valuesHidden = ctx.hook('valuesHiddenFrom');
+  const valuesHidden = ctx.hook(VALUES_HIDDEN_FROM);
   for (const type of TRANSFORM_EVENTS) ctx.events.on(type, (e) => buffer.push({ ...e.payload, at: e.at }, type));
   ctx.route({
     kind: 'sse',

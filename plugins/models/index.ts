@@ -3,7 +3,7 @@
  * DAG, the transform engine, check, diff, lint, promote and debug. It provides the `models`
  * service other plugins (lineage, quality, streams) build on.
  */
-import { AGENT_MCP, definePlugin, MODELS_SERVICE } from '../../sdk/index.js';
+import { AGENT_MCP, definePlugin, MODELS_SERVICE, TABLES_RESTORED } from '../../sdk/index.js';
 import { registerCommands } from './commands.js';
 import { LINT_CONFIG, SOURCES_CONFIG } from './config.js';
 import { registerTransformEvents } from './events.js';
@@ -31,7 +31,7 @@ export default definePlugin({
     });
     // A restored table no longer holds what its model's SQL built: its build state is forgotten,
     // so the next transform (or stream) rebuilds it instead of skipping it as unchanged.
-    ctx.tap('tablesRestored', async (restore) => {
+    ctx.tap(TABLES_RESTORED, async (restore) => {
       const states = await readStates(ctx.db);
       for (const table of restore.tables) {
         const state = states.get(table.toLowerCase());

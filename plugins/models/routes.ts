@@ -5,9 +5,10 @@ import {
   errorMessage,
   errorTextsFor,
   notFound,
-  QUERY_PURPOSES,
   qualified,
+  QUERY_PURPOSES,
   requirePermission,
+  VALUES_HIDDEN_FROM,
   type Caller,
   type JsonSchema,
   type PluginContext,
@@ -41,7 +42,7 @@ const SAMPLE_ROWS = 20;
 export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
   // Build errors quote the values they failed on: every answer that carries them passes through
   // the sdk's one redaction for the caller (docs/security.md "Error texts").
-  const valuesHidden = ctx.hook('valuesHiddenFrom');
+  const valuesHidden = ctx.hook(VALUES_HIDDEN_FROM);
   const shownTo = async <T>(req: { caller: Caller }, value: T | Promise<T>): Promise<T> => (await errorTextsFor(valuesHidden, req.caller)).fields(await value);
 
   ctx.route({

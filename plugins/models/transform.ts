@@ -13,6 +13,9 @@
 import crypto from 'node:crypto';
 import os from 'node:os';
 import {
+  AFTER_MODEL_BUILD,
+  AFTER_TRANSFORM,
+  BEFORE_TRANSFORM,
   errorMessage,
   noSpaceLeft,
   qualified,
@@ -89,7 +92,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     signal,
   };
   await recordRunStart(ctx, { run_id: runId, trigger: runCtx.trigger, targets: runCtx.targets, force, started_at: startedAt.toISOString() });
-  await ctx.hook('beforeTransform').promise(runCtx);
+  await ctx.hook(BEFORE_TRANSFORM).promise(runCtx);
   ctx.events.emit('transform_start', { run_id: runId, trigger: runCtx.trigger, targets: runCtx.targets, models: queue.length });
 
   const [states, catalog] = await Promise.all([ctx.db.withConnection((c) => readStates(c)), readCatalog(ctx)]);
@@ -198,7 +201,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
       signal,
     };
     try {
-      await ctx.hook('afterModelBuild').promise(buildCtx);
+      await ctx.hook(AFTER_MODEL_BUILD).promise(buildCtx);
     } catch (e) {
       ctx.log.warn(`afterModelBuild tap failed for ${model}`, { error: errorMessage(e) });
       buildCtx.extras.hook_error = errorMessage(e);
@@ -301,7 +304,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
   });
   runCtx.results = ordered.map((r) => ({ model: r.model, status: r.status, duration_ms: r.duration_ms, ...(r.error ? { error: r.error } : {}) }));
   runCtx.status = status;
-  await ctx.hook('afterTransform').promise(runCtx);
+  await ctx.hook(AFTER_TRANSFORM).promise(runCtx);
   ctx.events.emit('transform_end', { run_id: runId, status, duration_ms: durationMs, failed });
   return { run_id: runId, status, duration_ms: durationMs, results: ordered };
 }

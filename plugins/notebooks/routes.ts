@@ -6,7 +6,7 @@
  * checked per cell (403 `insufficient_role`).
  */
 import type { FastifyReply } from 'fastify';
-import { badRequest, errorTextsFor, notFound, type JsonSchema, type PluginContext, type Role } from '../../sdk/index.js';
+import { badRequest, errorTextsFor, notFound, VALUES_HIDDEN_FROM, type JsonSchema, type PluginContext, type Role } from '../../sdk/index.js';
 import type { CellResult, ExecuteCellRequest, Notebook } from './api-types.js';
 import { listNotebooks, locateNotebook, MAX_NOTEBOOK_BYTES, readNotebookFile, saveNotebook } from './files.js';
 import { assertNotebook, CELL_SCHEMA, NOTEBOOK_SCHEMA } from './schema.js';
@@ -101,7 +101,7 @@ function clientLeaves(reply: FastifyReply): AbortSignal {
 }
 
 export function registerRoutes(ctx: PluginContext, sessions: NotebookSessions): void {
-  const valuesHidden = ctx.hook('valuesHiddenFrom');
+  const valuesHidden = ctx.hook(VALUES_HIDDEN_FROM);
   const shared = new Map<string, { count: number; cells: Map<number, SharedOutput> }>();
   const outputsOf = (rel: string) => {
     let entry = shared.get(rel);

@@ -3,7 +3,7 @@
  * and the pages read (both `import type` it; types only, so a page's bundle takes nothing from the
  * server side). The explorer page (tables plugin) shows GET /api/tables/:schema/:table/profile.
  */
-import type { ContractDefinition } from '../../sdk/services.js';
+import type { ContractDefinition } from '../../sdk/quality.js';
 
 export interface ColumnProfile {
   name: string;

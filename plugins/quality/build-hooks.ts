@@ -1,5 +1,5 @@
 /** What the quality plugin does as models build and runs end: assertions, profiles, anomalies, alerts. */
-import { errorMessage, type AssertionOutcome, type PluginContext } from '../../sdk/index.js';
+import { AFTER_MODEL_BUILD, AFTER_TRANSFORM, errorMessage, PIPELINE_END, type AssertionOutcome, type PluginContext } from '../../sdk/index.js';
 import type { AlertDispatcher } from './alerts.js';
 import { detectAnomalies, type AnomalyReport, type AnomalySettings } from './anomalies.js';
 import { evaluateAssertions, recordAssertionResults, summarizeOutcome } from './assertions.js';
@@ -36,7 +36,7 @@ export function tapBuildHooks(ctx: PluginContext, alerts: AlertDispatcher, recor
 
   // ------------------------------------------------------------------ hooks
 
-  ctx.tap('afterModelBuild', async (b) => {
+  ctx.tap(AFTER_MODEL_BUILD, async (b) => {
     if (b.status !== 'built') return;
     try {
       const expressions = b.assertions ?? (await modelsService(ctx)?.get(b.model))?.assertions ?? [];
@@ -61,7 +61,7 @@ export function tapBuildHooks(ctx: PluginContext, alerts: AlertDispatcher, recor
     recorder.add({ model: b.model, schema: b.schema, table: b.name, status: b.status, runId: b.runId, builtAt: utcNow(), profile: anomalySettings().enabled });
   });
 
-  ctx.tap('afterTransform', async (run) => {
+  ctx.tap(AFTER_TRANSFORM, async (run) => {
     await recorder.settled(run.runId);
     const settings = anomalySettings();
     if (settings.enabled) {
@@ -112,7 +112,7 @@ export function tapBuildHooks(ctx: PluginContext, alerts: AlertDispatcher, recor
     }
   });
 
-  ctx.tap('pipelineEnd', async (p) => {
+  ctx.tap(PIPELINE_END, async (p) => {
     if (p.status === 'error') {
       const bound = (await maskedNamesFor(ctx, STORED_AUDIENCE)).size > 0;
       const error = p.error && bound ? redactQuoted(p.error) : p.error;

@@ -2,7 +2,8 @@
  * The quality plugin: wiring of hooks, routes, CLI commands and the `quality` service.
  * Each concept lives in its own file (assertions, contracts, profiles, freshness, anomalies, alerts).
  */
-import { CATALOG_DOCS, definePlugin, MODEL_CHECKS, QUALITY_SERVICE, type QualityService } from '../../sdk/index.js';
+import { AGENT_CONTEXT, CATALOG_DOCS, definePlugin, MODEL_CHECKS, QUALITY_SERVICE, type QualityService } from '../../sdk/index.js';
+import { contractsContextSection } from './context-section.js';
 import { contractsDocSection } from './docs-section.js';
 import { AlertDispatcher, type Alert, type AlertRecord } from './alerts.js';
 import type { AnomalyReport } from './anomalies.js';
@@ -57,6 +58,8 @@ export default definePlugin({
     extendValidators(ctx);
     // The contracts' section of the generated docs (`dp docs`).
     ctx.extend(CATALOG_DOCS, { section: contractsDocSection(service) });
+    // Their section of `dp context`.
+    ctx.extend(AGENT_CONTEXT, { section: contractsContextSection(service) });
 
     tapBuildHooks(ctx, alerts, recorder, anomalyReports);
 

@@ -14,6 +14,7 @@ import {
   SCRIPT_CONTEXT,
   SCRIPT_RUN_ENDED,
   SCRIPTS_SERVICE,
+  VALUES_HIDDEN_FROM,
   type Caller,
   type NotebookCellRunner,
   type ScriptContextContribution,
@@ -42,7 +43,7 @@ export default definePlugin({
     ctx.services.provide(SCRIPTS_SERVICE, scripts);
 
     // Run results carry error texts: they pass through the sdk's one redaction for the caller.
-    const valuesHidden = ctx.hook('valuesHiddenFrom');
+    const valuesHidden = ctx.hook(VALUES_HIDDEN_FROM);
     const errorTexts = (req: { caller: Caller }) => errorTextsFor(valuesHidden, req.caller);
     ctx.route({
       method: 'POST',

@@ -1,6 +1,7 @@
 /** The semantic layer: wires the service, routes and CLI (see README.md). */
-import { AGENT_MCP, CATALOG_DOCS, definePlugin, MODELS_SERVICE, PROJECT_VALIDATORS, SEMANTIC_SERVICE } from '../../sdk/index.js';
+import { AGENT_CONTEXT, AGENT_MCP, CATALOG_DOCS, definePlugin, MODELS_SERVICE, PROJECT_VALIDATORS, SEMANTIC_SERVICE } from '../../sdk/index.js';
 import { registerCommands } from './commands.js';
+import { metricsContextSection } from './context-section.js';
 import { metricsDocSection } from './docs-section.js';
 import { registerRoutes } from './routes.js';
 import { createSemanticService } from './service.js';
@@ -16,6 +17,8 @@ export default definePlugin({
     registerCommands(ctx, service);
     // The metrics' section of the generated docs (`dp docs`).
     ctx.extend(CATALOG_DOCS, { section: metricsDocSection(service) });
+    // Their section of `dp context`.
+    ctx.extend(AGENT_CONTEXT, { section: metricsContextSection(service) });
     // `dp validate` lists the metrics' problems with the rest of the project's.
     ctx.extend(PROJECT_VALIDATORS, metricsValidator(ctx.project, ctx.db, () => ctx.services.get(MODELS_SERVICE)));
   },

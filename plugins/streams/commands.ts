@@ -1,12 +1,12 @@
 /** CLI commands of the streams plugin: `dp jobs run <name>`, `dp jobs list` (declared in plugin.json). */
-import { errorTextsFor, LOCAL_ADMIN, withEnvReferences, type PluginContext } from '../../sdk/index.js';
+import { errorTextsFor, LOCAL_ADMIN, VALUES_HIDDEN_FROM, withEnvReferences, type PluginContext } from '../../sdk/index.js';
 import type { StreamRunner } from './streams.js';
 
 export function registerCommands(ctx: PluginContext, parts: { streams: StreamRunner }): void {
   const { streams } = parts;
   // Relayed through POST /api/cli/run, a command answers its caller as the routes do: error
   // texts through the sdk's one redaction, webhook URLs with their secrets as ${VAR} references.
-  const valuesHidden = ctx.hook('valuesHiddenFrom');
+  const valuesHidden = ctx.hook(VALUES_HIDDEN_FROM);
 
   ctx.command('jobs run', async (args, io) => {
     const name = String(args.name);

@@ -3,8 +3,9 @@
  * run through the scripts plugin's service) with their schedules on the kernel's scheduler, run
  * history (stream runs and, through `scripts.runEnded`, script runs) and the live pipeline events.
  */
-import { AGENT_MCP, definePlugin, MODELS_SERVICE, PROJECT_VALIDATORS, SCRIPT_RUN_ENDED, SCRIPTS_SERVICE, STREAMS_SERVICE } from '../../sdk/index.js';
+import { AGENT_CONTEXT, AGENT_MCP, definePlugin, MODELS_SERVICE, PROJECT_VALIDATORS, SCRIPT_RUN_ENDED, SCRIPTS_SERVICE, STREAMS_SERVICE } from '../../sdk/index.js';
 import { registerCommands } from './commands.js';
+import { streamsContextSection } from './context-section.js';
 import { STREAMS_CONFIG } from './config.js';
 import { PipelineEvents } from './events.js';
 import { markInterruptedHistory, MIGRATIONS, recordHistory } from './history.js';
@@ -26,6 +27,7 @@ export default definePlugin({
     const events = new PipelineEvents();
     const streams = new StreamRunner(ctx, scripts, ctx.services.get(MODELS_SERVICE), events);
     ctx.services.provide(STREAMS_SERVICE, streams);
+    ctx.extend(AGENT_CONTEXT, { section: streamsContextSection(streams) });
     // dp validate: bad cron expressions and step targets that do not exist, with their lines.
     ctx.extend(PROJECT_VALIDATORS, { name: 'streams', validate: () => streams.validate() });
 

@@ -1,5 +1,5 @@
 /** HTTP routes of the streams plugin (declared in plugin.json with the same permissions). */
-import { badRequest, errorTextsFor, hasPermission, notFound, withEnvReferences, type Caller, type PluginContext, type StreamDefinition } from '../../sdk/index.js';
+import { badRequest, errorTextsFor, hasPermission, notFound, VALUES_HIDDEN_FROM, withEnvReferences, type Caller, type PluginContext, type StreamDefinition } from '../../sdk/index.js';
 import type { SchedulerState } from './api-types.js';
 import type { PipelineEvents } from './events.js';
 import { readHistory, readRun } from './history.js';
@@ -12,7 +12,7 @@ export function registerRoutes(ctx: PluginContext, parts: { streams: StreamRunne
   const scheduler = ctx.scheduler;
   // Every answer that can hold an error text (run results, history, events) passes through the
   // sdk's one redaction for the caller (docs/security.md "Error texts").
-  const valuesHidden = ctx.hook('valuesHiddenFrom');
+  const valuesHidden = ctx.hook(VALUES_HIDDEN_FROM);
   const errorTexts = (req: { caller: Caller }) => errorTextsFor(valuesHidden, req.caller);
 
   /** A stream as the API shows it: a webhook URL holding a .env value shows the ${VAR} reference instead. */

@@ -5,7 +5,7 @@
  * run stops. One pipeline runs at a time and holds the kernel's write lock for its whole run (a
  * transform inside it re-enters the lock). Cancelling stops at the next step boundary and
  * aborts the running script through its signal; a transform step finishes its models (SPEC:
- * in-flight queries are not interrupted). Each run fires pipelineStart/Step/End, pushes the
+ * in-flight queries are not interrupted). Each run fires streams.pipelineStart/Step/End, pushes the
  * pipeline events, lands in `_service.run_history` and, with `webhook_url`, POSTs its outcome
  * through the kernel's notifier (`ctx.notifier`: timeout, one retry, a throttle per receiver).
  */
@@ -15,6 +15,9 @@ import {
   errorMessage,
   isDpError,
   notFound,
+  PIPELINE_END,
+  PIPELINE_START,
+  PIPELINE_STEP,
   SCRIPT_EXTENSIONS,
   walkProjectFiles,
   type ActivePipeline,
@@ -315,11 +318,11 @@ export class StreamRunner implements StreamsService {
     run.listener?.(kind, data);
   }
 
-  private async fire(name: 'pipelineStart' | 'pipelineStep' | 'pipelineEnd', p: PipelineContext): Promise<void> {
+  private async fire(point: typeof PIPELINE_START, p: PipelineContext): Promise<void> {
     try {
-      await this.ctx.hook(name).promise(p);
+      await this.ctx.hook(point).promise(p);
     } catch (e) {
-      this.ctx.log.warn(`${name} tap failed for stream ${p.streamName}`, { error: errorMessage(e) });
+      this.ctx.log.warn(`${point.id} tap failed for stream ${p.streamName}`, { error: errorMessage(e) });
     }
   }
 
@@ -337,7 +340,7 @@ export class StreamRunner implements StreamsService {
     } catch (e) {
       this.ctx.log.warn('could not record the stream run as started', { stream: def.name, error: errorMessage(e) });
     }
-    await this.fire('pipelineStart', pipeline);
+    await this.fire(PIPELINE_START, pipeline);
     try {
       if (!targetsChecked) {
         this.assertTargets(def, await this.targetProblems(def));
@@ -401,7 +404,7 @@ export class StreamRunner implements StreamsService {
     pipeline.error = error;
     pipeline.durationMs = durationMs;
     pipeline.step = undefined;
-    await this.fire('pipelineEnd', pipeline);
+    await this.fire(PIPELINE_END, pipeline);
     this.last = {
       running: false,
       operation: 'stream',
@@ -435,7 +438,7 @@ export class StreamRunner implements StreamsService {
       attempt++;
       run.step = { index, action: step.action, targets: step.targets, attempt };
       pipeline.step = { index, action: step.action, targets: step.targets };
-      await this.fire('pipelineStep', pipeline);
+      await this.fire(PIPELINE_STEP, pipeline);
       this.emit(run, 'step_start', { step: index, action: step.action, targets: step.targets, attempt });
       const started = performance.now();
       try {

@@ -2,7 +2,7 @@
  * The versioning plugin: metadata snapshots, Parquet versions (diff, restore, timeline, cleanup)
  * and backups of the database file. This file only wires; see README.md.
  */
-import { definePlugin, errorMessage } from '../../sdk/index.js';
+import { definePlugin, errorMessage, PIPELINE_END, TABLES_RESTORED } from '../../sdk/index.js';
 import { BACKUP_MIGRATIONS, BackupStore } from './backups.js';
 import { registerCommands } from './commands.js';
 import { VERSIONING_CONFIG } from './config.js';
@@ -15,7 +15,7 @@ export default definePlugin({
   setup(ctx) {
     const config = ctx.config(VERSIONING_CONFIG);
     ctx.migrate([...VERSION_MIGRATIONS, ...SNAPSHOT_MIGRATIONS, ...BACKUP_MIGRATIONS]);
-    const versions = new VersionStore(ctx, config.compression, ctx.hook('tablesRestored'));
+    const versions = new VersionStore(ctx, config.compression, ctx.hook(TABLES_RESTORED));
     const stores = { versions, snapshots: new SnapshotStore(ctx), backups: new BackupStore(ctx, versions) };
     // After a crash or a backup restore, _snapshots/, _backups/ and their records agree again,
     // and no temporary copy of a killed write is left.
@@ -26,7 +26,7 @@ export default definePlugin({
     registerRoutes(ctx, stores);
     registerCommands(ctx, stores);
 
-    ctx.tap('pipelineEnd', async (pipeline) => {
+    ctx.tap(PIPELINE_END, async (pipeline) => {
       if (!ctx.config(VERSIONING_CONFIG).after_pipeline || pipeline.status !== 'success') return;
       try {
         const v = await stores.versions.create({ trigger: 'pipeline', description: `after pipeline ${pipeline.streamName} (run ${pipeline.runId})` });

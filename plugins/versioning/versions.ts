@@ -18,7 +18,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { badRequest, conflict, errorMessage, notFound, qualified, quoteIdent, quoteLiteral, noSpaceLeft, type DbConnection, type FireableHook, type PluginContext, type TablesRestoredContext, WAREHOUSE_TARGET_SERVICE } from '../../sdk/index.js';
+import { badRequest, conflict, errorMessage, noSpaceLeft, notFound, qualified, quoteIdent, quoteLiteral, WAREHOUSE_TARGET_SERVICE, type DbConnection, type FireableHook, type PluginContext, type TABLES_RESTORED, type TablesRestoredContext } from '../../sdk/index.js';
 import type { ColumnInfo, RestoreResult, RestoreTableResult, TimelineEntry, VersionDetail, VersionRecord } from './api-types.js';
 import { columnsHash, matchTable, userTables, type TableInfo } from './catalog.js';
 import { assertVersionId, fsyncPath, hashFile, insideFolder, ownFolder, SNAPSHOTS_DIR, stamp, VERSION_ID, withoutRoot, writeFileDurably } from './paths.js';
@@ -127,7 +127,7 @@ export class VersionStore {
   constructor(
     private readonly ctx: PluginContext,
     private readonly compression: string,
-    private readonly tablesRestored: FireableHook<'tablesRestored'>,
+    private readonly tablesRestored: FireableHook<typeof TABLES_RESTORED>,
   ) {}
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {

@@ -11,7 +11,7 @@ import { after, describe, it } from 'node:test';
 import { App } from '../../kernel/app.js';
 import { invokedCommand } from '../../kernel/cli.js';
 import { activationSet, discoverPlugins } from '../../kernel/plugins.js';
-import { HOOK_NAMES, KERNEL_HOOKS } from '../../sdk/hooks.js';
+import { HOOK_NAMES } from '../../sdk/hooks.js';
 import { runCommand } from '../../sdk/testing.js';
 import { makeProject, REPO_ROOT, runCli } from '../helpers.js';
 import { staticPackages } from '../support/import-graph.js';
@@ -27,7 +27,7 @@ const HEAVY = ['pg', 'mysql2', '@modelcontextprotocol/sdk', 'yjs', 'y-protocols'
 const NOT_AT_CLI_START = [...HEAVY, 'undici', 'ajv', 'ajv-formats', 'cron-parser', 'fastify', 'pino', '@fastify/cookie', 'yaml'];
 
 const builtIns = () => discoverPlugins({ projectRoot: REPO_ROOT, paths: [], disable: [] }).enabled.map((p) => p.manifest);
-const guards = new Set<string>(HOOK_NAMES.filter((h) => KERNEL_HOOKS[h].firedBy === 'kernel'));
+const guards = new Set<string>(HOOK_NAMES);
 const sorted = (s: Set<string>) => [...s].sort();
 
 describe('activation on demand', () => {

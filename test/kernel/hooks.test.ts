@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fs from 'node:fs';
+import path from 'node:path';
+import { checkHookDeclarations } from '../../kernel/hooks.js';
 import { KERNEL_HOOKS } from '../../sdk/hooks.js';
 import type { DpError } from '../../sdk/errors.js';
+import { MODELS_SERVICE, type ModelsService } from '../../sdk/index.js';
 import { boot, projectWith, type TestPlugin } from './seams.js';
 
 /** Owns the hook point `ticker.tick` and fires it through its service. */
@@ -26,10 +30,10 @@ function listener(manifest: Record<string, unknown>): TestPlugin {
 }
 
 describe('hook points', () => {
-  it('the kernel declares its hook points once, frozen, and plugins get no raw hooks', async () => {
+  it('the kernel declares its hook points once, frozen: the query path only; plugins get no raw hooks', async () => {
     assert.ok(Object.isFrozen(KERNEL_HOOKS));
-    assert.equal(KERNEL_HOOKS.afterModelBuild.firedBy, 'plugins');
-    assert.equal(KERNEL_HOOKS.beforeQuery.firedBy, 'kernel');
+    // The kernel knows no feature: a transform's, a sync's or a stream's hook points are their plugins'.
+    assert.deepEqual(Object.keys(KERNEL_HOOKS), ['interceptQuery', 'beforeQuery', 'afterQuery']);
     let ctxKeys: string[] = [];
     const probe: TestPlugin = { name: 'probe', manifest: { contributes: { services: ['probe'] } }, setup: `ctx.services.provide('probe', Object.keys(ctx));` };
     const app = await boot(projectWith([probe]));
@@ -57,9 +61,15 @@ describe('hook points', () => {
     await assert.rejects(boot(root), (e: DpError) => e.code === 'undeclared_hook' && /'listener' taps 'ticker\.tick' without declaring it in contributes\.hooks/.test(e.message));
   });
 
-  it("refuses a tap of a plugin's hook point when that plugin is neither required nor optional", async () => {
-    const root = projectWith([TICKER, listener({ contributes: { hooks: ['ticker.tick'] } })]);
-    await assert.rejects(boot(root), (e: DpError) => e.code === 'undeclared_dependency' && /'listener'.*'ticker\.tick'.*'ticker'/.test(e.message));
+  it("taps a plugin's hook point without listing its owner, like an extension point, in either setup order", async () => {
+    // 'a-listener' sets up before 'ticker' (no dependency orders them): the hook point exists before any setup.
+    const early: TestPlugin = { ...listener({ contributes: { hooks: ['ticker.tick'] } }), name: 'a-listener' };
+    const app = await boot(projectWith([early, TICKER]));
+    try {
+      assert.deepEqual(await app.services.get<{ fire(n: number): Promise<string[]> }>('ticker').fire(3), ['listener:3']);
+    } finally {
+      await app.close();
+    }
   });
 
   it('a tap of an optional, disabled plugin hook point is a no-op', async () => {
@@ -84,29 +94,46 @@ describe('hook points', () => {
     }
   });
 
-  it('refuses to fire a hook the manifest does not list under fires', async () => {
+  it("refuses to fire another plugin's hook point the manifest does not list under fires", async () => {
     const firer = (fires?: string[]): TestPlugin => ({
-      name: 'streams-like',
+      name: 'relay',
       manifest: fires ? { contributes: { fires } } : {},
-      setup: `ctx.hook('pipelineEnd');`,
+      setup: `ctx.hook('ticker.tick');`,
     });
-    await assert.rejects(boot(projectWith([firer()])), (e: DpError) => e.code === 'undeclared_fire' && /'streams-like' fires 'pipelineEnd' without declaring it in contributes\.fires/.test(e.message));
-    const app = await boot(projectWith([firer(['pipelineEnd'])]));
+    await assert.rejects(boot(projectWith([TICKER, firer()])), (e: DpError) => e.code === 'undeclared_fire' && /'relay' fires 'ticker\.tick' without declaring it in contributes\.fires/.test(e.message));
+    const app = await boot(projectWith([TICKER, firer(['ticker.tick'])]));
     await app.close();
   });
 
-  it('a declared firer reaches the taps of a kernel hook', async () => {
+  it("a declared firer reaches the taps of another plugin's hook point", async () => {
     const firer: TestPlugin = {
-      name: 'streams-like',
-      manifest: { contributes: { fires: ['pipelineEnd'], services: ['runner'] } },
-      setup: `const end = ctx.hook('pipelineEnd'); ctx.services.provide('runner', { run: (p) => end.promise(p) });`,
+      name: 'relay',
+      manifest: { contributes: { fires: ['ticker.tick'], services: ['runner'] } },
+      setup: `const tick = ctx.hook('ticker.tick'); ctx.services.provide('runner', { run: (t) => tick.promise(t) });`,
     };
-    const tapper: TestPlugin = { name: 'alerter', manifest: { contributes: { hooks: ['pipelineEnd'] } }, setup: `ctx.tap('pipelineEnd', async (p) => { p.alerted = true; });` };
-    const app = await boot(projectWith([firer, tapper]));
+    const app = await boot(projectWith([TICKER, firer, listener({ contributes: { hooks: ['ticker.tick'] } })]));
     try {
-      const p: Record<string, unknown> = { runId: 'r' };
-      await app.services.get<{ run(p: unknown): Promise<void> }>('runner').run(p);
-      assert.equal(p.alerted, true);
+      const t = { n: 1, seen: [] as string[] };
+      await app.services.get<{ run(t: unknown): Promise<void> }>('runner').run(t);
+      assert.deepEqual(t.seen, ['listener:1']);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it("a third-party plugin taps a built-in plugin's hook point by name (models.afterModelBuild)", async () => {
+    const watcher: TestPlugin = {
+      name: 'build-watcher',
+      manifest: { contributes: { hooks: ['models.afterModelBuild'], services: ['build-watcher'] } },
+      setup: `const seen = []; ctx.tap('models.afterModelBuild', async (b) => { seen.push(b.model + ':' + b.status); }); ctx.services.provide('build-watcher', seen);`,
+    };
+    const root = projectWith([watcher]);
+    fs.mkdirSync(path.join(root, 'transform', 'marts'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'transform', 'marts', 'one.sql'), 'SELECT 1 AS n\n');
+    const app = await boot(root, true);
+    try {
+      await app.services.get<ModelsService>(MODELS_SERVICE.id).transform({});
+      assert.deepEqual(app.services.get<string[]>('build-watcher'), ['marts.one:built']);
     } finally {
       await app.close();
     }
@@ -115,6 +142,11 @@ describe('hook points', () => {
   it('refuses a manifest that fires a hook only the kernel fires', async () => {
     const root = projectWith([{ name: 'sneaky', manifest: { contributes: { fires: ['beforeQuery'] } }, setup: '' }]);
     await assert.rejects(boot(root), (e: DpError) => e.code === 'invalid_plugin_manifest' && /contributes\.fires\.0/.test(e.message));
+    // The same check at boot, for a manifest no schema validated.
+    assert.throws(
+      () => checkHookDeclarations([{ name: 'sneaky', version: '1.0.0', entry: './index.mjs', contributes: { fires: ['beforeQuery'] } }], [], (n) => n),
+      /contributes\.fires lists 'beforeQuery', which only the kernel fires/,
+    );
   });
 
   it("refuses a hook point not named after its plugin, and a tap of a hook nobody declares", async () => {

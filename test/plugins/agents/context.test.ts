@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { closeInProcessClis, copyShop, runInProcess } from '../../helpers.js';
+import { closeInProcessClis, copyShop, REPO_ROOT, runInProcess } from '../../helpers.js';
 
 after(closeInProcessClis);
 
@@ -33,7 +33,9 @@ describe('dp context', () => {
     assert.match(text, /`landing\.events`: One row per page view/);
     assert.match(text, /`customer_orders_contract` on `marts\.customer_orders`/);
     assert.match(text, /`total_revenue`: Revenue from completed and shipped orders/);
-    assert.match(text, /`marts\.customer_orders\.email`: partial method; exempt: admin/);
+    assert.match(text, /## Masking\n\n.*\n\n- `marts\.customer_orders\.email`: partial method; exempt: admin/);
+    // The streams plugin's section (agents.context): steps and schedule.
+    assert.match(text, /## Streams\n\n- `daily` \(cron `0 6 \* \* \*`\): ingest events/);
     assert.match(text, /`dp transform/);
     assert.match(text, /`crm_api`: rest_api/);
 
@@ -44,6 +46,28 @@ describe('dp context', () => {
     assert.ok(emails.length > 0);
     for (const email of emails) assert.ok(!text.includes(email), `no raw email ${email}`);
     assert.ok(!text.includes('show_first'));
+  });
+
+  it('names no plugin it describes: with lineage, masking and streams disabled their sections are simply absent', async () => {
+    const manifest = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'plugins', 'agents', 'plugin.json'), 'utf8')) as { optional?: string[] };
+    assert.deepEqual(manifest.optional ?? [], [], 'agents lists no optional plugin: features contribute to agents.context');
+    const yml = path.join(project, 'project.yml');
+    const original = fs.readFileSync(yml, 'utf8');
+    // A new App reads the changed project.yml, as a new process would.
+    await closeInProcessClis();
+    fs.writeFileSync(yml, `${original}\nplugins:\n  disable: [lineage, masking, streams]\n`);
+    try {
+      const r = await runInProcess(['context', '--project', project]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /### marts\.customer_orders\n/);
+      // Columns and types from the built warehouse, without lineage's "from".
+      assert.match(r.stdout, /\| email \| VARCHAR \| {2}\|/);
+      assert.doesNotMatch(r.stdout, /## Masking|## Streams|staging\.stg_customers\.email/);
+      assert.match(r.stdout, /## Commands/);
+    } finally {
+      await closeInProcessClis();
+      fs.writeFileSync(yml, original);
+    }
   });
 
   it('prints to stdout without --out and refuses a path outside the project', async () => {

@@ -11,7 +11,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import type { SyncContext } from '../../../sdk/index.js';
+import { TABLE_SYNCED, type SyncContext } from '../../../sdk/index.js';
 import { makeProject, startServer, type TestServer } from '../../helpers.js';
 import { startPostgres, type RunningDatabase } from '../../support/databases.js';
 
@@ -52,7 +52,7 @@ describe('postgres connector', () => {
     `);
     root = makeProject({ 'project.yml': PROJECT_YML });
     s = await startServer(root);
-    s.app.hooks.onSync.tapPromise('test-probe', async (sync: SyncContext) => {
+    s.app.hookPoint(TABLE_SYNCED)!.tapPromise('test-probe', async (sync: SyncContext) => {
       syncs.push({ ...sync });
     });
   });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { ModelsService, TransformSummary } from '../../../sdk/index.js';
+import { AFTER_MODEL_BUILD, AFTER_TRANSFORM, BEFORE_TRANSFORM, type ModelsService, type TransformSummary } from '../../../sdk/index.js';
 import type { App } from '../../../kernel/app.js';
 import { bootApp, makeProject } from '../../helpers.js';
 
@@ -126,13 +126,13 @@ describe('transform engine', () => {
 
   it('runs the hooks: afterModelBuild may flag assertion_failed without failing the run', async () => {
     const seen: string[] = [];
-    app.hooks.beforeTransform.tapPromise('test-before', async (run) => {
+    app.hookPoint(BEFORE_TRANSFORM)!.tapPromise('test-before', async (run) => {
       seen.push(`before:${run.runId}`);
     });
-    app.hooks.afterModelBuild.tapPromise('test-flag', async (b) => {
+    app.hookPoint(AFTER_MODEL_BUILD)!.tapPromise('test-flag', async (b) => {
       if (b.model === 'marts.report' && b.status === 'built') b.status = 'assertion_failed';
     });
-    app.hooks.afterTransform.tapPromise('test-after', async (run) => {
+    app.hookPoint(AFTER_TRANSFORM)!.tapPromise('test-after', async (run) => {
       seen.push(`after:${run.status}:${run.results.length}`);
     });
     const s = await models.transform({ targets: ['report'], force: true });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { PIPELINE_END } from '../../../sdk/index.js';
 import { makeProject, startServer, type TestServer } from '../../helpers.js';
 import { deadPort, fireBuild, fireTransformEnd, quality, startReceiver } from './util.js';
 
@@ -69,7 +70,7 @@ describe('quality: alerts', () => {
     });
 
     it('sends a stream failure from pipelineEnd', async () => {
-      await s.app.hooks.pipelineEnd.promise({ runId: 'p1', streamName: 'daily', trigger: 'schedule', status: 'error', startedAt: new Date(), error: 'ingest step failed' });
+      await s.app.hookPoint(PIPELINE_END)!.promise({ runId: 'p1', streamName: 'daily', trigger: 'schedule', status: 'error', startedAt: new Date(), error: 'ingest step failed' });
       await quality(s.app).drainAlerts();
       const hook = receiver.received.find((r) => r.path === '/hook' && r.body.title === 'Stream daily failed');
       assert.ok(hook);

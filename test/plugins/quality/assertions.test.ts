@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
-import type { AssertionOutcome } from '../../../sdk/index.js';
+import { AFTER_MODEL_BUILD, type AssertionOutcome } from '../../../sdk/index.js';
 import { closeInProcessClis, makeProject, runInProcess, startServer, type TestServer } from '../../helpers.js';
 import { fireBuild, fireTransformEnd, quality } from './util.js';
 
@@ -153,7 +153,7 @@ describe('quality: inline assertions', () => {
     const b = await fireBuild(s.app, 'analytics.orders', 'run-a2', ['row_count > 100']);
     assert.equal(b.status, 'assertion_failed');
     const errored = { ...b, status: 'error' as const, extras: {} as Record<string, unknown> };
-    await s.app.hooks.afterModelBuild.promise(errored);
+    await s.app.hookPoint(AFTER_MODEL_BUILD)!.promise(errored);
     assert.equal(errored.status, 'error');
     assert.equal(errored.extras.assertions, undefined);
   });

@@ -1,15 +1,15 @@
-/** Helpers of the quality tests: firing the kernel's build hooks, a real HTTP receiver. */
+/** Helpers of the quality tests: firing the models plugin's build hook points, a real HTTP receiver. */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { App } from '../../../kernel/app.js';
-import type { ModelBuildContext, ModelBuildStatus, TransformRunContext } from '../../../sdk/index.js';
+import { AFTER_MODEL_BUILD, AFTER_TRANSFORM, type ModelBuildContext, type ModelBuildStatus, type TransformRunContext } from '../../../sdk/index.js';
 import type { QualityPluginService } from '../../../plugins/quality/index.js';
 
 export function quality(app: App): QualityPluginService {
   return app.services.get<QualityPluginService>('quality');
 }
 
-/** Fires afterModelBuild for `schema.name` the way the models runner does after building it. */
+/** Fires models.afterModelBuild for `schema.name` the way the models runner does after building it. */
 export async function fireBuild(app: App, model: string, runId: string, assertions?: string[]): Promise<ModelBuildContext> {
   const [schema, name] = model.split('.');
   const b: ModelBuildContext = {
@@ -26,7 +26,7 @@ export async function fireBuild(app: App, model: string, runId: string, assertio
     extras: {},
     db: app.db,
   };
-  await app.hooks.afterModelBuild.promise(b);
+  await app.hookPoint(AFTER_MODEL_BUILD)!.promise(b);
   return b;
 }
 
@@ -37,7 +37,7 @@ export async function fireTransformEnd(
   status: 'success' | 'error' = results.some((r) => r.status === 'error') ? 'error' : 'success',
 ): Promise<TransformRunContext> {
   const run: TransformRunContext = { runId, trigger: 'test', targets: null, results: results.map((r) => ({ ...r, duration_ms: 1 })), status };
-  await app.hooks.afterTransform.promise(run);
+  await app.hookPoint(AFTER_TRANSFORM)!.promise(run);
   return run;
 }
 

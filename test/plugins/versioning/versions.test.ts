@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { PIPELINE_END } from '../../../sdk/index.js';
 import { makeProject, startServer, waitUntil, type TestServer } from '../../helpers.js';
 
 const VERSION_ID = /^v\d+-\d{8}-\d{6}$/;
@@ -273,9 +274,9 @@ describe('versioning: versions', () => {
 
   it('creates a version after a successful pipeline run (versioning.after_pipeline), none after a failed one', async () => {
     const count = (await s.request('GET', '/api/versions')).body.length;
-    await s.app.hooks.pipelineEnd.promise({ runId: 'r1', streamName: 'daily', trigger: 'schedule', status: 'error', startedAt: new Date() });
+    await s.app.hookPoint(PIPELINE_END)!.promise({ runId: 'r1', streamName: 'daily', trigger: 'schedule', status: 'error', startedAt: new Date() });
     assert.equal((await s.request('GET', '/api/versions')).body.length, count);
-    await s.app.hooks.pipelineEnd.promise({ runId: 'r2', streamName: 'daily', trigger: 'schedule', status: 'success', startedAt: new Date() });
+    await s.app.hookPoint(PIPELINE_END)!.promise({ runId: 'r2', streamName: 'daily', trigger: 'schedule', status: 'success', startedAt: new Date() });
     const after = (await s.request('GET', '/api/versions')).body;
     assert.equal(after.length, count + 1);
     assert.equal(after[0].trigger, 'pipeline');
