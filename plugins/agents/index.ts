@@ -1,14 +1,16 @@
 /**
  * The agents plugin: the project for AI agents. `dp mcp` serves the MCP tools of tools.ts over
  * stdio as the local user; `POST /mcp` on `dp serve` serves them over streamable HTTP to the
- * authenticated caller, with that caller's role (stateless: one server per request, so no
- * session outlives the request or crosses callers). `dp context` writes the project's
- * description (context.ts). Other plugins reach it through its extension points: `agents.mcp`
- * (tools, resources) and `agents.context` (sections of the description).
+ * authenticated caller, with that caller's role (stateless: no session outlives the request;
+ * servers are kept per caller between requests, server-pool.ts, and never cross callers).
+ * `dp context` writes the project's description (context.ts). Other plugins reach it through
+ * its extension points: `agents.mcp` (tools, resources) and `agents.context` (sections of the
+ * description).
  */
-import { AGENT_CONTEXT, AGENT_MCP, badRequest, definePlugin, DpError, LOCAL_ADMIN, type AgentContribution, type ContextContribution, type PluginContext } from '../../sdk/index.js';
+import { AGENT_CONTEXT, AGENT_MCP, badRequest, CONFIG_CHANGED, definePlugin, DpError, LOCAL_ADMIN, type AgentContribution, type ContextContribution, type PluginContext } from '../../sdk/index.js';
 import type { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { projectContext } from './context.js';
+import { McpServerPool } from './server-pool.js';
 
 /**
  * The MCP SDK (transports, server, zod) loads on the first MCP request or `dp mcp`, not when the
@@ -94,7 +96,13 @@ export default definePlugin({
   setup(ctx) {
     // Tools and resources come from the plugins that own them; a disabled plugin adds none.
     const contributions: AgentContribution[] = [];
-    ctx.provideExtensionPoint(AGENT_MCP, (contribution) => contributions.push(contribution));
+    const servers = new McpServerPool(async (caller, readOnly) => (await mcp()).createMcpServer(ctx, contributions, caller, { readOnly }, VERSION));
+    ctx.provideExtensionPoint(AGENT_MCP, (contribution) => {
+      contributions.push(contribution);
+      servers.invalidate();
+    });
+    // The docs resource's title names the project: a changed project.yml gets new servers.
+    ctx.events.on(CONFIG_CHANGED, () => servers.invalidate());
     const contextContributions: ContextContribution[] = [];
     ctx.provideExtensionPoint(AGENT_CONTEXT, (contribution) => contextContributions.push(contribution));
 
@@ -116,13 +124,13 @@ export default definePlugin({
         }
         // `dp mcp --read-only` relaying here while the server runs asks for the read-only tool set.
         const readOnly = req.headers[READ_ONLY_HEADER] === '1';
-        const { createMcpServer, StreamableHTTPServerTransport } = await mcp();
-        const server = await createMcpServer(ctx, contributions, req.caller, { readOnly }, VERSION);
+        const { StreamableHTTPServerTransport } = await mcp();
+        // Reading the configuration compares project.yml's stamps first: an edit since the last
+        // request is announced now (config.changed), which drops the kept servers before one is lent.
+        void ctx.project.config;
+        const { server, release } = await servers.acquire(req.caller, readOnly);
         const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-        reply.raw.once('close', () => {
-          void transport.close();
-          void server.close();
-        });
+        reply.raw.once('close', () => void release());
         await server.connect(transport);
         // The transport writes the response itself (JSON-RPC status codes, headers).
         reply.hijack();

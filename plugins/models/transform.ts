@@ -8,7 +8,7 @@
  * so a failing model keeps its previous data. (An explicit temp-name + DROP + RENAME does the
  * same swap with three statements and measured 1.6-2.9x slower on small models.) When a model
  * changes between table and view, the old relation is dropped in the same transaction, and the
- * model's row in `_service.model_state` is upserted in it too (state survives a killed run).
+ * model's row in `_service.model_state` is written in it too (state survives a killed run).
  */
 import crypto from 'node:crypto';
 import os from 'node:os';
@@ -31,7 +31,7 @@ import {
 import { keyOf, selectModels, type GraphModel, type ModelGraph } from './dag.js';
 import { sha256 } from './discovery.js';
 import { applyIncremental, applyScd2, createStatement, type MaterializeOutcome } from './materialize.js';
-import { readCatalog, readStates, recordRun, recordRunStart, stateUpsertSql, type Relation, type StateRow } from './state.js';
+import { readCatalog, readStates, recordRun, recordRunStart, stateWriteSql, type Relation, type StateRow } from './state.js';
 
 export interface TransformOptions {
   targets?: string[] | null;
@@ -129,6 +129,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     let error: string | undefined;
     let outcome: MaterializeOutcome = {};
     const row: StateRow = { name: key, kind: 'model', content_hash: m.file.content_hash, state_hash: token, materialized: m.info.materialized, rows: null };
+    const stateSql = () => stateWriteSql(row, states.has(key));
     if (m.file.parseError) {
       status = 'error';
       error = `${m.file.path}${m.file.parseErrorLine ? `:${m.file.parseErrorLine}` : ''}: ${m.file.parseError}`;
@@ -155,7 +156,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
             const previous = states.get(key)?.state_hash;
             if (!applied.rows_applied && !applied.schema_changes && previous) row.state_hash = previous;
             else row.state_hash = sha256(`${token}\n${runId}`);
-            await c.run(stateUpsertSql(row));
+            await c.run(stateSql());
             return applied;
           });
         } else {
@@ -169,8 +170,8 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
             // own (still atomic) and the state follows; a kill in between costs one rebuild.
             if (accumulates) throw new Error(`a ${m.info.materialized} model's PIVOT needs an IN (...) list: DuckDB reads the values of a PIVOT without one outside the run's transaction`);
             await conn.run(sql);
-            await conn.run(stateUpsertSql(row));
-          } else await conn.transaction((c) => c.run(`${sql};\n${stateUpsertSql(row)}`));
+            await conn.run(stateSql());
+          } else await conn.transaction((c) => c.run(`${sql};\n${stateSql()}`));
         }
       } catch (e) {
         status = 'error';

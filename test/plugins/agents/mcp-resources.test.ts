@@ -65,8 +65,10 @@ describe('MCP resources over stdio (dp mcp)', () => {
 describe('MCP resources over streamable HTTP (/mcp, --auth)', () => {
   let s: TestServer;
   let viewer: string;
+  let project: string;
   before(async () => {
-    s = await startServer(await builtShop(), { auth: true });
+    project = await builtShop();
+    s = await startServer(project, { auth: true });
     const admin = (await s.request('POST', '/api/auth/setup', { username: 'root', password: 'rootpw', role: 'admin' })).body.token;
     assert.ok((await s.request('POST', '/api/users', { username: 'vera', password: 'verapw', role: 'viewer' }, { token: admin })).status < 300);
     viewer = (await s.request('POST', '/api/auth/login', { username: 'vera', password: 'verapw' })).body.token;
@@ -78,6 +80,20 @@ describe('MCP resources over streamable HTTP (/mcp, --auth)', () => {
     await client.connect(new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${viewer}` } } }));
     try {
       await checkResources(client);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a changed project.yml is seen by the next request (servers are kept between requests)', async () => {
+    const client = new Client({ name: 'dp-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${viewer}` } } }));
+    try {
+      const docsTitle = async () => (await client.listResources()).resources.find((r) => r.uri === 'dp://docs/project')?.title;
+      assert.match((await docsTitle()) ?? '', /'shop'/);
+      const file = path.join(project, 'project.yml');
+      fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace(/^name: shop$/m, 'name: renamed_shop'));
+      assert.match((await docsTitle()) ?? '', /'renamed_shop'/);
     } finally {
       await client.close();
     }

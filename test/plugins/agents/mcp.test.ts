@@ -212,6 +212,25 @@ describe('MCP over streamable HTTP at /mcp (--auth)', () => {
     }
   });
 
+  it('a server kept between requests serves only its own caller', async () => {
+    // Servers are kept per caller (plugins/agents/server-pool.ts): calls of both roles, at once and
+    // one after another, each get their own role's tools and masking.
+    const [asViewer, asAdmin] = await Promise.all([connect(viewer), connect(admin)]);
+    try {
+      const sql = 'SELECT email FROM marts.customer_orders WHERE customer_id = 1';
+      for (let round = 0; round < 3; round++) {
+        const [v, a, vTools, aTools] = await Promise.all([call(asViewer, 'query', { sql }), call(asAdmin, 'query', { sql }), asViewer.listTools(), asAdmin.listTools()]);
+        assert.doesNotMatch(v.text, /ada@example\.com/, `round ${round}: the viewer's query is masked`);
+        assert.deepEqual(a.body.rows, [['ada@example.com']], `round ${round}: the admin's is not`);
+        assert.ok(!vTools.tools.some((t) => t.name === 'run_transform'));
+        assert.deepEqual(aTools.tools.map((t) => t.name).sort(), ALL_TOOLS);
+        assert.equal((await call(asViewer, 'run_transform', {})).isError, true);
+      }
+    } finally {
+      await Promise.all([asViewer.close(), asAdmin.close()]);
+    }
+  });
+
   it("an admin sees the raw value and gets run_transform", async () => {
     const client = await connect(admin);
     try {
