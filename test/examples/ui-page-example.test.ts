@@ -1,6 +1,6 @@
 /**
  * The example third-party page (examples/plugins/ui-page-example): a prebuilt ES module that
- * imports react and @dp/ui by bare name. In headless Chromium against a real `dp serve` on the
+ * imports react and @dp/ui by bare name. In headless Chromium against a real dp server on the
  * shop, it appears in the navigation, loads through the shell's import map (one React: its
  * hooks work inside the shell's tree) and shows the shop's tables from its own route.
  */

@@ -1,5 +1,5 @@
 /**
- * The web UI with `dp serve --auth` on a copy of examples/shop, in headless Chromium: the first
+ * The web UI of a dp server with authentication on a copy of examples/shop, in headless Chromium: the first
  * admin is set up in the browser, an admin adds a masking policy in the masking page and a viewer
  * then sees the column masked and marked, and sees no action beyond their role (the API refuses
  * them anyway). One server and one browser for the file.

@@ -1,15 +1,17 @@
 /**
- * Shared helpers of the web UI tests (docs/ui.md "Testing a page"): a real `dp serve` on a copy
- * of examples/shop (seeded and transformed in this process, seedAndTransform), and Debian's headless
- * Chromium driven by playwright-core (never a downloaded browser). One browser per test file;
- * each test takes a fresh page (or context) from it.
+ * Shared helpers of the web UI tests (docs/ui.md "Testing a page"): the dp server of a copy of
+ * examples/shop (a built copy from builtShop, or a bare one), booted and served in this process
+ * on 127.0.0.1 (startServer: the same App and HTTP server `dp serve` runs in its engine process,
+ * without the two process boots; the UI tests are about the pages, not the process), and Debian's
+ * headless Chromium driven by playwright-core (never a downloaded browser). One server and one
+ * browser per test file; each test takes a fresh context (own cookies and storage) from it.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before } from 'node:test';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
-import { copyShop, REPO_ROOT, seedAndTransform, spawnServe } from '../helpers.js';
+import { builtShop, copyShop, REPO_ROOT, startServer } from '../helpers.js';
 
 export const CHROMIUM = process.env.DP_CHROMIUM ?? '/usr/bin/chromium';
 /** Screenshots land here (ignored by git; CI keeps them as artifacts). */
@@ -19,28 +21,28 @@ export interface DpServer {
   url: string;
   /** The project folder (a temp copy). */
   root: string;
-  /** Lines the server printed (stdout and stderr), for failure messages. */
-  output(): string;
   close(): Promise<void>;
 }
 
 export interface ShopOptions {
-  /** `dp serve --auth`. */
+  /** Serve with authentication (`dp serve --auth`). */
   auth?: boolean;
-  /** Files written into the copy before it is seeded (`project.yml` replaces the example's). */
+  /**
+   * Files written into the copy (`project.yml` replaces the example's): a built copy gets them
+   * after the build, a bare one (`build: false`) before anything reads them.
+   */
   files?: Record<string, string>;
   /** Text appended to the copy's project.yml (e.g. a `plugins:` block). */
   appendProjectYml?: string;
-  /** Seed and transform first (default true), so the marts exist. */
+  /** A copy already seeded and transformed (default true), so the marts exist. */
   build?: boolean;
 }
 
-/** A real `dp serve` on a fresh copy of examples/shop, on 127.0.0.1 and a free port. */
+/** The dp server of a fresh copy of examples/shop, on 127.0.0.1 and a free port. */
 export async function startShop(options: ShopOptions = {}): Promise<DpServer> {
-  const root = copyShop(options.files ?? {});
+  // builtShop copies a shop built once (a file copy instead of a boot, a seed and a transform).
+  const root = (options.build ?? true) ? await builtShop(options.files ?? {}) : copyShop(options.files ?? {});
   if (options.appendProjectYml) fs.appendFileSync(path.join(root, 'project.yml'), '\n' + options.appendProjectYml + '\n');
-  // In this process (one boot, not one process per command); closed before dp serve opens the file.
-  if (options.build ?? true) await seedAndTransform(root);
   return serveProject(root, { auth: options.auth });
 }
 
@@ -69,23 +71,17 @@ export function shopForTests(options: ShopOptions = {}): DpServer {
     get root() {
       return current().root;
     },
-    output: () => current().output(),
     close: () => current().close(),
   };
 }
 
-/** `dp serve` on a project folder; resolves once it prints its URL. */
+/**
+ * The dp server of a project folder, booted in this process (kernel App and HTTP server, as in
+ * `dp serve`'s engine process) on 127.0.0.1 and a free port, with the scheduler off.
+ */
 export async function serveProject(root: string, options: { auth?: boolean } = {}): Promise<DpServer> {
-  // Two boots (supervisor and engine): on a loaded CI machine that took more than a minute.
-  const served = await spawnServe(root, { auth: options.auth, args: ['--host', '127.0.0.1'], startMs: 180_000 });
-  return {
-    url: served.url,
-    root,
-    output: () => served.output.text(),
-    async close() {
-      await served.stop();
-    },
-  };
+  const served = await startServer(root, { auth: options.auth });
+  return { url: served.url, root, close: () => served.close() };
 }
 
 /**

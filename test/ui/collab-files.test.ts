@@ -1,5 +1,5 @@
 /**
- * Project files edited together in headless Chromium against a real `dp serve --auth` on a copy
+ * Project files edited together in headless Chromium against a real dp server with authentication on a copy
  * of examples/shop (issue 37): two browser contexts (two people) on a model's SQL and on
  * project.yml see each other's typing, presence and cursor live; a viewer's keystrokes change
  * nothing; a save over a change made on disk meanwhile (as the CLI would) is reported, never

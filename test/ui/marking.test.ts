@@ -1,6 +1,6 @@
 /**
  * Masked columns marked in the web UI from what the server says, in headless Chromium against
- * `dp serve --auth` on examples/shop with a policy on seeds.customers.email: the SQL grid marks
+ * a dp server with authentication on examples/shop with a policy on seeds.customers.email: the SQL grid marks
  * the columns of the response's `masked_columns` (an alias and a column masked through lineage,
  * which no client-side guess from policy names finds) for a viewer and none for the exempt admin;
  * an SQL error is marked at the server's `details.line`; the models page's lineage graph marks

@@ -1,5 +1,5 @@
 /**
- * The Notebooks page in headless Chromium against a real `dp serve` on a copy of examples/shop:
+ * The Notebooks page in headless Chromium against a real dp server on a copy of examples/shop:
  * two browser contexts (two people) open one notebook and each sees the other's typing and
  * cursor live (y-codemirror.next over /ws/collaborate); cells are added, moved and deleted for
  * both; a SQL cell runs into a grid and a code cell's error shows its line; save writes the file.

@@ -1,5 +1,5 @@
 /**
- * The semantic layer's and the catalog's pages in headless Chromium against a real `dp serve` on
+ * The semantic layer's and the catalog's pages in headless Chromium against a real dp server on
  * a copy of examples/shop (seeded, transformed, and committed to a git repository with one file
  * changed): the metrics explorer, the docs and guide reader with its search, the overview, and the
  * git status in the header.

@@ -1,6 +1,6 @@
 /**
- * A saved query edited together on the SQL page, in headless Chromium against a real `dp serve
- * --auth` on a copy of examples/shop (issue 37, the SQL page's part): two people who open the
+ * A saved query edited together on the SQL page, in headless Chromium against a real dp server with
+ * authentication on a copy of examples/shop (issue 37, the SQL page's part): two people who open the
  * same `queries/<name>.sql` from "Saved queries" join its shared document, see each other and
  * each other's typing live; Ctrl/Cmd+Enter runs the shared text; the save writes the file
  * through the socket and a save over a change on disk is reported, not written; a viewer's

@@ -1,5 +1,5 @@
 /**
- * The streams page in headless Chromium against a real `dp serve` on a copy of examples/shop
+ * The streams page in headless Chromium against a real dp server on a copy of examples/shop
  * (plus a slow stream to cancel): start a stream and follow its steps and models live, cancel
  * one, the history with its durations chart and each run opened to its steps, and the scheduler
  * with next runs; a script run opened to its output, a failed stream's failed steps re-run, and

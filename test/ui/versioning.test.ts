@@ -1,5 +1,5 @@
 /**
- * The Versioning page in headless Chromium against a real `dp serve` of examples/shop: create a
+ * The Versioning page in headless Chromium against a real dp server of examples/shop: create a
  * version, see its diff against the current tables and a table's timeline, restore it through
  * the confirmation dialog, take a snapshot and see its changes, back up, verify and restore.
  */

@@ -1,5 +1,5 @@
 /**
- * The web UI in headless Chromium against a real `dp serve` on a copy of examples/shop (no
+ * The web UI in headless Chromium against a real dp server on a copy of examples/shop (no
  * auth): the shell, the SQL workspace and the pages of today's plugins. One server and one
  * browser for the whole file; each test opens its own browser context.
  */

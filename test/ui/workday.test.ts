@@ -1,5 +1,5 @@
 /**
- * The web UI for a working day. The SQL workspace, in headless Chromium against a real `dp serve` on a copy
+ * The web UI for a working day. The SQL workspace, in headless Chromium against a real dp server on a copy
  * of examples/shop: the first query works, the catalog inserts names, columns complete bare and
  * qualified, the grid sorts, filters, selects and copies, tabs survive a reload, queries are
  * saved in the project, a running query shows its time and can be cancelled, results chart

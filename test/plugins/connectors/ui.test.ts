@@ -1,5 +1,5 @@
 /**
- * The Connectors page in headless Chromium against a real `dp serve`: the add-connector wizard
+ * The Connectors page in headless Chromium against a real dp server: the add-connector wizard
  * (type → parameters → test → discover → create) for a csv folder, sync now with its results,
  * the CDC state and a reset, a webhook inbox, and the import wizard (file → preview → import).
  */
