@@ -3,6 +3,7 @@
  * and a real HTTP server on 127.0.0.1 (random port). No mocks.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,6 +12,7 @@ import { createServer, type ServerOptions } from '../kernel/http.js';
 import { REPO_ROOT } from '../kernel/plugins.js';
 import { httpRequester, runCommand, type CommandResult } from '../sdk/testing.js';
 import type { Clock } from '../sdk/scheduler.js';
+import { hashTree, sharedTemplate } from './support/templates.js';
 
 process.env.DP_LOG_SILENT ??= '1';
 
@@ -58,21 +60,36 @@ export async function seedAndTransform(root: string): Promise<void> {
   }
 }
 
-/** The seeded and transformed copy of examples/shop `builtShop` copies (built once per test file). */
+/**
+ * What a built copy of examples/shop depends on: the compiled code dp runs (dist/ but the tests,
+ * benchmarks, scripts and UI bundle), the plugins' manifests and other non-code files, the
+ * example itself, and the Node and DuckDB versions that wrote its database file.
+ */
+function shopBuildKey(): string {
+  const hash = crypto.createHash('sha256');
+  const duckdb = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'node_modules', '@duckdb', 'node-bindings', 'package.json'), 'utf8')) as { version: string };
+  hash.update(`${process.version}\0${duckdb.version}\0`);
+  hashTree(hash, path.join(REPO_ROOT, 'dist'), (rel) => !/^(test|bench|scripts|ui|examples)\//.test(rel) && !rel.endsWith('.map'));
+  hashTree(hash, path.join(REPO_ROOT, 'plugins'), (rel) => !/\.(tsx?|css)$/.test(rel));
+  hashTree(hash, SHOP_EXAMPLE, (rel) => !/\.duckdb(\.wal)?$|\.service-env$/.test(rel));
+  return hash.digest('hex').slice(0, 20);
+}
+
+/** The seeded and transformed copy of examples/shop `builtShop` copies (sharedTemplate: built once per suite run). */
 let builtShopTemplate: Promise<string> | null = null;
 
 /**
  * A copy of examples/shop already seeded and transformed, as `copyShop` then `dp seed` and
- * `dp transform` would leave it. The build runs once per test file (in this process, its App
- * closed after); each call copies the built folder, DuckDB file included, which costs a file copy
- * instead of a boot, a seed and a transform. `extra` files are written into the copy after.
+ * `dp transform` would leave it. The build runs once per suite run and build of dp (a template
+ * under the OS temp dir, test/support/templates.ts; made in this process, its App closed after);
+ * each call copies the built folder, DuckDB file included, which costs a file copy instead of a
+ * boot, a seed and a transform. `extra` files are written into the copy after.
  */
 export async function builtShop(extra: Record<string, string> = {}): Promise<string> {
-  builtShopTemplate ??= (async () => {
-    const root = copyShop();
-    await seedAndTransform(root);
-    return root;
-  })();
+  builtShopTemplate ??= sharedTemplate('shop', shopBuildKey(), async (folder) => {
+    fs.cpSync(SHOP_EXAMPLE, folder, { recursive: true, filter: (src) => !/\.duckdb(\.wal)?$|\.service-env$/.test(src) });
+    await seedAndTransform(folder);
+  });
   const template = await builtShopTemplate;
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-test-'));
   madeProjects.push(root);
@@ -141,6 +158,44 @@ export function runCli(args: string[], options: { cwd?: string; input?: string; 
     timeout: 120_000,
   });
   return { code: r.status ?? -1, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
+}
+
+/** One command line of `runCliBatch`: its arguments, stdin text, extra environment and working folder. */
+export interface CliRun {
+  args: string[];
+  input?: string;
+  env?: Record<string, string>;
+  cwd?: string;
+}
+
+/**
+ * `runCli` for a list of command lines, one after the other in one `dp` process
+ * (test/support/cli-batch.ts: each through the binary's entry, kernel/cli.ts main, with its own
+ * stdin, environment and folder): for a table of commands through a running server, where the
+ * relay between two processes is the point but a process start per command is not. Resolves with
+ * each run's `{ code, stdout, stderr }`, in order.
+ */
+export function runCliBatch(runs: CliRun[]): Promise<CommandResult[]> {
+  const child = spawn(process.execPath, [path.join(REPO_ROOT, 'dist', 'test', 'support', 'cli-batch.js')], {
+    cwd: REPO_ROOT,
+    // As bin/dp.js: the size of the thread pool DuckDB's calls run on.
+    env: { UV_THREADPOOL_SIZE: '16', ...process.env, DP_LOG_SILENT: '1' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const output = followOutput(child);
+  child.stdin!.end(JSON.stringify(runs));
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    // 'close', not 'exit': the results are read once its stdout has ended.
+    child.once('close', (code, signal) => {
+      if (code !== 0) return reject(new Error(`the dp batch process ended with ${code ?? signal}: ${output.text()}`));
+      try {
+        resolve(JSON.parse(output.stdout()) as CommandResult[]);
+      } catch (e) {
+        reject(new Error(`the dp batch process printed no results (${(e as Error).message}): ${output.text()}`));
+      }
+    });
+  });
 }
 
 export interface InProcessCli {

@@ -1,33 +1,39 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { makeProject, runCli } from '../helpers.js';
+import { makeProject, runCli, runCliBatch } from '../helpers.js';
 import { startKernelServer } from './auth-server.js';
 
 describe('dp users (straight on the database, no server)', () => {
   it('creates the first admin from stdin, manages users, and the server then accepts their logins', async () => {
     const root = makeProject();
     const dp = (args: string[], input?: string) => runCli([...args, '--project', root], { input });
+    const run = (args: string[], input?: string) => ({ args: [...args, '--project', root], input });
 
-    const add = dp(['users', 'add', 'root', '--role', 'admin'], 'from-stdin-pw\n');
+    // The binary's entry, the commands before the server in one process (runCliBatch).
+    const [add, ann, short, lastAdmin, setRole, setPassword, list] = await runCliBatch([
+      run(['users', 'add', 'root', '--role', 'admin'], 'from-stdin-pw\n'),
+      run(['users', 'add', 'ann', '--role', 'viewer', '--password', 'pw-ann', '--display-name', 'Ann']),
+      run(['users', 'add', 'bo', '--role', 'viewer', '--password', 'abc']),
+      run(['users', 'remove', 'root']),
+      run(['users', 'set-role', 'ann', 'editor']),
+      run(['users', 'set-password', 'ann'], 'pw-ann-2\n'),
+      run(['--json', 'users', 'list']),
+    ]);
     assert.equal(add.code, 0, add.stderr);
     assert.match(add.stdout, /User root \(admin\) created/);
     assert.ok(!add.stdout.includes('from-stdin-pw') && !add.stderr.includes('from-stdin-pw'));
 
-    const ann = dp(['users', 'add', 'ann', '--role', 'viewer', '--password', 'pw-ann', '--display-name', 'Ann']);
     assert.equal(ann.code, 0, ann.stderr);
 
-    const short = dp(['users', 'add', 'bo', '--role', 'viewer', '--password', 'abc']);
     assert.equal(short.code, 1);
     assert.match(short.stderr, /'password' must be at least 4 characters/);
 
-    const lastAdmin = dp(['users', 'remove', 'root']);
     assert.equal(lastAdmin.code, 1);
     assert.match(lastAdmin.stderr, /only admin/);
 
-    assert.equal(dp(['users', 'set-role', 'ann', 'editor']).code, 0);
-    assert.equal(dp(['users', 'set-password', 'ann'], 'pw-ann-2\n').code, 0);
+    assert.equal(setRole.code, 0, setRole.stderr);
+    assert.equal(setPassword.code, 0, setPassword.stderr);
 
-    const list = dp(['--json', 'users', 'list']);
     assert.equal(list.code, 0, list.stderr);
     const users = JSON.parse(list.stdout) as Array<Record<string, unknown>>;
     assert.deepEqual(
@@ -53,10 +59,10 @@ describe('dp users (straight on the database, no server)', () => {
       await s.close();
     }
 
-    const removed = dp(['users', 'remove', 'ann']);
+    const [removed, after] = await runCliBatch([run(['users', 'remove', 'ann']), run(['--json', 'users', 'list'])]);
     assert.equal(removed.code, 0, removed.stderr);
     assert.deepEqual(
-      (JSON.parse(dp(['--json', 'users', 'list']).stdout) as Array<{ username: string }>).map((u) => u.username),
+      (JSON.parse(after.stdout) as Array<{ username: string }>).map((u) => u.username),
       ['root'],
     );
   });

@@ -4,7 +4,9 @@
  * file), then with the server holding the database: stdout, exit code and --json must match.
  * The offline side of the command table runs in this process (cliInProcess: the same commands
  * on an App of the project, closed before a server opens the file); every run through a server
- * is the binary, since the relay is the point, and so is `dp users` (a command of the binary).
+ * is the binary's entry in a process of its own, since the relay is the point, and so is
+ * `dp users` (a command of the binary). A table's runs share one such process (runCliBatch), so a
+ * table of twenty commands costs one process start, not twenty.
  */
 import assert from 'node:assert/strict';
 import { spawnSync, type ChildProcess } from 'node:child_process';
@@ -14,7 +16,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { cliInProcess, copyShop, DP_BIN, runCli, spawnServe } from '../helpers.js';
+import { cliInProcess, copyShop, DP_BIN, runCli, runCliBatch, spawnServe, type CliRun } from '../helpers.js';
 
 const SERVER_FILE = path.join('.dp', 'server.json');
 
@@ -81,12 +83,11 @@ const TABLE: string[][] = [
 
 type Outcome = { code: number; stdout: string };
 
-function runTable(root: string, env: Record<string, string> = {}): Outcome[] {
-  return TABLE.map((args) => {
-    const r = runCli([...args, '--project', root], { env });
-    return { code: r.code, stdout: normalize(r.stdout), stderr: r.stderr } as Outcome & { stderr: string };
-  });
-}
+/** The table's command lines on the project, as `env`'s user. */
+const tableRuns = (root: string, env: Record<string, string> = {}): CliRun[] => TABLE.map((args) => ({ args: [...args, '--project', root], env }));
+
+/** Batch results as the table compares them (normalized stdout). */
+const asOutcomes = (results: Array<{ code: number; stdout: string; stderr: string }>) => results.map((r) => ({ code: r.code, stdout: normalize(r.stdout), stderr: r.stderr }));
 
 /** `steps` in this process on one App of the project, closed after (so a server can open the file). */
 async function runOffline(root: string, steps: string[][]): Promise<Array<{ code: number; stdout: string; stderr: string }>> {
@@ -150,7 +151,7 @@ describe('the CLI beside a running dp serve (no auth)', () => {
     assert.equal(info.pid, server.child.pid);
     assert.match(info.token, /^[A-Za-z0-9_-]{40,}$/);
 
-    assertSameOutcomes(offline, runTable(root), 'through dp serve');
+    assertSameOutcomes(offline, asOutcomes(await runCliBatch(tableRuns(root))), 'through dp serve');
   });
 
   it('the command route refuses a caller without the local token, and an unknown or local-only command', async () => {
@@ -232,14 +233,14 @@ describe('the CLI beside a running dp serve --auth (dp login)', () => {
 
   before(async () => {
     ({ root, offline } = await prepared());
-    for (const [user, role] of [
-      ['ada', 'admin'],
-      ['ed', 'editor'],
-      ['vic', 'viewer'],
-    ]) {
-      const r = runCli(['users', 'add', user, '--role', role, '--password', `pw-${user}-1`, '--project', root]);
-      assert.equal(r.code, 0, r.stderr);
-    }
+    const added = await runCliBatch(
+      [
+        ['ada', 'admin'],
+        ['ed', 'editor'],
+        ['vic', 'viewer'],
+      ].map(([user, role]) => ({ args: ['users', 'add', user, '--role', role, '--password', `pw-${user}-1`, '--project', root] })),
+    );
+    for (const r of added) assert.equal(r.code, 0, r.stderr);
     config = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-test-config-'));
     server = await serve(root, ['--auth']);
   });
@@ -248,14 +249,15 @@ describe('the CLI beside a running dp serve --auth (dp login)', () => {
     fs.rmSync(config, { recursive: true, force: true });
   });
 
-  it('asks for a login first, then runs the table as the logged-in editor with the same results as offline', () => {
-    const before = runCli(['query', 'SELECT 1', '--project', root], { env: as() });
+  it('asks for a login first, then runs the table as the logged-in editor with the same results as offline', async () => {
+    const [before, bad, ok] = await runCliBatch([
+      { args: ['query', 'SELECT 1', '--project', root], env: as() },
+      { args: ['login', '--username', 'ed', '--password-stdin', '--project', root], env: as(), input: 'wrong-password\n' },
+      { args: ['login', '--username', 'ed', '--password-stdin', '--project', root], env: as(), input: 'pw-ed-1\n' },
+    ]);
     assert.equal(before.code, 1);
     assert.match(before.stderr, /runs with --auth: log in with 'dp login' first/);
-
-    const bad = runCli(['login', '--username', 'ed', '--password-stdin', '--project', root], { env: as(), input: 'wrong-password\n' });
     assert.equal(bad.code, 1);
-    const ok = runCli(['login', '--username', 'ed', '--password-stdin', '--project', root], { env: as(), input: 'pw-ed-1\n' });
     assert.equal(ok.code, 0, ok.stderr);
     assert.match(ok.stdout, /Logged in to http:\/\/127\.0\.0\.1:\d+ as ed \(editor\)/);
 
@@ -267,40 +269,47 @@ describe('the CLI beside a running dp serve --auth (dp login)', () => {
     const inProject = spawnSync('grep', ['-rl', '--binary-files=without-match', stored[0].token, root], { encoding: 'utf8' });
     assert.equal(inProject.stdout, '', 'the login token is not written into the project');
 
-    assertSameOutcomes(offline, runTable(root, as()), 'logged in as an editor');
-
-    // A logged-in editor's `dp promote <file>` reads only files inside the project.
+    // After the table: a logged-in editor's `dp promote <file>` reads only files inside the project.
     const outsideSql = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'dp-outside-')), 'secret.sql');
     fs.writeFileSync(outsideSql, "SELECT 'outside-the-project' AS secret");
-    const promoted = runCli(['promote', outsideSql, '--name', 'leak', '--schema', 'marts', '--project', root], { env: as() });
+    const served = await runCliBatch([...tableRuns(root, as()), { args: ['promote', outsideSql, '--name', 'leak', '--schema', 'marts', '--project', root], env: as() }]);
+    const promoted = served.pop()!;
+    assertSameOutcomes(offline, asOutcomes(served), 'logged in as an editor');
+
     assert.equal(promoted.code, 1, promoted.stdout);
     assert.ok(!fs.existsSync(path.join(root, 'transform', 'marts', 'leak.sql')), 'nothing written from outside the project');
   });
 
-  it("a viewer's login runs read commands (masked) and is refused transform, seed and writing commands", () => {
-    const login = runCli(['login', '--username', 'vic', '--password-stdin', '--project', root], { env: as(), input: 'pw-vic-1\n' });
+  it("a viewer's login runs read commands (masked) and is refused transform, seed and writing commands", async () => {
+    const writing = [['seed'], ['check'], ['mask', 'add', '--schema', 'seeds', '--table', 'orders', '--column', 'status', '--method', 'redact'], ['docs', '--out', 'docs.md']];
+    const run = (args: string[], input?: string): CliRun => ({ args: [...args, '--project', root], env: as(), input });
+    const [login, transform, ...rest] = await runCliBatch([
+      run(['login', '--username', 'vic', '--password-stdin'], 'pw-vic-1\n'),
+      run(['transform']),
+      ...writing.map((args) => run(args)),
+      run(['tables']),
+      run(['--json', 'query', 'SELECT email FROM seeds.customers ORDER BY customer_id LIMIT 2']),
+      run(['query', '@/etc/hostname']),
+    ]);
+    const refused = rest.slice(0, writing.length);
+    const [tables, viewer, outside] = rest.slice(writing.length);
     assert.equal(login.code, 0, login.stderr);
 
-    const transform = runCli(['transform', '--project', root], { env: as() });
     assert.equal(transform.code, 1);
     assert.match(transform.stderr, /'dp transform' needs the 'execute' permission; role 'viewer' does not have it/);
-    for (const args of [['seed'], ['check'], ['mask', 'add', '--schema', 'seeds', '--table', 'orders', '--column', 'status', '--method', 'redact'], ['docs', '--out', 'docs.md']]) {
-      const r = runCli([...args, '--project', root], { env: as() });
-      assert.equal(r.code, 1, `dp ${args.join(' ')} as a viewer`);
-      assert.match(r.stderr, /permission; role 'viewer' does not have it/);
-    }
+    writing.forEach((args, i) => {
+      assert.equal(refused[i].code, 1, `dp ${args.join(' ')} as a viewer`);
+      assert.match(refused[i].stderr, /permission; role 'viewer' does not have it/);
+    });
     assert.ok(!fs.existsSync(path.join(root, 'docs.md')));
 
-    const tables = runCli(['tables', '--project', root], { env: as() });
     assert.equal(tables.code, 0, tables.stderr);
     // Masking applies to the viewer's own queries: the emails the editor saw are redacted.
-    const viewer = runCli(['--json', 'query', 'SELECT email FROM seeds.customers ORDER BY customer_id LIMIT 2', '--project', root], { env: as() });
     assert.equal(viewer.code, 0, viewer.stderr);
     const emails = (JSON.parse(viewer.stdout).rows as string[][]).map((r) => r[0]);
     assert.equal(emails.length, 2);
     for (const e of emails) assert.ok(!/@example\.com$/.test(e), `masked for a viewer: ${e}`);
     // A viewer cannot read a file outside the project through `dp query @file`.
-    const outside = runCli(['query', '@/etc/hostname', '--project', root], { env: as() });
     assert.equal(outside.code, 1);
   });
 
@@ -318,19 +327,21 @@ describe('the CLI beside a running dp serve --auth (dp login)', () => {
     }
   });
 
-  it('dp logout revokes the token and forgets it', () => {
+  it('dp logout revokes the token and forgets it', async () => {
     const file = path.join(config, 'dp', 'credentials.json');
     const token = Object.values(JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, { token: string }>)[0].token;
-    const out = runCli(['logout', '--project', root], { env: as() });
+    const [out, after] = await runCliBatch([
+      { args: ['logout', '--project', root], env: as() },
+      { args: ['query', 'SELECT 1', '--project', root], env: as() },
+    ]);
     assert.equal(out.code, 0, out.stderr);
     assert.match(out.stdout, /Logged out vic/);
     assert.deepEqual(JSON.parse(fs.readFileSync(file, 'utf8')), {});
-    const after = runCli(['query', 'SELECT 1', '--project', root], { env: as() });
     assert.equal(after.code, 1);
     assert.match(after.stderr, /dp login/);
     // Revoked at the server too, not only forgotten.
-    const r = spawnSync(process.execPath, ['-e', `fetch(${JSON.stringify(server!.url + '/api/auth/me')}, { headers: { authorization: 'Bearer ${token}' } }).then((r) => process.stdout.write(String(r.status)))`], { encoding: 'utf8' });
-    assert.equal(r.stdout, '401');
+    const me = await fetch(`${server!.url}/api/auth/me`, { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(me.status, 401);
   });
 });
 
@@ -357,24 +368,20 @@ const USERS_TABLE: Array<{ args: string[]; input?: string }> = [
 
 type UsersOutcome = { code: number; stdout: string; stderr: string };
 
-function usersProject(): string {
+async function usersProject(): Promise<string> {
   const root = copyShop();
-  for (const [user, role] of [
-    ['root', 'admin'],
-    ['ed', 'editor'],
-  ]) {
-    const r = runCli(['users', 'add', user, '--role', role, '--password', `pw-${user}-123`, '--project', root]);
-    assert.equal(r.code, 0, r.stderr);
-  }
+  const added = await runCliBatch(
+    [
+      ['root', 'admin'],
+      ['ed', 'editor'],
+    ].map(([user, role]) => ({ args: ['users', 'add', user, '--role', role, '--password', `pw-${user}-123`, '--project', root] })),
+  );
+  for (const r of added) assert.equal(r.code, 0, r.stderr);
   return root;
 }
 
-function runUsersTable(root: string, env: Record<string, string> = {}): UsersOutcome[] {
-  return USERS_TABLE.map(({ args, input }) => {
-    const r = runCli([...args, '--project', root], { env, input: input ?? '' });
-    return { code: r.code, stdout: r.stdout, stderr: r.stderr };
-  });
-}
+/** The users table's command lines on the project, as `env`'s user. */
+const usersRuns = (root: string, env: Record<string, string> = {}): CliRun[] => USERS_TABLE.map(({ args, input }) => ({ args: [...args, '--project', root], env, input: input ?? '' }));
 
 /** `dp login` stamps the user's last_login, which no offline run does: the --auth comparison leaves it out. */
 function withoutLastLogin(stdout: string): string {
@@ -399,8 +406,8 @@ describe('dp users beside a running dp serve', () => {
   const servers: Served[] = [];
   const configs: string[] = [];
 
-  before(() => {
-    offline = runUsersTable(usersProject());
+  before(async () => {
+    offline = await runCliBatch(usersRuns(await usersProject()));
     assert.ok(offline.filter((o) => o.code === 0).length >= 8 && offline.filter((o) => o.code === 1).length >= 5, JSON.stringify(offline));
   });
   after(async () => {
@@ -409,40 +416,49 @@ describe('dp users beside a running dp serve', () => {
   });
 
   it('without --auth: the same stdout, stderr and exit codes as offline (the local token)', async () => {
-    const root = usersProject();
+    const root = await usersProject();
     const server = await serve(root);
     servers.push(server);
     // The server opens the user store on first use: make it hold the file before the CLI runs.
     const names = async () => ((await (await fetch(`${server.url}/api/users`)).json()) as Array<{ username: string }>).map((u) => u.username);
     assert.deepEqual(await names(), ['ed', 'root']);
-    assertSameUsersOutcomes(offline, runUsersTable(root), 'through dp serve');
+    assertSameUsersOutcomes(offline, await runCliBatch(usersRuns(root)), 'through dp serve');
   });
 
   it('with --auth: the same as offline for a logged-in admin; an editor is refused, and nobody without a login', async () => {
-    const root = usersProject();
+    const root = await usersProject();
     const config = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-test-config-'));
     configs.push(config);
     const env = { XDG_CONFIG_HOME: config };
     servers.push(await serve(root, ['--auth']));
 
-    const anonymous = runCli(['users', 'list', '--project', root], { env });
+    const asEditor = [['users', 'list'], ['users', 'add', 'zed', '--role', 'admin', '--password', 'pw-zed-123'], ['users', 'set-role', 'ed', 'admin']];
+    const run = (args: string[], input?: string): CliRun => ({ args: [...args, '--project', root], env, input });
+    const results = await runCliBatch([
+      run(['users', 'list']),
+      run(['login', '--username', 'ed', '--password-stdin'], 'pw-ed-123\n'),
+      ...asEditor.map((args) => run(args)),
+      run(['login', '--username', 'root', '--password-stdin'], 'pw-root-123\n'),
+      ...usersRuns(root, env),
+      run(['--json', 'users', 'list']),
+    ]);
+    const [anonymous, ed] = results.splice(0, 2);
+    const refused = results.splice(0, asEditor.length);
+    const [admin] = results.splice(0, 1);
+    const list = results.pop()!;
+
     assert.equal(anonymous.code, 1);
     assert.match(anonymous.stderr, /^error: .*log in with 'dp login' first/m);
-
-    const ed = runCli(['login', '--username', 'ed', '--password-stdin', '--project', root], { env, input: 'pw-ed-123\n' });
     assert.equal(ed.code, 0, ed.stderr);
-    for (const args of [['users', 'list'], ['users', 'add', 'zed', '--role', 'admin', '--password', 'pw-zed-123'], ['users', 'set-role', 'ed', 'admin']]) {
-      const r = runCli([...args, '--project', root], { env });
+    asEditor.forEach((args, i) => {
+      const r = refused[i];
       assert.equal(r.code, 1, `dp ${args.join(' ')} as an editor: ${r.stdout}`);
       assert.equal(r.stdout, '');
       assert.match(r.stderr, /^error: .*needs the 'manage_users' permission; role 'editor' does not have it/m);
-    }
-
-    const admin = runCli(['login', '--username', 'root', '--password-stdin', '--project', root], { env, input: 'pw-root-123\n' });
+    });
     assert.equal(admin.code, 0, admin.stderr);
-    assertSameUsersOutcomes(offline, runUsersTable(root, env), 'logged in as an admin', withoutLastLogin);
+    assertSameUsersOutcomes(offline, results, 'logged in as an admin', withoutLastLogin);
     // Nothing the editor tried took effect.
-    const list = runCli(['--json', 'users', 'list', '--project', root], { env });
     assert.deepEqual((JSON.parse(list.stdout) as Array<{ username: string; role: string }>).map((u) => `${u.username}:${u.role}`), ['ed:editor', 'root:admin']);
   });
 });

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { App } from '../../kernel/app.js';
 import { loadProject } from '../../kernel/config.js';
 import { DpError } from '../../sdk/errors.js';
-import { makeProject, runCli, startServer } from '../helpers.js';
+import { makeProject, runCli, runCliBatch, startServer } from '../helpers.js';
 
 const ENVS = `name: envs
 database:
@@ -95,16 +95,25 @@ describe('project config', () => {
 });
 
 describe('dp env', () => {
-  it('uses, shows, lists and resets the persistent environment', () => {
+  it('uses, shows, lists and resets the persistent environment', async () => {
     const root = makeProject({ 'project.yml': ENVS });
-    assert.equal(runCli(['env', 'use', 'prod', '--project', root]).code, 0);
+    const run = (...args: string[]) => ({ args: [...args, '--project', root] });
+    // The binary's entry, the commands in one process (runCliBatch).
+    const [used, showRun, overriddenRun, listRun, bad] = await runCliBatch([
+      run('env', 'use', 'prod'),
+      run('env', 'show', '--json'),
+      run('env', 'show', '--json', '--env', 'dev'),
+      run('env', 'list', '--json'),
+      run('env', 'use', 'nope'),
+    ]);
+    assert.equal(used.code, 0, used.stderr);
     assert.equal(fs.readFileSync(path.join(root, '.service-env'), 'utf8').trim(), 'prod');
-    const show = JSON.parse(runCli(['env', 'show', '--json', '--project', root]).stdout);
+    const show = JSON.parse(showRun.stdout);
     assert.equal(show.active, 'prod');
     assert.equal(show.database_path, path.join(root, 'prod.duckdb'));
-    const overridden = JSON.parse(runCli(['env', 'show', '--json', '--env', 'dev', '--project', root]).stdout);
+    const overridden = JSON.parse(overriddenRun.stdout);
     assert.equal(overridden.active, 'dev');
-    const list = JSON.parse(runCli(['env', 'list', '--json', '--project', root]).stdout);
+    const list = JSON.parse(listRun.stdout);
     assert.deepEqual(
       list.map((e: { name: string; active: boolean }) => [e.name, e.active]),
       [
@@ -113,9 +122,9 @@ describe('dp env', () => {
         ['memory', false],
       ],
     );
-    const bad = runCli(['env', 'use', 'nope', '--project', root]);
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /Unknown environment 'nope'/);
+    assert.equal(fs.readFileSync(path.join(root, '.service-env'), 'utf8').trim(), 'prod', 'an unknown environment changes nothing');
     assert.equal(runCli(['env', 'reset', '--project', root]).code, 0);
     assert.ok(!fs.existsSync(path.join(root, '.service-env')));
   });

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { App } from '../../kernel/app.js';
 import { DpError } from '../../sdk/errors.js';
-import { makeProject, runCli, startServer } from '../helpers.js';
+import { makeProject, runCli, runCliBatch, startServer } from '../helpers.js';
 
 /** A third-party plugin in plain JavaScript, as a user would ship it. */
 const GREETER = {
@@ -55,10 +55,11 @@ describe('plugin host', () => {
     } finally {
       await s.close();
     }
-    const cli = runCli(['greet', 'bob', '--shout', '--project', root]);
+    // The binary's entry, both commands in one process (runCliBatch).
+    const [cli, help] = await runCliBatch([{ args: ['greet', 'bob', '--shout', '--project', root] }, { args: ['--help', '--project', root] }]);
     assert.equal(cli.code, 0, cli.stderr);
     assert.equal(cli.stdout.trim(), 'HELLO BOB');
-    assert.match(runCli(['--help', '--project', root]).stdout, /dp greet <name>/);
+    assert.match(help.stdout, /dp greet <name>/);
   });
 
   it('drops a disabled plugin: its routes answer 404 and its commands disappear', async () => {
@@ -73,10 +74,10 @@ describe('plugin host', () => {
     } finally {
       await s.close();
     }
-    const help = runCli(['--help', '--project', root]);
+    const [help, gone] = await runCliBatch([{ args: ['--help', '--project', root] }, { args: ['tables', '--project', root] }]);
+    assert.equal(help.code, 0, help.stderr);
     assert.doesNotMatch(help.stdout, /dp tables/);
     assert.match(help.stdout, /dp query/);
-    const gone = runCli(['tables', '--project', root]);
     assert.equal(gone.code, 1);
     assert.match(gone.stderr, /Unknown argument: tables|Unknown command/i);
   });

@@ -7,12 +7,18 @@
  * Both servers refuse to run as root (initdb: "cannot be run as root"; mariadbd without --user).
  * When the test runs as root, PostgreSQL runs as the `postgres` system user (spawn's uid/gid, its
  * data folder chowned to it) and MariaDB gets `--user=mysql`.
+ *
+ * The initial data folder (initdb's, mariadb-install-db's) is made once per suite run and copied
+ * for each server (test/support/templates.ts, keyed on the binaries and the superuser's
+ * credentials): a copy costs a fraction of the bootstrap each file paid before.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { sharedTemplate } from './templates.js';
 
 export const PG_BIN = '/usr/lib/postgresql/15/bin';
 
@@ -88,6 +94,21 @@ export function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<
   });
 }
 
+/** A key that changes when any of `binaries` is replaced (a package upgrade), plus `extra`. */
+function binariesKey(binaries: string[], extra: string[] = []): string {
+  const parts = binaries.map((b) => {
+    const st = fs.statSync(b);
+    return `${b}:${st.size}:${st.mtimeMs}:${st.ino}`;
+  });
+  return crypto.createHash('sha256').update([...parts, ...extra].join('\0')).digest('hex').slice(0, 20);
+}
+
+/** Copies a template's data folder to `dest`, owners, modes and sparse files as they are (`cp -a`). */
+function copyDataFolder(template: string, dest: string): void {
+  const r = spawnSync('cp', ['-a', '--sparse=auto', template, dest], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`copying the database template failed: ${r.stderr}`);
+}
+
 /** Ends the servers a test file started when its process exits without calling stop(). */
 const running = new Set<ChildProcess>();
 process.on('exit', () => {
@@ -122,21 +143,26 @@ export async function startPostgres(options: { user?: string; password?: string;
   const user = options.user ?? 'dp';
   const password = options.password ?? 'pg-test-secret';
   const database = options.database ?? 'source';
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-pg-'));
-  const data = path.join(dir, 'data');
-  const pwfile = path.join(dir, 'pw');
-  fs.writeFileSync(pwfile, password + '\n');
   const asRoot = process.getuid?.() === 0;
   const owner = asRoot ? systemUser('postgres') : undefined;
   if (asRoot && !owner) throw new Error('PostgreSQL refuses to run as root and there is no postgres system user');
-  if (owner) chownTree(dir, owner);
   const ids = owner ? { uid: owner.uid, gid: owner.gid } : {};
-  const init = spawnSync(
-    path.join(PG_BIN, 'initdb'),
-    ['-D', data, '-U', user, '--pwfile', pwfile, '--auth', 'scram-sha-256', '-E', 'UTF8', '--locale', 'C', '--no-sync'],
-    { encoding: 'utf8', ...ids },
-  );
-  if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr || init.stdout}`);
+  const template = await sharedTemplate('postgres', binariesKey([path.join(PG_BIN, 'initdb'), path.join(PG_BIN, 'postgres')], [user, password, String(owner?.uid ?? '')]), (folder) => {
+    const pwfile = path.join(folder, 'pw');
+    fs.writeFileSync(pwfile, password + '\n');
+    if (owner) chownTree(folder, owner);
+    const init = spawnSync(
+      path.join(PG_BIN, 'initdb'),
+      ['-D', path.join(folder, 'data'), '-U', user, '--pwfile', pwfile, '--auth', 'scram-sha-256', '-E', 'UTF8', '--locale', 'C', '--no-sync'],
+      { encoding: 'utf8', ...ids },
+    );
+    fs.rmSync(pwfile);
+    if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr || init.stdout}`);
+  });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-pg-'));
+  const data = path.join(dir, 'data');
+  if (owner) fs.chownSync(dir, owner.uid, owner.gid);
+  copyDataFolder(path.join(template, 'data'), data);
   const port = await freePort();
   const child = spawn(
     path.join(PG_BIN, 'postgres'),
@@ -169,19 +195,22 @@ export async function startMariaDb(options: { user?: string; password?: string; 
   const user = options.user ?? 'dp';
   const password = options.password ?? 'maria-test-secret';
   const database = options.database ?? 'source';
+  const asRoot = process.getuid?.() === 0;
+  const owner = asRoot ? systemUser('mysql') : undefined;
+  if (asRoot && !owner) throw new Error('mariadbd refuses to run as root and there is no mysql system user');
+  const runAs = asRoot ? ['--user=mysql'] : [];
+  const installDb = spawnSync('sh', ['-c', 'command -v mariadb-install-db'], { encoding: 'utf8' }).stdout.trim() || 'mariadb-install-db';
+  const template = await sharedTemplate('mariadb', binariesKey([installDb, '/usr/sbin/mariadbd'], [String(owner?.uid ?? '')]), (folder) => {
+    if (owner) chownTree(folder, owner);
+    const init = spawnSync('mariadb-install-db', ['--no-defaults', `--datadir=${path.join(folder, 'data')}`, '--auth-root-authentication-method=normal', '--skip-test-db', ...runAs], {
+      encoding: 'utf8',
+    });
+    if (init.status !== 0) throw new Error(`mariadb-install-db failed: ${init.stderr || init.stdout}`);
+  });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-maria-'));
   const data = path.join(dir, 'data');
-  const asRoot = process.getuid?.() === 0;
-  if (asRoot) {
-    const owner = systemUser('mysql');
-    if (!owner) throw new Error('mariadbd refuses to run as root and there is no mysql system user');
-    chownTree(dir, owner);
-  }
-  const runAs = asRoot ? ['--user=mysql'] : [];
-  const init = spawnSync('mariadb-install-db', ['--no-defaults', `--datadir=${data}`, '--auth-root-authentication-method=normal', '--skip-test-db', ...runAs], {
-    encoding: 'utf8',
-  });
-  if (init.status !== 0) throw new Error(`mariadb-install-db failed: ${init.stderr || init.stdout}`);
+  if (owner) fs.chownSync(dir, owner.uid, owner.gid);
+  copyDataFolder(path.join(template, 'data'), data);
   const port = await freePort();
   const socket = path.join(dir, 'mysqld.sock');
   const bootstrap = path.join(dir, 'init.sql');

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { httpRequester } from '../../../sdk/testing.js';
-import { makeProject, runCli, startServer, waitUntil } from '../../helpers.js';
+import { makeProject, runCliBatch, startServer, waitUntil } from '../../helpers.js';
 
 const sha256 = (file: string) => crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 const PROJECT = { 'project.yml': 'name: b\ndatabase:\n  path: b.duckdb\n' };
@@ -144,25 +144,31 @@ describe('versioning: backups', () => {
 
   it('dp backup, dp backups, dp backup-verify and dp backup-restore through the real binary', async () => {
     const root = makeProject({ ...PROJECT, 'transform/m/t.sql': 'SELECT i FROM range(10) r(i)\n' });
-    const cli = (...args: string[]) => runCli([...args, '--project', root]);
-    assert.equal(cli('transform').code, 0);
-    const made = cli('backup', '--note', 'cli', '--json');
+    const run = (...args: string[]) => ({ args: [...args, '--project', root] });
+    // The binary's entry, a few commands per process (runCliBatch).
+    const [built, made, unverifiedRun, listed] = await runCliBatch([run('transform'), run('backup', '--note', 'cli', '--json'), run('backup', '--no-verify', '--json'), run('backups', '--json')]);
+    assert.equal(built.code, 0, built.stderr);
     assert.equal(made.code, 0, made.stderr);
     const b = JSON.parse(made.stdout);
     assert.equal(b.verified, true);
     assert.match(made.stderr, /checkpoint/);
-    const unverified = JSON.parse(cli('backup', '--no-verify', '--json').stdout);
+    const unverified = JSON.parse(unverifiedRun.stdout);
     assert.equal(unverified.verified, null);
-    assert.equal(JSON.parse(cli('backups', '--json').stdout).length, 2);
-    assert.equal(cli('backup-verify', b.path).code, 0);
+    assert.equal(JSON.parse(listed.stdout).length, 2);
     fs.writeFileSync(path.join(root, 'transform/m/t.sql'), 'SELECT i FROM range(3) r(i)\n');
-    assert.equal(cli('transform').code, 0);
-    const restored = cli('backup-restore', b.path);
+    const [verified, rebuilt, restored, countedRun, outside] = await runCliBatch([
+      run('backup-verify', b.path),
+      run('transform'),
+      run('backup-restore', b.path),
+      run('query', 'SELECT count(*) AS n FROM m.t', '--json'),
+      run('backup-restore', '../b.duckdb'),
+    ]);
+    assert.equal(verified.code, 0, verified.stderr);
+    assert.equal(rebuilt.code, 0, rebuilt.stderr);
     assert.equal(restored.code, 0, restored.stderr);
     assert.match(restored.stdout, /replaced database is kept as _backups\//);
-    const counted = JSON.parse(cli('query', 'SELECT count(*) AS n FROM m.t', '--json').stdout);
+    const counted = JSON.parse(countedRun.stdout);
     assert.deepEqual(counted.rows, [[10]], 'the table is back to the backup (10 rows, not 3)');
-    const outside = cli('backup-restore', '../b.duckdb');
     assert.equal(outside.code, 1);
     assert.match(outside.stderr, /outside _backups/);
   });
