@@ -18,7 +18,7 @@ import { runMigrations } from './migrations.js';
 import { WebhookNotifier } from './notifier.js';
 import { Scheduler, systemClock } from './scheduler.js';
 import { checkTopLevelKeys, configurationOwners, configValue, pluginConfiguration } from './plugin-config.js';
-import { activationSet, checkExtensionDeclarations, discoverPlugins, type DiscoveredPlugin } from './plugins.js';
+import { activationSet, checkExtensionDeclarations, discoverPlugins, onDemandSet, type DiscoveredPlugin } from './plugins.js';
 import { GuardedQueryRunner } from './query-runner.js';
 import { EnvSecretsStore } from './secrets.js';
 import { WriteLock } from './write-lock.js';
@@ -175,12 +175,45 @@ export class App {
     const loaded = options.activate ? activationSet(enabled.map((p) => p.manifest), options.activate, QUERY_GUARD_HOOKS) : null;
     app.loadedPlugins = loaded ? enabled.filter((p) => loaded.has(p.manifest.name)) : enabled;
     const notLoaded = enabled.filter((p) => !app.loadedPlugins.includes(p));
-    // The extension points of a plugin not loaded take nothing, like a disabled plugin's.
-    app.extensionPoints = new ExtensionPoints([...disabled, ...notLoaded].map((p) => p.manifest));
+    // The extension points of a plugin not loaded keep what they are given until it loads on demand.
+    app.extensionPoints = new ExtensionPoints(disabled.map((p) => p.manifest), notLoaded.map((p) => p.manifest));
+    if (loaded) app.services.loadPluginsWith((name) => app.loadOnDemand(name), (name) => app.loadedPlugins.some((p) => p.manifest.name === name));
     for (const p of app.loadedPlugins) await app.loadPlugin(p);
     app.extensionPoints.close();
     checkManifestRoutes(app.plugins, app.loadedPlugins, [...app.routes, ...app.nonJsonRoutes]);
     return app;
+  }
+
+  /** Loads on demand, one at a time, each plugin at most once (its failure stays its answer). */
+  private readonly onDemandLoads = new Map<string, Promise<void>>();
+  private onDemandQueue: Promise<unknown> = Promise.resolve();
+
+  /**
+   * Loads an enabled plugin a one-shot command did not load at boot, and what it looks up at
+   * once (a first `ctx.services.load` of its service): setup in setup order, migrations and the
+   * start phase right away when the database is already open, like a boot would have.
+   */
+  private loadOnDemand(plugin: string): Promise<void> {
+    let loading = this.onDemandLoads.get(plugin);
+    if (!loading) {
+      loading = this.onDemandQueue.then(async () => {
+        const names = onDemandSet(this.plugins.map((p) => p.manifest), plugin, new Set(this.loadedPlugins.map((p) => p.manifest.name)));
+        const batch = this.plugins.filter((p) => names.has(p.manifest.name));
+        const migrationsBefore = this.migrations.length;
+        this.extensionPoints.reopen(batch.map((p) => p.manifest));
+        for (const p of batch) {
+          await this.loadPlugin(p);
+          this.loadedPlugins = this.plugins.filter((q) => q === p || this.loadedPlugins.includes(q));
+        }
+        this.extensionPoints.close();
+        checkManifestRoutes(this.plugins, this.loadedPlugins, [...this.routes, ...this.nonJsonRoutes]);
+        if (this.database.isOpen && this.migrations.length > migrationsBefore) await runMigrations(this.db, this.migrations.slice(migrationsBefore));
+        await this.lifecycle.startLate(batch.map((p) => p.manifest.name));
+      });
+      this.onDemandLoads.set(plugin, loading);
+      this.onDemandQueue = loading.catch(() => {});
+    }
+    return loading;
   }
 
   /** The file opens lazily; when it does, migrations run and then the plugins' start phase. */

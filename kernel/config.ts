@@ -70,7 +70,7 @@ export function writeActiveEnv(root: string, name: string | null): void {
 }
 
 /** Reads and validates project.yml without choosing an environment; errors name the line and field. */
-export function readProjectFile(root: string): { raw: Record<string, unknown>; doc: Document; lineOf: (parts: Array<string | number>) => number | undefined } {
+export function readProjectFile(root: string): ParsedProject {
   const file = path.join(root, PROJECT_FILE);
   if (!fs.existsSync(file)) {
     throw notFound('project_not_found', `No ${PROJECT_FILE} in ${root}: pass --project <folder> or run dp inside a project`, { path: file });
@@ -78,15 +78,27 @@ export function readProjectFile(root: string): { raw: Record<string, unknown>; d
   return parseProjectText(fs.readFileSync(file, 'utf8'));
 }
 
+type ParsedProject = { raw: Record<string, unknown>; doc: Document; lineOf: (parts: Array<string | number>) => number | undefined };
+
+/**
+ * The last text parsed and its result: a CLI command reads project.yml for its command list and
+ * again in App.boot, and parses it once. Each caller gets its own copy of `raw`.
+ */
+let lastParsed: { text: string; parsed: ParsedProject } | null = null;
+
 /** project.yml's text parsed and shape-checked (the kernel's keys), for a file on disk or an edit before it is written. */
-export function parseProjectText(text: string): { raw: Record<string, unknown>; doc: Document; lineOf: (parts: Array<string | number>) => number | undefined } {
-  const yaml = readYaml(text, PROJECT_FILE, 'invalid_project_yml');
-  const raw = (yaml.value ?? {}) as Record<string, unknown>;
-  if (typeof raw !== 'object' || Array.isArray(raw)) {
-    throw badRequest('invalid_project_yml', `${PROJECT_FILE}: the top level must be a mapping of keys`, { file: PROJECT_FILE, line: 1 });
+export function parseProjectText(text: string): ParsedProject {
+  if (lastParsed?.text !== text) {
+    const yaml = readYaml(text, PROJECT_FILE, 'invalid_project_yml');
+    const raw = (yaml.value ?? {}) as Record<string, unknown>;
+    if (typeof raw !== 'object' || Array.isArray(raw)) {
+      throw badRequest('invalid_project_yml', `${PROJECT_FILE}: the top level must be a mapping of keys`, { file: PROJECT_FILE, line: 1 });
+    }
+    if (!validateProject(raw)) throw schemaError(validateProject.errors![0], [], yaml.lineOf);
+    lastParsed = { text, parsed: { raw, doc: yaml.doc, lineOf: yaml.lineOf } };
   }
-  if (!validateProject(raw)) throw schemaError(validateProject.errors![0], [], yaml.lineOf);
-  return { raw, doc: yaml.doc, lineOf: yaml.lineOf };
+  const { raw, doc, lineOf } = lastParsed.parsed;
+  return { raw: structuredClone(raw), doc, lineOf };
 }
 
 /** An ajv error as `project.yml line N: 'a.b' must be ...`; `prefix` is the path of the validated part. */

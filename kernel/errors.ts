@@ -108,6 +108,7 @@ export const errors = defineErrors({
   undeclared_hook: { status: 500, meaning: 'A plugin taps a hook its plugin.json does not list.' },
   undeclared_service: { status: 500, meaning: 'A plugin provides a service its plugin.json does not list.' },
   service_unavailable: { status: 404, meaning: "A service was looked up whose plugin is disabled or absent (the feature is off in this deployment)." },
+  service_not_loaded: { status: 500, meaning: "A plugin looked up synchronously a service of a plugin it lists under onDemand, which this command has not loaded: such a service is looked up with await ctx.services.load()." },
   duplicate_service: { status: 500, meaning: 'Two plugins provide the same service.' },
   undeclared_extension_point: { status: 500, meaning: 'A plugin offers an extension point its plugin.json does not list.' },
   undeclared_dependency: { status: 500, meaning: 'A plugin looks up a service of a plugin it lists under neither requires nor optional.' },

@@ -34,6 +34,8 @@ async function withDeadline<T>(work: Promise<T>, ms: number, onTimeout: () => Er
 export class PluginLifecycle {
   private readonly callbacks: Array<{ plugin: string; phase: LifecyclePhase; fn: Callback }> = [];
   private readonly order: string[] = [];
+  /** Plugins whose start phase has begun since the last start (a plugin loaded on demand may join late). */
+  private readonly begun = new Set<string>();
   private running = false;
   private controller = new AbortController();
   /** Kernel work around the plugins' phases (the scheduler): after every start, before the first beforeStop. */
@@ -101,8 +103,24 @@ export class PluginLifecycle {
     if (this.controller.signal.aborted) this.controller = new AbortController();
     // Set first: when a start fails, the plugins that did start are still stopped.
     this.running = true;
-    for (const plugin of this.order) await this.runPhase(plugin, 'start');
+    this.begun.clear();
+    for (const plugin of this.order) await this.startOne(plugin);
     for (const fn of this.kernel.afterStart) await fn();
+  }
+
+  private async startOne(plugin: string): Promise<void> {
+    if (this.begun.has(plugin)) return;
+    this.begun.add(plugin);
+    await this.runPhase(plugin, 'start');
+  }
+
+  /**
+   * Starts plugins loaded on demand after start() ran (their setup registered their callbacks
+   * late); before it, or when none was started, start() runs them in order with the rest.
+   */
+  async startLate(plugins: string[]): Promise<void> {
+    if (!this.running) return;
+    for (const plugin of plugins) if (this.order.includes(plugin)) await this.startOne(plugin);
   }
 
   /**

@@ -109,6 +109,10 @@ export function discoverPlugins(options: { projectRoot: string; paths: string[];
   const disabled = all.filter((p) => disabledNames.has(p.manifest.name));
 
   for (const p of enabled) {
+    const dependencies = declaredDependencies(p.manifest);
+    for (const name of p.manifest.onDemand ?? []) {
+      if (!dependencies.has(name)) throw manifestError(p.manifestPath, `field 'onDemand' lists '${name}', which is under neither requires nor optional`, { field: 'onDemand' });
+    }
     for (const req of p.manifest.requires ?? []) {
       if (!byName.has(req)) {
         throw new DpError(500, 'missing_plugin', `Plugin '${p.manifest.name}' requires plugin '${req}', which is not installed`, { plugin: p.manifest.name, requires: req });
@@ -179,7 +183,9 @@ export function checkExtensionDeclarations(enabled: PluginManifest[], installed:
  *   extension points, and the plugins that tap the hooks they fire or own (a transform runs
  *   quality's checks, masking applies a third-party method); each of those acts too;
  * - what any loaded plugin may look up: its `requires` and enabled `optional` plugins, loaded for
- *   their services (masking reads lineage, lineage reads models), with their own requirements.
+ *   their services (lineage reads models), with their own requirements; except those it lists
+ *   under `onDemand`, which load on its first `ctx.services.load` (`onDemandSet`: masking reads
+ *   lineage only when a policy exists).
  *
  * Returns them in `enabled`'s (setup) order. Plugins outside the set are still checked from their
  * manifests (configuration keys, hooks, extension points, routes' permissions) but their code is
@@ -200,18 +206,34 @@ export function activationSet(enabled: PluginManifest[], owners: string[], guard
     if (!m || acting.has(name)) return;
     acting.add(name);
     provide(name);
-    for (const r of m.requires ?? []) act(r);
+    const later = new Set(m.onDemand ?? []);
+    for (const r of m.requires ?? []) if (!later.has(r)) act(r);
     for (const e of m.contributes?.extensionPoints ?? []) for (const x of extenders.get(e) ?? []) act(x);
     const fired = [...(m.contributes?.fires ?? []), ...(m.contributes?.hookPoints ?? []).map((p) => p.name)];
     for (const h of fired) for (const x of tappers.get(h) ?? []) act(x);
   };
-  const provide = (name: string) => {
-    const m = byName.get(name);
-    if (!m || loaded.has(name)) return;
-    loaded.add(name);
-    for (const d of [...(m.requires ?? []), ...(m.optional ?? [])]) provide(d);
-  };
+  const provide = (name: string) => provideClosure(byName, name, loaded);
   for (const o of owners) act(o);
   for (const h of guardHooks) for (const x of tappers.get(h) ?? []) act(x);
   return loaded;
+}
+
+/** Adds `name` and what it may look up at once (requires and optional, not its onDemand ones) to `loaded`. */
+function provideClosure(byName: Map<string, PluginManifest>, name: string, loaded: Set<string>): void {
+  const m = byName.get(name);
+  if (!m || loaded.has(name)) return;
+  loaded.add(name);
+  const later = new Set(m.onDemand ?? []);
+  for (const d of [...(m.requires ?? []), ...(m.optional ?? [])]) if (!later.has(d)) provideClosure(byName, d, loaded);
+}
+
+/**
+ * The plugins a first `ctx.services.load` of `plugin`'s service loads in a process that has
+ * `loaded` already: `plugin` and what it may look up at once, as activationSet provides them.
+ */
+export function onDemandSet(enabled: PluginManifest[], plugin: string, loaded: ReadonlySet<string>): Set<string> {
+  const closure = new Set<string>();
+  provideClosure(new Map(enabled.map((m) => [m.name, m])), plugin, closure);
+  for (const name of loaded) closure.delete(name);
+  return closure;
 }

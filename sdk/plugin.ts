@@ -92,6 +92,13 @@ export interface PluginManifest {
   requires?: string[];
   /** Plugins used when present (their services); they set up first when enabled. */
   optional?: string[];
+  /**
+   * Of `requires` and `optional`: plugins whose services this plugin looks up only with
+   * `await ctx.services.load(ref)`. A one-shot command then loads them on that first lookup, not
+   * at boot (masking follows lineage only when a policy exists); a synchronous `get`/`find` of
+   * such a service while its plugin is not loaded is refused (`service_not_loaded`).
+   */
+  onDemand?: string[];
   contributes?: {
     routes?: ManifestRoute[];
     commands?: ManifestCommand[];
@@ -206,6 +213,13 @@ export interface ServiceRegistry {
   get<T>(ref: ServiceRef<T>): T;
   /** A service, or undefined when its (optional) plugin is disabled or absent. */
   find<T>(ref: ServiceRef<T>): T | undefined;
+  /**
+   * A service, its plugin loaded and set up first when this process has not loaded it yet
+   * (a one-shot command loads only what it needs, docs/plugins.md "Activation on demand");
+   * undefined when its (optional) plugin is disabled or absent. The way to look up a plugin
+   * listed under `onDemand`.
+   */
+  load<T>(ref: ServiceRef<T>): Promise<T | undefined>;
 }
 
 export interface Logger {

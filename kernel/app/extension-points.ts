@@ -13,12 +13,21 @@ export class ExtensionPoints {
   private readonly accepts = new Map<string, (contribution: unknown, from: string) => void>();
   /** Extension points of disabled plugins: extending one is a no-op. */
   private readonly absent = new Set<string>();
+  /** Extension points of enabled plugins this process has not loaded (yet): contributions wait for a load on demand. */
+  private readonly held = new Set<string>();
   /** Contributions to points of loaded plugins that have not offered them yet, in arrival order. */
   private readonly waiting = new Map<string, Array<{ contribution: unknown; from: string }>>();
   private closed = false;
 
-  constructor(absent: PluginManifest[]) {
+  constructor(absent: PluginManifest[], notLoaded: PluginManifest[] = []) {
     for (const m of absent) for (const e of m.contributes?.extensionPoints ?? []) this.absent.add(e);
+    for (const m of notLoaded) for (const e of m.contributes?.extensionPoints ?? []) this.held.add(e);
+  }
+
+  /** Plugins loaded on demand set up like at boot: extension points take contributions until `close`. */
+  reopen(loading: PluginManifest[]): void {
+    this.closed = false;
+    for (const m of loading) for (const e of m.contributes?.extensionPoints ?? []) this.held.delete(e);
   }
 
   provide(owner: PluginManifest, ref: RefLike, accept: (contribution: unknown, from: string) => void): void {
@@ -52,6 +61,7 @@ export class ExtensionPoints {
   close(): void {
     this.closed = true;
     for (const [name, contributions] of this.waiting) {
+      if (this.held.has(name)) continue;
       const plugin = contributions[0]!.from;
       throw new DpError(500, 'unknown_extension_point', `Plugin '${plugin}' extends '${name}', which its plugin declares but never offers in setup`, { plugin });
     }

@@ -87,6 +87,7 @@ export function pluginContext(app: ContextHost, registries: ContextRegistries, m
       provide: (ref, service) => app.services.provideFor(manifest, ref, service),
       get: <T>(ref: ServiceRef<T>) => app.services.get<T>(ref, manifest),
       find: <T>(ref: ServiceRef<T>) => app.services.find<T>(ref, manifest),
+      load: <T>(ref: ServiceRef<T>) => app.services.load<T>(ref, manifest),
     },
     config: app.liveConfig.forPlugin(manifest),
     secrets: {

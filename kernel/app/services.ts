@@ -15,6 +15,11 @@ export class Services {
   private readonly map = new Map<string, unknown>();
   /** Service id → the installed plugin that declares it (enabled or disabled). */
   private readonly owners = new Map<string, { plugin: string; enabled: boolean }>();
+  /**
+   * Activation on demand: loads an enabled plugin this process has not loaded yet (App.boot sets
+   * it for a one-shot command); `isLoaded` tells which are. Absent, every enabled plugin is loaded.
+   */
+  private onDemand: { load: (plugin: string) => Promise<void>; isLoaded: (plugin: string) => boolean } | null = null;
 
   /** Records who declares each service; two enabled plugins declaring one service is refused (a disabled one may be replaced). */
   declare(manifests: PluginManifest[], enabled: boolean): void {
@@ -27,6 +32,29 @@ export class Services {
         this.owners.set(s, { plugin: m.name, enabled });
       }
     }
+  }
+
+  loadPluginsWith(load: (plugin: string) => Promise<void>, isLoaded: (plugin: string) => boolean): void {
+    this.onDemand = { load, isLoaded };
+  }
+
+  /** The enabled plugin that declares a service and is not loaded in this process, if any. */
+  private notLoadedOwner(name: string): string | undefined {
+    const owner = this.owners.get(name);
+    return owner?.enabled && this.onDemand && !this.onDemand.isLoaded(owner.plugin) ? owner.plugin : undefined;
+  }
+
+  /**
+   * A synchronous lookup of a service whose plugin loads on demand and has not yet: refused, so
+   * a caller cannot take "not loaded" for "not installed" (masking would skip its derived policies).
+   */
+  private refuseNotLoaded(name: string): void {
+    const plugin = this.notLoadedOwner(name);
+    if (!plugin) return;
+    throw new DpError(500, 'service_not_loaded', `Service '${name}' of plugin '${plugin}' is not loaded in this command: look it up with await ctx.services.load(...)`, {
+      service: name,
+      plugin,
+    });
   }
 
   provideFor(plugin: PluginManifest, ref: RefLike, service: unknown): void {
@@ -54,6 +82,7 @@ export class Services {
     const name = refId(ref);
     if (caller) this.checkDependency(caller, name);
     const s = this.map.get(name);
+    if (s === undefined) this.refuseNotLoaded(name);
     if (s === undefined) {
       const owner = this.owners.get(name);
       const by = owner && !owner.enabled ? owner.plugin : undefined;
@@ -67,6 +96,16 @@ export class Services {
   find<T>(ref: RefLike, caller?: PluginManifest): T | undefined {
     const name = refId(ref);
     if (caller) this.checkDependency(caller, name);
+    if (!this.map.has(name)) this.refuseNotLoaded(name);
     return this.map.get(name) as T | undefined;
+  }
+
+  /** Like find, but first loads the service's enabled plugin when this process has not (activation on demand). */
+  async load<T>(ref: RefLike, caller?: PluginManifest): Promise<T | undefined> {
+    const name = refId(ref);
+    if (caller) this.checkDependency(caller, name);
+    const plugin = this.map.has(name) ? undefined : this.notLoadedOwner(name);
+    if (plugin) await this.onDemand!.load(plugin);
+    return this.find<T>(ref, caller);
   }
 }

@@ -133,7 +133,8 @@ export class DerivedPolicies {
   readonly stats = { derivations: 0 };
 
   constructor(
-    private readonly lineage: () => LineageService | undefined,
+    /** The lineage service, loaded on the first call when the command has not loaded it (activation on demand). */
+    private readonly lineage: () => Promise<LineageService | undefined>,
     private readonly store: PolicyStore,
     private readonly relations: RelationCatalog,
     private readonly log: Logger,
@@ -169,9 +170,11 @@ export class DerivedPolicies {
   }
 
   private async recompute(): Promise<void> {
+    // First, so that what loading lineage changes (its plugins' migrations) is behind the snapshot below;
+    // a failure to load leaves the set dirty and fails the query (closed).
+    const service = await this.lineage();
     this.dirty = false;
     this.stats.derivations++;
-    const service = this.lineage();
     const snap = await this.relations.snapshot();
     const storeVersion = this.store.version;
     if (!service) {

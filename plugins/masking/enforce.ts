@@ -141,7 +141,7 @@ export class MaskingEnforcer {
     private readonly store: PolicyStore,
     private readonly settings: () => MaskingSettings,
     private readonly log: Logger,
-    lineage: () => LineageService | undefined = () => undefined,
+    lineage: () => Promise<LineageService | undefined> = async () => undefined,
   ) {
     this.relations = new RelationCatalog(ctx.db.catalog, () => ctx.clock.now());
     this.derived = new DerivedPolicies(lineage, store, this.relations, log);

@@ -31,8 +31,9 @@ export default definePlugin({
 
     const store = new PolicyStore(() => ctx.db, catalog);
     const settings = () => ({ enforceWithoutAuth: ctx.config(MASKING_CONFIG).enforce_without_auth });
-    // Lineage is optional: without it policies apply by column name only.
-    const enforcer = new MaskingEnforcer(ctx, catalog, store, settings, ctx.log, () => ctx.services.find(LINEAGE_SERVICE));
+    // Lineage is optional: without it policies apply by column name only. It is looked up (and
+    // in a one-shot command loaded: plugin.json onDemand) only once a policy exists to follow.
+    const enforcer = new MaskingEnforcer(ctx, catalog, store, settings, ctx.log, () => ctx.services.load(LINEAGE_SERVICE));
     const derived = async () => {
       await store.ensureLoaded();
       return enforcer.derived.current();

@@ -12,6 +12,7 @@ import { App } from '../../kernel/app.js';
 import { invokedCommand } from '../../kernel/cli.js';
 import { activationSet, discoverPlugins } from '../../kernel/plugins.js';
 import { HOOK_NAMES } from '../../sdk/hooks.js';
+import { LINEAGE_SERVICE } from '../../sdk/lineage.js';
 import { runCommand } from '../../sdk/testing.js';
 import { makeProject, REPO_ROOT, runCli } from '../helpers.js';
 import { staticPackages } from '../support/import-graph.js';
@@ -36,10 +37,22 @@ describe('activation on demand', () => {
     for (const a of apps) await a.close();
   });
 
-  it('dp tables and dp query load their plugin, the masking guard and what masking reads (lineage, models), nothing else', () => {
-    // target-clickhouse comes with models (an optional of it: transform and seed may go to a target); it imports no client until a target is used.
-    assert.deepEqual(sorted(activationSet(builtIns(), ['tables'], guards)), ['lineage', 'masking', 'models', 'tables', 'target-clickhouse']);
-    assert.deepEqual(sorted(activationSet(builtIns(), ['query'], guards)), ['lineage', 'masking', 'models', 'query', 'target-clickhouse']);
+  it('dp tables and dp query load their plugin and the masking guard, nothing else (lineage and models load when a policy needs them)', () => {
+    // target-clickhouse is an optional of tables and query (a target's relations and queries); it imports no client until a target is used.
+    assert.deepEqual(sorted(activationSet(builtIns(), ['tables'], guards)), ['masking', 'tables', 'target-clickhouse']);
+    assert.deepEqual(sorted(activationSet(builtIns(), ['query'], guards)), ['masking', 'query', 'target-clickhouse']);
+    assert.deepEqual(builtIns().find((m) => m.name === 'masking')!.onDemand, ['lineage'], 'masking looks lineage up only when it derives policies');
+  });
+
+  it('an onDemand plugin must be one the manifest requires or lists as optional', () => {
+    const plugins = makeProject({
+      'odd/plugin.json': JSON.stringify({ name: 'odd', version: '1.0.0', entry: './index.mjs', onDemand: ['lineage'] }),
+      'odd/index.mjs': 'export default { setup() {} };\n',
+    });
+    assert.throws(
+      () => discoverPlugins({ projectRoot: plugins, paths: [plugins], disable: [] }),
+      (e: { code?: string; message: string }) => e.code === 'invalid_plugin_manifest' && /onDemand/.test(e.message),
+    );
   });
 
   it('a command loads the plugins that contribute to what it drives: transform runs quality checks, connectors its cloud types', () => {
@@ -72,7 +85,7 @@ describe('activation on demand', () => {
     const root = makeProject();
     const app = await App.boot({ projectRoot: root, activate: ['tables'] });
     apps.push(app);
-    assert.deepEqual(app.loadedPlugins.map((p) => p.manifest.name).sort(), ['lineage', 'masking', 'models', 'tables', 'target-clickhouse']);
+    assert.deepEqual(app.loadedPlugins.map((p) => p.manifest.name).sort(), ['masking', 'tables', 'target-clickhouse']);
     assert.equal(app.plugins.length, builtIns().length, 'every enabled plugin is still known');
     assert.ok(app.commands.has('tables'));
     assert.ok(!app.commands.has('query'));
@@ -113,6 +126,48 @@ describe('activation on demand', () => {
     assert.ok(app.loadedPlugins.some((p) => p.manifest.name === 'masking'));
   });
 
+  it('dp query follows masking through lineage as before: lineage and models load on the first derivation, only when a policy exists', async () => {
+    const root = makeProject({
+      'seeds/people.csv': 'id,email\n1,ann@example.com\n',
+      'transform/m/contacts.sql': '-- @config materialized=table, schema=m\nSELECT id, email AS contact FROM seeds.people\n',
+    });
+    const full = await App.boot({ projectRoot: root });
+    for (const command of [['seed'], ['transform']]) {
+      const r = await runCommand(full, command);
+      assert.equal(r.code, 0, r.stderr);
+    }
+    await full.close();
+    const viewer = { username: 'v', role: 'viewer' as const, authenticated: true };
+    const names = (app: App) => app.loadedPlugins.map((p) => p.manifest.name);
+
+    // No policy: nothing to follow, and lineage, models and their code stay unloaded.
+    const plain = await App.boot({ projectRoot: root, activate: ['query'] });
+    apps.push(plain);
+    const raw = await runCommand(plain, ['query', 'SELECT contact FROM m.contacts', '--json'], { caller: viewer });
+    assert.equal(raw.code, 0, raw.stderr);
+    assert.match(raw.stdout, /ann@example\.com/);
+    assert.ok(!names(plain).includes('lineage') && !names(plain).includes('models'), names(plain).join(','));
+    // Looking lineage up synchronously while it is not loaded is refused, not taken for "not installed".
+    const masking = plain.plugins.find((p) => p.manifest.name === 'masking')!.manifest;
+    assert.throws(() => plain.services.find(LINEAGE_SERVICE, masking), (e: { code?: string }) => e.code === 'service_not_loaded');
+    await plain.close();
+
+    const admin = await App.boot({ projectRoot: root });
+    const added = await runCommand(admin, ['mask', 'add', '--schema', 'seeds', '--table', 'people', '--column', 'email', '--method', 'redact']);
+    assert.equal(added.code, 0, added.stderr);
+    await admin.close();
+
+    // A policy on the seed: the model's renamed column is masked through lineage, loaded for it.
+    const app = await App.boot({ projectRoot: root, activate: ['query'] });
+    apps.push(app);
+    assert.ok(!names(app).includes('lineage'));
+    const masked = await runCommand(app, ['query', 'SELECT contact FROM m.contacts', '--json'], { caller: viewer });
+    assert.equal(masked.code, 0, masked.stderr);
+    assert.ok(!masked.stdout.includes('ann@example.com'), masked.stdout);
+    assert.ok(names(app).includes('lineage') && names(app).includes('models'), names(app).join(','));
+    assert.ok(app.services.find(LINEAGE_SERVICE, masking), 'the lineage service is provided once loaded');
+  });
+
   it('the import graph sees a heavy package behind a relative import, and not behind import() or import type', () => {
     const dir = makeProject({
       'index.ts': "import { helper } from './helper.js';\nimport type { Client } from 'mysql2';\nexport const run = async () => (await import('exceljs')).default;\n",
@@ -151,7 +206,7 @@ describe('activation on demand', () => {
         if (NOT_AT_CLI_START.includes(pkg)) offenders.push(`${pkg} via ${chain.map((f) => path.relative(REPO_ROOT, f)).join(' -> ')}`);
       }
     }
-    assert.ok(plugins.length >= 6, `checked ${plugins.length} plugin entries`);
+    assert.ok(plugins.length >= 4, `checked ${plugins.length} plugin entries`);
     assert.deepEqual(offenders, [], 'import these where they are first used (await import(), or createRequire for a CommonJS package)');
   });
 
