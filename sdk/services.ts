@@ -66,6 +66,11 @@ export interface ModelInfo {
   assertions: string[];
   /** Raw `@config` key/values. */
   config: Record<string, string>;
+  /**
+   * False for a model written natively for a target (`@config dialect=clickhouse`) whose SQL no
+   * parser read: `depends_on` is only what `@depends_on` declares, so what it reads is not known.
+   */
+  referencesKnown?: boolean;
 }
 
 export interface SeedInfo {
@@ -188,7 +193,10 @@ export interface ModelLineage {
   model: string;
   columns: Record<string, ColumnSource[]>;
   depends_on: string[];
-  method?: 'parser' | 'regex';
+  /** `not_analysed`: a model written natively for a target (`@config dialect=clickhouse`); its columns are not traced. */
+  method?: 'parser' | 'regex' | 'not_analysed';
+  /** With `not_analysed`: false when even the relations it reads are not known (see ModelInfo.referencesKnown). */
+  reads_known?: boolean;
   /**
    * Output column → how its value relates to its sources: `pass` keeps a source value (a
    * reference, rename or cast), `count` is a plain count(col), `computed` is anything else.
