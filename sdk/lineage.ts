@@ -23,7 +23,10 @@ export interface ModelLineage {
   model: string;
   columns: Record<string, ColumnSource[]>;
   depends_on: string[];
-  method?: 'parser' | 'regex';
+  /** `not_analysed`: a model written natively for a target (`@config dialect=clickhouse`); its columns are not traced. */
+  method?: 'parser' | 'regex' | 'not_analysed';
+  /** With `not_analysed`: false when even the relations it reads are not known (see ModelInfo.referencesKnown). */
+  reads_known?: boolean;
   /**
    * Output column → how its value relates to its sources: `pass` keeps a source value (a
    * reference, rename or cast), `count` is a plain count(col), `computed` is anything else.

@@ -78,6 +78,11 @@ export interface ModelInfo {
   assertions: string[];
   /** Raw `@config` key/values. */
   config: Record<string, string>;
+  /**
+   * False for a model written natively for a target (`@config dialect=clickhouse`) whose SQL no
+   * parser read: `depends_on` is only what `@depends_on` declares, so what it reads is not known.
+   */
+  referencesKnown?: boolean;
 }
 
 export interface SeedInfo {

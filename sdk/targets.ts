@@ -177,7 +177,16 @@ export interface WarehouseTargetService {
   /** The active environment's target (the DuckDB file when it names none). */
   target(): Promise<WarehouseTarget>;
   /** `dp transform` on the active environment's target (only called when config() is not null). */
-  transform(models: ModelInfo[], options: { targets?: string[] | null; force?: boolean; fullRefresh?: boolean }): Promise<TransformSummary>;
+  transform(
+    models: ModelInfo[],
+    options: {
+      targets?: string[] | null;
+      force?: boolean;
+      fullRefresh?: boolean;
+      /** Models discovery refused (a parse error, naming the file), by lower-case `schema.name`: reported as errors, never built. */
+      invalid?: ReadonlyMap<string, string>;
+    },
+  ): Promise<TransformSummary>;
   /** `dp seed` on the active environment's target, in large batches. */
   loadSeeds(seeds: SeedInfo[], options: { schema?: string; targets?: string[] | null }): Promise<SeedLoadResult[]>;
   /**
@@ -207,3 +216,12 @@ export interface WarehouseTargetService {
 }
 
 export const WAREHOUSE_TARGET_SERVICE = createServiceRef<WarehouseTargetService>('warehouse-target');
+
+/**
+ * The target dialect a model is written in when it is not DuckDB SQL (`-- @config
+ * dialect=clickhouse`): it runs on such a target as written, and dp neither transpiles nor
+ * analyses it (lineage and masking say "not analysed"). Null for DuckDB SQL, the default.
+ */
+export function nativeDialect(config: Readonly<Record<string, string>>): Exclude<TargetDialect, 'duckdb'> | null {
+  return (config.dialect ?? '').toLowerCase() === 'clickhouse' ? 'clickhouse' : null;
+}

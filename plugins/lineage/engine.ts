@@ -10,6 +10,7 @@ import {
   notFound,
   type Logger,
   type DatabasePort,
+  nativeDialect,
   type ModelInfo,
   type ModelLineage,
   type ModelsService,
@@ -17,6 +18,7 @@ import {
 } from '../../sdk/index.js';
 import { columnLineage, reconcileWithRelation, UnparseableSql, type ColumnLineageResult, type LineageEnv } from './columns.js';
 import type { LineageDiskCache, StoredLineage } from './disk-cache.js';
+import { notAnalysed } from './not-analysed.js';
 import { regexLineage } from './regex-fallback.js';
 
 /** What is kept per model; `signature`: the column list (joined) of every relation the SQL read when it was computed, '' for unknown. */
@@ -99,7 +101,7 @@ export class LineageEngine {
     };
 
     // Upstream columns are only known inside the loop; the prefetch goes by content hash.
-    const stale = order.filter((m) => this.cache.get(key(m.full_name))?.contentHash !== m.content_hash);
+    const stale = order.filter((m) => !nativeDialect(m.config) && this.cache.get(key(m.full_name))?.contentHash !== m.content_hash);
     const prefetched = this.prefetch(stale.map((m) => m.query ?? m.sql));
     const env: LineageEnv = {
       parse: async (sql) => (await prefetched(sql)) ?? this.db.parse(sql),
@@ -109,6 +111,13 @@ export class LineageEngine {
     };
 
     for (const model of order) {
+      if (nativeDialect(model.config)) {
+        // Written for a target, not in DuckDB SQL: said so, never guessed (not-analysed.ts).
+        const { result, lineage } = notAnalysed(model, live.get(key(model.full_name)));
+        outputs.set(key(model.full_name), result);
+        results.set(key(model.full_name), lineage);
+        continue;
+      }
       let entry = this.cache.get(key(model.full_name));
       if (!entry || !this.fresh(model, relationColumns)) {
         let result: ColumnLineageResult;

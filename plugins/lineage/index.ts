@@ -33,7 +33,12 @@ const lineageSchema: JsonSchema = {
     model: { type: 'string' },
     columns: { type: 'object', additionalProperties: { type: 'array', items: sourceSchema } },
     depends_on: { type: 'array', items: { type: 'string' } },
-    method: { type: 'string', enum: ['parser', 'regex'], description: 'parser: DuckDB parse tree; regex: text fallback for SQL the parser rejects' },
+    method: {
+      type: 'string',
+      enum: ['parser', 'regex', 'not_analysed'],
+      description: 'parser: DuckDB parse tree; regex: text fallback for SQL the parser rejects; not_analysed: a model written natively for a target (dialect=clickhouse), its columns not traced',
+    },
+    reads_known: { type: 'boolean', description: 'With not_analysed: false when even the relations it reads are only what @depends_on declares' },
   },
 };
 

@@ -15,6 +15,7 @@
  */
 import type { LineageService, Logger, ModelLineage } from '../../sdk/index.js';
 import type { MaskingPolicy, PolicyStore } from './policies.js';
+import { isWholeRelation, masksRead, untracedReads, WHOLE_RELATION } from './not-analysed.js';
 import type { RelationCatalog } from './relations.js';
 
 export const DECLASSIFY_METHOD = 'none';
@@ -40,9 +41,15 @@ function commonExempt(lists: string[][]): string[] {
 
 /**
  * Derives policies from explicit ones and model lineage. `typeOf` gives a model column's DuckDB
- * type when the model is built (the default for computed columns depends on it).
+ * type when the model is built (the default for computed columns depends on it); `columnsOf` a
+ * relation's columns when the catalog has it (for models lineage does not trace, not-analysed.ts).
  */
-export function derivePolicies(explicit: readonly MaskingPolicy[], lineage: ModelLineage[], typeOf: (relation: string, column: string) => string | undefined): DerivedPolicy[] {
+export function derivePolicies(
+  explicit: readonly MaskingPolicy[],
+  lineage: ModelLineage[],
+  typeOf: (relation: string, column: string) => string | undefined,
+  columnsOf: (relation: string) => string[] | undefined = () => undefined,
+): DerivedPolicy[] {
   const explicitAt = new Map<string, MaskingPolicy>();
   for (const p of explicit) explicitAt.set(lc(`${p.schema_name}.${p.table_name}.${p.column_name}`), p);
   // Policies match namesake columns everywhere (docs/decisions.md "Masking policy" rule 4): a source column of such a name is masked too.
@@ -55,11 +62,19 @@ export function derivePolicies(explicit: readonly MaskingPolicy[], lineage: Mode
     const k = lc(`${relation}.${column}`);
     const own = explicitAt.get(k);
     if (own) return own.method === DECLASSIFY_METHOD ? null : { policy: own, roots: [`${own.schema_name}.${own.table_name}.${own.column_name}`] };
-    const d = derived.get(k);
+    const d = derived.get(k) ?? derived.get(lc(`${relation}.${WHOLE_RELATION}`));
     if (d) return { policy: d, roots: d.sources };
     const named = byName.get(lc(column));
     return named ? { policy: named, roots: [`${named.schema_name}.${named.table_name}.${named.column_name}`] } : null;
   };
+
+  // What a model reads whose columns lineage does not trace: the policies on a relation, and its columns when known.
+  const traced = new Map(lineage.filter((m) => !m.columns[WHOLE_RELATION]).map((m) => [lc(m.model), Object.keys(m.columns)]));
+  const policiesOn = (relation: string): MaskingPolicy[] => {
+    const on = (p: MaskingPolicy) => p.method !== DECLASSIFY_METHOD && lc(`${p.schema_name}.${p.table_name}`) === lc(relation);
+    return [...explicit.filter(on), ...[...derived.values()].filter(on)];
+  };
+  const readColumns = (relation: string) => traced.get(lc(relation)) ?? columnsOf(relation);
 
   // Models arrive in the models service's order; repeat until nothing changes so upstream-first order does not matter.
   for (let pass = 0, changed = true; changed && pass < MAX_PASSES; pass++) {
@@ -68,6 +83,34 @@ export function derivePolicies(explicit: readonly MaskingPolicy[], lineage: Mode
       const dot = model.model.lastIndexOf('.');
       const schema = model.model.slice(0, dot);
       const table = model.model.slice(dot + 1);
+      const untraced = untracedReads(model, (r) => derived.has(lc(`${r}.${WHOLE_RELATION}`)));
+      if (untraced) {
+        const hits = masksRead(untraced, policiesOn, readColumns, byName);
+        if (hits.length) {
+          const next: DerivedPolicy = {
+            id: `derived:${model.model}.${WHOLE_RELATION}`,
+            schema_name: schema,
+            table_name: table,
+            column_name: WHOLE_RELATION,
+            method: 'redact',
+            method_config: {},
+            condition_column: null,
+            condition_value: null,
+            exempted_roles: commonExempt(hits.map((h) => h.exempted_roles)),
+            created_at: '',
+            derived: true,
+            sources: [...new Set(hits.flatMap((h) => ('derived' in h ? (h as DerivedPolicy).sources : [`${h.schema_name}.${h.table_name}.${h.column_name}`])))].sort(),
+            kind: 'computed',
+          };
+          const k = lc(`${model.model}.${WHOLE_RELATION}`);
+          const prior = derived.get(k);
+          if (!prior || JSON.stringify(prior) !== JSON.stringify(next)) {
+            derived.set(k, next);
+            changed = true;
+          }
+        }
+        if (model.method === 'not_analysed') continue;
+      }
       for (const [column, sources] of Object.entries(model.columns)) {
         if (column === '*') continue;
         const k = lc(`${model.model}.${column}`);
@@ -85,7 +128,8 @@ export function derivePolicies(explicit: readonly MaskingPolicy[], lineage: Mode
         // The same value as its sources (a pass-through of one column, or of the branches of a
         // UNION that are all masked with one method): their method, so the mask reads the same.
         const sameMethod = hits.every((h) => h.policy.method === hits[0]!.policy.method && JSON.stringify(h.policy.method_config ?? {}) === JSON.stringify(hits[0]!.policy.method_config ?? {}));
-        if (kind === 'pass' && hits.length === sources.length && sameMethod) {
+        // A column of a relation masked as a whole has no method of its own to pass on: computed.
+        if (kind === 'pass' && hits.length === sources.length && sameMethod && !hits.some((h) => isWholeRelation(h.policy))) {
           method = hits[0]!.policy.method;
           config = { ...hits[0]!.policy.method_config };
           finalKind = 'pass';
@@ -196,7 +240,11 @@ export class DerivedPolicies {
       const rel = snap.relations.get(`${snap.currentDatabase}\u0000${relation.slice(0, dot)}\u0000${relation.slice(dot + 1)}`.toLowerCase());
       return rel?.byName.get(column.toLowerCase())?.type;
     };
-    const next = derivePolicies(this.store.all(), lineage, typeOf);
+    const columnsOf = (relation: string) => {
+      const dot = relation.lastIndexOf('.');
+      return snap.relations.get(`${snap.currentDatabase}\u0000${relation.slice(0, dot)}\u0000${relation.slice(dot + 1)}`.toLowerCase())?.columns.map((c) => c.name);
+    };
+    const next = derivePolicies(this.store.all(), lineage, typeOf, columnsOf);
     // A model edited but not rebuilt: its built relation still holds the columns the old lineage masked. Keep those masks until it is rebuilt.
     const fresh = new Set(next.map((p) => p.id.toLowerCase()));
     const explicit = new Set(this.store.all().map((p) => lc(`${p.schema_name}.${p.table_name}.${p.column_name}`)));

@@ -33,6 +33,7 @@ import {
 } from '../../sdk/index.js';
 import type { MethodCatalog } from './catalog.js';
 import { postExecutionMask } from './fallback.js';
+import { isWholeRelation, refuseUntracedInFallback, wholeRelationMask } from './not-analysed.js';
 import { KEY_SCHEMA } from './keys.js';
 import type { MaskingPolicy, PolicyStore } from './policies.js';
 import { type CatalogSnapshot, type Relation, RelationCatalog } from './relations.js';
@@ -222,17 +223,23 @@ export class MaskingEnforcer {
     // The key table is never masked (nor planned): no user statement reaches it, only the masks do.
     if (rel.schema.toLowerCase() === KEY_SCHEMA) return out;
     const chosen = new Map<string, MaskingPolicy>();
+    const sameTable = (p: MaskingPolicy) => p.schema_name.toLowerCase() === rel.schema.toLowerCase() && p.table_name.toLowerCase() === rel.name.toLowerCase();
+    // A model whose columns lineage does not trace may be masked as a whole (not-analysed.ts): every column the rest leaves unmasked.
+    const whole = policies.find((p) => isWholeRelation(p) && sameTable(p));
     for (const col of rel.columns) {
       const name = col.name.toLowerCase();
       const candidates = policies.filter((p) => p.column_name.toLowerCase() === name);
-      if (!candidates.length) continue;
-      const sameTable = (p: MaskingPolicy) => p.schema_name.toLowerCase() === rel.schema.toLowerCase() && p.table_name.toLowerCase() === rel.name.toLowerCase();
+      const wholeMask = whole && wholeRelationMask(whole, col.name, TEXT_TYPE.test(col.type));
+      if (!candidates.length) {
+        if (wholeMask) chosen.set(name, wholeMask);
+        continue;
+      }
       // Policies match by column name (rule 4, every route alike); a policy on this very table wins over one on a namesake column elsewhere.
       // An explicit policy on the table wins over a derived one; a declassification lifts masking of its own column only.
       const own = candidates.find((p) => sameTable(p) && !('derived' in p)) ?? candidates.find(sameTable);
       if (own?.method === DECLASSIFY_METHOD) continue;
       const elsewhere = candidates.filter((p) => p.method !== DECLASSIFY_METHOD);
-      const pick = own ?? elsewhere.find((p) => !('derived' in p)) ?? elsewhere[0];
+      const pick = own ?? elsewhere.find((p) => !('derived' in p)) ?? elsewhere[0] ?? wholeMask;
       if (pick) chosen.set(name, pick);
     }
     for (const col of rel.columns) {
@@ -629,6 +636,7 @@ export class MaskingEnforcer {
   /** Post-execution masking of result columns by name (docs/decisions.md "Masking policy" rule 3), noted and logged. */
   private fallback(q: QueryContext, policies: MaskingPolicy[], why: string): void {
     this.stats.fallbacks++;
+    refuseUntracedInFallback(policies, q.originalSql, q.caller.role);
     const note = `masking applied to result columns after execution: ${why}`;
     q.notes.push(note);
     this.log.warn(`masking: ${note}`, { purpose: q.purpose });

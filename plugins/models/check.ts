@@ -15,6 +15,7 @@ import { keyOf, type ModelGraph } from './dag.js';
 import type { Discovery } from './discovery.js';
 import type { ModelExtensions } from './extensions.js';
 import { activeTarget, catalogAndStates } from './on-target.js';
+import { nativeOnDuckdb } from './native.js';
 import { runUnitTests, type UnitTestReport } from './unit-tests.js';
 
 export interface ModelValidation {
@@ -73,6 +74,10 @@ export async function runCheck(ctx: PluginContext, engine: CheckedModels): Promi
     }
     const gm = graph?.byKey.get(keyOf(file.full_name));
     if (!gm) continue;
+    if (!target && file.dialect) {
+      v.warnings.push(`Not bound: ${nativeOnDuckdb(file)}`);
+      continue;
+    }
     const missing = gm.upstream.filter((u) => !catalog.has(keyOf(u)));
     if (missing.length) {
       v.warnings.push(`Not bound: ${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} not in the database yet (run dp seed / dp transform)`);

@@ -81,7 +81,9 @@ export async function buildGraph(input: GraphInputs): Promise<ModelGraph> {
         else if (seed) add(seed.full_name);
         else unknown.push({ file: f.path, reference: raw, hint: '@depends_on names a model or seed by name, or any relation as schema.name' });
       }
-    } else {
+    }
+    // A native model's declaration adds to what ClickHouse's grammar found (native.ts); DuckDB SQL's replaces it.
+    if (!f.declaredDependsOn || f.dialect) {
       for (const ref of f.refs) {
         const schema = ref.schema || 'main';
         const name = `${schema}.${ref.table}`;
@@ -142,6 +144,7 @@ export async function buildGraph(input: GraphInputs): Promise<ModelGraph> {
         query: file.query,
         assertions: file.assertions,
         config: file.config,
+        ...(file.referencesKnown ? {} : { referencesKnown: false }),
       },
     };
   });

@@ -9,8 +9,9 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { badRequest, errorMessage, SAFE_NAME, walkProjectFiles, type ParsedSql, type PluginContext, type SqlNode } from '../../sdk/index.js';
+import { badRequest, errorMessage, nativeDialect, SAFE_NAME, walkProjectFiles, type ParsedSql, type PluginContext, type SqlNode } from '../../sdk/index.js';
 import { parseDirectives } from './directives.js';
+import { nativeReferences } from './native.js';
 import { readModelConfig, type ConfigProblem, type Materialization, type ModelConfig } from './materializations.js';
 import { statementBody, lineAt, pivotAnalysisForm } from './sqltext.js';
 import { tableReferences, type TableRef } from './sqltree.js';
@@ -48,6 +49,10 @@ export interface ModelFile {
   assertions: string[];
   /** Names from `@depends_on`/`depends_on:`, or null when dependencies come from the parser. */
   declaredDependsOn: string[] | null;
+  /** `clickhouse` for a model written natively for the target (`@config dialect=clickhouse`, native.ts); null for DuckDB SQL. */
+  dialect: 'clickhouse' | null;
+  /** False for a native model no parser read (accepted with its `@depends_on`): what it reads is not known. */
+  referencesKnown: boolean;
   directiveLines: number[];
   /** Table references DuckDB's parser found (empty when the SQL does not parse). */
   refs: TableRef[];
@@ -95,7 +100,10 @@ interface ParseOutcome {
 /** Puts a parse outcome on a model file. */
 function setParse(file: ModelFile, outcome: ParseOutcome): void {
   file.query = outcome.query;
-  file.parseError = outcome.error;
+  // A native model the ClickHouse parser cannot read is still accepted with what @depends_on declares.
+  const declaredOnly = file.dialect !== null && !outcome.parses && file.declaredDependsOn !== null;
+  file.referencesKnown = file.dialect === null || outcome.parses;
+  file.parseError = declaredOnly ? null : outcome.error;
   file.parseErrorLine = outcome.errorLine;
   file.refs = outcome.refs;
 }
@@ -107,7 +115,10 @@ const PARSE_CHUNK = 1000;
 /** How long after a parse the cache file is written (a burst of edits writes it once, never on the request). */
 const CACHE_SAVE_DELAY_MS = 2000;
 /** Bumped when ParseOutcome's meaning changes; a file of another format (or DuckDB version) is ignored. */
-const PARSE_CACHE_FORMAT = 1;
+const PARSE_CACHE_FORMAT = 2;
+
+/** Where a body's parse outcome is kept: DuckDB SQL and native SQL of the same text are read by different parsers. */
+const parseKey = (file: Pick<ModelFile, 'body' | 'dialect'>) => (file.dialect ? `${file.dialect}\u0000${file.body}` : file.body);
 
 interface ParseCacheDoc {
   format: number;
@@ -150,23 +161,28 @@ export class Discovery {
     if (fresh.length) {
       const disk = await this.loadDiskCache();
       for (const file of fresh) {
-        const hit = this.parsed.has(file.body) ? undefined : disk.entries[file.content_hash];
-        if (hit) this.parsed.set(file.body, { parses: hit.parses, refs: hit.refs, query: hit.query ?? file.body, error: hit.error, errorLine: hit.errorLine });
+        const hit = this.parsed.has(parseKey(file)) ? undefined : disk.entries[file.content_hash];
+        if (hit) this.parsed.set(parseKey(file), { parses: hit.parses, refs: hit.refs, query: hit.query ?? file.body, error: hit.error, errorLine: hit.errorLine });
       }
     }
-    const unparsed = [...new Set(fresh.filter((f) => !this.parsed.has(f.body)).map((f) => f.body))];
+    const unparsedFiles = fresh.filter((f) => !this.parsed.has(parseKey(f)));
+    const unparsed = [...new Set(unparsedFiles.filter((f) => !f.dialect).map((f) => f.body))];
     if (unparsed.length) await this.parseBatch(unparsed);
+    for (const body of new Set(unparsedFiles.filter((f) => f.dialect).map((f) => f.body))) {
+      const r = await nativeReferences(body);
+      this.parsed.set(parseKey({ body, dialect: 'clickhouse' }), { parses: r.parses, refs: r.refs, query: body, error: r.error, errorLine: null });
+    }
     for (const file of fresh) {
-      const outcome = this.parsed.get(file.body);
+      const outcome = this.parsed.get(parseKey(file));
       if (!outcome) continue;
       setParse(file, outcome);
       // Cached only once parsed, so a failed parse round trip is retried on the next call.
       this.models.set(file.absPath, { stamp: stamps.get(file)!, file });
     }
-    if (unparsed.length) this.saveDiskCache();
+    if (unparsedFiles.length) this.saveDiskCache();
     // Parse outcomes of bodies no file has any more are dropped.
     if (this.parsed.size > this.models.size * 2) {
-      const live = new Set([...this.models.values()].map((e) => e.file.body));
+      const live = new Set([...this.models.values()].map((e) => parseKey(e.file)));
       for (const body of [...this.parsed.keys()]) if (!live.has(body)) this.parsed.delete(body);
     }
     return out;
@@ -204,6 +220,8 @@ export class Discovery {
       config: directives.config,
       assertions: directives.assertions,
       declaredDependsOn: directives.dependsOn,
+      dialect: nativeDialect(directives.config),
+      referencesKnown: true,
       directiveLines: directives.lines,
       refs: [],
       parseError: null,
@@ -280,7 +298,7 @@ export class Discovery {
 
   /** The model's parse tree (DuckDB's, through the kernel's parse cache), or null when it does not parse. */
   async tree(file: ModelFile): Promise<SqlNode | null> {
-    if (file.parseError) return null;
+    if (file.parseError || file.dialect) return null;
     const parsed = await this.ctx.db.parse(file.query);
     return parsed.ok && parsed.tree.statements.length === 1 ? parsed.tree.statements[0].node : null;
   }
@@ -312,7 +330,7 @@ export class Discovery {
     if (!this.diskCache) return;
     const entries: ParseCacheDoc['entries'] = {};
     for (const { file } of this.models.values()) {
-      const o = this.parsed.get(file.body);
+      const o = this.parsed.get(parseKey(file));
       if (!o) continue;
       entries[file.content_hash] = { parses: o.parses, refs: o.refs, ...(o.query !== file.body ? { query: o.query } : {}), error: o.error, errorLine: o.errorLine };
     }

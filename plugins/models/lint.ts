@@ -126,6 +126,8 @@ export async function lintFile(file: ModelFile, tree: SqlNode | null, config: Li
   });
   for (const [line, words] of badByLine) add('keyword-case', line, `Keyword${words.length > 1 ? 's' : ''} ${words.join(', ')} should be ${config.keywordCase} case`);
 
+  // Native SQL (@config dialect=clickhouse) has no DuckDB tree: only the text rules above apply to it.
+  if (file.dialect && !file.parseError) return sortFindings(findings);
   if (file.parseError || !tree) {
     add('parse-error', file.parseErrorLine ?? 1, file.parseError ?? 'The SQL does not parse');
     return sortFindings(findings);

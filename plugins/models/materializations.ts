@@ -109,6 +109,8 @@ export function readModelConfig(config: Record<string, string>, lines: Record<st
     const owner = ownerOf(key);
     problem(key, owner ? `@config ${key} applies to materialized=${owner} only (this model is ${materialized})` : `unknown @config key '${key}' (known for materialized=${materialized}: ${KEYS[materialized].join(', ')})`);
   }
+  // SQL in another dialect runs on that target as written (sdk nativeDialect); a misspelt dialect must not build as DuckDB SQL.
+  oneOf('dialect', ['duckdb', 'clickhouse'], 'duckdb');
   const uniqueKey = config.unique_key !== undefined ? columnList(config.unique_key) : [];
   if (config.unique_key !== undefined && uniqueKey.length === 0) problem('unique_key', 'unique_key names no column');
 

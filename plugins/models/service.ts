@@ -86,7 +86,7 @@ export class ModelsEngine implements ModelsService {
 
   transform(options: TransformOptions): Promise<TransformSummary> {
     const target = this.warehouseTarget();
-    if (target) return this.exclusive(async () => target.transform(await this.list(), options));
+    if (target) return this.exclusive(async () => target.transform(await this.list(), { ...options, invalid: await this.invalidModels() }));
     return this.exclusive(async () => runTransform(this.ctx, await this.graph(), options));
   }
 
@@ -94,6 +94,12 @@ export class ModelsEngine implements ModelsService {
     const target = this.warehouseTarget();
     if (target) return this.exclusive(async () => target.loadSeeds(await this.seeds(), options));
     return this.exclusive(() => loadSeeds(this.ctx, this.discovery, options));
+  }
+
+  /** Models whose SQL discovery refused, with the error naming the file (a target builds none of them). */
+  private async invalidModels(): Promise<Map<string, string>> {
+    const broken = (await this.discovery.modelFiles()).filter((f) => f.parseError);
+    return new Map(broken.map((f) => [f.full_name.toLowerCase(), `${f.path}${f.parseErrorLine ? `:${f.parseErrorLine}` : ''}: ${f.parseError}`]));
   }
 
   private warehouseTarget(): WarehouseTargetService | null {

@@ -31,6 +31,7 @@ import {
 import { keyOf, selectModels, type GraphModel, type ModelGraph } from './dag.js';
 import { sha256 } from './discovery.js';
 import { applyIncremental, applyScd2, createStatement, type MaterializeOutcome } from './materialize.js';
+import { nativeOnDuckdb } from './native.js';
 import { readCatalog, readStates, recordRun, recordRunStart, stateWriteSql, type Relation, type StateRow } from './state.js';
 
 export interface TransformOptions {
@@ -133,6 +134,9 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     if (m.file.parseError) {
       status = 'error';
       error = `${m.file.path}${m.file.parseErrorLine ? `:${m.file.parseErrorLine}` : ''}: ${m.file.parseError}`;
+    } else if (m.file.dialect) {
+      status = 'error';
+      error = nativeOnDuckdb(m.file);
     } else if (m.file.configProblems.length) {
       status = 'error';
       error = m.file.configProblems.map((p) => `${m.file.path}:${p.line ?? 1}: ${p.message}`).join('; ');

@@ -1,5 +1,6 @@
 import { AGENT_MCP, definePlugin, QUERY_TARGET_SERVICE, qualified, TABLES_SERVICE, type JsonSchema } from '../../sdk/index.js';
 import { autocompleteCatalog, describeTable, listTables, withRowCounts } from './catalog.js';
+import { activeTarget, describeOnTarget, targetTables } from './on-target.js';
 
 const tableParams: JsonSchema = {
   type: 'object',
@@ -11,8 +12,15 @@ export default definePlugin({
   setup(ctx) {
     // MCP tools over the warehouse (list_tables, describe_table), loaded with the first MCP server.
     ctx.extend(AGENT_MCP, { tools: async (kit) => (await import('./mcp-tools.js')).tableTools(ctx, kit) });
+    // On an environment with a warehouse target, the target's tables (on-target.ts); else the DuckDB file's.
+    const describe = async (schema: string, table: string) => {
+      const target = await activeTarget(ctx);
+      return target ? describeOnTarget(target, schema, table) : describeTable(ctx.db, schema, table);
+    };
     ctx.services.provide(TABLES_SERVICE, {
       list: async (schema, options) => {
+        const target = await activeTarget(ctx);
+        if (target) return (await targetTables(target, schema)).map(({ rows, ...t }) => (options?.rowCounts ? { ...t, rows } : t));
         const tables = await listTables(ctx.db, schema);
         if (!options?.rowCounts) return tables;
         const reader = options.reader;
@@ -20,7 +28,7 @@ export default definePlugin({
         if (reader) return ctx.queries.withDeadline({ caller: reader.caller, purpose: 'row_counts', signal: reader.signal }, (c) => withRowCounts(c, tables));
         return withRowCounts(ctx.db, tables);
       },
-      describe: (schema: string, table: string) => describeTable(ctx.db, schema, table),
+      describe,
     });
 
     ctx.route<unknown, { schema?: string }>({
@@ -34,7 +42,10 @@ export default definePlugin({
           200: { type: 'array', items: { type: 'object', properties: { schema: { type: 'string' }, name: { type: 'string' }, type: { type: 'string' } } } },
         },
       },
-      handler: (req) => listTables(ctx.db, req.query.schema),
+      handler: async (req) => {
+        const target = await activeTarget(ctx);
+        return target ? targetTables(target, req.query.schema) : listTables(ctx.db, req.query.schema);
+      },
     });
 
     ctx.route<unknown, unknown, { schema: string; table: string }>({
@@ -43,7 +54,7 @@ export default definePlugin({
       permission: 'read',
       summary: 'Columns of a table or view',
       schema: { params: tableParams },
-      handler: (req) => describeTable(ctx.db, req.params.schema, req.params.table),
+      handler: (req) => describe(req.params.schema, req.params.table),
     });
 
     ctx.route<unknown, { limit: number; offset: number }, { schema: string; table: string }>({
@@ -60,7 +71,7 @@ export default definePlugin({
       },
       handler: async (req) => {
         const { schema, table } = req.params;
-        await describeTable(ctx.db, schema, table); // 404 before any SQL is built from the names
+        await describe(schema, table); // 404 before any SQL is built from the names
         const result = await ctx.queries.run({
           sql: `SELECT * FROM ${qualified(schema, table)}`,
           limit: req.query.limit,
@@ -86,7 +97,9 @@ export default definePlugin({
     });
 
     ctx.command('tables', async (args, io) => {
-      const rows = await withRowCounts(ctx.db, await listTables(ctx.db, args.schema as string | undefined));
+      const schema = args.schema as string | undefined;
+      const target = await activeTarget(ctx);
+      const rows = target ? await targetTables(target, schema) : await withRowCounts(ctx.db, await listTables(ctx.db, schema));
       if (io.wantsJson) io.json(rows);
       else io.table(rows.map((r) => ({ ...r, rows: r.rows ?? '' })), ['schema', 'name', 'type', 'rows']);
     });

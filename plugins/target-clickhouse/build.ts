@@ -11,6 +11,7 @@ import {
   badRequest,
   errorMessage,
   isDpError,
+  nativeDialect,
   quoteIdent,
   type ModelBuildResult,
   type ModelInfo,
@@ -39,6 +40,7 @@ export interface TargetTransformOptions {
   /** Rebuild unchanged models too. */
   force?: boolean;
   fullRefresh?: boolean;
+  invalid?: ReadonlyMap<string, string>;
   onModel?: (result: ModelBuildResult, done: number, total: number) => void;
 }
 
@@ -78,7 +80,7 @@ function bodyOf(m: ModelInfo): string {
 
 /** The model's SELECT for ClickHouse: native as written, or checked and transpiled from DuckDB SQL. */
 export async function selectFor(ctx: PluginContext, target: ClickHouseTarget, m: ModelInfo): Promise<string> {
-  if ((m.config.dialect ?? 'duckdb').toLowerCase() === 'clickhouse') return bodyOf(m);
+  if (nativeDialect(m.config)) return bodyOf(m);
   return checkedTranspile(ctx, target, bodyOf(m), m.full_name);
 }
 
@@ -107,7 +109,7 @@ async function targetModel(ctx: PluginContext, target: ClickHouseTarget, m: Mode
   let filter: string | null = null;
   if (m.config.incremental_filter) {
     const duck = m.config.incremental_filter.replace(THIS, `${quoteIdent(m.schema)}.${quoteIdent(m.name)}`);
-    const native = (m.config.dialect ?? '').toLowerCase() === 'clickhouse';
+    const native = nativeDialect(m.config) !== null;
     const expr = native ? m.config.incremental_filter.replace(THIS, `${chIdent(m.schema)}.${chIdent(m.name)}`) : (await transpileToClickHouse(`SELECT ${duck}`, m.full_name)).replace(/^SELECT\s+/i, '');
     filter = expr;
   }
@@ -171,8 +173,12 @@ export async function transformOnTarget(ctx: PluginContext, target: ClickHouseTa
       // As on DuckDB: a table or view whose SQL and upstreams are unchanged and that is still there is not rebuilt.
       const unchanged = !options.force && !options.fullRefresh && m.materialized !== 'incremental' && states.get(key)?.state_hash === token && existing.get(key) === (m.materialized === 'view' ? 'view' : 'table');
       let result: ModelBuildResult;
+      const invalid = options.invalid?.get(key);
       if (blocker) result = { model: m.full_name, status: 'upstream_failed', duration_ms: 0, error: `Upstream model ${blocker} failed` };
-      else if (unchanged) result = { model: m.full_name, status: 'skipped', duration_ms: 0 };
+      else if (invalid) {
+        failed.add(key);
+        result = { model: m.full_name, status: 'error', duration_ms: 0, error: invalid };
+      } else if (unchanged) result = { model: m.full_name, status: 'skipped', duration_ms: 0 };
       else {
         try {
           const tm = await targetModel(ctx, target, m);

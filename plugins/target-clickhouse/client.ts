@@ -191,10 +191,11 @@ export class ClickHouseTarget implements WarehouseTarget {
     const r = await this.query(
       `SELECT database, name, engine FROM system.tables WHERE ${where} AND NOT startsWith(name, '.inner.') AND position(name, '__dp_') = 0 ORDER BY database, name`,
     );
-    const rows = await tableRowCounts(this).catch(() => new Map<string, number>());
+    const rows = await tableRowCounts(this).catch(() => null);
     return r.rows.map(([schema, name, engine]) => {
       const kind = engine === 'View' || engine === 'MaterializedView' ? ('view' as const) : ('table' as const);
-      const estimatedRows = kind === 'table' ? rows.get(`${schema}.${name}`.toLowerCase()) : undefined;
+      // A MergeTree table without active parts holds no rows; another engine keeps no part counts (unknown).
+      const estimatedRows = kind === 'table' && rows ? (rows.get(`${schema}.${name}`.toLowerCase()) ?? (/MergeTree$/.test(String(engine)) ? 0 : undefined)) : undefined;
       return { schema: String(schema), name: String(name), kind, ...(estimatedRows === undefined ? {} : { estimatedRows }) };
     });
   }

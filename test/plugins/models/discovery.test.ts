@@ -172,7 +172,7 @@ describe('the model parse cache on disk (.dp/model-parse-cache.json)', () => {
     };
     assert.deepEqual(await depsOfC(), ['staging.a']);
     const doc = JSON.parse(fs.readFileSync(cacheFile, 'utf8'));
-    assert.equal(doc.format, 1);
+    assert.equal(doc.format, 2);
     assert.equal(Object.keys(doc.entries).length, 3);
     // Point c's cached references at b: a new engine believes the cache (so it did not parse c).
     const cHash = Object.keys(doc.entries).find((h) => doc.entries[h].refs.some((r: { table: string }) => r.table === 'a'))!;
