@@ -88,6 +88,10 @@ export class ClickHouseTarget implements WarehouseTarget {
       // The server may be 18.16: no session, no compression negotiation surprises, plain settings only.
       compression: { request: false, response: false },
       log: { level: ClickHouseLogLevel.OFF },
+      // A socket idle past the server's keep-alive (3 s before 23.11) is closed there: on a busy
+      // event loop the client's idle timer fires late, so stale sockets are dropped when taken
+      // instead ("socket hang up" on the next statement).
+      keep_alive: { eagerly_destroy_stale_sockets: true },
       request_timeout: 3_600_000,
       ...(defaultDatabase ? { database: defaultDatabase } : {}),
     });
