@@ -15,7 +15,7 @@
 import type { DatabasePort, TabularResult } from './db.js';
 import { quoteIdent, quoteLiteral } from './sql.js';
 import { createServiceRef } from './refs.js';
-import type { ModelInfo, SeedInfo, SeedLoadResult, TransformSummary } from './models.js';
+import type { ModelBuildResult, ModelInfo, SeedInfo, SeedLoadResult, TransformSummary } from './models.js';
 
 import type { CatalogRelation, CatalogSource } from './db-catalog.js';
 
@@ -52,6 +52,8 @@ export interface TargetQueryOptions {
   signal?: AbortSignal;
   /** Engine settings for this query (ClickHouse settings such as `join_use_nulls`). */
   settings?: Record<string, string | number>;
+  /** Values of the query's parameters, sent beside its text (ClickHouse `{name:Type}` with `param_name`), never in it. */
+  params?: Record<string, unknown>;
 }
 
 export interface WarehouseTarget extends CatalogSource {
@@ -71,11 +73,42 @@ export interface WarehouseTarget extends CatalogSource {
   bulkInsert(table: { schema: string; name: string }, columns: string[], rows: AsyncIterable<unknown[][]> | unknown[][]): Promise<{ rows: number }>;
   /** Stops the query with this id on the engine. */
   interrupt(queryId: string): Promise<void>;
+  /** A relation's metrics in one aggregate pass on the engine (the quality plugin's profile of a built model): rows, and per column its non-NULL and distinct counts. */
+  profile(relation: { schema: string; name: string }, columns: string[]): Promise<RelationMetrics>;
   /** An identifier quoted for this engine. */
   ident(name: string): string;
   /** A string literal quoted for this engine. */
   literal(value: string): string;
   close(): Promise<void>;
+}
+
+/** What `WarehouseTarget.profile` counts: never a value of the relation. */
+export interface RelationMetrics {
+  rows: number;
+  columns: Array<{ name: string; non_null: number; distinct: number }>;
+}
+
+/** The metrics of a profile's one row: `[rows, non-NULL of column 1, distinct of column 1, ...]`. */
+export function metricsOfRow(row: unknown[], columns: string[]): RelationMetrics {
+  return { rows: Number(row[0] ?? 0), columns: columns.map((name, i) => ({ name, non_null: Number(row[1 + 2 * i] ?? 0), distinct: Number(row[2 + 2 * i] ?? 0) })) };
+}
+
+/**
+ * What the caller of a run on a target does around each model (the models plugin: run history,
+ * events, the afterModelBuild hook), so a run on the target behaves as one on the DuckDB file.
+ */
+export interface TargetRunHooks {
+  /** The run's id (recorded by the caller). */
+  runId: string;
+  /** How many models the run takes, once they are selected. */
+  planned?(total: number): void;
+  /** A model starts building (not called for a skipped or upstream-failed one). */
+  started?(model: ModelInfo): void;
+  /**
+   * A model was built or failed: the caller's after-build work, which may flag it (`assertion_failed`).
+   * Its answer is the model's result; a model it flags is not a failure for its downstream.
+   */
+  finished?(model: ModelInfo, result: ModelBuildResult): Promise<ModelBuildResult>;
 }
 
 /**
@@ -139,6 +172,10 @@ export function duckdbFileTarget(db: DatabasePort): WarehouseTarget {
     async interrupt(queryId) {
       running.get(queryId)?.interrupt();
     },
+    async profile(relation, columns) {
+      const aggregates = ['count(*)', ...columns.flatMap((c) => [`count(${quoteIdent(c)})`, `count(DISTINCT ${quoteIdent(c)})`])];
+      return metricsOfRow((await db.query(`SELECT ${aggregates.join(', ')} FROM ${quoteIdent(relation.schema)}.${quoteIdent(relation.name)}`)).rows[0] ?? [], columns);
+    },
     async relations(opts) {
       const rows = await db.all<CatalogRelation>(
         `SELECT schema_name AS schema, table_name AS name, 'table' AS kind FROM duckdb_tables() WHERE database_name = current_database() AND NOT internal
@@ -176,7 +213,7 @@ export interface WarehouseTargetService {
   config(): TargetConfig | null;
   /** The active environment's target (the DuckDB file when it names none). */
   target(): Promise<WarehouseTarget>;
-  /** `dp transform` on the active environment's target (only called when config() is not null). */
+  /** `dp transform` on the active environment's target (only called when config() is not null); `hooks` lets the caller record the run and fire its hooks. */
   transform(
     models: ModelInfo[],
     options: {
@@ -185,6 +222,8 @@ export interface WarehouseTargetService {
       fullRefresh?: boolean;
       /** Models discovery refused (a parse error, naming the file), by lower-case `schema.name`: reported as errors, never built. */
       invalid?: ReadonlyMap<string, string>;
+      onModel?: (result: ModelBuildResult, done: number, total: number) => void;
+      hooks?: TargetRunHooks;
     },
   ): Promise<TransformSummary>;
   /** `dp seed` on the active environment's target, in large batches. */

@@ -66,6 +66,8 @@ const TEXT_TYPE = /^(VARCHAR|TEXT|STRING|CHAR|BPCHAR)/i;
  * expressions) rather than the values: on a masked column they could show raw bounds.
  */
 const STATISTICS_FUNCTIONS = new Set(['stats']);
+/** The keyed methods (keys.ts): on a warehouse target they mask at the result only (exactTwin). */
+const KEYED_METHODS = new Set(['consistent_hash', 'noise', 'date_shift']);
 
 /** Whether a parse names a relation of the key schema (any role is refused such a statement). */
 function readsKeySchema(root: unknown): boolean {
@@ -539,7 +541,7 @@ export class MaskingEnforcer {
     const resolve = this.sources(snap, policies);
     // Masked columns read only as whole select items (one table, or tables joined by ON), by the kernel's own run: mask the result rows.
     if (q.runsRowTransforms) {
-      const exact = (mask: ColumnMask) => this.exactTwin(mask);
+      const exact = (mask: ColumnMask) => this.exactTwin(mask, Boolean(q.target));
       const plan = planResultMasking(statements, resolve, exact);
       if (plan) {
         this.stats.result++;
@@ -582,10 +584,16 @@ export class MaskingEnforcer {
     return result({ sql, verify: this.verifier(planFor, (masks) => templates.get(wrapperSql(masks))?.replaceList), marks });
   }
 
-  /** Whether a mask can be applied to result values by its JavaScript twin, exactly as its SQL would (result-masking.ts). */
-  private exactTwin(mask: ColumnMask): boolean {
+  /**
+   * Whether a mask can be applied to result values by its JavaScript twin, exactly as its SQL would (result-masking.ts).
+   * On a warehouse target a keyed mask is applied only so: the target returns the raw column to this process alone and
+   * the twin computes the same HMAC under the same key here, so the key never reaches the target (docs/security.md).
+   */
+  private exactTwin(mask: ColumnMask, onTarget: boolean): boolean {
     const p = mask.policy;
-    return Boolean(p && !p.condition_column && EXACT_TWINS.has(p.method) && this.catalog.builtin(p.method) && mask.type === 'VARCHAR');
+    if (!p || p.condition_column || !this.catalog.builtin(p.method)) return false;
+    if (onTarget && KEYED_METHODS.has(p.method)) return true;
+    return EXACT_TWINS.has(p.method) && mask.type === 'VARCHAR';
   }
 
   /** The row transform of a result plan: each masked item's values through its method's twin. */
@@ -600,7 +608,8 @@ export class MaskingEnforcer {
       for (const row of rows) {
         for (const m of masks) {
           const value = row[m.index];
-          if (value !== null && typeof value !== 'string') throw refuse(`a value of ${columns[m.index]} is not text`);
+          // A keyed mask on a target may take numbers (noise); every other twin, text only.
+          if (value !== null && typeof value !== 'string' && !(KEYED_METHODS.has(m.method) && typeof value === 'number')) throw refuse(`a value of ${columns[m.index]} is not text`);
           row[m.index] = this.catalog.apply(m.method, value, m.config, m.info);
         }
       }

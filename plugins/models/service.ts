@@ -20,6 +20,7 @@ import { Discovery, type ModelFile } from './discovery.js';
 import { activeTarget } from './on-target.js';
 import { loadSeeds, type SeedOptions } from './seeds.js';
 import { recentRuns } from './state.js';
+import { transformOnTarget } from './target-run.js';
 import { runTransform, type TransformOptions } from './transform.js';
 
 export class ModelsEngine implements ModelsService {
@@ -86,7 +87,7 @@ export class ModelsEngine implements ModelsService {
 
   transform(options: TransformOptions): Promise<TransformSummary> {
     const target = this.warehouseTarget();
-    if (target) return this.exclusive(async () => target.transform(await this.list(), { ...options, invalid: await this.invalidModels() }));
+    if (target) return this.exclusive(async () => transformOnTarget(this.ctx, target, await this.list(), options, await this.invalidModels()));
     return this.exclusive(async () => runTransform(this.ctx, await this.graph(), options));
   }
 

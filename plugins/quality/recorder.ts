@@ -21,6 +21,7 @@ import { errorMessage, type PluginContext } from '../../sdk/index.js';
 import { recordBuildsSql, type BuildRecord } from './freshness.js';
 import { recordProfilesSql, type ProfileTarget } from './profiles.js';
 import { columnsKey, relationColumns, utcNow } from './relations.js';
+import { activeTarget, recordOnTarget } from './target-records.js';
 
 export interface QueuedBuild extends BuildRecord {
   schema: string;
@@ -145,6 +146,8 @@ export class BuildRecorder {
 
   private async record(batch: QueuedBuild[]): Promise<void> {
     const { ctx } = this;
+    const target = activeTarget(ctx);
+    if (target) return recordOnTarget(ctx, target, batch);
     const builds = recordBuildsSql(batch);
     const targets: ProfileTarget[] = [];
     const toProfile = batch.filter((b) => b.profile);

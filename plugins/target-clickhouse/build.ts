@@ -16,6 +16,7 @@ import {
   type ModelBuildResult,
   type ModelInfo,
   type PluginContext,
+  type TargetRunHooks,
   type TransformSummary,
 } from '../../sdk/index.js';
 import { chIdent, chLiteral, serverMessage, systemTableEverywhere, type ClickHouseTarget } from './client.js';
@@ -42,6 +43,8 @@ export interface TargetTransformOptions {
   fullRefresh?: boolean;
   invalid?: ReadonlyMap<string, string>;
   onModel?: (result: ModelBuildResult, done: number, total: number) => void;
+  /** The caller's run history, events and after-build hooks (the models plugin). */
+  hooks?: TargetRunHooks;
 }
 
 const THIS = /\{\{\s*this\s*\}\}/g;
@@ -152,7 +155,9 @@ async function runSteps(target: ClickHouseTarget, steps: Step[], signal?: AbortS
 export async function transformOnTarget(ctx: PluginContext, target: ClickHouseTarget, all: ModelInfo[], options: TargetTransformOptions = {}): Promise<TransformSummary> {
   const wanted = options.targets?.length ? new Set(options.targets.map((t) => t.toLowerCase())) : null;
   const models = dependencyOrder(all).filter((m) => !wanted || wanted.has(m.full_name.toLowerCase()) || wanted.has(m.name.toLowerCase()));
-  const runId = `run_${new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14)}_${crypto.randomBytes(3).toString('hex')}`;
+  const hooks = options.hooks;
+  const runId = hooks?.runId ?? `run_${new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14)}_${crypto.randomBytes(3).toString('hex')}`;
+  hooks?.planned?.(models.length);
   const started = performance.now();
   const startedAt = new Date();
   const lock = await acquireRunLock(target, 'transform');
@@ -180,6 +185,7 @@ export async function transformOnTarget(ctx: PluginContext, target: ClickHouseTa
         result = { model: m.full_name, status: 'error', duration_ms: 0, error: invalid };
       } else if (unchanged) result = { model: m.full_name, status: 'skipped', duration_ms: 0 };
       else {
+        hooks?.started?.(m);
         try {
           const tm = await targetModel(ctx, target, m);
           const kind = existing.get(m.full_name.toLowerCase()) ?? null;
@@ -195,6 +201,8 @@ export async function transformOnTarget(ctx: PluginContext, target: ClickHouseTa
           failed.add(m.full_name.toLowerCase());
           result = { model: m.full_name, status: 'error', duration_ms: Math.round(performance.now() - t0), error: `${m.path}: ${isDpError(e) ? e.message : errorMessage(e).split('\n')[0]}` };
         }
+        // Assertions, profiles and freshness as on DuckDB: a model they flag is not a failure for its downstream.
+        if (hooks?.finished) result = await hooks.finished(m, result);
       }
       results.push(result);
       options.onModel?.(result, results.length, models.length);

@@ -16,8 +16,10 @@ import {
   badRequest,
   batchesOf,
   errorMessage,
+  metricsOfRow,
   type CatalogColumn,
   type CatalogRelation,
+  type RelationMetrics,
   type TabularResult,
   type TargetCapabilities,
   type TargetConfig,
@@ -86,6 +88,10 @@ export class ClickHouseTarget implements WarehouseTarget {
       // The server may be 18.16: no session, no compression negotiation surprises, plain settings only.
       compression: { request: false, response: false },
       log: { level: ClickHouseLogLevel.OFF },
+      // A socket idle past the server's keep-alive (3 s before 23.11) is closed there: on a busy
+      // event loop the client's idle timer fires late, so stale sockets are dropped when taken
+      // instead ("socket hang up" on the next statement).
+      keep_alive: { eagerly_destroy_stale_sockets: true },
       request_timeout: 3_600_000,
       ...(defaultDatabase ? { database: defaultDatabase } : {}),
     });
@@ -119,7 +125,7 @@ export class ClickHouseTarget implements WarehouseTarget {
 
   query(sql: string, options?: TargetQueryOptions): Promise<TabularResult> {
     return this.withId(options, async (query_id) => {
-      const rs = await this.client.query({ query: sql, format: 'JSONCompact', query_id, clickhouse_settings: this.settings(options) as never });
+      const rs = await this.client.query({ query: sql, format: 'JSONCompact', query_id, clickhouse_settings: this.settings(options) as never, ...(options?.params ? { query_params: options.params } : {}) });
       const body = (await rs.json()) as unknown as { meta: Array<{ name: string; type: string }>; data: unknown[][] };
       return { columns: body.meta.map((m) => m.name), column_types: body.meta.map((m) => m.type), rows: body.data };
     });
@@ -129,7 +135,7 @@ export class ClickHouseTarget implements WarehouseTarget {
     const described = await this.describe(sql, options);
     const columns = described.map((d) => d.name);
     const rs = await this.withId(options, (query_id) =>
-      this.client.query({ query: sql, format: 'JSONEachRow', query_id, clickhouse_settings: this.settings(options) as never }),
+      this.client.query({ query: sql, format: 'JSONEachRow', query_id, clickhouse_settings: this.settings(options) as never, ...(options?.params ? { query_params: options.params } : {}) }),
     );
     const chunks = (async function* () {
       for await (const rows of rs.stream()) {
@@ -144,7 +150,7 @@ export class ClickHouseTarget implements WarehouseTarget {
 
   command(sql: string, options?: TargetQueryOptions): Promise<void> {
     return this.withId(options, async (query_id) => {
-      await this.client.command({ query: sql, query_id, clickhouse_settings: this.settings(options) as never });
+      await this.client.command({ query: sql, query_id, clickhouse_settings: this.settings(options) as never, ...(options?.params ? { query_params: options.params } : {}) });
     });
   }
 
@@ -184,6 +190,13 @@ export class ClickHouseTarget implements WarehouseTarget {
 
   async interrupt(queryId: string): Promise<void> {
     await this.client.command({ query: `KILL QUERY WHERE query_id = ${chLiteral(queryId)} ASYNC` });
+  }
+
+  /** One aggregate pass on the server, read-only: `count(col)` skips NULLs and `uniqExact` counts distinct non-NULL values, as DuckDB's `count(DISTINCT col)`. */
+  async profile(relation: { schema: string; name: string }, columns: string[]): Promise<RelationMetrics> {
+    const aggregates = ['count()', ...columns.flatMap((c) => [`count(${chIdent(c)})`, `uniqExact(${chIdent(c)})`])];
+    const r = await this.query(`SELECT ${aggregates.join(', ')} FROM ${chIdent(relation.schema)}.${chIdent(relation.name)}`, { settings: { readonly: 2 } });
+    return metricsOfRow(r.rows[0] ?? [], columns);
   }
 
   async relations(opts?: { schema?: string }): Promise<CatalogRelation[]> {

@@ -6,7 +6,8 @@
  *
  * 1. searched on DuckDB's parse tree for what the server cannot run or must not (table
  *    functions, constructs of later versions: `unsupportedConstructs`),
- * 2. transpiled to ClickHouse (`@polyglot-sql/sdk`, cached by text),
+ * 2. transpiled to ClickHouse (`@polyglot-sql/sdk`, cached by text), masking's `* REPLACE`
+ *    wrappers first expanded into their columns on a server without it (star-expand.ts),
  * 3. read back into DuckDB SQL by the same transpiler and checked again by the runner's own
  *    read-only validation and final checks (masking's: every masked scan still wrapped in its
  *    masks, every late mask still around its column), so a transpile that dropped or changed a
@@ -14,7 +15,8 @@
  * 4. planned by the server (`DESCRIBE (SELECT ...)`), as model bodies are,
  *
  * and then run with `readonly=2` (the server refuses any write) and the role's remaining time as
- * `max_execution_time`. A stop (deadline, client gone) sends `KILL QUERY` for the query's id:
+ * `max_execution_time`, its `$name` parameters sent as query parameters beside the text
+ * (params.ts), never written into it. A stop (deadline, client gone) sends `KILL QUERY` for the query's id:
  * closing the HTTP request does not stop a ClickHouse query.
  */
 import crypto from 'node:crypto';
@@ -31,6 +33,8 @@ import {
   walkSqlTree,
 } from '../../sdk/index.js';
 import { serverMessage, type ClickHouseTarget } from './client.js';
+import { bindParameters, hasQueryParameters, parameterNodes } from './params.js';
+import { contractExpanded, expandStarReplace, hasStarReplace } from './star-expand.js';
 import { transpileToClickHouse, unsupportedConstructs } from './transpile.js';
 
 /** The database an unqualified name resolves in, as on the DuckDB file (`orders` is `main.orders`). */
@@ -85,6 +89,16 @@ async function readBack(clickhouseSql: string): Promise<string> {
   return r.sql[0]!;
 }
 
+/**
+ * A keyed mask (consistent_hash, noise, date_shift) anywhere but at the result: its key stays in
+ * dp, so the server cannot compute it (docs/security.md "Keyed masks on a warehouse target").
+ */
+function keyedRefusal() {
+  return refusal(
+    'its keyed masks (consistent_hash, noise, date_shift) would have to be computed on the server, and their keys stay in dp: on a ClickHouse target they mask only a column read as a whole select item of a plain SELECT (dp masks those values itself); the keyed masks cannot mask on a ClickHouse target what the query computes from the column',
+  );
+}
+
 function refusal(why: string) {
   return badRequest('unsupported_on_target', `${WHAT} cannot run on the ClickHouse target: ${why}`, { model: 'query' });
 }
@@ -97,7 +111,7 @@ export class ClickHouseQueryTarget implements QueryTarget {
     private readonly target: ClickHouseTarget,
     /** The target as unqualified names resolve on it: its default database is `main` (see queriesIn). */
     private readonly queries: () => Promise<ClickHouseTarget>,
-    private readonly db: Pick<DatabasePort, 'parse'>,
+    private readonly db: Pick<DatabasePort, 'parse' | 'deparse'>,
     config: TargetConfig,
   ) {
     this.id = `clickhouse:${config.url ?? ''}:${config.database ?? ''}`;
@@ -123,7 +137,7 @@ export class ClickHouseQueryTarget implements QueryTarget {
       const schema = r.schema.toLowerCase();
       if (!LOCAL_SCHEMAS.has(schema)) continue;
       if (schema === '_masking') {
-        throw refusal("it reads dp's local schema _masking (the keyed masks consistent_hash, noise and date_shift read their keys there: they cannot mask on a ClickHouse target)");
+        throw keyedRefusal();
       }
       throw refusal(`it reads dp's own schema ${schema}, which stays in the local DuckDB file`);
     }
@@ -131,32 +145,43 @@ export class ClickHouseQueryTarget implements QueryTarget {
     return refs.filter((r) => r.catalog !== '' || !names.has(`${r.schema || DEFAULT_SCHEMA}\u0000${r.table}`));
   }
 
-  /** The final DuckDB SQL as ClickHouse SQL, checked (steps 1-4 of the file comment). */
-  private async clickhouseSql(sql: string, run: QueryTargetRun): Promise<string> {
+  /** A table's columns on the target, in order (star-expand.ts). */
+  private readonly columnsOf = async (schema: string, table: string) => (await this.target.columns({ schema, table })).map((c) => c.name);
+
+  /** The final DuckDB SQL as ClickHouse SQL and its parameters' values, checked (steps 1-4 of the file comment). */
+  private async clickhouseSql(sql: string, run: QueryTargetRun): Promise<{ sql: string; params?: Record<string, unknown> }> {
     const caps = await this.target.capabilities();
     const parsed = await this.db.parse(sql);
+    let parameters: string[] = [];
     if (parsed.ok) {
-      let parameter = false;
-      walkSqlTree(parsed.tree.statements, (n) => (parameter ||= n.class === 'PARAMETER'));
-      if (parameter || (run.params && Object.keys(run.params).length)) throw refusal('parameters ($name) are not supported on a ClickHouse target yet; write the values in the SQL');
+      // Before anything reaches the server: a keyed mask's key table is dp's (its row ids must not even be sent).
+      walkSqlTree(parsed.tree.statements, (n) => {
+        if (n.type === 'BASE_TABLE' && String(n.schema_name ?? '').toLowerCase() === '_masking') throw keyedRefusal();
+      });
+      parameters = parameterNodes(parsed.tree.statements);
+      if (parameters.length && !hasQueryParameters(caps.version)) throw refusal(`ClickHouse ${caps.version} has no query parameters ({name:Type}, 19.5 and later), and dp never writes a value into the text; write the values in the SQL`);
       const constructs = parsed.tree.statements.flatMap((s) => unsupportedConstructs(s.node, caps));
       if (constructs.length) throw refusal(`ClickHouse ${caps.version} cannot run ${constructs.join(', ')}`);
     }
-    const clickhouse = await transpileToClickHouse(sql, WHAT);
+    // A server without SELECT * REPLACE gets masking's wrappers as their columns, and the checks see them as written (star-expand.ts).
+    const expanded = hasStarReplace(caps.version) ? null : await expandStarReplace(this.db, sql, this.columnsOf, DEFAULT_SCHEMA);
+    const clickhouse = await transpileToClickHouse(expanded ?? sql, WHAT);
     try {
-      await run.verify(await readBack(clickhouse));
+      const back = await readBack(clickhouse);
+      await run.verify(expanded === null ? back : await contractExpanded(this.db, back, this.columnsOf, DEFAULT_SCHEMA));
     } catch (e) {
       if (isDpError(e) && e.code === 'unsupported_on_target') throw e;
       const why = isDpError(e) ? e.message : 'its check failed';
       throw refusal(`its ClickHouse text does not pass the checks the DuckDB text passed (${why})`);
     }
+    const bound: { sql: string; params?: Record<string, unknown> } = parameters.length ? bindParameters(clickhouse, parameters, run.params) : { sql: clickhouse };
     try {
-      await (await this.queries()).describe(clickhouse, { signal: run.signal, settings: this.settings(run) });
+      await (await this.queries()).describe(bound.sql, { signal: run.signal, settings: this.settings(run), params: bound.params });
     } catch (e) {
       if (run.signal.aborted) throw e;
       throw badRequest('unsupported_on_target', `${WHAT}: ClickHouse ${caps.version} cannot run it: ${serverMessage(e).replace(/^ClickHouse: /, '')}`, { model: 'query', version: caps.version });
     }
-    return clickhouse;
+    return bound;
   }
 
   /** Read-only on the server too, and no longer than the role's deadline. */
@@ -167,8 +192,8 @@ export class ClickHouseQueryTarget implements QueryTarget {
   async read(sql: string, window: { offset: number; limit: number }, run: QueryTargetRun): Promise<TabularResult> {
     const clickhouse = await this.clickhouseSql(sql, run);
     // On lines of their own: a line comment the transpiler kept ends before the parenthesis.
-    const page = `SELECT * FROM (\n${clickhouse}\n) LIMIT ${Math.trunc(window.limit)} OFFSET ${Math.trunc(window.offset)}`;
-    return (await this.queries()).query(page, { signal: run.signal, settings: this.settings(run) });
+    const page = `SELECT * FROM (\n${clickhouse.sql}\n) LIMIT ${Math.trunc(window.limit)} OFFSET ${Math.trunc(window.offset)}`;
+    return (await this.queries()).query(page, { signal: run.signal, settings: this.settings(run), params: clickhouse.params });
   }
 
   async stream(sql: string, run: QueryTargetRun) {
@@ -179,7 +204,7 @@ export class ClickHouseQueryTarget implements QueryTarget {
     const kill = () => void target.interrupt(queryId).catch(() => {});
     run.signal.addEventListener('abort', kill, { once: true });
     try {
-      const s = await target.stream(clickhouse, { queryId, settings: this.settings(run) });
+      const s = await target.stream(clickhouse.sql, { queryId, settings: this.settings(run), params: clickhouse.params });
       const chunks = (async function* () {
         try {
           yield* s.chunks;

@@ -106,6 +106,7 @@ function serverConfig(dir: string, node: { httpPort: number; tcpPort: number; in
   <distributed_ddl><path>/clickhouse/task_queue/ddl</path></distributed_ddl>
   <macros><shard>${String(node.shard).padStart(2, '0')}</shard><replica>r1</replica></macros>
   <builtin_dictionaries_reload_interval>3600</builtin_dictionaries_reload_interval>
+  <query_log><database>system</database><table>query_log</table><flush_interval_milliseconds>7500</flush_interval_milliseconds></query_log>
   <max_session_timeout>3600</max_session_timeout>
   <default_session_timeout>60</default_session_timeout>
 </yandex>
@@ -122,6 +123,7 @@ function usersConfig(password: string): string {
       <background_pool_size>2</background_pool_size>
       <background_schedule_pool_size>2</background_schedule_pool_size>
       <load_balancing>in_order</load_balancing>
+      <log_queries>1</log_queries>
     </default>
   </profiles>
   <users>

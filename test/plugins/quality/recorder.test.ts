@@ -35,7 +35,8 @@ function countingContext(app: App, clock: Clock = systemClock) {
     }),
   } as unknown as DatabasePort;
   const log = (level: string) => (msg: string, data?: Record<string, unknown>) => logged.push({ level, msg, data });
-  const ctx = { db, clock, log: { info: log('info'), warn: log('warn'), error: log('error'), debug: log('debug') } } as unknown as PluginContext;
+  // No warehouse target: the models are built in this DuckDB file.
+  const ctx = { db, clock, services: { find: () => undefined }, log: { info: log('info'), warn: log('warn'), error: log('error'), debug: log('debug') } } as unknown as PluginContext;
   return { ctx, statements, logged };
 }
 

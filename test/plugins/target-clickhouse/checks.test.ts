@@ -59,7 +59,8 @@ describe('checks, contracts, assertions, status and DAG on a ClickHouse target',
     assert.equal((await dp(['seed'])).code, 0);
     const first = await dp(['transform', '--json']);
     assert.equal(first.code, 0, first.stderr + first.stdout);
-    assert.deepEqual(statuses(first.stdout), { 'staging.stg_orders': 'built', 'marts.revenue': 'built', 'marts.orphans': 'built', 'marts.events': 'built' });
+    // marts.orphans's no_nulls(name) fails after its build, as on DuckDB (hooks.test.ts).
+    assert.deepEqual(statuses(first.stdout), { 'staging.stg_orders': 'built', 'marts.revenue': 'built', 'marts.orphans': 'assertion_failed', 'marts.events': 'built' });
     const second = await dp(['transform', '--json']);
     // An incremental model always runs (finding new rows is its job), as on DuckDB.
     assert.deepEqual(statuses(second.stdout), { 'staging.stg_orders': 'skipped', 'marts.revenue': 'skipped', 'marts.orphans': 'skipped', 'marts.events': 'built' });
@@ -71,7 +72,7 @@ describe('checks, contracts, assertions, status and DAG on a ClickHouse target',
     const changed = (await server.request('GET', '/api/models/status')).body.models.find((m: { model: string }) => m.model === 'staging.stg_orders');
     assert.equal(changed.status, 'changed');
     const third = await dp(['transform', '--json']);
-    assert.deepEqual(statuses(third.stdout), { 'staging.stg_orders': 'built', 'marts.revenue': 'built', 'marts.orphans': 'built', 'marts.events': 'built' });
+    assert.deepEqual(statuses(third.stdout), { 'staging.stg_orders': 'built', 'marts.revenue': 'built', 'marts.orphans': 'assertion_failed', 'marts.events': 'built' });
     const forced = await dp(['transform', '--force', '--select', 'marts.revenue', '--json']);
     assert.deepEqual(statuses(forced.stdout), { 'marts.revenue': 'built' });
   });

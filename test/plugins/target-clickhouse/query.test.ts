@@ -10,6 +10,8 @@
  * transpiler that dropped one) is refused by the runner's check of what the target runs.
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { App } from '../../../kernel/app.js';
 import type { QueryTarget, QueryTargetRun } from '../../../sdk/index.js';
@@ -171,14 +173,55 @@ environments:
     });
   }
 
-  it('predicates on masked columns and keyed masks are refused with clear errors', async () => {
+  it('predicates on masked columns are refused; a keyed mask masks whole select items in dp and refuses a computation on its column', async () => {
     const where = await q('viewer', "SELECT id FROM seeds.people WHERE email = 'ada@example.com'");
     assert.equal(where.status, 403, where.text);
     assert.equal(where.body.error.code, 'masked_column_in_predicate');
-    const keyed = await q('viewer', 'SELECT phone FROM seeds.people');
-    assert.equal(keyed.status, 400, keyed.text);
-    assert.equal(keyed.body.error.code, 'unsupported_on_target');
-    assert.match(keyed.body.error.message, /keyed masks .* cannot mask on a ClickHouse target/);
+    const keyed = await q('viewer', 'SELECT id, phone FROM seeds.people ORDER BY id');
+    assert.equal(keyed.status, 200, keyed.text);
+    const phones = keyed.body.rows.map((row: unknown[]) => row[1]);
+    assert.ok(phones.every((p: unknown) => typeof p === 'string' && /^[0-9a-f]{8}$/.test(p)), keyed.text);
+    assert.equal(new Set(phones).size, 3, 'a pseudonym per value');
+    const again = await q('viewer', 'SELECT p.phone FROM seeds.people AS p ORDER BY p.id');
+    assert.deepEqual(again.body.rows.map((row: unknown[]) => row[0]), phones, 'the same value gives the same pseudonym');
+    for (const sql of ['SELECT upper(phone) AS u FROM seeds.people', 'SELECT * FROM seeds.people', 'SELECT max(phone) AS m FROM seeds.people']) {
+      const computed = await q('viewer', sql);
+      assert.equal(computed.status, 400, `${sql}: ${computed.text}`);
+      assert.equal(computed.body.error.code, 'unsupported_on_target');
+      assert.match(computed.body.error.message, /keyed masks .* cannot mask on a ClickHouse target/);
+    }
+  });
+
+  it('on 18.16 (no SELECT * REPLACE) a masking wrapper is expanded into its columns: masked values, never a raw one', async () => {
+    for (const sql of ['SELECT * FROM people_v ORDER BY id', 'SELECT t.* FROM people_v AS t ORDER BY t.id', 'SELECT e FROM (SELECT email AS e, id FROM people_v) s ORDER BY id']) {
+      const r = await q('viewer', sql);
+      assert.equal(r.status, 200, `${sql}: ${r.text}`);
+      assert.equal(leaked(r.text), undefined, r.text);
+      const email = r.body.columns.indexOf(r.body.columns.includes('email') ? 'email' : 'e');
+      assert.deepEqual(r.body.rows.map((row: unknown[]) => row[email]), ['***', '***', '***'], `${sql}: ${r.text}`);
+    }
+    const admin = await q('admin', 'SELECT * FROM people_v ORDER BY id');
+    assert.deepEqual(admin.body.rows.map((row: unknown[]) => row[1]), EMAILS, 'the admin is exempt');
+  });
+
+  it("no key of a keyed mask, and no parameter value, ever reaches the server's query log", async () => {
+    const key = /^DP_MASKING_KEY=(.+)$/m.exec(fs.readFileSync(path.join(srv.s.app.project.root, '.env'), 'utf8'))?.[1]?.trim();
+    assert.ok(key && key.length >= 32, 'the project key was made by the keyed mask');
+    const probe = 'dp-param-probe-7731';
+    await srv.s.request('POST', '/api/query', { sql: 'SELECT id FROM seeds.people WHERE tier = $tier', params: { tier: probe } }, { token: srv.tokens.admin });
+    for (const node of ch.nodes) {
+      const server = await ClickHouseTarget.open({ type: 'clickhouse', url: node.url, user: 'default', password: ch.password });
+      try {
+        await server.command('SYSTEM FLUSH LOGS');
+        // Read here and searched here: the search terms never go to the server.
+        const logged = (await server.query('SELECT query FROM system.query_log')).rows.map((row) => String(row[0]));
+        assert.ok(logged.some((text) => text.includes('seeds')), 'the server logs the queries dp sent');
+        const leak: string | undefined = logged.find((text) => text.includes(key) || text.includes(probe) || text.includes('_masking'));
+        assert.equal(leak, undefined, `node ${node.url}: a key, a parameter value or the key table in the query log`);
+      } finally {
+        await server.close();
+      }
+    }
   });
 
   it('read-only on the target: no file, no system table, no function DuckDB does not know, no parameter', async () => {
