@@ -179,6 +179,8 @@ export async function runLint(ctx: PluginContext, engine: ModelsEngine, options:
   const fixErrors: LintReport['fix_errors'] = [];
   if (options.fix) {
     for (const file of files) {
+      // lint.dialect formats DuckDB SQL; a native model's ClickHouse SQL (LIMIT n BY...) is left as written.
+      if (file.dialect) continue;
       let next: string;
       try {
         next = fixedText(file.sql, config);

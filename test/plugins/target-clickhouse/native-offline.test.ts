@@ -174,4 +174,14 @@ describe('native models on a DuckDB environment', () => {
     const admin = await as('admin', 'POST', '/api/query', { sql: 'SELECT contact FROM marts.contacts ORDER BY id' });
     assert.deepEqual(admin.body.rows, [['ada@example.com'], ['Alan']]);
   });
+
+  it('dp lint applies only its text rules to it, and --fix leaves its ClickHouse SQL as written', async () => {
+    const file = path.join(srv.root, 'transform/marts/contacts.sql');
+    const before = fs.readFileSync(file, 'utf8');
+    const r = await dp(['lint', '--fix', '--json']);
+    const report = JSON.parse(r.stdout);
+    assert.equal(report.fixed.includes('transform/marts/contacts.sql'), false);
+    assert.equal(fs.readFileSync(file, 'utf8'), before);
+    assert.deepEqual(report.findings.filter((f: { file: string; rule: string }) => f.file === 'transform/marts/contacts.sql' && f.rule === 'parse-error'), []);
+  });
 });
