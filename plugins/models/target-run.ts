@@ -12,11 +12,10 @@ import {
   type ModelBuildStatus,
   type ModelInfo,
   type PluginContext,
-  type TransformRunContext,
   type TransformSummary,
   type WarehouseTargetService,
 } from '../../sdk/index.js';
-import { recordRun, recordRunStart } from './state.js';
+import { beginRun, recordRun } from './state.js';
 import { newRunId, type TransformOptions } from './transform.js';
 
 /** The afterModelBuild hook on one model's result; its taps may flag it, never turn a failure into a success. */
@@ -57,16 +56,7 @@ export async function transformOnTarget(ctx: PluginContext, target: WarehouseTar
   const runId = newRunId();
   const startedAt = new Date();
   const force = Boolean(options.force) || Boolean(options.fullRefresh);
-  const run: TransformRunContext = {
-    runId,
-    trigger: options.trigger ?? 'manual',
-    targets: options.targets && options.targets.length ? options.targets : null,
-    results: [],
-    status: 'running',
-    signal,
-  };
-  await recordRunStart(ctx, { run_id: runId, trigger: run.trigger, targets: run.targets, force, started_at: startedAt.toISOString() });
-  await ctx.hook('beforeTransform').promise(run);
+  const run = await beginRun(ctx, { runId, trigger: options.trigger, targets: options.targets, force, startedAt, signal });
   const record = (status: 'success' | 'error', durationMs: number, results: ModelBuildResult[]) => {
     const steps = results.map((r) => ({ model: r.model, status: r.status, duration_ms: r.duration_ms, ...(r.error ? { error: r.error } : {}) }));
     return recordRun(ctx, {
