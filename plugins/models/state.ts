@@ -4,7 +4,7 @@
  * the basis for skipping unchanged work. Transform runs and their per-model results are history.
  */
 import crypto from 'node:crypto';
-import { quoteLiteral, type DbConnection, type PluginContext } from '../../sdk/index.js';
+import { BEFORE_TRANSFORM, quoteLiteral, type DbConnection, type PluginContext, type TransformRunContext } from '../../sdk/index.js';
 
 export const MIGRATIONS = [
   {
@@ -146,6 +146,21 @@ export async function recordRunStart(ctx: PluginContext, run: Pick<RunRecord, 'r
     run.force,
     run.started_at,
   ]);
+}
+
+/** A transform run's context, its `running` record and the beforeTransform hook: how every run starts (on the file or a target). */
+export async function beginRun(ctx: PluginContext, run: { runId: string; trigger?: string; targets?: string[] | null; force: boolean; startedAt: Date; signal: AbortSignal }): Promise<TransformRunContext> {
+  const runCtx: TransformRunContext = {
+    runId: run.runId,
+    trigger: run.trigger ?? 'manual',
+    targets: run.targets && run.targets.length ? run.targets : null,
+    results: [],
+    status: 'running',
+    signal: run.signal,
+  };
+  await recordRunStart(ctx, { run_id: run.runId, trigger: runCtx.trigger, targets: runCtx.targets, force: run.force, started_at: run.startedAt.toISOString() });
+  await ctx.hook(BEFORE_TRANSFORM).promise(runCtx);
+  return runCtx;
 }
 
 /** At start: runs still `running` belong to a process that ended mid-run (killed, crashed, power lost). */

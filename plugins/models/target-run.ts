@@ -6,17 +6,18 @@
  * so inline assertions, build records, profiles and anomalies follow a run on the target too.
  */
 import {
+  AFTER_MODEL_BUILD,
+  AFTER_TRANSFORM,
   errorMessage,
   type ModelBuildContext,
   type ModelBuildResult,
   type ModelBuildStatus,
   type ModelInfo,
   type PluginContext,
-  type TransformRunContext,
   type TransformSummary,
   type WarehouseTargetService,
 } from '../../sdk/index.js';
-import { recordRun, recordRunStart } from './state.js';
+import { beginRun, recordRun } from './state.js';
 import { newRunId, type TransformOptions } from './transform.js';
 
 /** The afterModelBuild hook on one model's result; its taps may flag it, never turn a failure into a success. */
@@ -38,7 +39,7 @@ export async function afterBuild(ctx: PluginContext, m: ModelInfo, result: Model
     signal,
   };
   try {
-    await ctx.hook('afterModelBuild').promise(build);
+    await ctx.hook(AFTER_MODEL_BUILD).promise(build);
   } catch (e) {
     ctx.log.warn(`afterModelBuild tap failed for ${m.full_name}`, { error: errorMessage(e) });
     build.extras.hook_error = errorMessage(e);
@@ -64,16 +65,7 @@ export async function transformOnTarget(
   const runId = newRunId();
   const startedAt = new Date();
   const force = Boolean(options.force) || Boolean(options.fullRefresh);
-  const run: TransformRunContext = {
-    runId,
-    trigger: options.trigger ?? 'manual',
-    targets: options.targets && options.targets.length ? options.targets : null,
-    results: [],
-    status: 'running',
-    signal,
-  };
-  await recordRunStart(ctx, { run_id: runId, trigger: run.trigger, targets: run.targets, force, started_at: startedAt.toISOString() });
-  await ctx.hook('beforeTransform').promise(run);
+  const run = await beginRun(ctx, { runId, trigger: options.trigger, targets: options.targets, force, startedAt, signal });
   const record = (status: 'success' | 'error', durationMs: number, results: ModelBuildResult[]) => {
     const steps = results.map((r) => ({ model: r.model, status: r.status, duration_ms: r.duration_ms, ...(r.error ? { error: r.error } : {}) }));
     return recordRun(ctx, {
@@ -120,7 +112,7 @@ export async function transformOnTarget(
   const steps = await record(summary.status, summary.duration_ms, summary.results);
   run.results = steps;
   run.status = summary.status;
-  await ctx.hook('afterTransform').promise(run);
+  await ctx.hook(AFTER_TRANSFORM).promise(run);
   ctx.events.emit('transform_end', { run_id: runId, status: summary.status, duration_ms: summary.duration_ms, failed });
   return { ...summary, run_id: runId };
 }

@@ -15,7 +15,6 @@ import os from 'node:os';
 import {
   AFTER_MODEL_BUILD,
   AFTER_TRANSFORM,
-  BEFORE_TRANSFORM,
   errorMessage,
   noSpaceLeft,
   qualified,
@@ -25,14 +24,13 @@ import {
   type ModelBuildResult,
   type ModelBuildStatus,
   type PluginContext,
-  type TransformRunContext,
   type TransformSummary,
 } from '../../sdk/index.js';
 import { keyOf, selectModels, type GraphModel, type ModelGraph } from './dag.js';
 import { sha256 } from './discovery.js';
 import { applyIncremental, applyScd2, createStatement, type MaterializeOutcome } from './materialize.js';
 import { nativeOnDuckdb } from './native.js';
-import { readCatalog, readStates, recordRun, recordRunStart, stateWriteSql, type Relation, type StateRow } from './state.js';
+import { beginRun, readCatalog, readStates, recordRun, stateWriteSql, type Relation, type StateRow } from './state.js';
 
 export interface TransformOptions {
   targets?: string[] | null;
@@ -84,16 +82,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
   // One timestamp for the run: scd2 versions that change together share valid_from/valid_to.
   const runStamp = startedAt.toISOString().replace('T', ' ').replace('Z', '');
   const t0 = performance.now();
-  const runCtx: TransformRunContext = {
-    runId,
-    trigger: options.trigger ?? 'manual',
-    targets: options.targets && options.targets.length ? options.targets : null,
-    results: [],
-    status: 'running',
-    signal,
-  };
-  await recordRunStart(ctx, { run_id: runId, trigger: runCtx.trigger, targets: runCtx.targets, force, started_at: startedAt.toISOString() });
-  await ctx.hook(BEFORE_TRANSFORM).promise(runCtx);
+  const runCtx = await beginRun(ctx, { runId, trigger: options.trigger, targets: options.targets, force, startedAt, signal });
   ctx.events.emit('transform_start', { run_id: runId, trigger: runCtx.trigger, targets: runCtx.targets, models: queue.length });
 
   const [states, catalog] = await Promise.all([ctx.db.withConnection((c) => readStates(c)), readCatalog(ctx)]);
