@@ -30,8 +30,9 @@ describe('security: whole-table reads under the role deadline and slots', () => 
       'project.yml': [
         'name: deadlines',
         'query:',
+        // The deadline every read below runs under: room for a whole-table read on a loaded machine.
         '  timeout_seconds:',
-        '    viewer: 4',
+        '    viewer: 60',
         '  max_concurrent:',
         '    viewer: 1',
         'sources:',
@@ -53,8 +54,6 @@ describe('security: whole-table reads under the role deadline and slots', () => 
   });
   after(async () => r?.s.close());
 
-  /** The first test waits the long query out (its deadline answers 408); the others end it by leaving, which frees the slot at once. */
-  let deadlineSeen = false;
   for (const [name, route] of [
     ['/api/versions/{id}/diff', () => `/api/versions/${version}/diff`],
     ['/api/tables/{schema}/{table}/profile', () => '/api/tables/seeds/events/profile'],
@@ -94,13 +93,10 @@ describe('security: whole-table reads under the role deadline and slots', () => 
       await until(() => stats().queued.viewer === 0, 'the read left the queue once its client left');
       assert.equal(longDone, false, 'left the queue before the slot came free');
       assert.equal(await read, 'aborted');
-      if (deadlineSeen) {
-        longController.abort();
-        assert.equal(await longStatus, 'aborted');
-      } else {
-        assert.equal(await longStatus, 408);
-        deadlineSeen = true;
-      }
+      // The long query ends when its client leaves, which frees the slot at once (its 408 at the
+      // role deadline is reliability/query-deadlines' subject; waiting it out here cost seconds a test).
+      longController.abort();
+      assert.equal(await longStatus, 'aborted');
       await until(() => stats().running.viewer === 0, 'the slot came back');
 
       // Unblocked, the same read answers.
