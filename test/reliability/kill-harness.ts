@@ -10,7 +10,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { DP_BIN, REPO_ROOT } from '../helpers.js';
+import { closeInProcessClis, DP_BIN, REPO_ROOT, runInProcess } from '../helpers.js';
 
 /** mulberry32: a small deterministic generator (same seed, same kill points). */
 export function seededRandom(seed: number): () => number {
@@ -133,16 +133,18 @@ export async function runKillTrials(scenario: KillScenario, options: { seed: num
   return out;
 }
 
-/** Runs `dp` to completion; rejects with its output when it fails unexpectedly. */
-export function runDp(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawnDp(args);
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-    child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-    child.on('exit', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
+/**
+ * Runs `dp <args>` (with `--project`) to completion in this process (runInProcess: the same
+ * parsing, handler, output and exit code), the setup and the check around a kill: only the killed
+ * process has to be one. Its App is closed before it resolves, so the next spawned `dp` (and
+ * withDatabase) can open the file; the App's start is the "next start" that finds what a kill left.
+ */
+export async function runDp(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    return await runInProcess(args);
+  } finally {
+    await closeInProcessClis();
+  }
 }
 
 /** Opens a database file the killed process left (replaying its WAL) read-only, runs fn, closes it. */

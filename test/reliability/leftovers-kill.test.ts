@@ -25,7 +25,14 @@ function bigProject(extra: Record<string, string> = {}): string {
 
 describe('what a kill leaves behind', () => {
   it('a transform and a stream killed mid-run leave a run record, marked interrupted at the next start', async () => {
-    const root = bigProject({});
+    // Small models, and one that reads a named pipe nobody writes: its build waits in open() for
+    // good, so the run is under way when the kill lands, however fast the machine (no big data, no timer).
+    const files: Record<string, string> = { 'project.yml': 'name: left\ndatabase:\n  path: left.duckdb\n' };
+    for (let i = 0; i < MODELS; i++) files[`transform/main/m${i}.sql`] = `SELECT i AS id FROM range(${100 + i}) r(i)\n`;
+    const root = makeProject(files);
+    const pipe = path.join(root, 'never-written.csv');
+    execFileSync('mkfifo', [pipe]);
+    fs.writeFileSync(path.join(root, 'transform', 'main', 'waits_on_pipe.sql'), `SELECT * FROM read_csv('${pipe}')\n`);
     fs.appendFileSync(path.join(root, 'project.yml'), 'streams:\n  nightly:\n    steps:\n      - transform: [all]\n');
     // The stream first: on a fresh database its transform step builds every model (none is skipped).
     for (const [name, args, table] of [

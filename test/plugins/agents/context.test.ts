@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { closeInProcessClis, copyShop, REPO_ROOT, runInProcess } from '../../helpers.js';
+import { builtShop, closeInProcessClis, REPO_ROOT, runInProcess } from '../../helpers.js';
 
 after(closeInProcessClis);
 
@@ -15,8 +15,7 @@ const SECRET = 'sk_live_ctx_9f8e7d6c5b4a';
 describe('dp context', () => {
   let project: string;
   before(async () => {
-    project = copyShop({ '.env': `CRM_API_TOKEN=${SECRET}\n` });
-    for (const cmd of [['seed'], ['transform']]) assert.equal((await runInProcess([...cmd, '--project', project])).code, 0);
+    project = await builtShop({ '.env': `CRM_API_TOKEN=${SECRET}\n` });
     const policy = await runInProcess(['query', "CREATE MASKING POLICY ON marts.customer_orders.email METHOD partial CONFIG '{\"show_first\": 2}' EXEMPT admin", '--project', project]);
     assert.equal(policy.code, 0, policy.stderr);
   });
