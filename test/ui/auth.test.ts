@@ -173,6 +173,8 @@ describe('web UI with auth (shop)', { timeout: UI_SUITE_TIMEOUT_MS }, () => {
       await page.locator('select#dp-env').selectOption('dev');
       await page.getByRole('button', { name: 'Switch for everyone' }).click();
       await page.getByTestId('environment-banner').getByText('dev').waitFor();
-    }, { expectedErrors: /status of 401/ });
+      // Besides the session check's 401: a read that met a switch's brief 503 (the database
+      // reopening) was retried, and the browser logs that 503 itself (as in workbench.test.ts).
+    }, { expectedErrors: /status of (401|503)/ });
   });
 });
