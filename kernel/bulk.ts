@@ -7,23 +7,13 @@
  * (`appendColumns`) are the columnar path instead: Arrow record batches map onto them one
  * column array at a time.
  */
-import {
-  DuckDBDataChunk,
-  DuckDBDateValue,
-  DuckDBDecimalType,
-  DuckDBDecimalValue,
-  DuckDBTimestampTZValue,
-  DuckDBTimestampValue,
-  DuckDBTypeId,
-  JSToDuckDBValueConverter,
-  type DuckDBAppender,
-  type DuckDBConnection,
-  type DuckDBType,
-  type DuckDBValue,
-} from '@duckdb/node-api';
+import type { DuckDBAppender, DuckDBConnection, DuckDBDecimalType, DuckDBType, DuckDBValue } from '@duckdb/node-api';
+import { duckdb } from './database/duckdb-api.js';
 import type { BulkLoadResult, BulkTarget, BulkWriter } from '../sdk/db.js';
 import { badRequest } from '../sdk/errors.js';
 import { qualified, quoteIdent } from '../sdk/sql.js';
+
+const { DuckDBDataChunk, DuckDBDateValue, DuckDBDecimalValue, DuckDBTimestampTZValue, DuckDBTimestampValue, DuckDBTypeId, JSToDuckDBValueConverter } = duckdb;
 
 /** DuckDB's vector size: the most rows one data chunk holds. */
 const CHUNK_ROWS = 2048;

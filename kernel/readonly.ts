@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { version as duckdbVersion } from '@duckdb/node-api';
+import { duckdb } from './database/duckdb-api.js';
 import type { DatabasePort, DbConnection, SerializedSql, SqlNode } from '../sdk/db.js';
 import type { MacroBody } from '../sdk/hooks.js';
 import type { QueryTarget } from '../sdk/query-target.js';
@@ -377,7 +377,7 @@ function buildTimeBuiltins(): Set<string> | null {
     builtAt = null;
     try {
       const file = JSON.parse(fs.readFileSync(BUILTIN_FUNCTIONS_FILE, 'utf8')) as { version?: string; functions?: string[] };
-      if (file.version === duckdbVersion() && Array.isArray(file.functions)) builtAt = { functions: new Set(file.functions) };
+      if (file.version === duckdb.version() && Array.isArray(file.functions)) builtAt = { functions: new Set(file.functions) };
     } catch {
       // No file (a build that did not write it): the database is asked.
     }

@@ -1,10 +1,15 @@
 // The baseline of bench/cli-start/run.mjs: a bare Node process that does the work of `dp tables`
 // (list tables and views with exact row counts, print a text table) or of `dp query <sql>`
 // (run it, print a text table) on one DuckDB file with @duckdb/node-api and nothing else.
-// Usage: node bare-duckdb.mjs <file.duckdb> tables | query <sql>
-import { DuckDBInstance } from '@duckdb/node-api';
+// Usage: node bare-duckdb.mjs [--require] <file.duckdb> tables | query <sql>
+// The package is CommonJS: imported (the default) Node runs its export lexer over every file of
+// it; with --require it loads through require(), as dp does (kernel/database/duckdb-api.ts).
+import { createRequire } from 'node:module';
 
-const [file, what, sql] = process.argv.slice(2);
+const args = process.argv.slice(2);
+const viaRequire = args[0] === '--require';
+const [file, what, sql] = viaRequire ? args.slice(1) : args;
+const { DuckDBInstance } = viaRequire ? createRequire(import.meta.url)('@duckdb/node-api') : await import('@duckdb/node-api');
 const instance = await DuckDBInstance.create(file);
 const connection = await instance.connect();
 const rows = async (text) => (await connection.runAndReadAll(text)).getRowObjectsJS();

@@ -1,5 +1,8 @@
 /** A pooled DuckDB connection (the sdk's DbConnection) and the catalog lookups its database shares. */
-import { DuckDBConnection, type DuckDBPreparedStatement, JsonDuckDBValueConverter } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBPreparedStatement } from '@duckdb/node-api';
+import { duckdb } from './duckdb-api.js';
+
+const { JsonDuckDBValueConverter } = duckdb;
 import type { BulkLoadResult, BulkTarget, BulkWriter, DbConnection, Row, SqlParams, TabularResult } from '../../sdk/db.js';
 import { CachedCatalog, type DbCatalog } from '../../sdk/db-catalog.js';
 import { DuckCatalogSource } from '../db-catalog.js';

@@ -1,6 +1,7 @@
 /** The kernel's DuckDB adapter behind the sdk's DatabasePort (docs/architecture.md). */
 import path from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
+import type { DuckDBInstance } from '@duckdb/node-api';
+import { duckdb } from './duckdb-api.js';
 import {
   type BulkLoadResult,
   type BulkTarget,
@@ -142,7 +143,7 @@ export class DuckDatabase implements DatabasePort {
         let inst: DuckDBInstance | null = null;
         try {
           this.beforeOpen?.();
-          inst = await DuckDBInstance.create(this.path);
+          inst = await duckdb.DuckDBInstance.create(this.path);
           await applySandbox(inst, this.sandbox);
           this.instance = inst;
           this.lookups.invalidate();
@@ -226,7 +227,7 @@ export class DuckDatabase implements DatabasePort {
   /** See DatabasePort.scratch: its own in-memory instance, no file access, closed with the connection. */
   async scratch(options: ScratchOptions = {}): Promise<DbConnection & { close(): void }> {
     if (this.refusal) throw this.refusal;
-    const inst = await DuckDBInstance.create(':memory:', {
+    const inst = await duckdb.DuckDBInstance.create(':memory:', {
       ...(options.threads !== undefined ? { threads: String(options.threads) } : {}),
       ...(options.spillDirectory !== undefined ? { temp_directory: options.spillDirectory } : {}),
     });

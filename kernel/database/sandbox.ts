@@ -1,7 +1,7 @@
 /** The engine's file sandbox and memory limit, applied and locked when a file opens. */
 import os from 'node:os';
 import path from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
+import type { DuckDBInstance } from '@duckdb/node-api';
 import { DpError } from '../../sdk/errors.js';
 import { quoteLiteral } from '../../sdk/sql.js';
 

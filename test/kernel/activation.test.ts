@@ -27,6 +27,13 @@ const HEAVY = ['pg', 'mysql2', '@modelcontextprotocol/sdk', 'yjs', 'y-protocols'
  */
 const NOT_AT_CLI_START = [...HEAVY, 'undici', 'ajv', 'ajv-formats', 'cron-parser', 'fastify', 'pino', '@fastify/cookie', 'yaml'];
 
+/**
+ * CommonJS packages the CLI loads with require(), never an ES import: for an ES import Node runs
+ * its CommonJS export lexer over every file of the package first (@duckdb/node-api: about 270 ms
+ * of CPU per command; kernel/database/duckdb-api.ts).
+ */
+const REQUIRED_NOT_IMPORTED = ['@duckdb/node-api'];
+
 const builtIns = () => discoverPlugins({ projectRoot: REPO_ROOT, paths: [], disable: [] }).enabled.map((p) => p.manifest);
 const guards = new Set<string>(HOOK_NAMES);
 const sorted = (s: Set<string>) => [...s].sort();
@@ -204,6 +211,7 @@ describe('activation on demand', () => {
     for (const entry of [...['cli.ts', 'app.ts', 'remote.ts'].map((f) => path.join(REPO_ROOT, 'kernel', f)), ...plugins]) {
       for (const [pkg, chain] of staticPackages(entry)) {
         if (NOT_AT_CLI_START.includes(pkg)) offenders.push(`${pkg} via ${chain.map((f) => path.relative(REPO_ROOT, f)).join(' -> ')}`);
+        if (REQUIRED_NOT_IMPORTED.includes(pkg)) offenders.push(`${pkg} imported as an ES module (load it with require: kernel/database/duckdb-api.ts) via ${chain.map((f) => path.relative(REPO_ROOT, f)).join(' -> ')}`);
       }
     }
     assert.ok(plugins.length >= 4, `checked ${plugins.length} plugin entries`);

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { App } from '../../kernel/app.js';
-import { loadProject } from '../../kernel/config.js';
+import { loadProject, parseProjectText } from '../../kernel/config.js';
 import { DpError } from '../../sdk/errors.js';
 import { makeProject, runCli, runCliBatch, startServer } from '../helpers.js';
 
@@ -40,6 +40,17 @@ describe('project config', () => {
     assert.deepEqual(p.config.query.timeout_seconds, { admin: 300, editor: 120, viewer: 60 });
     assert.equal(config.lint.dialect, 'duckdb');
     assert.deepEqual(p.config.plugins, { disable: [], paths: [] });
+  });
+
+  it('a text parsed again (the CLI reads project.yml twice) gives each caller its own copy of the keys', () => {
+    const text = 'name: once\ndatabase:\n  path: t.duckdb\nplugins:\n  disable: [agents]\n';
+    const first = parseProjectText(text);
+    (first.raw.plugins as { disable: string[] }).disable.push('changed by the first caller');
+    first.raw.name = 'renamed';
+    const second = parseProjectText(text);
+    assert.deepEqual(second.raw, { name: 'once', database: { path: 't.duckdb' }, plugins: { disable: ['agents'] } });
+    assert.equal(second.lineOf(['plugins', 'disable']), 5);
+    assert.throws(() => parseProjectText('name: [unclosed\n'), (e: { code?: string }) => e.code === 'invalid_project_yml');
   });
 
   it('expands ${VAR} from .env only, never from the process environment', () => {
