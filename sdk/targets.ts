@@ -207,6 +207,19 @@ export function batchesOf(rows: AsyncIterable<unknown[][]> | unknown[][]): Async
   })();
 }
 
+/** Options of `WarehouseTargetService.transform`. */
+export interface TargetTransformOptions {
+  targets?: string[] | null;
+  /** Rebuild unchanged models too. */
+  force?: boolean;
+  fullRefresh?: boolean;
+  /** Models discovery refused (a parse error, naming the file), by lower-case `schema.name`: reported as errors, never built. */
+  invalid?: ReadonlyMap<string, string>;
+  onModel?: (result: ModelBuildResult, done: number, total: number) => void;
+  /** The caller's run history, events and after-build hooks (the models plugin). */
+  hooks?: TargetRunHooks;
+}
+
 /** What a target plugin offers: the active environment's target, and runs on it. */
 export interface WarehouseTargetService {
   /** The active environment's target config, or null when it builds into the DuckDB file. */
@@ -214,18 +227,7 @@ export interface WarehouseTargetService {
   /** The active environment's target (the DuckDB file when it names none). */
   target(): Promise<WarehouseTarget>;
   /** `dp transform` on the active environment's target (only called when config() is not null); `hooks` lets the caller record the run and fire its hooks. */
-  transform(
-    models: ModelInfo[],
-    options: {
-      targets?: string[] | null;
-      force?: boolean;
-      fullRefresh?: boolean;
-      /** Models discovery refused (a parse error, naming the file), by lower-case `schema.name`: reported as errors, never built. */
-      invalid?: ReadonlyMap<string, string>;
-      onModel?: (result: ModelBuildResult, done: number, total: number) => void;
-      hooks?: TargetRunHooks;
-    },
-  ): Promise<TransformSummary>;
+  transform(models: ModelInfo[], options: TargetTransformOptions): Promise<TransformSummary>;
   /** `dp seed` on the active environment's target, in large batches. */
   loadSeeds(seeds: SeedInfo[], options: { schema?: string; targets?: string[] | null }): Promise<SeedLoadResult[]>;
   /**

@@ -16,7 +16,7 @@ import {
   type ModelBuildResult,
   type ModelInfo,
   type PluginContext,
-  type TargetRunHooks,
+  type TargetTransformOptions,
   type TransformSummary,
 } from '../../sdk/index.js';
 import { chIdent, chLiteral, serverMessage, systemTableEverywhere, type ClickHouseTarget } from './client.js';
@@ -35,17 +35,6 @@ export const MIGRATIONS = [
   },
   STATE_MIGRATION,
 ];
-
-export interface TargetTransformOptions {
-  targets?: string[] | null;
-  /** Rebuild unchanged models too. */
-  force?: boolean;
-  fullRefresh?: boolean;
-  invalid?: ReadonlyMap<string, string>;
-  onModel?: (result: ModelBuildResult, done: number, total: number) => void;
-  /** The caller's run history, events and after-build hooks (the models plugin). */
-  hooks?: TargetRunHooks;
-}
 
 const THIS = /\{\{\s*this\s*\}\}/g;
 
