@@ -60,6 +60,14 @@ export interface BuildRecord {
   builtAt: string;
 }
 
+/** A build waiting in the recorder's queue (recorder.ts) with what else it records. */
+export interface QueuedBuild extends BuildRecord {
+  schema: string;
+  table: string;
+  /** Record a metrics profile as well (anomaly detection is on). */
+  profile: boolean;
+}
+
 /** One upsert of the last build of each model into `_service.model_freshness` (the latest record of a model wins). */
 export function recordBuildsSql(records: readonly BuildRecord[]): string {
   const latest = new Map(records.map((r) => [r.model, r]));

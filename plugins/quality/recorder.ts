@@ -18,17 +18,12 @@
  * comparing profiles, so a transform resolves only when its records are complete.
  */
 import { errorMessage, type PluginContext } from '../../sdk/index.js';
-import { recordBuildsSql, type BuildRecord } from './freshness.js';
+import { recordBuildsSql, type QueuedBuild } from './freshness.js';
 import { recordProfilesSql, type ProfileTarget } from './profiles.js';
 import { columnsKey, relationColumns, utcNow } from './relations.js';
 import { activeTarget, recordOnTarget } from './target-records.js';
 
-export interface QueuedBuild extends BuildRecord {
-  schema: string;
-  table: string;
-  /** Record a metrics profile as well (anomaly detection is on). */
-  profile: boolean;
-}
+export type { QueuedBuild };
 
 /** Upper bound of builds recorded by one statement. */
 export const MAX_BATCH = 100;

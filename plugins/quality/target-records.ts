@@ -7,9 +7,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { errorMessage, WAREHOUSE_TARGET_SERVICE, type PluginContext, type WarehouseTargetService } from '../../sdk/index.js';
-import { recordBuildsSql } from './freshness.js';
+import { recordBuildsSql, type QueuedBuild } from './freshness.js';
 import type { StoredColumnMetrics } from './profiles.js';
-import type { QueuedBuild } from './recorder.js';
 import { utcNow } from './relations.js';
 
 /** The target service when the active environment builds somewhere other than the DuckDB file. */
