@@ -1,12 +1,14 @@
 /**
  * The catalog plugin's service: the project's generated documentation and dp's user guide (the
- * wiki), for other plugins; and its `catalog.docs` extension point, through which a plugin writes
- * the documentation of its own files (semantic its metrics, quality its contracts, lineage the
- * column lineage), so the catalog names none of them.
+ * wiki), for other plugins; and its `catalog.docs` extension point, through which a plugin gives
+ * the catalog what it owns (semantic its metrics, quality its contracts, lineage the column
+ * lineage and the exposures, tables the warehouse's relations with their row counts), so the
+ * catalog names none of them.
  */
 import type { Caller } from './auth.js';
+import type { QueryStopSignal } from './routes.js';
 import { createExtensionPoint, createServiceRef } from './refs.js';
-import type { ColumnSource } from './lineage.js';
+import type { ColumnSource, ExposureConfig } from './lineage.js';
 
 export interface WikiPageInfo {
   /** The page's file stem: `getting-started`. */
@@ -58,11 +60,32 @@ export interface DocSection<T = unknown> {
   markdown(content: DocSectionContent<T>): string[];
 }
 
-/** A plugin's contribution to the generated documentation: a section, or the column lineage of models. */
+/** A table or view of the warehouse; `rows` is exact for a table, null for a view. */
+export interface CountedRelation {
+  schema: string;
+  name: string;
+  type: 'table' | 'view';
+  rows?: number | null;
+}
+
+/**
+ * A plugin's contribution to the catalog (its sources, exposures, overview and generated docs):
+ * a docs section, the column lineage of models, the exposures, the warehouse's relations, counts
+ * for the overview. Each is absent with the plugin that gives it.
+ */
 export interface DocContribution {
   section?: DocSection<any>;
   /** Column → upstream columns of a model (`schema.name`); throws when it cannot tell. */
   columnLineage?(model: string): Promise<Record<string, ColumnSource[]>>;
+  /** The project's exposures (`depends_on` defaulted to []): the exposures route, the docs and the overview's count. */
+  exposures?(): ExposureConfig[];
+  /**
+   * The warehouse's tables and views with row counts, counted as the reader's read (its query
+   * slot, deadline and signal); the catalog leaves out the schemas hidden from the reader.
+   */
+  relations?(reader: { caller: Caller; signal?: QueryStopSignal }): Promise<CountedRelation[]>;
+  /** Counts the overview adds to its totals after its own (semantic: `metrics`). */
+  overviewTotals?(): Promise<Record<string, number>>;
 }
 
 export const CATALOG_DOCS = createExtensionPoint<DocContribution>('catalog.docs');

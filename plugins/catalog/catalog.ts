@@ -1,8 +1,9 @@
 /**
  * Sources, exposures and the overview (SPEC "Catalog"). Sources belong to the models plugin's
- * `sources:` key and exposures to the lineage plugin's `exposures:` key: the catalog reads both
- * through their owners' services and adds what the warehouse knows (does the table exist, how many
- * rows; which relations an exposure names that the project does not define).
+ * `sources:` key, read through its service; exposures (lineage's `exposures:` key), the
+ * warehouse's relations (tables) and further overview counts (semantic's metrics) come from the
+ * plugins that own them through `catalog.docs`. The catalog adds what the warehouse knows (does
+ * the table exist, how many rows; which relations an exposure names that the project does not define).
  *
  * Every free-text value comes back with `.env` values shown as their `${VAR}` reference: project.yml
  * is expanded before plugins see it, and a token in an exposure URL must not reach a viewer.
@@ -12,24 +13,21 @@ import {
   type Caller,
   type QueryStopSignal,
   withEnvReferences,
+  type DocContribution,
   type ExposureConfig,
-  type LineageService,
   type ModelsService,
   type PluginContext,
-  type Role,
-  type SemanticService,
   type SourceConfig,
-  type TablesService,
 } from '../../sdk/index.js';
 
 export interface CatalogDeps {
   ctx: PluginContext;
   models: () => ModelsService;
-  /** Absent when the lineage plugin is disabled: no exposures (its key), no column lineage. */
-  lineage: () => LineageService | undefined;
-  /** Absent when the tables plugin is disabled: no table listing or row counts. */
-  tables: () => TablesService | undefined;
-  semantic: () => SemanticService | undefined;
+  /**
+   * What other plugins contribute to `catalog.docs`: without lineage no exposures (its key) and no
+   * column lineage; without tables no table listing or row counts; without semantic no metric count.
+   */
+  contributions: readonly DocContribution[];
 }
 
 /** A copy of a config value with every string passed through withEnvReferences. */
@@ -50,7 +48,7 @@ export interface CatalogReader {
 
 /** Row counts of every visible table by lower-case `schema.name` (views: null). */
 async function warehouse(deps: CatalogDeps, reader: CatalogReader) {
-  const all = (await deps.tables()?.list(undefined, { rowCounts: true, reader })) ?? [];
+  const all = (await Promise.all(deps.contributions.map((c) => c.relations?.(reader) ?? []))).flat();
   const visible = all.filter((t) => !schemaHiddenFrom(t.schema, reader.caller.role));
   return { list: visible, byName: new Map(visible.map((t) => [relationKey(t.schema, t.name), t])) };
 }
@@ -79,6 +77,8 @@ export interface ExposureEntry extends ExposureConfig {
   unknown_dependencies: string[];
 }
 
+const exposuresOf = (deps: CatalogDeps): ExposureConfig[] => deps.contributions.flatMap((c) => c.exposures?.() ?? []);
+
 /** `exposures:` with the names they depend on that the project does not define. */
 export async function listExposures(deps: CatalogDeps): Promise<ExposureEntry[]> {
   const models = deps.models();
@@ -89,7 +89,7 @@ export async function listExposures(deps: CatalogDeps): Promise<ExposureEntry[]>
   }
   for (const s of await models.seeds()) known.add(s.full_name.toLowerCase());
   for (const src of models.sources()) for (const t of src.tables) known.add(relationKey(src.schema, t.name));
-  return (deps.lineage()?.exposures() ?? []).map((e) => ({
+  return exposuresOf(deps).map((e) => ({
     ...shownAsWritten(e, deps.ctx.env),
     depends_on: e.depends_on ?? [],
     unknown_dependencies: (e.depends_on ?? []).filter((d) => !known.has(d.toLowerCase())),
@@ -110,7 +110,6 @@ export async function overview(deps: CatalogDeps, reader: CatalogReader) {
     schemas.set(t.schema, s);
   }
   const models = deps.models();
-  const semantic = deps.semantic();
   const project = deps.ctx.project;
   // Names and types only: a connection's other keys hold hosts, users and secrets.
   const connections = Object.entries(project.config.connections ?? {}).map(([name, c]) => ({ name, type: typeof c.type === 'string' ? c.type : null }));
@@ -126,8 +125,8 @@ export async function overview(deps: CatalogDeps, reader: CatalogReader) {
       models: modelList.length,
       seeds: (await models.seeds()).length,
       sources: models.sources().reduce((n, s) => n + s.tables.length, 0),
-      exposures: deps.lineage()?.exposures().length ?? 0,
-      metrics: semantic ? (await semantic.metrics()).metrics.length : null,
+      exposures: exposuresOf(deps).length,
+      ...Object.assign({}, ...(await Promise.all(deps.contributions.map((c) => c.overviewTotals?.() ?? {})))),
     },
     schemas: [...schemas.values()],
     tables: list.map((t) => ({ schema: t.schema, name: t.name, type: t.type, rows: t.rows ?? null })),

@@ -1,12 +1,12 @@
 /** `dp docs [--out file]`. */
 import path from 'node:path';
-import { LOCAL_ADMIN, type DocContribution, type PluginContext } from '../../sdk/index.js';
+import { LOCAL_ADMIN, type PluginContext } from '../../sdk/index.js';
 import type { CatalogDeps } from './catalog.js';
 import { renderMarkdown, structuredDocs } from './docs.js';
 
-export function registerCommands(ctx: PluginContext, deps: CatalogDeps, contributions: readonly DocContribution[]): void {
+export function registerCommands(ctx: PluginContext, deps: CatalogDeps): void {
   ctx.command('docs', async (args, io) => {
-    const docs = await structuredDocs(deps, { caller: io.caller ?? LOCAL_ADMIN }, contributions);
+    const docs = await structuredDocs(deps, { caller: io.caller ?? LOCAL_ADMIN });
     if (io.wantsJson && !args.out) {
       io.json(docs);
       return 0;

@@ -16,7 +16,6 @@ import {
   schemaHiddenFrom,
   withEnvReferences,
   type ColumnSource,
-  type DocContribution,
   type DocReader,
   type DocSection,
   type DocSectionContent,
@@ -86,7 +85,8 @@ export interface StructuredDocs {
   [section: string]: unknown;
 }
 
-export async function structuredDocs(deps: CatalogDeps, reader: CatalogReader, contributions: readonly DocContribution[]): Promise<StructuredDocs> {
+export async function structuredDocs(deps: CatalogDeps, reader: CatalogReader): Promise<StructuredDocs> {
+  const { contributions } = deps;
   const role = reader.caller.role;
   const { ctx } = deps;
   const env = ctx.env;

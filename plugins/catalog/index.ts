@@ -1,5 +1,5 @@
 /** The catalog: wires sources, exposures, overview, docs, wiki and git status (see README.md). */
-import { AGENT_MCP, CATALOG_DOCS, CATALOG_SERVICE, definePlugin, LINEAGE_SERVICE, MODELS_SERVICE, SEMANTIC_SERVICE, TABLES_SERVICE, type CatalogService, type DocContribution } from '../../sdk/index.js';
+import { AGENT_MCP, CATALOG_DOCS, CATALOG_SERVICE, definePlugin, MODELS_SERVICE, type CatalogService, type DocContribution } from '../../sdk/index.js';
 import type { CatalogDeps } from './catalog.js';
 import { registerCommands } from './commands.js';
 import { renderMarkdown, structuredDocs } from './docs.js';
@@ -9,20 +9,15 @@ import { wikiPage, wikiPages } from './wiki.js';
 
 export default definePlugin({
   setup(ctx) {
-    const deps: CatalogDeps = {
-      ctx,
-      models: () => ctx.services.get(MODELS_SERVICE),
-      lineage: () => ctx.services.find(LINEAGE_SERVICE),
-      tables: () => ctx.services.find(TABLES_SERVICE),
-      semantic: () => ctx.services.find(SEMANTIC_SERVICE),
-    };
-    // Sections of the generated docs (metrics, contracts) and the column lineage come from the plugins that own them.
-    const docs: DocContribution[] = [];
-    ctx.provideExtensionPoint(CATALOG_DOCS, (contribution) => docs.push(contribution));
-    registerRoutes(ctx, deps, docs);
-    registerCommands(ctx, deps, docs);
+    // Sections of the generated docs (metrics, contracts), the column lineage, the exposures, the
+    // warehouse's relations and the overview's metric count come from the plugins that own them.
+    const contributions: DocContribution[] = [];
+    ctx.provideExtensionPoint(CATALOG_DOCS, (contribution) => contributions.push(contribution));
+    const deps: CatalogDeps = { ctx, models: () => ctx.services.get(MODELS_SERVICE), contributions };
+    registerRoutes(ctx, deps);
+    registerCommands(ctx, deps);
     const catalog: CatalogService = {
-      docsMarkdown: async (caller) => renderMarkdown(await structuredDocs(deps, { caller }, docs), ctx.env),
+      docsMarkdown: async (caller) => renderMarkdown(await structuredDocs(deps, { caller }), ctx.env),
       wikiPages: () => wikiPages().map(({ slug, title, category, plugin }) => ({ slug, title, category, plugin })),
       wikiPage: (slug) => {
         const { title, category, plugin, content } = wikiPage(slug);

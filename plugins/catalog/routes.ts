@@ -1,5 +1,5 @@
 /** HTTP routes of the catalog (SPEC "Catalog" and "Documentation, wiki, git"). */
-import { clientGone, type JsonSchema, type DocContribution, type PluginContext } from '../../sdk/index.js';
+import { clientGone, type JsonSchema, type PluginContext } from '../../sdk/index.js';
 import { listExposures, listSources, overview, type CatalogDeps } from './catalog.js';
 import { renderMarkdown, structuredDocs } from './docs.js';
 import { gitStatus } from './git.js';
@@ -7,7 +7,7 @@ import { searchWiki, wikiPage, wikiPages } from './wiki.js';
 
 const anyObject: JsonSchema = { type: 'object', additionalProperties: true };
 
-export function registerRoutes(ctx: PluginContext, deps: CatalogDeps, docs: readonly DocContribution[]): void {
+export function registerRoutes(ctx: PluginContext, deps: CatalogDeps): void {
   ctx.route({
     method: 'GET',
     url: '/api/sources',
@@ -45,7 +45,7 @@ export function registerRoutes(ctx: PluginContext, deps: CatalogDeps, docs: read
     summary: 'Documentation of the project as JSON: models with columns, types and lineage, seeds, sources, exposures, metrics, contracts',
     tags: ['catalog'],
     schema: { response: { 200: anyObject } },
-    handler: (req, reply) => structuredDocs(deps, { caller: req.caller, signal: clientGone(reply) }, docs),
+    handler: (req, reply) => structuredDocs(deps, { caller: req.caller, signal: clientGone(reply) }),
   });
 
   ctx.route({
@@ -55,7 +55,7 @@ export function registerRoutes(ctx: PluginContext, deps: CatalogDeps, docs: read
     summary: 'Documentation of the project as one markdown document (text/markdown)',
     tags: ['catalog'],
     handler: async (req, reply) => {
-      const markdown = renderMarkdown(await structuredDocs(deps, { caller: req.caller, signal: clientGone(reply) }, docs), ctx.env);
+      const markdown = renderMarkdown(await structuredDocs(deps, { caller: req.caller, signal: clientGone(reply) }), ctx.env);
       return reply.type('text/markdown; charset=utf-8').send(markdown);
     },
   });

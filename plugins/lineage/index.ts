@@ -160,7 +160,8 @@ export default definePlugin({
     ctx.services.provide(LINEAGE_SERVICE, service);
     ctx.extend(MODEL_VIEW, { section: 'lineage', render: (model) => engine.one(model.full_name) });
     const columnLineage = async (model: string) => (await engine.one(model)).columns;
-    ctx.extend(CATALOG_DOCS, { columnLineage });
+    // The catalog's column lineage in the generated docs, and its exposures (this plugin owns `exposures:`).
+    ctx.extend(CATALOG_DOCS, { columnLineage, exposures: service.exposures });
     ctx.extend(AGENT_CONTEXT, { columnLineage });
 
     ctx.route({

@@ -15,8 +15,8 @@ export default definePlugin({
     ctx.services.provide(SEMANTIC_SERVICE, service);
     registerRoutes(ctx, service);
     registerCommands(ctx, service);
-    // The metrics' section of the generated docs (`dp docs`).
-    ctx.extend(CATALOG_DOCS, { section: metricsDocSection(service) });
+    // The metrics' section of the generated docs (`dp docs`), and their count in the catalog's overview.
+    ctx.extend(CATALOG_DOCS, { section: metricsDocSection(service), overviewTotals: async () => ({ metrics: (await service.metrics()).metrics.length }) });
     // Their section of `dp context`.
     ctx.extend(AGENT_CONTEXT, { section: metricsContextSection(service) });
     // `dp validate` lists the metrics' problems with the rest of the project's.

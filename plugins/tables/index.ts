@@ -1,4 +1,4 @@
-import { AGENT_MCP, definePlugin, QUERY_TARGET_SERVICE, qualified, TABLES_SERVICE, type JsonSchema } from '../../sdk/index.js';
+import { AGENT_MCP, CATALOG_DOCS, definePlugin, QUERY_TARGET_SERVICE, qualified, TABLES_SERVICE, type JsonSchema, type TablesService } from '../../sdk/index.js';
 import { autocompleteCatalog, describeTable, listTables, withRowCounts } from './catalog.js';
 import { activeTarget, describeOnTarget, targetTables } from './on-target.js';
 
@@ -17,7 +17,7 @@ export default definePlugin({
       const target = await activeTarget(ctx);
       return target ? describeOnTarget(target, schema, table) : describeTable(ctx.db, schema, table);
     };
-    ctx.services.provide(TABLES_SERVICE, {
+    const service: TablesService = {
       list: async (schema, options) => {
         const target = await activeTarget(ctx);
         if (target) return (await targetTables(target, schema)).map(({ rows, ...t }) => (options?.rowCounts ? { ...t, rows } : t));
@@ -29,7 +29,10 @@ export default definePlugin({
         return withRowCounts(ctx.db, tables);
       },
       describe,
-    });
+    };
+    ctx.services.provide(TABLES_SERVICE, service);
+    // The catalog's sources and overview: every relation with its row count, counted as the reader's read.
+    ctx.extend(CATALOG_DOCS, { relations: (reader) => service.list(undefined, { rowCounts: true, reader }) });
 
     ctx.route<unknown, { schema?: string }>({
       method: 'GET',

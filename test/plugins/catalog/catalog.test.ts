@@ -213,9 +213,9 @@ describe('catalog: generated documentation of examples/shop', () => {
   });
 });
 
-describe('catalog: a trimmed deployment (lineage and tables disabled)', () => {
+describe('catalog: a trimmed deployment (lineage, tables and semantic disabled)', () => {
   it('still answers sources, exposures, overview and docs', async () => {
-    const yml = fs.readFileSync(path.join(SHOP_EXAMPLE, 'project.yml'), 'utf8') + '\nplugins:\n  disable: [lineage, tables]\n';
+    const yml = fs.readFileSync(path.join(SHOP_EXAMPLE, 'project.yml'), 'utf8') + '\nplugins:\n  disable: [lineage, tables, semantic]\n';
     const s = await startServer(copyShop({ 'project.yml': yml }));
     try {
       assert.deepEqual((await s.request('GET', '/api/exposures')).body, []);
@@ -224,6 +224,9 @@ describe('catalog: a trimmed deployment (lineage and tables disabled)', () => {
       const overview = await s.request('GET', '/api/overview');
       assert.equal(overview.status, 200, overview.text);
       assert.deepEqual(overview.body.tables, []);
+      // Each plugin's part is absent with it: no exposures, no metric count.
+      assert.equal(overview.body.totals.exposures, 0);
+      assert.ok(!('metrics' in overview.body.totals), JSON.stringify(overview.body.totals));
       const docs = await s.request('GET', '/api/docs/structured');
       assert.equal(docs.status, 200, docs.text);
       assert.equal(docs.body.models[0].lineage_error, 'the lineage plugin is disabled');
