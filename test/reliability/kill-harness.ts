@@ -48,6 +48,12 @@ export interface KillScenario {
   start(trial: Trial): Promise<ChildProcess>;
   /** Chooses where to kill in this trial. */
   killPoint(trial: Trial): KillPoint;
+  /**
+   * When given, the kill point counts from when this settles as well as from the progress lines:
+   * a scenario driven from outside (HTTP saves) waits for its first acknowledged unit of work, so
+   * a slow machine cannot kill the process before it did anything.
+   */
+  armWhen?(trial: Trial): Promise<void>;
   /** Work done from outside once the process is ready and until it dies (e.g. HTTP saves). */
   drive?(trial: Trial, child: ChildProcess): Promise<void>;
   /** After the kill: throws (assert) when what is left breaks an invariant. */
@@ -93,19 +99,25 @@ function exited(child: ChildProcess): Promise<void> {
 /** Runs one trial: start, wait for the kill point, SIGKILL, wait for the process to be gone, verify. */
 export async function runKillTrial(scenario: KillScenario, trial: Trial): Promise<KillOutcome> {
   const point = scenario.killPoint(trial);
+  const gate = scenario.armWhen?.(trial) ?? Promise.resolve();
   const child = await scenario.start(trial);
   const lines: string[] = [];
   const gone = exited(child);
   let finishedFirst = false;
   await new Promise<void>((resolve) => {
+    let arming = false;
     let armed = false;
     const arm = () => {
-      if (armed) return;
-      armed = true;
-      setTimeout(() => {
-        child.kill('SIGKILL');
-        resolve();
-      }, point.delayMs);
+      if (arming) return;
+      arming = true;
+      void gate.then(() => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        armed = true;
+        setTimeout(() => {
+          child.kill('SIGKILL');
+          resolve();
+        }, point.delayMs);
+      });
     };
     onLines(child, (line) => {
       if (!scenario.progress.test(line)) return;

@@ -241,11 +241,14 @@ describe('kill -9 of dp serve during file saves', () => {
     const acknowledged = new Map<string, number>(fileNames.map((f) => [f, 0]));
     let nextVersion = 1;
     let saves = 0;
+    /** Settles the current trial's wait for its first acknowledged save (the kill counts from it). */
+    let firstSave = () => {};
 
     const scenario: KillScenario = {
       name: 'file saves',
       progress: /^dp listening on /,
       killPoint: (t) => ({ afterLines: 1, delayMs: randomInt(t.rng, 150, 600) }),
+      armWhen: () => new Promise<void>((resolve) => (firstSave = resolve)),
       async start() {
         return spawnDp(['serve', '--no-scheduler', '--project', root, '--port', '0']);
       },
@@ -261,6 +264,7 @@ describe('kill -9 of dp serve during file saves', () => {
                 const res = await fetch(`${url}/api/files/${f}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ content: version(f, v) }) });
                 if (res.status === 200) {
                   saves++;
+                  firstSave();
                   acknowledged.set(f, Math.max(acknowledged.get(f)!, v));
                 }
                 await res.arrayBuffer();
