@@ -10,6 +10,10 @@
  * text is spliced from the original (splice.ts) rather than deparsed; the kernel then parses
  * the new text to validate it, and the check registered on ctx.finalChecks confirms the masks
  * on that same parse.
+ *
+ * The parts live beside it: which columns a caller gets masked (mask-plan.ts), refusals before
+ * any rewrite (refusals.ts), masking at the result (result-masking.ts), the rewrites (rewrite.ts,
+ * late.ts, splice.ts) and their final checks (final-checks.ts).
  */
 import {
   type Caller,
@@ -20,75 +24,35 @@ import {
   isDpError,
   type LineageService,
   type Logger,
-  type MacroBody,
   type ParsedSql,
   type PluginContext,
   type QueryContext,
-  quoteIdent,
-  quoteLiteral,
   readTreeJson,
   type SerializedSql,
-  type SqlNode,
-  walkSqlTree,
 } from '../../sdk/index.js';
 import type { MethodCatalog } from './catalog.js';
 import { postExecutionMask } from './fallback.js';
-import { isWholeRelation, refuseUntracedInFallback, wholeRelationMask } from './not-analysed.js';
+import { refuseUntracedInFallback } from './not-analysed.js';
 import { KEY_SCHEMA } from './keys.js';
 import type { MaskingPolicy, PolicyStore } from './policies.js';
-import { type CatalogSnapshot, type Relation, RelationCatalog } from './relations.js';
+import { type CatalogSnapshot, RelationCatalog } from './relations.js';
 import {
   type ColumnMask,
   findMaskedPredicate,
-  findUnmaskedScan,
   needsRequalify,
-  type PlanFor,
   planScans,
-  replaceListSql,
   rewriteTree,
   type StarUse,
-  starSelection,
-  wrapperReplaceList,
   wrapperSql,
 } from './rewrite.js';
-import { findUnmaskedLate, type LatePlan, lateTemplateSql, planLate, type ResolveSource, spliceLate } from './late.js';
-import { EXACT_TWINS, planResultMasking, type ResultPlan, resultPlanMismatch } from './result-masking.js';
+import { planLate, spliceLate } from './late.js';
+import { planResultMasking, ResultMasker, resultPlanMismatch } from './result-masking.js';
 import { spliceRewrite } from './splice.js';
-import { marksByName, planResultMarks, type ResultMarks, resolveMarks, type ScanColumns } from './result-columns.js';
+import { marksByName, planResultMarks, type ResultMarks, resolveMarks } from './result-columns.js';
 import { DECLASSIFY_METHOD, DerivedPolicies } from './derived.js';
-
-const CACHE_MAX = 1000;
-/** Methods whose output keeps the column's type (so a conditional mask needs no cast). */
-const TYPE_PRESERVING = new Set(['null', 'noise', 'date_shift']);
-const TEXT_TYPE = /^(VARCHAR|TEXT|STRING|CHAR|BPCHAR)/i;
-/**
- * Functions whose result describes their input's statistics (min/max DuckDB propagates through
- * expressions) rather than the values: on a masked column they could show raw bounds.
- */
-const STATISTICS_FUNCTIONS = new Set(['stats']);
-/** The keyed methods (keys.ts): on a warehouse target they mask at the result only (exactTwin). */
-const KEYED_METHODS = new Set(['consistent_hash', 'noise', 'date_shift']);
-
-/** Whether a parse names a relation of the key schema (any role is refused such a statement). */
-function readsKeySchema(root: unknown): boolean {
-  let found = false;
-  walkSqlTree(root, (n) => {
-    if (found || n.type !== 'BASE_TABLE') return;
-    const parts = [n.catalog_name, n.schema_name, n.table_name].map((p) => String(p ?? '').toLowerCase());
-    found = parts.includes(KEY_SCHEMA);
-  });
-  return found;
-}
-
-/** The first statistics function a parse calls, or null. */
-function statisticsCall(root: unknown): string | null {
-  let found: string | null = null;
-  walkSqlTree(root, (n) => {
-    if (found || n.class !== 'FUNCTION' || typeof n.function_name !== 'string') return;
-    if (STATISTICS_FUNCTIONS.has(n.function_name.toLowerCase())) found = n.function_name.toLowerCase();
-  });
-  return found;
-}
+import { MaskPlanner } from './mask-plan.js';
+import { CACHE_MAX, FinalChecks, type Template } from './final-checks.js';
+import { macroReadingMasks, readsKeySchema, starRefusal, statisticsCall } from './refusals.js';
 
 interface CachedRewrite {
   sql: string;
@@ -109,15 +73,6 @@ interface CachedRewrite {
   atResult?: (columns: string[], rows: unknown[][]) => unknown[][];
 }
 
-/** A wrapper, parsed and checked once per distinct mask set. */
-interface Template {
-  /** The REPLACE list as SQL text (spliced into the original text). */
-  replaceSql: string;
-  /** The parsed SUBQUERY node, lossless (readTreeJson): cloned for each use on the deparse path. */
-  subquery: SqlNode;
-  /** DuckDB's parse of the REPLACE list: the final SQL's wrappers must parse to the same. */
-  replaceList: SqlNode[];
-}
 
 export interface MaskingSettings {
   /** project.yml `masking.enforce_without_auth`: mask for callers of a server without --auth. */
@@ -127,16 +82,19 @@ export interface MaskingSettings {
 export class MaskingEnforcer {
   readonly relations: RelationCatalog;
   private readonly cache = new Map<string, CachedRewrite>();
-  private readonly templates = new Map<string, Promise<Template>>();
   /** How new rewrites were made: masked at the result, masked late, wrappers spliced into the text, deparsed from a tree, or left to the post-execution fallback. */
   readonly stats = { result: 0, late: 0, spliced: 0, deparsed: 0, fallbacks: 0 };
-  /** Parsed late masks by template SQL: `qualifier\0column` (lower case) → the mask's parse. */
-  private readonly lateTemplates = new Map<string, Promise<Map<string, SqlNode>>>();
   /** Parses already checked for the key schema (the kernel caches one tree per SQL text). */
   private readonly keyChecked = new WeakSet<object>();
 
   /** Policies derived from column lineage (derived.ts), enforced like explicit ones. */
   readonly derived: DerivedPolicies;
+  /** The mask of each masked column of a relation (mask-plan.ts). */
+  private readonly plans: MaskPlanner;
+  /** Wrapper and late-mask templates and the final checks of a rewrite (final-checks.ts). */
+  private readonly checks: FinalChecks;
+  /** Masking at the result (result-masking.ts). */
+  private readonly atResult: ResultMasker;
 
   constructor(
     private readonly ctx: Pick<PluginContext, 'db' | 'clock'>,
@@ -147,6 +105,9 @@ export class MaskingEnforcer {
     lineage: () => Promise<LineageService | undefined> = async () => undefined,
   ) {
     this.relations = new RelationCatalog(ctx.db.catalog, () => ctx.clock.now());
+    this.plans = new MaskPlanner(catalog);
+    this.checks = new FinalChecks(ctx, log);
+    this.atResult = new ResultMasker(catalog, log);
     this.derived = new DerivedPolicies(lineage, store, this.relations, log);
   }
 
@@ -196,22 +157,9 @@ export class MaskingEnforcer {
       const own = (p: MaskingPolicy) => p.schema_name.toLowerCase() === schema.toLowerCase() && p.table_name.toLowerCase() === table.toLowerCase();
       return policies.filter((p) => own(p) && p.method !== DECLASSIFY_METHOD).map((p) => p.column_name);
     }
-    return this.masksFor(rel, policies).map((m) => m.column);
+    return this.plans.masksFor(rel, policies).map((m) => m.column);
   }
 
-  /**
-   * Whether the snapshot's view of a relation lacks a column one of its own policies names: the
-   * column may have been added since the snapshot was read (a seed reloaded with it), so the
-   * plan cannot be trusted until the catalog is read again.
-   */
-  static missingPolicyColumns(rel: Relation, policies: MaskingPolicy[]): MaskingPolicy[] {
-    const s = rel.schema.toLowerCase();
-    const t = rel.name.toLowerCase();
-    // Derived policies follow a model's SQL, which may be ahead of its build: only explicit ones say a column should exist.
-    return policies.filter(
-      (p) => !('derived' in p) && p.method !== DECLASSIFY_METHOD && p.schema_name.toLowerCase() === s && p.table_name.toLowerCase() === t && !rel.byName.has(p.column_name.toLowerCase()),
-    );
-  }
 
   /** Lower-case names of the columns any policy masks for this caller (the `masking` service). */
   async maskedColumnNames(caller: Caller): Promise<string[]> {
@@ -219,75 +167,6 @@ export class MaskingEnforcer {
     return [...new Set(policies.map((p) => p.column_name.toLowerCase()))];
   }
 
-  /** The mask of each masked column of a relation; column references are qualified by `qualifier` when given. */
-  private masksFor(rel: Relation, policies: MaskingPolicy[], qualifier?: string): ColumnMask[] {
-    const out: ColumnMask[] = [];
-    // The key table is never masked (nor planned): no user statement reaches it, only the masks do.
-    if (rel.schema.toLowerCase() === KEY_SCHEMA) return out;
-    const chosen = new Map<string, MaskingPolicy>();
-    const sameTable = (p: MaskingPolicy) => p.schema_name.toLowerCase() === rel.schema.toLowerCase() && p.table_name.toLowerCase() === rel.name.toLowerCase();
-    // A model whose columns lineage does not trace may be masked as a whole (not-analysed.ts): every column the rest leaves unmasked.
-    const whole = policies.find((p) => isWholeRelation(p) && sameTable(p));
-    for (const col of rel.columns) {
-      const name = col.name.toLowerCase();
-      const candidates = policies.filter((p) => p.column_name.toLowerCase() === name);
-      const wholeMask = whole && wholeRelationMask(whole, col.name, TEXT_TYPE.test(col.type));
-      if (!candidates.length) {
-        if (wholeMask) chosen.set(name, wholeMask);
-        continue;
-      }
-      // Policies match by column name (rule 4, every route alike); a policy on this very table wins over one on a namesake column elsewhere.
-      // An explicit policy on the table wins over a derived one; a declassification lifts masking of its own column only.
-      const own = candidates.find((p) => sameTable(p) && !('derived' in p)) ?? candidates.find(sameTable);
-      if (own?.method === DECLASSIFY_METHOD) continue;
-      const elsewhere = candidates.filter((p) => p.method !== DECLASSIFY_METHOD);
-      const pick = own ?? elsewhere.find((p) => !('derived' in p)) ?? elsewhere[0] ?? wholeMask;
-      if (pick) chosen.set(name, pick);
-    }
-    for (const col of rel.columns) {
-      const policy = chosen.get(col.name.toLowerCase());
-      if (!policy) continue;
-      // A condition on a column that is itself masked here would reveal it by which rows are masked: mask every row.
-      const conditionMasked = Boolean(policy.condition_column && chosen.has(policy.condition_column.toLowerCase()));
-      out.push({ column: col.name, expression: this.maskExpression(policy, rel, col.name, col.type, qualifier, conditionMasked), policy, type: col.type });
-    }
-    return out;
-  }
-
-  private maskExpression(policy: MaskingPolicy, rel: Relation, column: string, type: string, qualifier: string | undefined, unconditional: boolean): string {
-    const ref = (name: string) => (qualifier === undefined ? quoteIdent(name) : `${quoteIdent(qualifier)}.${quoteIdent(name)}`);
-    const raw = ref(column);
-    const masked = this.catalog.expression(policy.method, raw, policy.method_config, { type });
-    const condition = policy.condition_column ? rel.byName.get(policy.condition_column.toLowerCase()) : undefined;
-    // A condition column the relation lacks cannot be checked: mask every row rather than none.
-    if (!policy.condition_column || !condition || unconditional) return masked;
-    const when = `CAST(${ref(condition.name)} AS VARCHAR) = ${quoteLiteral(policy.condition_value ?? '')}`;
-    if (TYPE_PRESERVING.has(policy.method) && !TEXT_TYPE.test(type)) return `CASE WHEN ${when} THEN ${masked} ELSE ${raw} END`;
-    return `CASE WHEN ${when} THEN CAST(${masked} AS VARCHAR) ELSE CAST(${raw} AS VARCHAR) END`;
-  }
-
-  /** The wrapper of a mask set, parsed by DuckDB and checked to be exactly `SELECT * REPLACE (<masks>) FROM <one table>`. */
-  private template(masks: ColumnMask[]): Promise<Template> {
-    const sql = wrapperSql(masks);
-    let hit = this.templates.get(sql);
-    if (!hit) {
-      hit = this.ctx.db.parse(sql).then((parsed) => {
-        if (!parsed.ok) throw new Error(`masking wrapper does not parse: ${parsed.error}`);
-        const node = parsed.tree.statements.length === 1 ? parsed.tree.statements[0].node : undefined;
-        const ref = node?.from_table;
-        const replaceList = ref?.type === 'SUBQUERY' ? wrapperReplaceList(ref.subquery?.node) : null;
-        const columns = new Set(masks.map((m) => m.column.toLowerCase()));
-        if (!replaceList || replaceList.length !== columns.size || !replaceList.every((e) => columns.has(String(e?.key).toLowerCase()))) {
-          throw new Error('masking wrapper does not parse to a REPLACE of the masked columns');
-        }
-        return { replaceSql: replaceListSql(masks), subquery: readTreeJson(parsed.json).statements[0].node.from_table, replaceList };
-      });
-      hit.catch(() => this.templates.delete(sql));
-      if (this.templates.size > CACHE_MAX) this.templates.delete(this.templates.keys().next().value as string);
-      this.templates.set(sql, hit);
-    }
-    return hit;
-  }
 
   invalidate(): void {
     this.cache.clear();
@@ -420,105 +299,12 @@ export class MaskingEnforcer {
     }
   }
 
-  /**
-   * The first star expression of a predicate clause that expands to a masked column. DuckDB
-   * expands `*`, `COLUMNS(...)` and `ORDER BY ALL` before binding, so each is resolved against
-   * the masked columns the query reads; a regular expression is matched by DuckDB itself (RE2,
-   * as COLUMNS does), a lambda or anything else counts as matching every masked column.
-   */
-  private async starRefusal(stars: StarUse[], maskedColumns: string[]): Promise<{ column: string; clause: string } | null> {
-    if (!stars.length || !maskedColumns.length) return null;
-    const names = [...new Set(maskedColumns)];
-    for (const { clause, star } of stars) {
-      const sel = starSelection(star);
-      let hit: string | undefined;
-      if (sel.kind === 'all') hit = names.find((n) => !sel.exclude.has(n.toLowerCase()));
-      else if (sel.kind === 'names') hit = names.find((n) => sel.names.some((x) => x.toLowerCase() === n.toLowerCase()));
-      else if (sel.kind === 'regex') {
-        try {
-          const list = `[${names.map((n) => quoteLiteral(n)).join(', ')}]::VARCHAR[]`;
-          const pattern = quoteLiteral(sel.pattern);
-          const rows = await this.ctx.db.all<{ n: string }>(`SELECT unnest(list_filter(${list}, n -> regexp_matches(n, ${pattern}) OR regexp_matches(lower(n), ${pattern}))) AS n`);
-          hit = rows[0]?.n;
-        } catch {
-          hit = names[0];
-        }
-      } else hit = names[0];
-      if (hit) return { column: hit.toLowerCase(), clause };
-    }
-    return null;
-  }
-
-  /** The masks of every scan, as planned from one catalog snapshot. */
-  private planner(snap: CatalogSnapshot, policies: MaskingPolicy[], seen?: (rel: Relation) => void): PlanFor {
-    return (ref) => {
-      const rel = RelationCatalog.resolve(snap, ref);
-      if (!rel) return undefined;
-      seen?.(rel);
-      return this.masksFor(rel, policies);
-    };
-  }
-
-  /**
-   * The first user macro the query reaches (read-only validation lists them, nested ones
-   * included) whose body reads a relation with masked columns, or one the catalog does not
-   * know. DuckDB expands macros after the rewrite, so such a macro would read the table unmasked.
-   */
-  private macroReadingMasks(macros: MacroBody[], planFor: PlanFor): { macro: string; table: string } | null {
-    for (const { name, tree } of macros) {
-      const plan = planScans(tree.statements, planFor);
-      const read = plan.wraps[0]?.ref ?? plan.unresolved[0];
-      if (read) return { macro: name, table: [read.catalog, read.schema, read.table].filter(Boolean).join('.') };
-    }
-    return null;
-  }
-
-  /** The result-column tracer's view of the same plan: each relation's columns and its masks. */
-  private scanColumns(snap: CatalogSnapshot, policies: MaskingPolicy[]): ScanColumns {
-    return (ref) => {
-      const rel = RelationCatalog.resolve(snap, ref);
-      return rel ? { columns: rel.columns.map((c) => c.name), masks: this.masksFor(rel, policies) } : undefined;
-    };
-  }
-
-  /** Late masking's view of the same plan: each relation's columns and its masks under a given qualifier. */
-  private sources(snap: CatalogSnapshot, policies: MaskingPolicy[]): ResolveSource {
-    return (ref) => {
-      const rel = RelationCatalog.resolve(snap, ref);
-      if (!rel) return undefined;
-      return { columns: new Set(rel.byName.keys()), masks: (qualifier) => this.masksFor(rel, policies, qualifier) };
-    };
-  }
-
-  /**
-   * DuckDB's parse of every mask of a late plan, checked to be one select item each (so the
-   * text of a mask cannot reach beyond its parentheses): `qualifier\0column` → its parse.
-   */
-  private lateTemplate(plan: LatePlan): Promise<Map<string, SqlNode>> {
-    const sql = lateTemplateSql(plan.masks);
-    let hit = this.lateTemplates.get(sql);
-    if (!hit) {
-      hit = this.ctx.db.parse(sql).then((parsed) => {
-        if (!parsed.ok) throw new Error(`late masks do not parse: ${parsed.error}`);
-        const items = parsed.tree.statements.length === 1 ? parsed.tree.statements[0].node.select_list : undefined;
-        if (!Array.isArray(items) || items.length !== plan.masks.length || items.some((e: SqlNode, i: number) => e?.alias !== `m${i}`)) {
-          throw new Error('late masks do not parse to one expression each');
-        }
-        return new Map(plan.masks.map(({ qualifier, mask }, i) => [`${qualifier.toLowerCase()}\u0000${mask.column.toLowerCase()}`, items[i] as SqlNode]));
-      });
-      hit.catch(() => this.lateTemplates.delete(sql));
-      if (this.lateTemplates.size > CACHE_MAX) this.lateTemplates.delete(this.lateTemplates.keys().next().value as string);
-      this.lateTemplates.set(sql, hit);
-    }
-    return hit;
-  }
-
   private async build(q: QueryContext, parsed: Extract<ParsedSql, { ok: true }>, policies: MaskingPolicy[], snap: CatalogSnapshot, canWrite: boolean) {
     let hidden: string | undefined;
     const stale = new Set<MaskingPolicy>();
-    const planFor = this.planner(snap, policies, (rel) => {
+    const planFor = this.plans.planner(snap, policies, (rel) => {
       if (!canWrite && rel.schema.toLowerCase() === '_service' && rel.name.toLowerCase() === 'masking_policies') hidden ??= '_service.masking_policies';
-      for (const p of MaskingEnforcer.missingPolicyColumns(rel, policies)) stale.add(p);
+      for (const p of MaskPlanner.missingPolicyColumns(rel, policies)) stale.add(p);
     });
     // The kernel's tree is shared: it is read here, never changed.
     const statements = parsed.tree.statements;
@@ -531,39 +317,39 @@ export class MaskingEnforcer {
       if (statistics) return result({ sql: q.sql, statistics });
     }
     const stars: StarUse[] = [];
-    const refusal = findMaskedPredicate(statements, plan.masked, stars) ?? (await this.starRefusal(stars, plan.wraps.flatMap((w) => w.masks.map((m) => m.column))));
+    const refusal = findMaskedPredicate(statements, plan.masked, stars) ?? (await starRefusal(this.ctx.db, stars, plan.wraps.flatMap((w) => w.masks.map((m) => m.column))));
     if (refusal) return result({ sql: q.sql, refusal });
-    const macro = this.macroReadingMasks(q.macros ?? [], planFor);
+    const macro = macroReadingMasks(q.macros ?? [], planFor);
     if (macro) return result({ sql: q.sql, macro });
     if (plan.wraps.length === 0) return result({ sql: q.sql });
 
-    const marks = planResultMarks(statements[0]?.node, this.scanColumns(snap, policies), plan.wraps.flatMap((w) => w.masks));
-    const resolve = this.sources(snap, policies);
+    const marks = planResultMarks(statements[0]?.node, this.plans.scanColumns(snap, policies), plan.wraps.flatMap((w) => w.masks));
+    const resolve = this.plans.sources(snap, policies);
     // Masked columns read only as whole select items (one table, or tables joined by ON), by the kernel's own run: mask the result rows.
     if (q.runsRowTransforms) {
-      const exact = (mask: ColumnMask) => this.exactTwin(mask, Boolean(q.target));
+      const exact = (mask: ColumnMask) => this.atResult.exactTwin(mask, Boolean(q.target));
       const plan = planResultMasking(statements, resolve, exact);
       if (plan) {
         this.stats.result++;
-        const verify = this.checker((tree) => resultPlanMismatch(plan, planResultMasking(tree.statements, resolve, exact)));
-        return result({ sql: q.sql, verify, marks, atResult: this.resultMasker(plan) });
+        const verify = this.checks.checker((tree) => resultPlanMismatch(plan, planResultMasking(tree.statements, resolve, exact)));
+        return result({ sql: q.sql, verify, marks, atResult: this.atResult.resultMasker(plan) });
       }
     }
     // A plain SELECT over tables with every column qualified: mask where the columns are used.
     const late = planLate(statements, resolve);
     // Masks that do not parse as single expressions (a bad third-party method) are left to the wrappers' own check.
-    const expressions = late ? await this.lateTemplate(late).catch(() => null) : null;
+    const expressions = late ? await this.checks.lateTemplate(late).catch(() => null) : null;
     if (late && expressions) {
       const sql = spliceLate(q.sql, late);
       if (sql !== null) {
         this.stats.late++;
-        return result({ sql, verify: this.lateVerifier(resolve, expressions), marks });
+        return result({ sql, verify: this.checks.lateVerifier(resolve, expressions), marks });
       }
     }
 
     // Every distinct mask set of the plan, by wrapper SQL (the deparse path and the final check look them up).
     const templates = new Map<string, Template>();
-    for (const w of plan.wraps) templates.set(wrapperSql(w.masks), await this.template(w.masks));
+    for (const w of plan.wraps) templates.set(wrapperSql(w.masks), await this.checks.template(w.masks));
     const templateOf = (masks: ColumnMask[]) => {
       const t = templates.get(wrapperSql(masks));
       if (!t) throw new Error('a scan was planned twice with different masks');
@@ -581,65 +367,7 @@ export class MaskingEnforcer {
       if (!sql) throw new Error('json_deserialize_sql returned no SQL');
       this.stats.deparsed++;
     }
-    return result({ sql, verify: this.verifier(planFor, (masks) => templates.get(wrapperSql(masks))?.replaceList), marks });
-  }
-
-  /**
-   * Whether a mask can be applied to result values by its JavaScript twin, exactly as its SQL would (result-masking.ts).
-   * On a warehouse target a keyed mask is applied only so: the target returns the raw column to this process alone and
-   * the twin computes the same HMAC under the same key here, so the key never reaches the target (docs/security.md).
-   */
-  private exactTwin(mask: ColumnMask, onTarget: boolean): boolean {
-    const p = mask.policy;
-    if (!p || p.condition_column || !this.catalog.builtin(p.method)) return false;
-    if (onTarget && KEYED_METHODS.has(p.method)) return true;
-    return EXACT_TWINS.has(p.method) && mask.type === 'VARCHAR';
-  }
-
-  /** The row transform of a result plan: each masked item's values through its method's twin. */
-  private resultMasker(plan: ResultPlan): (columns: string[], rows: unknown[][]) => unknown[][] {
-    const masks = plan.items.map(({ index, mask }) => ({ index, method: mask.policy!.method, config: mask.policy!.method_config, info: { type: mask.type } }));
-    const refuse = (problem: string) => {
-      this.log.error(`masking: the result does not match its plan (${problem}); the query was refused`);
-      return new DpError(500, 'masking_unverified', `Masking could not confirm its plan for this result (${problem}), so it was not returned`);
-    };
-    return (columns, rows) => {
-      if (columns.length !== plan.width) throw refuse(`${columns.length} columns where the statement selects ${plan.width}`);
-      for (const row of rows) {
-        for (const m of masks) {
-          const value = row[m.index];
-          // A keyed mask on a target may take numbers (noise); every other twin, text only.
-          if (value !== null && typeof value !== 'string' && !(KEYED_METHODS.has(m.method) && typeof value === 'number')) throw refuse(`a value of ${columns[m.index]} is not text`);
-          row[m.index] = this.catalog.apply(m.method, value, m.config, m.info);
-        }
-      }
-      return rows;
-    };
-  }
-
-  /** The final check of a late rewrite: on DuckDB's parse of the SQL that will run, every masked column is read through its mask. */
-  private lateVerifier(resolve: ResolveSource, expressions: Map<string, SqlNode>): (tree: SerializedSql) => void {
-    return this.checker((tree) => findUnmaskedLate(tree.statements, resolve, (qualifier, column) => expressions.get(`${qualifier}\u0000${column}`)));
-  }
-
-  /** The final check of a rewrite: on DuckDB's parse of the SQL that will run, every masked scan must be wrapped by its masks. */
-  private verifier(planFor: PlanFor, expected: (masks: ColumnMask[]) => SqlNode[] | undefined): (tree: SerializedSql) => void {
-    return this.checker((tree) => findUnmaskedScan(tree.statements, planFor, expected));
-  }
-
-  /** A ctx.finalChecks entry from a problem finder: refuses the query on a problem, checks each parse once. */
-  private checker(findProblem: (tree: SerializedSql) => string | null): (tree: SerializedSql) => void {
-    const verified = new WeakSet<object>();
-    return (tree) => {
-      // The kernel's parse cache hands back the same tree for the same text: check it once.
-      if (verified.has(tree)) return;
-      const problem = findProblem(tree);
-      if (problem) {
-        this.log.error(`masking: the rewritten SQL does not mask as planned (${problem}); the query was refused`);
-        throw new DpError(500, 'masking_unverified', `Masking could not confirm its rewrite of this query (${problem}), so it was not run`);
-      }
-      verified.add(tree);
-    };
+    return result({ sql, verify: this.checks.verifier(planFor, (masks) => templates.get(wrapperSql(masks))?.replaceList), marks });
   }
 
   /** Post-execution masking of result columns by name (docs/decisions.md "Masking policy" rule 3), noted and logged. */

@@ -24,7 +24,8 @@
  * The final check parses the text that runs (the runner's page appended) and plans it again:
  * it must mask the same columns at the same positions, or the query is refused.
  */
-import type { SqlNode } from '../../sdk/index.js';
+import { DpError, type Logger, type SqlNode } from '../../sdk/index.js';
+import type { MethodCatalog } from './catalog.js';
 import { type Bound, bindTables, EMPTY, lower, opaque, type ResolveSource, scan, shapeOf } from './late.js';
 import type { ColumnMask } from './rewrite.js';
 
@@ -118,4 +119,48 @@ export function resultPlanMismatch(planned: ResultPlan, final: ResultPlan | null
     }
   }
   return null;
+}
+
+/** The keyed methods (keys.ts): on a warehouse target they mask at the result only (exactTwin). */
+const KEYED_METHODS = new Set(['consistent_hash', 'noise', 'date_shift']);
+
+/** Which masks the kernel applies at the result, and the row transform that applies them. */
+export class ResultMasker {
+  constructor(
+    private readonly catalog: MethodCatalog,
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * Whether a mask can be applied to result values by its JavaScript twin, exactly as its SQL would.
+   * On a warehouse target a keyed mask is applied only so: the target returns the raw column to this process alone and
+   * the twin computes the same HMAC under the same key here, so the key never reaches the target (docs/security.md).
+   */
+  exactTwin(mask: ColumnMask, onTarget: boolean): boolean {
+    const p = mask.policy;
+    if (!p || p.condition_column || !this.catalog.builtin(p.method)) return false;
+    if (onTarget && KEYED_METHODS.has(p.method)) return true;
+    return EXACT_TWINS.has(p.method) && mask.type === 'VARCHAR';
+  }
+
+  /** The row transform of a result plan: each masked item's values through its method's twin. */
+  resultMasker(plan: ResultPlan): (columns: string[], rows: unknown[][]) => unknown[][] {
+    const masks = plan.items.map(({ index, mask }) => ({ index, method: mask.policy!.method, config: mask.policy!.method_config, info: { type: mask.type } }));
+    const refuse = (problem: string) => {
+      this.log.error(`masking: the result does not match its plan (${problem}); the query was refused`);
+      return new DpError(500, 'masking_unverified', `Masking could not confirm its plan for this result (${problem}), so it was not returned`);
+    };
+    return (columns, rows) => {
+      if (columns.length !== plan.width) throw refuse(`${columns.length} columns where the statement selects ${plan.width}`);
+      for (const row of rows) {
+        for (const m of masks) {
+          const value = row[m.index];
+          // A keyed mask on a target may take numbers (noise); every other twin, text only.
+          if (value !== null && typeof value !== 'string' && !(KEYED_METHODS.has(m.method) && typeof value === 'number')) throw refuse(`a value of ${columns[m.index]} is not text`);
+          row[m.index] = this.catalog.apply(m.method, value, m.config, m.info);
+        }
+      }
+      return rows;
+    };
+  }
 }

@@ -8,6 +8,9 @@
  * in-flight queries are not interrupted). Each run fires streams.pipelineStart/Step/End, pushes the
  * pipeline events, lands in `_service.run_history` and, with `webhook_url`, POSTs its outcome
  * through the kernel's notifier (`ctx.notifier`: timeout, one retry, a throttle per receiver).
+ *
+ * Beside it: what each step names (targets.ts), each step's attempts and events (steps.ts), the
+ * completion webhook (webhook.ts), the run history (history.ts), the schedules (scheduler.ts).
  */
 import {
   badRequest,
@@ -17,9 +20,6 @@ import {
   notFound,
   PIPELINE_END,
   PIPELINE_START,
-  PIPELINE_STEP,
-  SCRIPT_EXTENSIONS,
-  walkProjectFiles,
   type ActivePipeline,
   type ModelsService,
   type PipelineContext,
@@ -30,37 +30,18 @@ import {
   type StreamInput,
   type StreamRunResult,
   type StreamsService,
-  type StreamStep,
   type StreamStepResult,
 } from '../../sdk/index.js';
-import type { PipelineEventKind, PipelineEvents } from './events.js';
+import type { PipelineEvents } from './events.js';
 import { STREAMS_CONFIG, streamDefinitions, writtenStream } from './config.js';
 import { newRunId, readRun, recordHistory, recordHistoryStart } from './history.js';
 import { streamProblems } from './validate.js';
+import { StreamTargets } from './targets.js';
+import { type ActiveRun, StepRunner, type StreamEventListener } from './steps.js';
+import { notifyCompletion } from './webhook.js';
 
 /** SPEC "Limits": a run older than this is cleared when the snapshot is read. */
 export const STALE_RUN_MS = 10 * 60_000;
-
-export type StreamEventListener = (event: PipelineEventKind | 'output', payload: Record<string, unknown>) => void;
-
-interface ActiveRun {
-  runId: string;
-  stream: StreamDefinition;
-  trigger: string;
-  startedAt: Date;
-  controller: AbortController;
-  step: ActivePipeline['step'];
-  events: number;
-  done: Promise<StreamRunResult>;
-  listener?: StreamEventListener;
-  /** The first step this run runs (a re-run of failed steps skips the ones that succeeded). */
-  fromStep: number;
-}
-
-/** The models a transform selector names (`name`, `schema.name`, `+name`, `name+`). */
-function selectorName(selector: string): string {
-  return selector.replace(/^\+/, '').replace(/\+$/, '');
-}
 
 export class StreamRunner implements StreamsService {
   private current: ActiveRun | null = null;
@@ -70,6 +51,10 @@ export class StreamRunner implements StreamsService {
   /** The definitions made from the `streams:` value they were read from (the live config hands out a new value on a change). */
   private parsed: { from: unknown; definitions: StreamDefinition[] } | null = null;
   private readonly changeListeners: Array<(definitions: StreamDefinition[]) => void> = [];
+  /** What each step names (targets.ts). */
+  private readonly targets: StreamTargets;
+  /** Each step's attempts, retries, events and hooks (steps.ts). */
+  private readonly steps: StepRunner;
 
   constructor(
     private readonly ctx: PluginContext,
@@ -77,6 +62,8 @@ export class StreamRunner implements StreamsService {
     private readonly models: ModelsService,
     private readonly events: PipelineEvents,
   ) {
+    this.targets = new StreamTargets(ctx, scripts, models);
+    this.steps = new StepRunner(ctx, scripts, models, events, this.targets);
     // An edit of `streams:` (the file by hand, another process, define/remove) reaches the
     // scheduler at once; a section that does not validate never gets here (the one in force stays).
     ctx.config.subscribe(STREAMS_CONFIG, () => {
@@ -115,6 +102,11 @@ export class StreamRunner implements StreamsService {
     return streamProblems(this.ctx, this);
   }
 
+  /** The problems of a stream's targets (targets.ts), for `dp validate`. */
+  targetProblems(def: StreamDefinition): Promise<Array<{ step: number; message: string }>> {
+    return this.targets.targetProblems(def);
+  }
+
   get(name: string): StreamDefinition {
     const def = this.definitions.find((d) => d.name === name);
     if (!def) {
@@ -123,70 +115,13 @@ export class StreamRunner implements StreamsService {
     return def;
   }
 
-  /**
-   * The problems of a stream's targets: a script, seed or model a step names that does not
-   * exist. Checked before a run starts (400 `invalid_stream_target`, nothing runs) and by `dp validate`.
-   */
-  async targetProblems(def: StreamDefinition): Promise<Array<{ step: number; message: string }>> {
-    const problems: Array<{ step: number; message: string }> = [];
-    let modelNames: Set<string> | null = null;
-    let seedNames: Set<string> | null = null;
-    for (const [i, step] of def.steps.entries()) {
-      const where = `streams.${def.name}.steps[${i}] (${step.action})`;
-      const problem = (message: string) => problems.push({ step: i, message });
-      const all = step.targets.includes('all');
-      if (all && step.targets.length > 1) problem(`${where}: 'all' stands alone, not beside other targets`);
-      if (all) continue;
-      if (step.action === 'ingest' || step.action === 'export') {
-        for (const t of step.targets) {
-          try {
-            this.scriptFor(step.action, t);
-          } catch (e) {
-            problem(`${where}: ${errorMessage(e)}`);
-          }
-        }
-      } else if (step.action === 'seed') {
-        seedNames ??= new Set((await this.models.seeds()).flatMap((s) => [s.name, s.full_name]));
-        for (const t of step.targets) if (!seedNames.has(t)) problem(`${where}: no seed '${t}' in seeds/`);
-      } else {
-        modelNames ??= new Set((await this.models.list()).flatMap((m) => [m.name, m.full_name]));
-        for (const t of step.targets) if (!modelNames.has(selectorName(t))) problem(`${where}: no model '${selectorName(t)}'`);
-      }
-    }
-    return problems;
-  }
-
-  private assertTargets(def: StreamDefinition, problems: Array<{ step: number; message: string }>): void {
-    if (problems.length) throw badRequest('invalid_stream_target', problems.map((p) => p.message).join('; '), { stream: def.name, problems: problems.map((p) => p.message) });
-  }
-
-  /** The project-relative script a step target names: `events`, `events.ts` or `ingest/events.ts`. */
-  scriptFor(folder: 'ingest' | 'export', target: string): string {
-    const rel = target.startsWith(`${folder}/`) ? target : `${folder}/${target}`;
-    const hasExt = SCRIPT_EXTENSIONS.some((ext) => rel.toLowerCase().endsWith(ext));
-    const candidates = hasExt ? [rel] : SCRIPT_EXTENSIONS.map((ext) => `${rel}${ext}`);
-    for (const c of candidates) {
-      try {
-        return this.scripts.locate(c).path;
-      } catch (e) {
-        if (isDpError(e) && e.code !== 'file_not_found') throw e;
-      }
-    }
-    throw badRequest('invalid_stream_target', `no script '${target}' in ${folder}/ (looked for ${candidates.join(', ')})`, { target, folder });
-  }
-
-  private scriptsOf(step: StreamStep): string[] {
-    const folder = step.action as 'ingest' | 'export';
-    if (step.targets.includes('all')) return walkProjectFiles(this.ctx.project, folder, { extensions: [...SCRIPT_EXTENSIONS], recursive: false }).map((e) => e.path);
-    return step.targets.map((t) => this.scriptFor(folder, t));
-  }
 
   async start(name: string, options: { force?: boolean; trigger?: string } = {}): Promise<{ status: 'started' | 'already_running'; stream_name: string; run_id?: string }> {
     const def = this.get(name);
     this.clearStale();
     if (this.current && !options.force) return { status: 'already_running', stream_name: this.current.stream.name };
     // A bad target answers 400 before anything runs.
-    this.assertTargets(def, await this.targetProblems(def));
+    this.targets.assertTargets(def, await this.targets.targetProblems(def));
     if (this.current) {
       if (!options.force) return { status: 'already_running', stream_name: this.current.stream.name };
       this.cancel('replaced by a forced start');
@@ -217,7 +152,7 @@ export class StreamRunner implements StreamsService {
     if (failed && (now.action !== failed.action || now.targets.join('\n') !== failed.targets.join('\n'))) {
       throw conflict('stream_changed_since_run', `Step ${from + 1} of stream '${def.name}' was edited since run '${runId}' (${failed.action} [${failed.targets.join(', ')}], now ${now.action} [${now.targets.join(', ')}]): start the stream instead`, { run_id: runId, step: from });
     }
-    this.assertTargets(def, (await this.targetProblems(def)).filter((p) => p.step >= from));
+    this.targets.assertTargets(def, (await this.targets.targetProblems(def)).filter((p) => p.step >= from));
     this.clearStale();
     if (this.current) return { status: 'already_running', stream_name: this.current.stream.name };
     const run = this.begin(def, `rerun:${runId}`, undefined, true, from);
@@ -227,7 +162,7 @@ export class StreamRunner implements StreamsService {
 
   async run(name: string, options: { trigger?: string; onEvent?: StreamEventListener } = {}): Promise<StreamRunResult> {
     const def = this.get(name);
-    this.assertTargets(def, await this.targetProblems(def));
+    this.targets.assertTargets(def, await this.targets.targetProblems(def));
     // One pipeline at a time: wait for the running one (another caller may take the turn first).
     while (this.current) await this.current.done.catch(() => undefined);
     return this.begin(def, options.trigger ?? 'manual', options.onEvent, true).done;
@@ -310,22 +245,6 @@ export class StreamRunner implements StreamsService {
     return run;
   }
 
-  private emit(run: ActiveRun, kind: PipelineEventKind, payload: Record<string, unknown>): void {
-    const data = { run_id: run.runId, stream: run.stream.name, ...payload, at: new Date().toISOString() };
-    run.events++;
-    this.events.push(kind, data);
-    this.ctx.events.emit(`stream.${kind}`, data);
-    run.listener?.(kind, data);
-  }
-
-  private async fire(point: typeof PIPELINE_START, p: PipelineContext): Promise<void> {
-    try {
-      await this.ctx.hook(point).promise(p);
-    } catch (e) {
-      this.ctx.log.warn(`${point.id} tap failed for stream ${p.streamName}`, { error: errorMessage(e) });
-    }
-  }
-
   private async execute(run: ActiveRun, targetsChecked: boolean): Promise<StreamRunResult> {
     const def = run.stream;
     const signal = run.controller.signal;
@@ -334,16 +253,16 @@ export class StreamRunner implements StreamsService {
     const steps: StreamStepResult[] = [];
     let status = 'success' as StreamRunResult['status'];
     let error: string | undefined;
-    this.emit(run, 'start', { trigger: run.trigger, from_step: run.fromStep, steps: def.steps.map((s) => ({ action: s.action, targets: s.targets })) });
+    this.steps.emit(run, 'start', { trigger: run.trigger, from_step: run.fromStep, steps: def.steps.map((s) => ({ action: s.action, targets: s.targets })) });
     try {
       await recordHistoryStart(this.ctx.db, { run_id: run.runId, kind: 'stream', name: def.name, trigger: run.trigger, started_at: run.startedAt.toISOString() });
     } catch (e) {
       this.ctx.log.warn('could not record the stream run as started', { stream: def.name, error: errorMessage(e) });
     }
-    await this.fire(PIPELINE_START, pipeline);
+    await this.steps.fire(PIPELINE_START, pipeline);
     try {
       if (!targetsChecked) {
-        this.assertTargets(def, await this.targetProblems(def));
+        this.targets.assertTargets(def, await this.targets.targetProblems(def));
       }
       await this.ctx.db.exclusive(async () => {
         for (const [index, step] of def.steps.entries()) {
@@ -353,7 +272,7 @@ export class StreamRunner implements StreamsService {
             status = 'cancelled';
             break;
           }
-          const result = await this.runStep(run, pipeline, index, step);
+          const result = await this.steps.runStep(run, pipeline, index, step);
           steps.push(result);
           if (result.status === 'cancelled' || signal.aborted) {
             status = 'cancelled';
@@ -404,7 +323,7 @@ export class StreamRunner implements StreamsService {
     pipeline.error = error;
     pipeline.durationMs = durationMs;
     pipeline.step = undefined;
-    await this.fire(PIPELINE_END, pipeline);
+    await this.steps.fire(PIPELINE_END, pipeline);
     this.last = {
       running: false,
       operation: 'stream',
@@ -418,122 +337,14 @@ export class StreamRunner implements StreamsService {
       run_id: run.runId,
       step: null,
     };
-    this.emit(run, status === 'success' ? 'complete' : 'error', {
+    this.steps.emit(run, status === 'success' ? 'complete' : 'error', {
       status,
       duration_ms: durationMs,
       ...(error ? { error } : {}),
       steps: steps.map((s) => ({ index: s.index, action: s.action, status: s.status, duration_ms: s.duration_ms, attempts: s.attempts })),
     });
     this.ctx.log.info(`stream ${def.name} ${status}`, { run_id: run.runId, trigger: run.trigger, duration_ms: durationMs });
-    if (def.webhook_url) await this.notify(def.webhook_url, result);
+    if (def.webhook_url) await notifyCompletion(this.ctx, def.webhook_url, result);
     return result;
-  }
-
-  private async runStep(run: ActiveRun, pipeline: PipelineContext, index: number, step: StreamStep): Promise<StreamStepResult> {
-    const signal = run.controller.signal;
-    const t0 = performance.now();
-    let attempt = 0;
-    let last: Pick<StreamStepResult, 'status' | 'error' | 'items'> = { status: 'error', items: [] };
-    for (;;) {
-      attempt++;
-      run.step = { index, action: step.action, targets: step.targets, attempt };
-      pipeline.step = { index, action: step.action, targets: step.targets };
-      await this.fire(PIPELINE_STEP, pipeline);
-      this.emit(run, 'step_start', { step: index, action: step.action, targets: step.targets, attempt });
-      const started = performance.now();
-      try {
-        last = await this.attemptStep(run, step);
-      } catch (e) {
-        last = { status: signal.aborted ? 'cancelled' : 'error', error: isDpError(e) ? e.message : errorMessage(e), items: [] };
-      }
-      this.emit(run, 'step_end', {
-        step: index,
-        action: step.action,
-        status: last.status,
-        attempt,
-        duration_ms: Math.round(performance.now() - started),
-        ...(last.error ? { error: last.error } : {}),
-      });
-      if (last.status !== 'error' || attempt > run.stream.retries || signal.aborted) break;
-      this.ctx.log.warn(`stream ${run.stream.name} step ${index + 1} failed, retrying in ${run.stream.retry_delay} s`, { error: last.error, attempt });
-      run.listener?.('output', { line: `step ${index + 1} failed (${last.error}); retry ${attempt}/${run.stream.retries} in ${run.stream.retry_delay} s` });
-      if (!(await this.sleep(run.stream.retry_delay * 1000, signal))) break;
-    }
-    return { index, action: step.action, targets: step.targets, status: signal.aborted && last.status !== 'success' ? 'cancelled' : last.status, duration_ms: Math.round(performance.now() - t0), attempts: attempt, ...(last.error ? { error: last.error } : {}), items: last.items };
-  }
-
-  /** Resolves after `ms`, or early (false) when the run is cancelled. */
-  private sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-    return new Promise((resolve) => {
-      if (signal.aborted) return resolve(false);
-      const timer = setTimeout(() => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(true);
-      }, ms);
-      const onAbort = () => {
-        clearTimeout(timer);
-        resolve(false);
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
-  }
-
-  private async attemptStep(run: ActiveRun, step: StreamStep): Promise<Pick<StreamStepResult, 'status' | 'error' | 'items'>> {
-    const signal = run.controller.signal;
-    const targets = step.targets.includes('all') ? null : step.targets;
-    const trigger = `stream:${run.stream.name}`;
-    if (step.action === 'ingest' || step.action === 'export') {
-      const items: StreamStepResult['items'] = [];
-      for (const script of this.scriptsOf(step)) {
-        if (signal.aborted) return { status: 'cancelled', items };
-        const r = await this.scripts.run(script, { signal, trigger, onOutput: (line) => run.listener?.('output', { script, line }) });
-        items.push({ name: script, status: r.status, duration_ms: r.duration_ms, ...(r.error ? { error: r.error } : {}) });
-        if (r.status !== 'success') return { status: r.status, error: `${script}: ${r.error}`, items };
-      }
-      return { status: 'success', items };
-    }
-    if (step.action === 'seed') {
-      const results = await this.models.loadSeeds({ targets });
-      const items = results.map((r) => ({ name: r.seed, status: r.status, ...(r.error ? { error: r.error } : {}) }));
-      const failed = results.filter((r) => r.status === 'error');
-      return failed.length ? { status: 'error', error: failed.map((f) => `${f.seed}: ${f.error}`).join('; '), items } : { status: 'success', items };
-    }
-    // transform: the models' own events become pipeline events (the run holds the write lock,
-    // so every model event meanwhile is this transform's).
-    const off = this.ctx.events.on('*', (e) => {
-      if (e.type !== 'model_start' && e.type !== 'model_end') return;
-      const p = e.payload as { model?: string; status?: string; duration_ms?: number; error?: string; materialized?: string };
-      this.emit(run, e.type, {
-        step: run.step?.index,
-        model: p.model,
-        ...(e.type === 'model_end' ? { status: p.status, duration_ms: p.duration_ms, ...(p.error ? { error: p.error } : {}) } : { materialized: p.materialized }),
-      });
-    });
-    try {
-      const summary = await this.models.transform({ targets, trigger });
-      const items = summary.results.map((r) => ({ name: r.model, status: r.status, duration_ms: r.duration_ms, ...(r.error ? { error: r.error } : {}) }));
-      const failed = summary.results.filter((r) => r.status === 'error' || r.status === 'upstream_failed');
-      return summary.status === 'success' ? { status: 'success', items } : { status: 'error', error: failed.map((f) => `${f.model}: ${f.error ?? f.status}`).join('; '), items };
-    } finally {
-      off();
-    }
-  }
-
-  /** The completion webhook: POST {stream, run_id, status, duration_ms, steps...}; a failure is logged, never fails the run. */
-  private async notify(url: string, result: StreamRunResult): Promise<void> {
-    const body = {
-      event: 'stream_complete',
-      stream: result.stream_name,
-      run_id: result.run_id,
-      status: result.status,
-      trigger: result.trigger,
-      started_at: result.started_at,
-      finished_at: result.finished_at,
-      duration_ms: result.duration_ms,
-      ...(result.error ? { error: result.error } : {}),
-      steps: result.steps.map((s) => ({ index: s.index, action: s.action, targets: s.targets, status: s.status, duration_ms: s.duration_ms, attempts: s.attempts, ...(s.error ? { error: s.error } : {}) })),
-    };
-    const delivery = await this.ctx.notifier.send({ url, payload: body, userAgent: 'dp-streams' });
-    if (delivery.status === 'failed') this.ctx.log.warn(`completion webhook of stream ${result.stream_name} to ${delivery.target ?? 'an invalid URL'} failed: ${delivery.error}`);
   }
 }
