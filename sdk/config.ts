@@ -4,6 +4,7 @@
  */
 import { createRequire } from 'node:module';
 import type { Static, TSchema } from '@sinclair/typebox';
+import { createEventRef } from './refs.js';
 
 /**
  * TypeBox's builder, from the one-file bundle the build makes (dist/vendor/typebox.cjs): the
@@ -65,8 +66,8 @@ export interface ConfigChange {
   source: 'file' | 'edit' | 'secrets';
 }
 
-/** The event-bus type of a configuration change (payload: ConfigChange). */
-export const CONFIG_CHANGED = 'config.changed';
+/** The kernel's event of a configuration change on the bus (`config.changed`). */
+export const CONFIG_CHANGED = createEventRef<ConfigChange>('config.changed');
 
 /**
  * An edit of one top-level key of project.yml, paths relative to that key. It works on the YAML

@@ -5,6 +5,7 @@
  */
 import crypto from 'node:crypto';
 import type { DbCatalog } from './db-catalog.js';
+import { createEventRef } from './refs.js';
 
 export type SqlParams = Record<string, unknown> | unknown[];
 
@@ -14,7 +15,14 @@ export type SqlParams = Record<string, unknown> | unknown[];
  * payload `{statement}`: its leading keyword (`CREATE`, `INSERT`...). Caches of the catalog
  * (masking) refresh on it. Reads, including every user query, never emit it.
  */
-export const CATALOG_CHANGED = 'catalog.changed';
+export const CATALOG_CHANGED = createEventRef<CatalogChange>('catalog.changed');
+
+/** The payload of CATALOG_CHANGED. */
+export interface CatalogChange {
+  /** The statement's leading keyword (`CREATE`, `INSERT`...). */
+  statement: string;
+}
+
 export type Row = Record<string, unknown>;
 
 export interface TabularResult {

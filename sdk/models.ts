@@ -5,7 +5,7 @@
  * through these (sdk/index.ts re-exports them).
  */
 import type { DatabasePort } from './db.js';
-import { createExtensionPoint, createHookRef, createServiceRef } from './refs.js';
+import { createEventRef, createExtensionPoint, createHookRef, createServiceRef } from './refs.js';
 
 /**
  * How a model is materialized: `table` and `view` rebuild it; `incremental` adds the new rows
@@ -223,6 +223,38 @@ export const AFTER_MODEL_BUILD = createHookRef<[ModelBuildContext]>('models.afte
 export const AFTER_TRANSFORM = createHookRef<[TransformRunContext]>('models.afterTransform');
 
 export const MODELS_SERVICE = createServiceRef<ModelsService>('models');
+
+/**
+ * The events a transform run emits on the bus (`ctx.events`), in this order: `transform_start`,
+ * then per model `model_start` (only for a model that runs) and `model_end` (every model,
+ * skipped and upstream-failed ones too), then `transform_end`. `GET /api/transform/events`
+ * relays them; streams turns the model events into its pipeline events; masking refreshes on
+ * `model_end` and `transform_end`.
+ */
+export interface TransformStartEvent {
+  run_id: string;
+  trigger: string;
+  targets: string[] | null;
+  /** How many models the run plans. */
+  models: number;
+}
+export interface ModelStartEvent {
+  run_id: string;
+  model: string;
+  materialized: Materialization;
+}
+export type ModelEndEvent = ModelBuildResult & { run_id: string };
+export interface TransformEndEvent {
+  run_id: string;
+  status: 'success' | 'error';
+  duration_ms: number;
+  /** Models that ended in `error` or `upstream_failed`. */
+  failed: number;
+}
+export const TRANSFORM_START = createEventRef<TransformStartEvent>('transform_start');
+export const MODEL_START = createEventRef<ModelStartEvent>('model_start');
+export const MODEL_END = createEventRef<ModelEndEvent>('model_end');
+export const TRANSFORM_END = createEventRef<TransformEndEvent>('transform_end');
 
 /**
  * What `dp check` / `POST /api/check` runs beyond its own validation: a plugin that evaluates

@@ -8,7 +8,7 @@ import type { QueryTarget } from './query-target.js';
 import type { ManifestUi } from './ui.js';
 import type { NotifierService } from './notifier.js';
 import type { Clock, SchedulerService } from './scheduler.js';
-import type { ExtensionPointRef, ServiceRef } from './refs.js';
+import type { EventRef, ExtensionPointRef, ServiceRef } from './refs.js';
 
 export type { QueryStopSignal, RouteRequest } from './routes.js';
 
@@ -185,21 +185,30 @@ export type CommandHandler = (args: Record<string, any>, io: CliIO) => Promise<n
 
 // ---------------------------------------------------------------- events
 
+/**
+ * The in-process event bus. An event is named by the ref its emitter declares in its contract
+ * module (`ctx.events.emit(MODEL_END, {...})`, `ctx.events.on(CATALOG_CHANGED, (e) => ...)`),
+ * which types the payload on both sides. A plain string name is accepted too (JavaScript
+ * plugins); it is the same event: the ref's id is its type on the bus.
+ */
 export interface EventBus {
+  emit<P extends object>(event: EventRef<P>, payload: P): void;
   emit(type: string, payload?: Record<string, unknown>): void;
   /** Returns an unsubscribe function. `*` receives every event. */
+  on<P extends object>(event: EventRef<P>, listener: (event: BusEvent<P>) => void): () => void;
   on(type: string, listener: (event: BusEvent) => void): () => void;
 }
 
-export interface BusEvent {
+export interface BusEvent<P extends object = Record<string, unknown>> {
+  /** The event's name (its ref's id). */
   type: string;
   at: string;
-  payload: Record<string, unknown>;
+  payload: P;
 }
 
 // ---------------------------------------------------------------- services
 
-export { createExtensionPoint, createServiceRef, type ExtensionPointRef, type ServiceRef } from './refs.js';
+export { createEventRef, createExtensionPoint, createServiceRef, type EventRef, type ExtensionPointRef, type ServiceRef } from './refs.js';
 
 /**
  * Services by typed ref. A plugin provides only what its manifest lists under

@@ -1,8 +1,9 @@
 /**
- * Typed names of what a plugin offers others: services, extension points and hook points. Each
- * plugin's public contract module in the sdk (sdk/models.ts, sdk/masking.ts, sdk/streams.ts...)
- * declares its refs with these; this module imports nothing, so a contract module never forms an
- * import cycle with the sdk's plugin interfaces. (Plain JavaScript plugins may pass the id string.)
+ * Typed names of what a plugin offers others: services, extension points, hook points and
+ * events. Each plugin's public contract module in the sdk (sdk/models.ts, sdk/masking.ts,
+ * sdk/streams.ts...) declares its refs with these; this module imports nothing, so a contract
+ * module never forms an import cycle with the sdk's plugin interfaces. (Plain JavaScript plugins
+ * may pass the id string.)
  */
 
 /** A typed name of a service: `createServiceRef<ModelsService>('models')`. */
@@ -40,4 +41,22 @@ export interface HookRef<A extends unknown[] = unknown[], R = void> {
 
 export function createHookRef<A extends unknown[], R = void>(id: string): HookRef<A, R> {
   return Object.freeze({ id });
+}
+
+/**
+ * A typed name of an event on the bus (`ctx.events`), declared in the contract module of the
+ * plugin that emits it (the kernel's in sdk/db.ts and sdk/config.ts):
+ * `export const MODEL_END = createEventRef<ModelEndEvent>('model_end')`. `ctx.events.emit(ref,
+ * payload)` and `ctx.events.on(ref, listener)` are then typed by it. The name is the event's
+ * type on the bus and on the wire, so a listener that passes the plain string (a JavaScript
+ * plugin, an SSE relay, `*`) sees the same event.
+ */
+export interface EventRef<P extends object = Record<string, unknown>> {
+  readonly id: string;
+  /** Type carrier only (never set). */
+  readonly __payload?: P;
+}
+
+export function createEventRef<P extends object>(name: string): EventRef<P> {
+  return Object.freeze({ id: name });
 }

@@ -1,9 +1,9 @@
 /**
  * The streams plugin's public contract: its service (what the UI, notebooks and connectors reach
- * streams through) and the hook points a stream run fires.
+ * streams through), the hook points a stream run fires and the pipeline events it emits.
  */
-import type { ProjectProblem } from './models.js';
-import { createHookRef, createServiceRef } from './refs.js';
+import type { Materialization, ModelBuildStatus, ProjectProblem } from './models.js';
+import { createEventRef, createHookRef, createServiceRef, type EventRef } from './refs.js';
 
 /** One step of a stream: an action and its targets (`['all']` for every one). */
 export interface StreamStep {
@@ -123,3 +123,41 @@ export const PIPELINE_START = createHookRef<[PipelineContext]>('streams.pipeline
 export const PIPELINE_STEP = createHookRef<[PipelineContext]>('streams.pipelineStep');
 /** Fired by the streams plugin when a stream run ended: alerts, completion webhooks, versions. */
 export const PIPELINE_END = createHookRef<[PipelineContext]>('streams.pipelineEnd');
+
+/**
+ * The fields of each pipeline event (SPEC "Events"), by kind. Every event also carries the run,
+ * the stream and when (PipelineEvent). `GET /api/stream/events` sends them under the kind's name.
+ */
+export interface PipelineEventFields {
+  start: { trigger: string; from_step: number; steps: Array<{ action: StreamStep['action']; targets: string[] }> };
+  step_start: { step: number; action: StreamStep['action']; targets: string[]; attempt: number };
+  step_end: { step: number; action: StreamStep['action']; status: StreamStepResult['status']; attempt: number; duration_ms: number; error?: string };
+  /** A model of a transform step started (the models plugin's MODEL_START, within the run). */
+  model_start: { step?: number; model: string; materialized: Materialization };
+  /** A model of a transform step ended (the models plugin's MODEL_END, within the run). */
+  model_end: { step?: number; model: string; status: ModelBuildStatus; duration_ms: number; error?: string };
+  complete: PipelineEndFields;
+  error: PipelineEndFields;
+}
+
+/** The fields of `complete` (the run succeeded) and `error` (it failed or was cancelled). */
+export type PipelineEndFields = {
+  status: StreamRunResult['status'];
+  duration_ms: number;
+  error?: string;
+  steps: Array<{ index: number; action: StreamStep['action']; status: StreamStepResult['status']; duration_ms: number; attempts: number }>;
+};
+
+export type PipelineEventKind = keyof PipelineEventFields;
+export type PipelineEvent<K extends PipelineEventKind> = { run_id: string; stream: string; at: string } & PipelineEventFields[K];
+
+/** The streams plugin's events on the bus, one per pipeline event kind, named `stream.<kind>`. */
+export const STREAM_EVENTS: { readonly [K in PipelineEventKind]: EventRef<PipelineEvent<K>> } = Object.freeze({
+  start: createEventRef<PipelineEvent<'start'>>('stream.start'),
+  step_start: createEventRef<PipelineEvent<'step_start'>>('stream.step_start'),
+  step_end: createEventRef<PipelineEvent<'step_end'>>('stream.step_end'),
+  model_start: createEventRef<PipelineEvent<'model_start'>>('stream.model_start'),
+  model_end: createEventRef<PipelineEvent<'model_end'>>('stream.model_end'),
+  complete: createEventRef<PipelineEvent<'complete'>>('stream.complete'),
+  error: createEventRef<PipelineEvent<'error'>>('stream.error'),
+});

@@ -4,7 +4,7 @@
  * `masking.methods` extension point; enforcement is a rewrite of DuckDB's parse tree on the
  * kernel's beforeQuery hook; the masking SQL commands are answered on interceptQuery.
  */
-import { AGENT_CONTEXT, definePlugin, LINEAGE_SERVICE, MASKING_METHODS, MASKING_SERVICE, VALUES_HIDDEN_FROM, type MaskingService } from '../../sdk/index.js';
+import { AGENT_CONTEXT, CATALOG_CHANGED, definePlugin, LINEAGE_SERVICE, MASKING_METHODS, MASKING_SERVICE, MODEL_END, TRANSFORM_END, VALUES_HIDDEN_FROM, type MaskingService } from '../../sdk/index.js';
 import { MethodCatalog } from './catalog.js';
 import { registerCommands } from './commands.js';
 import { MASKING_CONFIG } from './config.js';
@@ -15,8 +15,6 @@ import { registerPreviewRoute } from './preview.js';
 import { registerRoutes } from './routes.js';
 import { interceptMaskingCommand } from './sql-commands.js';
 
-/** The models plugin's events after which a table's columns may be computed from other sources. */
-const MODEL_BUILT_EVENTS = ['model_end', 'transform_end'] as const;
 
 export default definePlugin({
   config: [MASKING_CONFIG],
@@ -51,21 +49,18 @@ export default definePlugin({
       enforcer.invalidate();
       await store.load();
     });
-    // The kernel announces every statement that may change the catalog: re-read it on the next query.
-    ctx.events.on('catalog.changed', () => {
+    // Masking listens to these events only: the kernel's CATALOG_CHANGED after every statement
+    // that may change the catalog, and the models plugin's MODEL_END and TRANSFORM_END, after
+    // which a table's columns may be computed from other columns (derived masks follow). Progress
+    // events (starts, stream steps, output) change nothing masked. Each re-reads on the next query.
+    const forgetCatalog = () => {
       enforcer.relations.invalidate();
       enforcer.invalidateTargets();
       enforcer.derived.invalidate();
-    });
-    // A model built (or a transform ended) may be computed from other columns now: derived masks
-    // follow. Only these: progress events (starts, stream steps, output) change nothing masked.
-    for (const type of MODEL_BUILT_EVENTS) {
-      ctx.events.on(type, () => {
-        enforcer.relations.invalidate();
-        enforcer.invalidateTargets();
-        enforcer.derived.invalidate();
-      });
-    }
+    };
+    ctx.events.on(CATALOG_CHANGED, forgetCatalog);
+    ctx.events.on(MODEL_END, forgetCatalog);
+    ctx.events.on(TRANSFORM_END, forgetCatalog);
 
     ctx.tap('interceptQuery', async (q) => interceptMaskingCommand(q, store));
     ctx.tap('beforeQuery', async (q) => enforcer.beforeQuery(q));

@@ -4,14 +4,15 @@
  * status live while a run started anywhere (API, CLI through the server, a schedule) goes on.
  * The last 500 events replay after a reconnect (Last-Event-ID).
  */
-import { errorTextsFor, SseBuffer, VALUES_HIDDEN_FROM, type PluginContext } from '../../sdk/index.js';
+import { errorTextsFor, MODEL_END, MODEL_START, SseBuffer, TRANSFORM_END, TRANSFORM_START, VALUES_HIDDEN_FROM, type EventRef, type PluginContext } from '../../sdk/index.js';
 
-const TRANSFORM_EVENTS = ['transform_start', 'model_start', 'model_end', 'transform_end'] as const;
+/** Relayed under their bus names, which the SSE clients (the models page) listen to. */
+const TRANSFORM_EVENTS: Array<EventRef<object>> = [TRANSFORM_START, MODEL_START, MODEL_END, TRANSFORM_END];
 
 export function registerTransformEvents(ctx: PluginContext): void {
   const buffer = new SseBuffer(500);
   const valuesHidden = ctx.hook(VALUES_HIDDEN_FROM);
-  for (const type of TRANSFORM_EVENTS) ctx.events.on(type, (e) => buffer.push({ ...e.payload, at: e.at }, type));
+  for (const event of TRANSFORM_EVENTS) ctx.events.on(event, (e) => buffer.push({ ...e.payload, at: e.at }, e.type));
   ctx.route({
     kind: 'sse',
     method: 'GET',

@@ -9,6 +9,10 @@ import {
   AFTER_MODEL_BUILD,
   AFTER_TRANSFORM,
   errorMessage,
+  MODEL_END,
+  MODEL_START,
+  TRANSFORM_END,
+  TRANSFORM_START,
   type ModelBuildContext,
   type ModelBuildResult,
   type ModelBuildStatus,
@@ -91,21 +95,21 @@ export async function transformOnTarget(
     invalid,
     // Every model's end as it comes (skipped and upstream-failed ones too), as on the file.
     onModel(result, done, total) {
-      ctx.events.emit('model_end', { run_id: runId, ...result });
+      ctx.events.emit(MODEL_END, { run_id: runId, ...result });
       options.onModel?.(result, done, total);
     },
     hooks: {
       runId,
       planned(n) {
-        ctx.events.emit('transform_start', { run_id: runId, trigger: run.trigger, targets: run.targets, models: n });
+        ctx.events.emit(TRANSFORM_START, { run_id: runId, trigger: run.trigger, targets: run.targets, models: n });
       },
-      started: (m) => ctx.events.emit('model_start', { run_id: runId, model: m.full_name, materialized: m.materialized }),
+      started: (m) => ctx.events.emit(MODEL_START, { run_id: runId, model: m.full_name, materialized: m.materialized }),
       finished: (m, result) => afterBuild(ctx, m, result, runId, signal),
     },
   }).catch(async (e) => {
     // A run that could not start or went down (the run lock held, the server gone) is an error in the history, not a run left `running`.
     await record('error', Math.round(performance.now() - run0), []);
-    ctx.events.emit('transform_end', { run_id: runId, status: 'error', duration_ms: Math.round(performance.now() - run0), failed: 0 });
+    ctx.events.emit(TRANSFORM_END, { run_id: runId, status: 'error', duration_ms: Math.round(performance.now() - run0), failed: 0 });
     throw e;
   });
   const failed = summary.results.filter((r) => r.status === 'error' || r.status === 'upstream_failed').length;
@@ -113,6 +117,6 @@ export async function transformOnTarget(
   run.results = steps;
   run.status = summary.status;
   await ctx.hook(AFTER_TRANSFORM).promise(run);
-  ctx.events.emit('transform_end', { run_id: runId, status: summary.status, duration_ms: summary.duration_ms, failed });
+  ctx.events.emit(TRANSFORM_END, { run_id: runId, status: summary.status, duration_ms: summary.duration_ms, failed });
   return { ...summary, run_id: runId };
 }

@@ -16,9 +16,13 @@ import {
   AFTER_MODEL_BUILD,
   AFTER_TRANSFORM,
   errorMessage,
+  MODEL_END,
+  MODEL_START,
   noSpaceLeft,
   qualified,
   quoteIdent,
+  TRANSFORM_END,
+  TRANSFORM_START,
   type DbConnection,
   type ModelBuildContext,
   type ModelBuildResult,
@@ -83,7 +87,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
   const runStamp = startedAt.toISOString().replace('T', ' ').replace('Z', '');
   const t0 = performance.now();
   const runCtx = await beginRun(ctx, { runId, trigger: options.trigger, targets: options.targets, force, startedAt, signal });
-  ctx.events.emit('transform_start', { run_id: runId, trigger: runCtx.trigger, targets: runCtx.targets, models: queue.length });
+  ctx.events.emit(TRANSFORM_START, { run_id: runId, trigger: runCtx.trigger, targets: runCtx.targets, models: queue.length });
 
   const [states, catalog] = await Promise.all([ctx.db.withConnection((c) => readStates(c)), readCatalog(ctx)]);
   const schemas = [...new Set(queue.map((m) => m.info.schema))];
@@ -113,7 +117,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     if (!force && !accumulates && states.get(key)?.state_hash === token && existing?.kind === m.info.kind) {
       return { model, status: 'skipped', duration_ms: 0 };
     }
-    ctx.events.emit('model_start', { run_id: runId, model, materialized: m.info.materialized });
+    ctx.events.emit(MODEL_START, { run_id: runId, model, materialized: m.info.materialized });
     const started = performance.now();
     let status: ModelBuildStatus = 'built';
     let error: string | undefined;
@@ -228,7 +232,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
         const key = keyOf(m.info.full_name);
         results.set(key, result);
         done++;
-        ctx.events.emit('model_end', { run_id: runId, ...result });
+        ctx.events.emit(MODEL_END, { run_id: runId, ...result });
         options.onModel?.(result, done, queue.length);
         const failed = result.status === 'error' || result.status === 'upstream_failed';
         for (const d of graph.downstream.get(key) ?? []) {
@@ -299,6 +303,6 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
   runCtx.results = ordered.map((r) => ({ model: r.model, status: r.status, duration_ms: r.duration_ms, ...(r.error ? { error: r.error } : {}) }));
   runCtx.status = status;
   await ctx.hook(AFTER_TRANSFORM).promise(runCtx);
-  ctx.events.emit('transform_end', { run_id: runId, status, duration_ms: durationMs, failed });
+  ctx.events.emit(TRANSFORM_END, { run_id: runId, status, duration_ms: durationMs, failed });
   return { run_id: runId, status, duration_ms: durationMs, results: ordered };
 }

@@ -6,10 +6,7 @@
  * pipeline"); one that reconnects with `Last-Event-ID` gets what it missed from the buffer. The
  * kernel's SSE route kind sends keepalives and drops a listener that disconnects.
  */
-import { SseBuffer, type SseEvent, type SseSource } from '../../sdk/index.js';
-
-export const PIPELINE_EVENTS = ['start', 'step_start', 'step_end', 'model_start', 'model_end', 'complete', 'error'] as const;
-export type PipelineEventKind = (typeof PIPELINE_EVENTS)[number];
+import { SseBuffer, type PipelineEventKind, type SseEvent, type SseSource } from '../../sdk/index.js';
 
 export class PipelineEvents implements SseSource {
   private readonly buffer: SseBuffer;

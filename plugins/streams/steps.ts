@@ -5,10 +5,15 @@
 import {
   errorMessage,
   isDpError,
+  MODEL_END,
+  MODEL_START,
   PIPELINE_STEP,
+  STREAM_EVENTS,
   type ActivePipeline,
   type ModelsService,
   type PipelineContext,
+  type PipelineEventFields,
+  type PipelineEventKind,
   type PIPELINE_START,
   type PluginContext,
   type ScriptsService,
@@ -17,7 +22,7 @@ import {
   type StreamStep,
   type StreamStepResult,
 } from '../../sdk/index.js';
-import type { PipelineEventKind, PipelineEvents } from './events.js';
+import type { PipelineEvents } from './events.js';
 import type { StreamTargets } from './targets.js';
 
 export type StreamEventListener = (event: PipelineEventKind | 'output', payload: Record<string, unknown>) => void;
@@ -45,11 +50,11 @@ export class StepRunner {
     private readonly targets: StreamTargets,
   ) {}
 
-  emit(run: ActiveRun, kind: PipelineEventKind, payload: Record<string, unknown>): void {
+  emit<K extends PipelineEventKind>(run: ActiveRun, kind: K, payload: PipelineEventFields[K]): void {
     const data = { run_id: run.runId, stream: run.stream.name, ...payload, at: new Date().toISOString() };
     run.events++;
     this.events.push(kind, data);
-    this.ctx.events.emit(`stream.${kind}`, data);
+    this.ctx.events.emit(STREAM_EVENTS[kind], data);
     run.listener?.(kind, data);
   }
 
@@ -132,22 +137,18 @@ export class StepRunner {
     }
     // transform: the models' own events become pipeline events (the run holds the write lock,
     // so every model event meanwhile is this transform's).
-    const off = this.ctx.events.on('*', (e) => {
-      if (e.type !== 'model_start' && e.type !== 'model_end') return;
-      const p = e.payload as { model?: string; status?: string; duration_ms?: number; error?: string; materialized?: string };
-      this.emit(run, e.type, {
-        step: run.step?.index,
-        model: p.model,
-        ...(e.type === 'model_end' ? { status: p.status, duration_ms: p.duration_ms, ...(p.error ? { error: p.error } : {}) } : { materialized: p.materialized }),
-      });
-    });
+    const offStart = this.ctx.events.on(MODEL_START, ({ payload: p }) => this.emit(run, 'model_start', { step: run.step?.index, model: p.model, materialized: p.materialized }));
+    const offEnd = this.ctx.events.on(MODEL_END, ({ payload: p }) =>
+      this.emit(run, 'model_end', { step: run.step?.index, model: p.model, status: p.status, duration_ms: p.duration_ms, ...(p.error ? { error: p.error } : {}) }),
+    );
     try {
       const summary = await this.models.transform({ targets, trigger });
       const items = summary.results.map((r) => ({ name: r.model, status: r.status, duration_ms: r.duration_ms, ...(r.error ? { error: r.error } : {}) }));
       const failed = summary.results.filter((r) => r.status === 'error' || r.status === 'upstream_failed');
       return summary.status === 'success' ? { status: 'success', items } : { status: 'error', error: failed.map((f) => `${f.model}: ${f.error ?? f.status}`).join('; '), items };
     } finally {
-      off();
+      offStart();
+      offEnd();
     }
   }
 }
