@@ -269,6 +269,9 @@ export class Discovery {
     for (let c = 0; c < chunks.length; c++) {
       const parsed = await next!;
       next = c + 1 < chunks.length ? this.ctx.db.parseMany(chunks[c + 1], { compact: true }) : null;
+      // Observed now: should reading this chunk throw, the next chunk's failure must not become an
+      // unhandled rejection (which ends the process); awaited below, it still throws as before.
+      next?.catch(() => undefined);
       for (const outcome of this.outcomes(chunks[c], parsed)) out.push(outcome);
     }
     return out;
