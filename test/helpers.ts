@@ -5,6 +5,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { App } from '../kernel/app.js';
@@ -196,6 +197,76 @@ export function runCliBatch(runs: CliRun[]): Promise<CommandResult[]> {
       }
     });
   });
+}
+
+/** One `dp` process that runs command lines in turn, for a test file's many CLI runs (startDpRelay). */
+export interface DpRelay {
+  /** An executable that runs its command line in that process: give it to a script under test as its dp. */
+  bin: string;
+  /** `runCli` in that process: the binary's entry with this command line, stdin text, extra environment and folder. */
+  run(args: string[], options?: { input?: string; env?: Record<string, string>; cwd?: string }): Promise<CommandResult>;
+  /** `runCliBatch` in that process: each run in order. */
+  batch(runs: CliRun[]): Promise<CommandResult[]>;
+  /** Ends the process and removes the executable. */
+  close(): Promise<void>;
+}
+
+/** Sends one run to the `dp` process serving on `socketPath` (test/support/cli-batch.ts --socket) and resolves with its result. */
+function relayRun(socketPath: string, run: CliRun): Promise<CommandResult> {
+  return new Promise((resolve, reject) => {
+    let answer = '';
+    const socket = net.connect(socketPath, () => socket.write(`${JSON.stringify(run)}\n`));
+    socket.on('data', (d) => (answer += d.toString()));
+    socket.once('error', reject);
+    socket.once('end', () => {
+      try {
+        resolve(JSON.parse(answer) as CommandResult);
+      } catch (e) {
+        reject(new Error(`the dp relay process gave no result for dp ${run.args.join(' ')} (${(e as Error).message})`));
+      }
+    });
+  });
+}
+
+/**
+ * One `dp` process for a test file's command lines: each runs through the binary's entry
+ * (kernel/cli.ts main, test/support/cli-batch.ts --socket) with its own stdin, environment and
+ * folder, one after the other, as `runCli` and `runCliBatch` would, but the kernel boots once for
+ * the file, not once per command or table. For the runs where a process of its own is the point
+ * (the relay to a running server, what the binary prints): the runs and the server stay two
+ * processes. `bin` is an executable running its command line there, for a script that runs dp
+ * many times (the CI script of `dp ci generate`): a small process that hands over its command
+ * line, folder and environment (not its stdin) and prints the result with its exit code.
+ */
+export async function startDpRelay(): Promise<DpRelay> {
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-relay-'));
+  const socketPath = path.join(folder, 'dp.sock');
+  const child = spawn(process.execPath, [path.join(REPO_ROOT, 'dist', 'test', 'support', 'cli-batch.js'), '--socket', socketPath], {
+    cwd: REPO_ROOT,
+    // As bin/dp.js: the size of the thread pool DuckDB's calls run on.
+    env: { UV_THREADPOOL_SIZE: '16', ...process.env, DP_LOG_SILENT: '1' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await followOutput(child).waitFor(/^ready$/m);
+  const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  const bin = path.join(folder, 'dp');
+  fs.writeFileSync(bin, `#!/bin/sh\nDP_TEST_RELAY_SOCKET=${quote(socketPath)} exec ${quote(process.execPath)} ${quote(path.join(REPO_ROOT, 'dist', 'test', 'support', 'dp-relay.js'))} "$@"\n`, { mode: 0o755 });
+  const run = (r: CliRun) => relayRun(socketPath, { ...r, input: r.input ?? '' });
+  return {
+    bin,
+    run: (args, options = {}) => run({ args, ...options }),
+    async batch(runs) {
+      const results = [];
+      for (const r of runs) results.push(await run(r));
+      return results;
+    },
+    async close() {
+      child.stdin!.end();
+      await exited;
+      fs.rmSync(folder, { recursive: true, force: true });
+    },
+  };
 }
 
 export interface InProcessCli {

@@ -5,8 +5,9 @@
  * The offline side of the command table runs in this process (cliInProcess: the same commands
  * on an App of the project, closed before a server opens the file); every run through a server
  * is the binary's entry in a process of its own, since the relay is the point, and so is
- * `dp users` (a command of the binary). A table's runs share one such process (runCliBatch), so a
- * table of twenty commands costs one process start, not twenty.
+ * `dp users` (a command of the binary). Those runs share one such process for the whole file
+ * (startDpRelay: each command line through the binary's entry, in turn), so the file's forty-odd
+ * command lines cost one process start, not forty.
  */
 import assert from 'node:assert/strict';
 import { spawnSync, type ChildProcess } from 'node:child_process';
@@ -16,9 +17,20 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { cliInProcess, copyShop, DP_BIN, runCli, runCliBatch, spawnServe, type CliRun } from '../helpers.js';
+import { cliInProcess, copyShop, DP_BIN, spawnServe, startDpRelay, type CliRun, type DpRelay } from '../helpers.js';
 
 const SERVER_FILE = path.join('.dp', 'server.json');
+
+/** The file's `dp` process for every command line beside a server (and `dp users`): started on first use. */
+let relay: Promise<DpRelay> | null = null;
+const dp = () => (relay ??= startDpRelay());
+after(async () => {
+  if (relay) await (await relay).close();
+});
+/** Command lines in the file's `dp` process, in order: what `runCliBatch` answers. */
+const runCliBatch = async (runs: CliRun[]) => (await dp()).batch(runs);
+/** A command line in the file's `dp` process: what `runCli` answers. */
+const runCli = async (args: string[]) => (await dp()).run(args);
 
 /** Timings and timestamps differ between any two runs; everything else must be equal. */
 function normalize(text: string): string {
@@ -167,7 +179,7 @@ describe('the CLI beside a running dp serve (no auth)', () => {
     assert.equal(unknown.status, 404);
     assert.equal(((await unknown.json()) as { error: { code: string } }).error.code, 'unknown_command');
 
-    const restore = runCli(['backup-restore', 'backups/x.duckdb', '--project', root]);
+    const restore = await runCli(['backup-restore', 'backups/x.duckdb', '--project', root]);
     assert.equal(restore.code, 1);
     assert.match(restore.stderr, /cannot run through the running server: it replaces the database file/);
   });
@@ -188,11 +200,11 @@ describe('the CLI beside a running dp serve (no auth)', () => {
     }
   });
 
-  it('ignores a credential file other users may read (and says so)', () => {
+  it('ignores a credential file other users may read (and says so)', async () => {
     const file = path.join(root, SERVER_FILE);
     fs.chmodSync(file, 0o644);
     try {
-      const r = runCli(['query', 'SELECT 1', '--project', root]);
+      const r = await runCli(['query', 'SELECT 1', '--project', root]);
       assert.match(r.stderr, /ignoring \.dp\/server\.json: other users may read it \(mode 644/);
       // Not trusted, so the CLI opens the file itself, which the server holds.
       assert.equal(r.code, 1);
@@ -200,7 +212,7 @@ describe('the CLI beside a running dp serve (no auth)', () => {
     } finally {
       fs.chmodSync(file, 0o600);
     }
-    assert.equal(runCli(['query', 'SELECT 1', '--project', root]).code, 0);
+    assert.equal((await runCli(['query', 'SELECT 1', '--project', root])).code, 0);
   });
 
   it('removes the file on a clean shutdown, and a stale file (dead pid, or a server that does not answer) is ignored', async () => {
@@ -212,13 +224,13 @@ describe('the CLI beside a running dp serve (no auth)', () => {
     const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
     const stale = { url: 'http://127.0.0.1:9', host: '127.0.0.1', port: 9, pid: Number(dead.stdout), project_root: fs.realpathSync(root), token: 'x'.repeat(43), auth: false, started_at: new Date().toISOString() };
     fs.writeFileSync(file, JSON.stringify(stale), { mode: 0o600 });
-    let r = runCli(['--json', 'query', 'SELECT 42 AS answer', '--project', root]);
+    let r = await runCli(['--json', 'query', 'SELECT 42 AS answer', '--project', root]);
     assert.equal(r.code, 0, r.stderr);
     assert.equal(JSON.parse(r.stdout).rows[0][0], 42);
 
     // A live pid (this test's own process) whose address answers nothing: also stale.
     fs.writeFileSync(file, JSON.stringify({ ...stale, pid: process.pid }), { mode: 0o600 });
-    r = runCli(['query', 'SELECT 1', '--project', root]);
+    r = await runCli(['query', 'SELECT 1', '--project', root]);
     assert.equal(r.code, 0, r.stderr);
     fs.rmSync(file);
   });

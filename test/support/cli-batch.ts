@@ -6,7 +6,12 @@
  * pays one process start instead of twenty; the client and the server stay two processes.
  *
  * stdin: JSON `Array<{ args, input?, env?, cwd? }>`. stdout: JSON `Array<{ code, stdout, stderr }>`.
+ *
+ * With `--socket <path>` it serves runs instead, for test/helpers startDpRelay: each connection
+ * sends one run as a JSON line and gets its `{ code, stdout, stderr }` back as one; runs take
+ * turns. It prints `ready` once it listens and exits when its stdin closes.
  */
+import net from 'node:net';
 import { Readable } from 'node:stream';
 import { main } from '../../kernel/cli.js';
 
@@ -24,13 +29,11 @@ class ExitCalled extends Error {
   }
 }
 
-const chunks: Buffer[] = [];
-for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-const runs = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Run[];
-
 const realStdoutWrite = process.stdout.write.bind(process.stdout);
 const realExit = process.exit.bind(process);
 const stdinDescriptor = Object.getOwnPropertyDescriptor(process, 'stdin')!;
+/** This process's own stdin (each run gets its input as `process.stdin` instead). */
+const realStdin = process.stdin;
 const startFolder = process.cwd();
 
 /** What the running command printed; null between commands. Once it called process.exit, nothing more counts. */
@@ -53,8 +56,9 @@ process.exit = ((code?: number | string | null) => {
   throw new ExitCalled(current.exitCode);
 }) as typeof process.exit;
 
-const results: Array<{ code: number; stdout: string; stderr: string }> = [];
-for (const run of runs) {
+type Result = { code: number; stdout: string; stderr: string };
+
+async function runOne(run: Run): Promise<Result> {
   const savedEnv = Object.fromEntries(Object.keys(run.env ?? {}).map((k) => [k, process.env[k]]));
   Object.assign(process.env, run.env ?? {});
   process.chdir(run.cwd ?? startFolder);
@@ -68,13 +72,41 @@ for (const run of runs) {
     if (!(e instanceof ExitCalled)) current.stderr += `error: ${e instanceof Error ? e.message : String(e)}\n`;
     current.exitCode ??= 1;
   }
-  const code = current.exitCode ?? Number(process.exitCode ?? 0);
-  results.push({ code, stdout: current.stdout, stderr: current.stderr });
+  const result = { code: current.exitCode ?? Number(process.exitCode ?? 0), stdout: current.stdout, stderr: current.stderr };
   current = null;
   for (const [k, v] of Object.entries(savedEnv)) {
     if (v === undefined) delete process.env[k];
     else process.env[k] = v;
   }
+  return result;
 }
-process.exitCode = 0;
-realStdoutWrite(JSON.stringify(results), () => realExit(0));
+
+const socketAt = process.argv.indexOf('--socket');
+if (socketAt < 0) {
+  const chunks: Buffer[] = [];
+  for await (const chunk of realStdin) chunks.push(chunk as Buffer);
+  const runs = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Run[];
+  const results: Result[] = [];
+  for (const run of runs) results.push(await runOne(run));
+  process.exitCode = 0;
+  realStdoutWrite(JSON.stringify(results), () => realExit(0));
+} else {
+  let turn = Promise.resolve();
+  const server = net.createServer((socket) => {
+    let line = '';
+    socket.on('error', () => {});
+    socket.on('data', function onData(d) {
+      line += d.toString();
+      if (!line.includes('\n')) return;
+      socket.removeListener('data', onData);
+      const run = JSON.parse(line.slice(0, line.indexOf('\n'))) as Run;
+      turn = turn.then(async () => {
+        socket.end(`${JSON.stringify(await runOne(run))}\n`);
+      });
+    });
+  });
+  server.listen(process.argv[socketAt + 1]!, () => realStdoutWrite('ready\n'));
+  // Its test ends it by closing its stdin (or by ending).
+  realStdin.on('end', () => realExit(0));
+  realStdin.resume();
+}

@@ -3,10 +3,10 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { after, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { parse } from 'yaml';
-import { closeInProcessClis, copyShop, DP_BIN, runInProcess } from '../../helpers.js';
+import { closeInProcessClis, copyShop, runInProcess, startDpRelay, type DpRelay } from '../../helpers.js';
 
 const GIT_ENV = { GIT_AUTHOR_NAME: 'dp test', GIT_AUTHOR_EMAIL: 'dp@example.com', GIT_COMMITTER_NAME: 'dp test', GIT_COMMITTER_EMAIL: 'dp@example.com', GIT_CONFIG_NOSYSTEM: '1', HOME: os.tmpdir() };
 
@@ -17,7 +17,15 @@ function git(cwd: string, ...args: string[]): string {
 }
 
 describe('dp ci generate', () => {
-  after(closeInProcessClis);
+  // The script runs dp seven times a run: its dp is a relay to one dp process (a kernel boot each would cost more than the rest of the file).
+  let dp: DpRelay;
+  before(async () => {
+    dp = await startDpRelay();
+  });
+  after(async () => {
+    await closeInProcessClis();
+    await dp?.close();
+  });
   it('writes a workflow and a script; the script run locally reports the rows that differ from main per model', async () => {
     const root = copyShop();
     git(root, 'init', '--quiet', '--initial-branch=main');
@@ -58,7 +66,7 @@ describe('dp ci generate', () => {
     const run = spawnSync('bash', ['ci/dp-ci.sh'], {
       cwd: root,
       encoding: 'utf8',
-      env: { ...process.env, ...GIT_ENV, DP_BIN, DP_BASE_REF: 'main', GITHUB_STEP_SUMMARY: summary, DP_LOG_SILENT: '1' },
+      env: { ...process.env, ...GIT_ENV, DP_BIN: dp.bin, DP_BASE_REF: 'main', GITHUB_STEP_SUMMARY: summary, DP_LOG_SILENT: '1' },
       timeout: 300_000,
     });
     const text = fs.readFileSync(summary, 'utf8');
@@ -89,7 +97,7 @@ describe('dp ci generate', () => {
     assert.equal(git(root, 'status', '--porcelain'), '');
 
     // Without GITHUB_STEP_SUMMARY the report goes to stdout.
-    const plain = spawnSync('bash', ['ci/dp-ci.sh'], { cwd: root, encoding: 'utf8', env: { ...process.env, ...GIT_ENV, DP_BIN, DP_LOG_SILENT: '1', GITHUB_STEP_SUMMARY: '' }, timeout: 300_000 });
+    const plain = spawnSync('bash', ['ci/dp-ci.sh'], { cwd: root, encoding: 'utf8', env: { ...process.env, ...GIT_ENV, DP_BIN: dp.bin, DP_LOG_SILENT: '1', GITHUB_STEP_SUMMARY: '' }, timeout: 300_000 });
     assert.equal(plain.status, 0, plain.stderr);
     assert.match(plain.stdout, /### marts\.customer_orders \(changed\)/);
   });
