@@ -8,18 +8,11 @@
  *
  * The machine is shared: the servers run with small caches, one thread per query and a small
  * background pool; ZooKeeper gets a 64 MB heap.
- *
- * Test files take a cluster with `leaseClickHouseCluster()`: the files of one suite run share
- * clusters, one file at a time each (a keeper process per cluster, test/support/clickhouse-keeper.ts),
- * so a run starts as many as files ran at once instead of one per file.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { freePort, stopChild } from './databases.js';
 
 export const CLICKHOUSE_SERVER = '/usr/sbin/clickhouse-server';
@@ -40,8 +33,6 @@ export interface ClickHouseNode {
   /** The HTTP interface, as `environments.<name>.target.url` takes it. */
   url: string;
   pid: number;
-  /** Its folder (config, logs, and `data/` under the server's path). */
-  folder: string;
 }
 
 export interface RunningClickHouseCluster {
@@ -229,7 +220,7 @@ export async function startClickHouseCluster(options: { password?: string } = {}
       });
       children.push(child);
       running.add(child);
-      nodes.push({ httpPort: p.httpPort, tcpPort: p.tcpPort, url: `http://127.0.0.1:${p.httpPort}`, pid: child.pid!, folder: nodeDir });
+      nodes.push({ httpPort: p.httpPort, tcpPort: p.tcpPort, url: `http://127.0.0.1:${p.httpPort}`, pid: child.pid! });
     }
     await Promise.all(nodes.map((n, i) => waitUntil(`clickhouse-server ${i + 1}`, children[i + 1]!, () => ping(n.httpPort), serverLogs[i]!)));
     return { nodes, cluster: 'dp_cluster', singleCluster: 'dp_single', user: 'default', password, zookeeperPort, stop: stopAll };
@@ -237,155 +228,4 @@ export async function startClickHouseCluster(options: { password?: string } = {}
     await stopAll();
     throw e;
   }
-}
-
-/** The SQL `resetClickHouseCluster` sends, over the HTTP interface, as the test user, unlogged. */
-async function clickhouseSql(ch: RunningClickHouseCluster, node: ClickHouseNode, sql: string): Promise<string> {
-  // log_queries=0: the query log a test reads holds only the queries of its own file.
-  const params = new URLSearchParams({ user: ch.user, password: ch.password, log_queries: '0', query_id: `dp_test_reset_${crypto.randomUUID()}` });
-  const res = await fetch(`${node.url}/?${params}`, { method: 'POST', body: sql, signal: AbortSignal.timeout(60_000) });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${sql}: ${text.slice(0, 500)}`);
-  return text;
-}
-
-/**
- * Makes a cluster a test file used as a started one is: each server's queries ended, every
- * database but `system` and `default` dropped (and `default`'s tables), the query log emptied.
- */
-export async function resetClickHouseCluster(ch: RunningClickHouseCluster): Promise<void> {
-  await Promise.all(ch.nodes.map(async (node) => {
-    await clickhouseSql(ch, node, "KILL QUERY WHERE query_id NOT LIKE 'dp_test_reset_%' ASYNC");
-    const list = async (sql: string) => (await clickhouseSql(ch, node, `${sql} FORMAT TabSeparated`)).split('\n').filter(Boolean);
-    const quote = (name: string) => `\`${name.replace(/\\/g, '\\\\').replace(/`/g, '\\`')}\``;
-    for (const db of await list("SELECT name FROM system.databases WHERE name NOT IN ('system', 'default')")) {
-      const drop = () => clickhouseSql(ch, node, `DROP DATABASE IF EXISTS ${quote(db)}`);
-      await drop().catch(async (e: Error) => {
-        // 18.16 leaves folders of dropped tables (a Distributed table's queue) in the database's
-        // data folder, then cannot remove it: emptied here, the drop is tried again.
-        if (!/Directory not empty/.test(e.message)) throw e;
-        const data = path.join(node.folder, 'data', 'data', db);
-        for (const entry of fs.readdirSync(data)) fs.rmSync(path.join(data, entry), { recursive: true, force: true });
-        await drop();
-      });
-    }
-    for (const table of await list("SELECT name FROM system.tables WHERE database = 'default'")) await clickhouseSql(ch, node, `DROP TABLE IF EXISTS default.${quote(table)}`);
-    // What the last file's queries left in the log's buffer is written first, then emptied with the rest.
-    await clickhouseSql(ch, node, 'SYSTEM FLUSH LOGS');
-    await clickhouseSql(ch, node, 'TRUNCATE TABLE IF EXISTS system.query_log');
-  }));
-}
-
-/** The folder of the keepers of this suite run (the test runner is this file's parent process). */
-function keepersFolder(): string {
-  return path.join(os.tmpdir(), 'dp-test-clickhouse', String(process.ppid));
-}
-
-const KEEPER_SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'clickhouse-keeper.js');
-
-/** What a keeper sends a file it lends its cluster to. */
-export interface LentCluster {
-  nodes: ClickHouseNode[];
-  password: string;
-  zookeeperPort: number;
-}
-
-/**
- * Asks the keeper listening on `socketPath` for its cluster (`token`: the one its starter got).
- * Resolves with the lease (the connection stays open while the file holds it) or null when the
- * keeper lends it to another file or is gone.
- */
-function askKeeper(socketPath: string, token: string): Promise<{ lent: LentCluster; socket: net.Socket } | null> {
-  return new Promise((resolve) => {
-    let answer = '';
-    const socket = net.connect(socketPath);
-    const fail = () => {
-      socket.destroy();
-      resolve(null);
-    };
-    socket.once('error', (e: Error) => {
-      // A keeper killed before it removed its socket.
-      if ((e as NodeJS.ErrnoException).code === 'ECONNREFUSED') fs.rmSync(socketPath, { force: true });
-      fail();
-    });
-    socket.once('close', fail);
-    socket.on('data', (d) => {
-      answer += d.toString();
-      const end = answer.indexOf('\n');
-      if (end < 0) return;
-      const line = answer.slice(0, end);
-      if (line === 'busy') return fail();
-      socket.removeAllListeners('data');
-      socket.removeListener('close', fail);
-      socket.on('error', () => {});
-      // The lease must not keep the test file's process alive.
-      socket.unref();
-      resolve({ lent: JSON.parse(line) as LentCluster, socket });
-    });
-    socket.write(`${token}\n`);
-  });
-}
-
-/** Starts a keeper of a new cluster for this suite run; resolves with its socket's path and the token it lends to first. */
-async function startKeeper(folder: string): Promise<{ socketPath: string; token: string }> {
-  const token = crypto.randomUUID();
-  const log = fs.openSync(path.join(folder, `keeper-${token}.log`), 'a');
-  const child = spawn(process.execPath, [KEEPER_SCRIPT, String(process.ppid), token], { detached: true, stdio: ['ignore', 'pipe', log] });
-  fs.closeSync(log);
-  let out = '';
-  const line = await new Promise<string>((resolve, reject) => {
-    child.stdout!.on('data', (d) => {
-      out += d.toString();
-      if (out.includes('\n')) resolve(out.slice(0, out.indexOf('\n')));
-    });
-    child.once('exit', (code, signal) => reject(new Error(`the ClickHouse keeper exited (${code ?? signal}) before its cluster was ready: ${out}${fs.readFileSync(path.join(folder, `keeper-${token}.log`), 'utf8').slice(-2000)}`)));
-  });
-  child.stdout!.destroy();
-  child.removeAllListeners('exit');
-  child.unref();
-  const ready = /^ready (.+)$/.exec(line);
-  if (!ready) throw new Error(`the ClickHouse keeper could not start its cluster: ${line}`);
-  return { socketPath: ready[1]!, token };
-}
-
-/**
- * A cluster for one test file: a free one of this suite run (reset to a started one's state when
- * its last file let it go), else a new one, started by a keeper process that keeps it for the
- * run's later files and stops it when the test runner exits or after a minute unused. `stop()`
- * gives it back (so does the file's exit). Files running at once never share one.
- */
-export async function leaseClickHouseCluster(): Promise<RunningClickHouseCluster> {
-  const why = clickhouseUnavailable();
-  if (why) throw new Error(why);
-  const folder = keepersFolder();
-  fs.mkdirSync(folder, { recursive: true });
-  let lease: { lent: LentCluster; socket: net.Socket } | null = null;
-  for (const entry of fs.readdirSync(folder).filter((n) => n.endsWith('.sock'))) {
-    lease = await askKeeper(path.join(folder, entry), '');
-    if (lease) break;
-  }
-  if (!lease) {
-    // Every cluster of the run is lent (or there is none yet): a new keeper lends its own to this file first.
-    const keeper = await startKeeper(folder);
-    lease = await askKeeper(keeper.socketPath, keeper.token);
-    if (!lease) throw new Error('the ClickHouse keeper this file started did not lend it its cluster');
-  }
-  const { lent, socket } = lease;
-  return {
-    nodes: lent.nodes,
-    cluster: 'dp_cluster',
-    singleCluster: 'dp_single',
-    user: 'default',
-    password: lent.password,
-    zookeeperPort: lent.zookeeperPort,
-    async stop() {
-      if (socket.destroyed) return;
-      // Held open until the keeper closes its end: the file's last hook waits for it.
-      socket.ref();
-      await new Promise<void>((resolve) => {
-        socket.once('close', () => resolve());
-        socket.end();
-      });
-    },
-  };
 }

@@ -12,7 +12,7 @@ import { WAREHOUSE_TARGET_SERVICE, type WarehouseTargetService } from '../../../
 import { runCommand } from '../../../sdk/testing.js';
 import { closeInProcessClis, runInProcess, startServer, type TestServer } from '../../helpers.js';
 import { clickhouseTestProject } from '../../support/clickhouse-project.js';
-import { clickhouseUnavailable, leaseClickHouseCluster, type RunningClickHouseCluster } from '../../support/clickhouse.js';
+import { clickhouseUnavailable, startClickHouseCluster, type RunningClickHouseCluster } from '../../support/clickhouse.js';
 
 const missing = clickhouseUnavailable();
 if (missing) console.log(`# skipped: the ClickHouse tests need the Debian packages: ${missing}`);
@@ -44,7 +44,7 @@ describe('checks, contracts, assertions, status and DAG on a ClickHouse target',
   let root: string;
   let server: TestServer;
   before(async () => {
-    ch = await leaseClickHouseCluster();
+    ch = await startClickHouseCluster();
     root = project(ch);
     server = await startServer(root, { env: 'prod' });
   });

@@ -10,7 +10,7 @@ import { WAREHOUSE_TARGET_SERVICE, type ModelsService, type WarehouseTargetServi
 import { runCommand } from '../../../sdk/testing.js';
 import { bootApp } from '../../helpers.js';
 import { clickhouseTestProject } from '../../support/clickhouse-project.js';
-import { clickhouseUnavailable, leaseClickHouseCluster, type RunningClickHouseCluster } from '../../support/clickhouse.js';
+import { clickhouseUnavailable, startClickHouseCluster, type RunningClickHouseCluster } from '../../support/clickhouse.js';
 import { ClickHouseTarget } from '../../../plugins/target-clickhouse/client.js';
 import { acquireRunLock } from '../../../plugins/target-clickhouse/lock.js';
 
@@ -36,7 +36,7 @@ describe('ClickHouse target on a 2-shard cluster', { skip: missing, timeout: 300
   let direct: ClickHouseTarget;
   const apps: App[] = [];
   before(async () => {
-    ch = await leaseClickHouseCluster();
+    ch = await startClickHouseCluster();
     direct = await ClickHouseTarget.open({ type: 'clickhouse', url: ch.nodes[0]!.url, user: 'default', password: ch.password, database: 'shop', cluster: ch.cluster });
     app = await bootApp(project(ch), { env: 'prod' });
     apps.push(app);

@@ -13,7 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { runCommand } from '../../../sdk/testing.js';
 import { startServer, type TestServer } from '../../helpers.js';
 import { clickhouseTestProject } from '../../support/clickhouse-project.js';
-import { clickhouseUnavailable, leaseClickHouseCluster, type RunningClickHouseCluster } from '../../support/clickhouse.js';
+import { clickhouseUnavailable, startClickHouseCluster, type RunningClickHouseCluster } from '../../support/clickhouse.js';
 
 const missing = clickhouseUnavailable();
 if (missing) console.log(`# skipped: the ClickHouse tests need the Debian packages: ${missing}`);
@@ -26,7 +26,7 @@ describe('after-build hooks of a transform on a ClickHouse target', { skip: miss
   let root: string;
   let server: TestServer;
   before(async () => {
-    ch = await leaseClickHouseCluster();
+    ch = await startClickHouseCluster();
     root = clickhouseTestProject(ch, {
       // Order 5's customer does not exist: its name is NULL (join_use_nulls), so no_nulls fails.
       'transform/marts/orphans.sql': '-- @config materialized=table\n-- @assert no_nulls(name)\n-- @assert row_count >= 1\nSELECT o.id, c.name FROM staging.stg_orders AS o LEFT JOIN seeds.customers AS c ON o.customer_id = c.id\n',

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { runCommand } from '../../../sdk/testing.js';
 import { clickhouseTestProject } from '../../support/clickhouse-project.js';
-import { clickhouseUnavailable, leaseClickHouseCluster, type RunningClickHouseCluster } from '../../support/clickhouse.js';
+import { clickhouseUnavailable, startClickHouseCluster, type RunningClickHouseCluster } from '../../support/clickhouse.js';
 import { startServerWithRoles, type RoleServer } from '../../support/role-server.js';
 
 const missing = clickhouseUnavailable();
@@ -26,7 +26,7 @@ describe('native ClickHouse models and dp tables on a ClickHouse cluster', { ski
   const as = (role: 'viewer' | 'admin', method: string, url: string, body?: unknown) => srv.s.request(method, url, body, { token: srv.tokens[role] });
 
   before(async () => {
-    ch = await leaseClickHouseCluster();
+    ch = await startClickHouseCluster();
     const root = clickhouseTestProject(ch, {
       // One row per customer (LIMIT 1 BY), its name or country unrolled by arrayJoin: DuckDB's parser refuses LIMIT n BY.
       'transform/marts/tags.sql':

@@ -17,7 +17,7 @@ import type { App } from '../../../kernel/app.js';
 import type { QueryTarget, QueryTargetRun } from '../../../sdk/index.js';
 import { runCommand } from '../../../sdk/testing.js';
 import { bootApp, makeProject } from '../../helpers.js';
-import { clickhouseUnavailable, leaseClickHouseCluster, type RunningClickHouseCluster } from '../../support/clickhouse.js';
+import { clickhouseUnavailable, startClickHouseCluster, type RunningClickHouseCluster } from '../../support/clickhouse.js';
 import { startServerWithRoles, type RoleServer } from '../../support/role-server.js';
 import { ClickHouseTarget } from '../../../plugins/target-clickhouse/client.js';
 
@@ -74,7 +74,7 @@ describe('queries with masking on a ClickHouse cluster', { skip: missing, timeou
   const q = (role: 'viewer' | 'editor' | 'admin', sql: string, route = '/api/query') => srv.s.request('POST', route, { sql }, { token: srv.tokens[role] });
 
   before(async () => {
-    ch = await leaseClickHouseCluster();
+    ch = await startClickHouseCluster();
     direct = await ClickHouseTarget.open({ type: 'clickhouse', url: ch.nodes[1]!.url, user: 'default', password: ch.password });
     const root = makeProject({
       'project.yml': `name: chq

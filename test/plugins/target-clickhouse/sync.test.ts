@@ -16,7 +16,7 @@ import pg from 'pg';
 import { startServer, type TestServer } from '../../helpers.js';
 import { clickhouseTestProject } from '../../support/clickhouse-project.js';
 import { startPostgres } from '../../support/databases.js';
-import { clickhouseUnavailable, leaseClickHouseCluster, type RunningClickHouseCluster } from '../../support/clickhouse.js';
+import { clickhouseUnavailable, startClickHouseCluster, type RunningClickHouseCluster } from '../../support/clickhouse.js';
 
 const missing = clickhouseUnavailable();
 if (missing) console.log(`# skipped: the ClickHouse tests need the Debian packages: ${missing}`);
@@ -29,7 +29,7 @@ describe('connector syncs to a ClickHouse target', { skip: missing, timeout: 300
   let root: string;
   let server: TestServer;
   before(async () => {
-    ch = await leaseClickHouseCluster();
+    ch = await startClickHouseCluster();
     root = clickhouseTestProject(ch, {
       'data/exports/products.csv': 'id,name\n1,Pen\n2,Book\n',
       'data/exports/events.csv': 'id,kind,updated\n1,view,2024-01-01 10:00:00\n2,buy,2024-01-02 11:00:00\n3,view,2024-01-02 12:30:00\n',
