@@ -4,16 +4,17 @@
  * on 127.0.0.1 (startServer: the same App and HTTP server `dp serve` runs in its engine process,
  * without the two process boots; the UI tests are about the pages, not the process), and Debian's
  * headless Chromium driven by playwright-core (never a downloaded browser). One server and one
- * browser per test file; each test takes a fresh context (own cookies and storage) from it.
+ * browser per test file (one more per page open at the same time); each test's page starts
+ * without the cookies and storage of the tests before it.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before } from 'node:test';
-import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { builtShop, copyShop, REPO_ROOT, startServer } from '../helpers.js';
 
-export const CHROMIUM = process.env.DP_CHROMIUM ?? '/usr/bin/chromium';
 /** Screenshots land here (ignored by git; CI keeps them as artifacts). */
 export const ARTIFACTS = path.join(REPO_ROOT, 'test', 'artifacts');
 
@@ -90,23 +91,68 @@ export async function serveProject(root: string, options: { auth?: boolean } = {
  */
 export const UI_SUITE_TIMEOUT_MS = 900_000;
 
-let shared: Promise<Browser> | null = null;
+/**
+ * Debian's old headless shell (package chromium-headless-shell, `chromium --headless=old` before
+ * Chromium 132) when installed: a page costs it about half the CPU of the full browser's headless
+ * mode (README "Tests": UI tests). Otherwise the full browser.
+ */
+const HEADLESS_SHELL = '/usr/lib/chromium/chromium-headless-shell';
 
-/** The test file's headless Chromium (launched once; closed by closeBrowser). */
-export function browser(): Promise<Browser> {
-  shared ??= chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
-  });
-  return shared;
+/** The browser the UI tests run: DP_CHROMIUM, else the headless shell when installed, else /usr/bin/chromium. */
+export const CHROMIUM = process.env.DP_CHROMIUM ?? (fs.existsSync(HEADLESS_SHELL) ? HEADLESS_SHELL : '/usr/bin/chromium');
+
+const VIEWPORT = { width: 1400, height: 900 };
+
+/**
+ * A browser of the test file with one persistent context (its own profile folder): a page opened
+ * in it finds the UI's scripts compiled in the profile's code cache, which halves what a fresh
+ * page costs (an incognito context compiles the whole bundle again for every page). A test takes
+ * a free one and gets it back without cookies, permissions or site data (openPage); pages open at
+ * the same time (two people) take one each, so each has its own cookies.
+ */
+interface BrowserSlot {
+  context: BrowserContext;
+  baseURL: string;
+  profile: string;
+  busy: boolean;
 }
 
+const slots: BrowserSlot[] = [];
+
+async function takeSlot(baseURL: string): Promise<BrowserSlot> {
+  const free = slots.find((s) => !s.busy && s.baseURL === baseURL);
+  if (free) {
+    free.busy = true;
+    return free;
+  }
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-chromium-'));
+  const slot: BrowserSlot = { context: undefined as unknown as BrowserContext, baseURL, profile, busy: true };
+  slots.push(slot);
+  try {
+    slot.context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+      baseURL,
+      viewport: VIEWPORT,
+    });
+  } catch (e) {
+    slots.splice(slots.indexOf(slot), 1);
+    fs.rmSync(profile, { recursive: true, force: true });
+    throw e;
+  }
+  return slot;
+}
+
+/** Closes the file's browsers (after its tests; shopForTests does it). */
 export async function closeBrowser(): Promise<void> {
-  if (!shared) return;
-  const b = await shared;
-  shared = null;
-  await b.close();
+  const all = slots.splice(0);
+  await Promise.all(
+    all.map(async (s) => {
+      await s.context?.close().catch(() => undefined);
+      fs.rmSync(s.profile, { recursive: true, force: true });
+    }),
+  );
 }
 
 export interface OpenedPage {
@@ -124,22 +170,41 @@ export interface OpenPageOptions {
 }
 
 /**
- * A fresh browser context (its own cookies and localStorage) with one page at `url + path`.
- * `colorScheme` picks the system theme the page sees.
+ * A page at `url + path` with no cookies, permissions or site data (localStorage) of an earlier
+ * test: a fresh page of a free browser of the file, cleared. `colorScheme` picks the system
+ * theme the page sees.
  */
 export async function openPage(server: { url: string }, urlPath = '/', options: OpenPageOptions = {}): Promise<OpenedPage> {
-  const b = await browser();
-  const context = await b.newContext({ baseURL: server.url, colorScheme: options.colorScheme ?? 'light', viewport: options.viewport ?? { width: 1400, height: 900 } });
-  const page = await context.newPage();
-  // Generous: a loaded CI machine renders slowly, and only a failing wait waits it out.
-  page.setDefaultTimeout(45_000);
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
-  page.on('console', (m) => {
-    if (m.type() === 'error') errors.push(`console: ${m.text()}`);
-  });
-  await page.goto(urlPath);
-  return { page, context, errors, close: () => context.close() };
+  const slot = await takeSlot(server.url);
+  const { context } = slot;
+  const release = async () => {
+    // Every page of the test (a popup, a download's) closes; the profile's first tab stays.
+    await Promise.all(context.pages().slice(1).map((p) => p.close()));
+    slot.busy = false;
+  };
+  try {
+    await context.clearCookies();
+    await context.clearPermissions();
+    const page = await context.newPage();
+    // What the site stored in an earlier test (the profile keeps it, as a browser does).
+    const cdp = await context.newCDPSession(page);
+    await cdp.send('Storage.clearDataForOrigin', { origin: new URL(server.url).origin, storageTypes: 'local_storage,indexeddb,cache_storage,service_workers' });
+    await cdp.detach();
+    await page.emulateMedia({ colorScheme: options.colorScheme ?? 'light' });
+    if (options.viewport) await page.setViewportSize(options.viewport);
+    // Generous: a loaded CI machine renders slowly, and only a failing wait waits it out.
+    page.setDefaultTimeout(45_000);
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(`console: ${m.text()}`);
+    });
+    await page.goto(urlPath);
+    return { page, context, errors, close: release };
+  } catch (e) {
+    await release();
+    throw e;
+  }
 }
 
 export interface PageStepOptions extends OpenPageOptions {

@@ -119,7 +119,8 @@ describe('notebooks page', { timeout: UI_SUITE_TIMEOUT_MS }, () => {
     try {
       const sqlCell = page.getByTestId('notebook-cell').nth(1);
       await sqlCell.getByRole('button', { name: 'Run', exact: true }).click();
-      await sqlCell.getByTestId('cell-output').getByText('42').waitFor();
+      // Exact: the output's timing line ("1 row · 342.41 ms") may contain 42 too.
+      await sqlCell.getByTestId('cell-output').getByText('42', { exact: true }).waitFor();
       const codeCell = page.getByTestId('notebook-cell').nth(2);
       await codeCell.getByRole('button', { name: 'Run', exact: true }).click();
       await codeCell.getByTestId('cell-error').getByText('boom').waitFor();
