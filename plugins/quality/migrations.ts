@@ -39,4 +39,9 @@ export const MIGRATIONS = [
     sql: `CREATE TABLE IF NOT EXISTS _service.model_freshness (
      model VARCHAR PRIMARY KEY, last_built_at TIMESTAMP, last_status VARCHAR, run_id VARCHAR)`,
   },
+  {
+    // The content fingerprint of the profiled relation (profiles.ts): an unchanged rebuild copies its profile.
+    id: 'quality-007',
+    sql: `ALTER TABLE _service.model_profiles ADD COLUMN IF NOT EXISTS fingerprint VARCHAR`,
+  },
 ];
