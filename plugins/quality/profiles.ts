@@ -171,29 +171,34 @@ export function unchangedProfilesSql(targets: readonly ProfileTarget[]): string 
   return `SELECT m.k, p.seq
   FROM (${passes.join('\n  UNION ALL ')}) f
   JOIN (SELECT unnest(from_json(${quoteLiteral(meta)}, '[{"k":"INTEGER","model":"VARCHAR","sig":"VARCHAR"}]'), recursive := true)) m ON m.k = f.k
-  JOIN (SELECT model, seq, fingerprint FROM _service.model_profiles WHERE model IN (${models})
-        QUALIFY row_number() OVER (PARTITION BY model ORDER BY seq DESC) = 1) p
+  JOIN (SELECT p.model, p.seq, x.fingerprint FROM _service.model_profiles p LEFT JOIN _service.model_profile_fingerprints x ON x.id = p.id
+         WHERE p.model IN (${models})
+        QUALIFY row_number() OVER (PARTITION BY p.model ORDER BY p.seq DESC) = 1) p
     ON p.model = m.model AND p.fingerprint = m.sig || '|' || f.f`;
 }
 
-/** Stores, for each target, a copy of the stored profile `seq` (same content, so the same metrics) under the target's run. */
+/** Stores, for each target, a copy of the stored profile `seq` and its fingerprint (same content, so the same metrics) under the target's run. */
 export function copyProfilesSql(copies: ReadonlyArray<{ target: ProfileTarget; seq: number }>, profiledAt: string): string {
-  const meta = JSON.stringify(copies.map((c) => ({ seq: c.seq, id: randomUUID(), run_id: c.target.runId })));
-  return `INSERT INTO _service.model_profiles (id, run_id, model, row_count, columns, profiled_at, fingerprint)
-SELECT c.id, c.run_id, p.model, p.row_count, p.columns, TIMESTAMP ${quoteLiteral(profiledAt)}, p.fingerprint
-  FROM _service.model_profiles p
-  JOIN (SELECT unnest(from_json(${quoteLiteral(meta)}, '[{"seq":"BIGINT","id":"VARCHAR","run_id":"VARCHAR"}]'), recursive := true)) c ON p.seq = c.seq`;
+  const meta = `(SELECT unnest(from_json(${quoteLiteral(JSON.stringify(copies.map((c) => ({ seq: c.seq, id: randomUUID(), run_id: c.target.runId }))))}, '[{"seq":"BIGINT","id":"VARCHAR","run_id":"VARCHAR"}]'), recursive := true))`;
+  return `INSERT INTO _service.model_profiles (id, run_id, model, row_count, columns, profiled_at)
+SELECT c.id, c.run_id, p.model, p.row_count, p.columns, TIMESTAMP ${quoteLiteral(profiledAt)} FROM _service.model_profiles p JOIN ${meta} c ON p.seq = c.seq;
+INSERT INTO _service.model_profile_fingerprints (id, fingerprint)
+SELECT c.id, x.fingerprint FROM _service.model_profiles p JOIN _service.model_profile_fingerprints x ON x.id = p.id JOIN ${meta} c ON p.seq = c.seq`;
 }
 
+const PASS = 'temp.main.__dp_profile_pass';
+
 /**
- * One statement that computes the metrics profile of every target and stores it in
- * `_service.model_profiles`, with the relation's content fingerprint (taken in the same pass, so a
- * stored fingerprint always describes the rows its profile was computed on). Per target, one
- * aggregate pass returns a plain list: `[rows, non-NULL count of column 1, distinct count of
- * column 1, …]`; the targets' names and column names/types come in as one JSON literal, and a
- * single lambda shapes each list into the stored JSON. (Keeping the per-target SQL this small
- * matters: DuckDB plans a UNION ALL of 25 of these in a third of the time it takes for 25 branches
- * that each build their own JSON.) `profiledAt` is naive UTC text.
+ * The statements that compute the metrics profile of every target and store it in
+ * `_service.model_profiles`, with the relation's content fingerprint in
+ * `_service.model_profile_fingerprints` (taken in the same pass, so a stored fingerprint always
+ * describes the rows its profile was computed on). Per target, one aggregate pass returns a plain
+ * list: `[rows, non-NULL count of column 1, distinct count of column 1, …]`; the targets' names and
+ * column names/types come in as one JSON literal, and a single lambda shapes each list into the
+ * stored JSON. (Keeping the per-target SQL this small matters: DuckDB plans a UNION ALL of 25 of
+ * these in a third of the time it takes for 25 branches that each build their own JSON.) The
+ * passes' one row per target is kept in a temporary table for the two inserts. `profiledAt` is
+ * naive UTC text.
  */
 export function recordProfilesSql(targets: readonly ProfileTarget[], profiledAt: string): string {
   const passes = targets.map((t, k) => {
@@ -205,13 +210,16 @@ export function recordProfilesSql(targets: readonly ProfileTarget[], profiledAt:
     return `SELECT ${k} AS k, [${aggregates.join(', ')}] AS v, ${contentFingerprint(t)} AS f FROM ${qualified(t.schema, t.table)}`;
   });
   const meta = JSON.stringify(targets.map((t, k) => ({ k, id: randomUUID(), run_id: t.runId, model: t.model, sig: columnsSignature(t.columns), cols: t.columns })));
+  const targetsJoin = `JOIN (SELECT unnest(from_json(${quoteLiteral(meta)}, ${TARGETS_SHAPE})) AS t) m ON m.t.k = s.k`;
   // Lambda index i is 1-based: v[2i] is the non-NULL count of column i, v[2i + 1] its distinct count.
   const nulls = '(s.v[1] - s.v[2 * i])';
   const metrics = `{'name': c.name, 'type': c.type, 'null_count': ${nulls}, 'null_pct': CASE WHEN s.v[1] = 0 THEN 0 ELSE round(${nulls} * 100 / s.v[1]::DOUBLE, 4) END, 'distinct_count': s.v[2 * i + 1]}`;
-  return `INSERT INTO _service.model_profiles (id, run_id, model, row_count, columns, profiled_at, fingerprint)
-SELECT m.t.id, m.t.run_id, m.t.model, s.v[1], to_json(list_transform(m.t.cols, lambda c, i: ${metrics})), TIMESTAMP ${quoteLiteral(profiledAt)}, m.t.sig || '|' || s.f
-  FROM (${passes.join('\n  UNION ALL ')}) s
-  JOIN (SELECT unnest(from_json(${quoteLiteral(meta)}, ${TARGETS_SHAPE})) AS t) m ON m.t.k = s.k`;
+  return `CREATE OR REPLACE TEMP TABLE __dp_profile_pass AS ${passes.join('\n  UNION ALL ')};
+INSERT INTO _service.model_profiles (id, run_id, model, row_count, columns, profiled_at)
+SELECT m.t.id, m.t.run_id, m.t.model, s.v[1], to_json(list_transform(m.t.cols, lambda c, i: ${metrics})), TIMESTAMP ${quoteLiteral(profiledAt)}
+  FROM ${PASS} s ${targetsJoin};
+INSERT INTO _service.model_profile_fingerprints (id, fingerprint) SELECT m.t.id, m.t.sig || '|' || s.f FROM ${PASS} s ${targetsJoin};
+DROP TABLE ${PASS}`;
 }
 
 export interface StoredProfile {
