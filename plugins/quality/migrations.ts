@@ -39,4 +39,12 @@ export const MIGRATIONS = [
     sql: `CREATE TABLE IF NOT EXISTS _service.model_freshness (
      model VARCHAR PRIMARY KEY, last_built_at TIMESTAMP, last_status VARCHAR, run_id VARCHAR)`,
   },
+  {
+    // The content fingerprint of each profiled relation, by profile id (profiles.ts): an unchanged
+    // rebuild copies its profile. A table of its own, not a column: DuckDB 1.5 cannot replay an
+    // ALTER TABLE … ADD COLUMN of model_profiles (its nextval default) from the WAL after a kill,
+    // and the file would no longer open.
+    id: 'quality-007',
+    sql: `CREATE TABLE IF NOT EXISTS _service.model_profile_fingerprints (id VARCHAR, fingerprint VARCHAR)`,
+  },
 ];

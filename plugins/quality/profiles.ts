@@ -4,7 +4,7 @@
  * masking applies. A metrics-only profile of each built model is recorded for anomaly detection:
  * one INSERT … SELECT computes and stores the profiles of a whole batch of models.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { errorMessage, isDpError, qualified, quoteIdent, quoteLiteral, type Caller, type DbConnection, type PluginContext, type QueryStopSignal } from '../../sdk/index.js';
 import type { ColumnProfile, TableProfile } from './api-types.js';
 import { assertVisible, isoUtc, isServiceSchema, maskedColumnsFor, parseJson, type ColumnInfo } from './relations.js';
@@ -133,15 +133,72 @@ export interface ProfileTarget {
   columns: ColumnInfo[];
 }
 
-const TARGETS_SHAPE = `'[{"k":"INTEGER","id":"VARCHAR","run_id":"VARCHAR","model":"VARCHAR","cols":[{"name":"VARCHAR","type":"VARCHAR"}]}]'`;
+const TARGETS_SHAPE = `'[{"k":"INTEGER","id":"VARCHAR","run_id":"VARCHAR","model":"VARCHAR","sig":"VARCHAR","cols":[{"name":"VARCHAR","type":"VARCHAR"}]}]'`;
 
 /**
- * One statement that computes the metrics profile of every target and stores it in
- * `_service.model_profiles`. Per target, one aggregate pass returns a plain list: `[rows, non-NULL
- * count of column 1, distinct count of column 1, …]`; the targets' names and column names/types
- * come in as one JSON literal, and a single lambda shapes each list into the stored JSON. (Keeping
- * the per-target SQL this small matters: DuckDB plans a UNION ALL of 25 of these in a third of the
- * time it takes for 25 branches that each build their own JSON.) `profiledAt` is naive UTC text.
+ * The part of a relation's fingerprint known without reading it: its column names and types, in order.
+ * (A profile stores names and types, so a relation whose columns changed never shares a profile.)
+ */
+function columnsSignature(columns: readonly ColumnInfo[]): string {
+  return createHash('sha256')
+    .update(JSON.stringify(columns.map((c) => [c.name, c.type])))
+    .digest('hex')
+    .slice(0, 32);
+}
+
+/**
+ * The aggregate that fingerprints a relation's content: its row count and the sum of a hash of
+ * every whole row. Equal fingerprints mean the same multiset of rows (but for a 64-bit hash
+ * collision), so the same counts, null counts and distinct counts; a hash and a sum per row cost a
+ * small part of the exact distinct counts of every column (bench/README.md "Transform overhead").
+ * The stored fingerprint is `<columns signature>|<this>`.
+ */
+function contentFingerprint(t: ProfileTarget): string {
+  const row = t.columns.map((c) => quoteIdent(c.name)).join(', ');
+  return `CAST(count(*) AS VARCHAR) || ':' || CAST(coalesce(sum(hash(${row})), 0) AS VARCHAR)`;
+}
+
+/**
+ * One query that fingerprints every target and answers, for those whose latest stored profile has
+ * the same fingerprint, its `seq`: rows `{k, seq}` (k is the target's index). A rebuilt relation
+ * whose content did not change (a forced rerun, an upstream change that did not reach it) takes
+ * that profile over with copyProfilesSql instead of being profiled again.
+ */
+export function unchangedProfilesSql(targets: readonly ProfileTarget[]): string {
+  const passes = targets.map((t, k) => `SELECT ${k} AS k, ${contentFingerprint(t)} AS f FROM ${qualified(t.schema, t.table)}`);
+  const meta = JSON.stringify(targets.map((t, k) => ({ k, model: t.model, sig: columnsSignature(t.columns) })));
+  const models = [...new Set(targets.map((t) => quoteLiteral(t.model)))].join(', ');
+  return `SELECT m.k, p.seq
+  FROM (${passes.join('\n  UNION ALL ')}) f
+  JOIN (SELECT unnest(from_json(${quoteLiteral(meta)}, '[{"k":"INTEGER","model":"VARCHAR","sig":"VARCHAR"}]'), recursive := true)) m ON m.k = f.k
+  JOIN (SELECT p.model, p.seq, x.fingerprint FROM _service.model_profiles p LEFT JOIN _service.model_profile_fingerprints x ON x.id = p.id
+         WHERE p.model IN (${models})
+        QUALIFY row_number() OVER (PARTITION BY p.model ORDER BY p.seq DESC) = 1) p
+    ON p.model = m.model AND p.fingerprint = m.sig || '|' || f.f`;
+}
+
+/** Stores, for each target, a copy of the stored profile `seq` and its fingerprint (same content, so the same metrics) under the target's run. */
+export function copyProfilesSql(copies: ReadonlyArray<{ target: ProfileTarget; seq: number }>, profiledAt: string): string {
+  const meta = `(SELECT unnest(from_json(${quoteLiteral(JSON.stringify(copies.map((c) => ({ seq: c.seq, id: randomUUID(), run_id: c.target.runId }))))}, '[{"seq":"BIGINT","id":"VARCHAR","run_id":"VARCHAR"}]'), recursive := true))`;
+  return `INSERT INTO _service.model_profiles (id, run_id, model, row_count, columns, profiled_at)
+SELECT c.id, c.run_id, p.model, p.row_count, p.columns, TIMESTAMP ${quoteLiteral(profiledAt)} FROM _service.model_profiles p JOIN ${meta} c ON p.seq = c.seq;
+INSERT INTO _service.model_profile_fingerprints (id, fingerprint)
+SELECT c.id, x.fingerprint FROM _service.model_profiles p JOIN _service.model_profile_fingerprints x ON x.id = p.id JOIN ${meta} c ON p.seq = c.seq`;
+}
+
+const PASS = 'temp.main.__dp_profile_pass';
+
+/**
+ * The statements that compute the metrics profile of every target and store it in
+ * `_service.model_profiles`, with the relation's content fingerprint in
+ * `_service.model_profile_fingerprints` (taken in the same pass, so a stored fingerprint always
+ * describes the rows its profile was computed on). Per target, one aggregate pass returns a plain
+ * list: `[rows, non-NULL count of column 1, distinct count of column 1, …]`; the targets' names and
+ * column names/types come in as one JSON literal, and a single lambda shapes each list into the
+ * stored JSON. (Keeping the per-target SQL this small matters: DuckDB plans a UNION ALL of 25 of
+ * these in a third of the time it takes for 25 branches that each build their own JSON.) The
+ * passes' one row per target is kept in a temporary table for the two inserts. `profiledAt` is
+ * naive UTC text.
  */
 export function recordProfilesSql(targets: readonly ProfileTarget[], profiledAt: string): string {
   const passes = targets.map((t, k) => {
@@ -150,16 +207,19 @@ export function recordProfilesSql(targets: readonly ProfileTarget[], profiledAt:
       const col = quoteIdent(c.name);
       aggregates.push(`count(${col})`, distinctCount(col, c.type));
     }
-    return `SELECT ${k} AS k, [${aggregates.join(', ')}] AS v FROM ${qualified(t.schema, t.table)}`;
+    return `SELECT ${k} AS k, [${aggregates.join(', ')}] AS v, ${contentFingerprint(t)} AS f FROM ${qualified(t.schema, t.table)}`;
   });
-  const meta = JSON.stringify(targets.map((t, k) => ({ k, id: randomUUID(), run_id: t.runId, model: t.model, cols: t.columns })));
+  const meta = JSON.stringify(targets.map((t, k) => ({ k, id: randomUUID(), run_id: t.runId, model: t.model, sig: columnsSignature(t.columns), cols: t.columns })));
+  const targetsJoin = `JOIN (SELECT unnest(from_json(${quoteLiteral(meta)}, ${TARGETS_SHAPE})) AS t) m ON m.t.k = s.k`;
   // Lambda index i is 1-based: v[2i] is the non-NULL count of column i, v[2i + 1] its distinct count.
   const nulls = '(s.v[1] - s.v[2 * i])';
   const metrics = `{'name': c.name, 'type': c.type, 'null_count': ${nulls}, 'null_pct': CASE WHEN s.v[1] = 0 THEN 0 ELSE round(${nulls} * 100 / s.v[1]::DOUBLE, 4) END, 'distinct_count': s.v[2 * i + 1]}`;
-  return `INSERT INTO _service.model_profiles (id, run_id, model, row_count, columns, profiled_at)
+  return `CREATE OR REPLACE TEMP TABLE __dp_profile_pass AS ${passes.join('\n  UNION ALL ')};
+INSERT INTO _service.model_profiles (id, run_id, model, row_count, columns, profiled_at)
 SELECT m.t.id, m.t.run_id, m.t.model, s.v[1], to_json(list_transform(m.t.cols, lambda c, i: ${metrics})), TIMESTAMP ${quoteLiteral(profiledAt)}
-  FROM (${passes.join('\n  UNION ALL ')}) s
-  JOIN (SELECT unnest(from_json(${quoteLiteral(meta)}, ${TARGETS_SHAPE})) AS t) m ON m.t.k = s.k`;
+  FROM ${PASS} s ${targetsJoin};
+INSERT INTO _service.model_profile_fingerprints (id, fingerprint) SELECT m.t.id, m.t.sig || '|' || s.f FROM ${PASS} s ${targetsJoin};
+DROP TABLE ${PASS}`;
 }
 
 export interface StoredProfile {

@@ -19,7 +19,7 @@
  */
 import { errorMessage, type PluginContext } from '../../sdk/index.js';
 import { recordBuildsSql, type QueuedBuild } from './freshness.js';
-import { recordProfilesSql, type ProfileTarget } from './profiles.js';
+import { copyProfilesSql, recordProfilesSql, unchangedProfilesSql, type ProfileTarget } from './profiles.js';
 import { columnsKey, relationColumns, utcNow } from './relations.js';
 import { activeTarget, recordOnTarget } from './target-records.js';
 
@@ -154,16 +154,28 @@ export class BuildRecorder {
         else ctx.log.warn('a built model is gone before its profile was recorded', { model: b.model });
       }
     }
+    const unchanged = targets.length ? await this.unchanged(targets) : new Map<ProfileTarget, number>();
+    const copies = [...unchanged].map(([target, seq]) => ({ target, seq }));
+    const fresh = targets.filter((t) => !unchanged.has(t));
     const profiledAt = utcNow();
+    const statements = [builds];
+    if (copies.length) statements.push(copyProfilesSql(copies, profiledAt));
+    if (fresh.length) statements.push(recordProfilesSql(fresh, profiledAt));
     try {
-      const statements = targets.length ? [builds, recordProfilesSql(targets, profiledAt)] : [builds];
       await ctx.db.run(`BEGIN TRANSACTION;\n${statements.join(';\n')};\nCOMMIT;`);
     } catch (e) {
       if (targets.length === 0) throw e;
       // One relation that cannot be profiled (a view whose source is gone, say) must not cost the
       // others their records: record the builds, then each profile on its own.
       await ctx.db.run(builds);
-      for (const t of targets) {
+      if (copies.length) {
+        try {
+          await ctx.db.run(copyProfilesSql(copies, profiledAt));
+        } catch (err) {
+          ctx.log.error('recording model profiles failed', { models: copies.map((c) => c.target.model), error: errorMessage(err) });
+        }
+      }
+      for (const t of fresh) {
         try {
           await ctx.db.run(recordProfilesSql([t], profiledAt));
         } catch (err) {
@@ -171,5 +183,20 @@ export class BuildRecorder {
         }
       }
     }
+  }
+
+  /**
+   * Targets whose content has the fingerprint of their latest stored profile, with that profile's
+   * seq: profiling them again would store the same metrics. When the fingerprints cannot be taken
+   * (a relation that cannot be read), every target is profiled, and the profile pass reports why.
+   */
+  private async unchanged(targets: ProfileTarget[]): Promise<Map<ProfileTarget, number>> {
+    const out = new Map<ProfileTarget, number>();
+    try {
+      for (const r of await this.ctx.db.all<{ k: number; seq: bigint | number }>(unchangedProfilesSql(targets))) out.set(targets[Number(r.k)], Number(r.seq));
+    } catch {
+      out.clear();
+    }
+    return out;
   }
 }

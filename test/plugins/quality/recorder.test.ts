@@ -79,8 +79,8 @@ describe('quality: build recorder', () => {
     await recorder.settled('burst');
     assert.deepEqual(
       statements.map((s) => s.kind),
-      ['all', 'run'],
-      'one catalog query and one statement for 34 builds',
+      ['all', 'all', 'run'],
+      'one catalog query, one fingerprint query and one statement for 34 builds',
     );
     assert.deepEqual(logged, []);
 
@@ -170,7 +170,8 @@ describe('quality: build recorder', () => {
       await tick();
     }
     await recorder.settled('company');
-    const batches = statements.filter((s) => s.kind === 'run').map((s) => (s.sql.match(/ AS k, \[/g) ?? []).length);
+    // Each batch fingerprints its relations in one query (these were profiled before, so their profiles are copied).
+    const batches = statements.filter((s) => s.kind === 'all' && !s.sql.startsWith('catalog.')).map((s) => (s.sql.match(/ AS k, CAST\(count/g) ?? []).length);
     assert.deepEqual(batches, [MIN_BATCH, 3], 'the late builds shared one batch');
     assert.equal((await storedProfiles(app, 'company')).size, MIN_BATCH + 3);
   });
@@ -186,6 +187,47 @@ describe('quality: build recorder', () => {
     assert.equal((await storedProfiles(app, 'lone')).size, 0, 'it waited for other builds first');
     await clock.advance(1);
     await waitUntil(async () => (await storedProfiles(app, 'lone')).size === 1, 'the lone build to be recorded');
+  });
+
+  it('a rebuilt relation with the same content takes over its last profile; a changed one is profiled again', async () => {
+    await app.db.run(`CREATE TABLE r.fp AS SELECT range AS id, range % 5 AS g, CASE WHEN range % 7 = 0 THEN NULL ELSE 'x' || (range % 3) END AS s FROM range(1000)`);
+    const { ctx, statements, logged } = countingContext(app);
+    const recorder = new BuildRecorder(ctx);
+    const profiledIn = (runId: string) => {
+      const run = statements.filter((s) => s.kind === 'run').at(-1)!.sql;
+      return { profiled: run.includes('count(DISTINCT'), copied: run.includes('FROM _service.model_profiles p'), runId };
+    };
+    const expected = async () => {
+      const stats = await computeStats({ db: app.db } as PluginContext, 'r', 'fp');
+      return { row_count: stats.row_count, columns: stats.columns.map(({ name, type, null_count, null_pct, distinct_count }) => ({ name, type, null_count, null_pct, distinct_count })) };
+    };
+    const recordRun = async (runId: string) => {
+      recorder.add(build('r.fp', runId));
+      await recorder.settled(runId);
+      return profiledIn(runId);
+    };
+
+    assert.deepEqual(await recordRun('fp-1'), { profiled: true, copied: false, runId: 'fp-1' }, 'a first profile is computed');
+    const first = (await storedProfiles(app, 'fp-1')).get('r.fp');
+    assert.deepEqual(first, await expected());
+
+    // Rebuilt with the same rows in another order: nothing a profile measures changed.
+    await app.db.run('CREATE OR REPLACE TABLE r.fp AS SELECT * FROM r.fp ORDER BY id DESC');
+    assert.deepEqual(await recordRun('fp-2'), { profiled: false, copied: true, runId: 'fp-2' }, 'an unchanged relation is not profiled again');
+    assert.deepEqual((await storedProfiles(app, 'fp-2')).get('r.fp'), first);
+
+    // Same row count, same columns, one value changed: one more distinct value in g.
+    await app.db.run('UPDATE r.fp SET g = 99 WHERE id = 3');
+    assert.deepEqual(await recordRun('fp-3'), { profiled: true, copied: false, runId: 'fp-3' }, 'a changed relation is profiled');
+    const third = (await storedProfiles(app, 'fp-3')).get('r.fp');
+    assert.deepEqual(third, await expected());
+    assert.equal(third?.columns[1].distinct_count, 6);
+
+    // Same values under another type: the profile names the type, so it is computed again.
+    await app.db.run('CREATE OR REPLACE TABLE r.fp AS SELECT id, CAST(g AS INTEGER) AS g, s FROM r.fp');
+    assert.deepEqual(await recordRun('fp-4'), { profiled: true, copied: false, runId: 'fp-4' }, 'a relation whose columns changed is profiled');
+    assert.deepEqual((await storedProfiles(app, 'fp-4')).get('r.fp'), await expected());
+    assert.deepEqual(logged, []);
   });
 
   it('settled waits for its own run; a run with nothing queued is settled at once', async () => {
