@@ -106,8 +106,9 @@ export class MaskKeys {
     this.derived.clear();
     this.stored.clear();
     this.pending.clear();
-    const columns = (await db.catalog.columns(KEY_SCHEMA, KEY_TABLE)).map((c) => c.name).join(',');
-    const emptyAsMade = columns === KEY_COLUMN_NAMES && (await db.value<boolean>(`SELECT NOT EXISTS (SELECT 1 FROM ${KEY_SCHEMA}.${KEY_TABLE})`)) === true;
+    // One read says both (its columns and whether it has a row), with no catalog lookup; it fails when the table is missing.
+    const found = await db.query(`SELECT * FROM ${KEY_SCHEMA}.${KEY_TABLE} LIMIT 1`).catch(() => null);
+    const emptyAsMade = found !== null && found.columns.join(',') === KEY_COLUMN_NAMES && found.rows.length === 0;
     if (!emptyAsMade) {
       await db.run(`CREATE SCHEMA IF NOT EXISTS ${KEY_SCHEMA}`);
       await db.run(`CREATE OR REPLACE TABLE ${KEY_SCHEMA}.${KEY_TABLE} (${KEY_COLUMNS})`);
