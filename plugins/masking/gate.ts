@@ -10,10 +10,9 @@
  * enforcer itself returns at once (no policy binds anyone, and nothing is derived from none).
  * Once it is loaded, every query goes through it, as before. A failed import fails the query.
  */
-import type { Caller, LineageService, Logger, PluginContext, QueryContext } from '../../sdk/index.js';
-import type { MethodCatalog } from './catalog.js';
+import type { Caller, DatabasePort, QueryContext } from '../../sdk/index.js';
 import type { DerivedPolicy } from './derived.js';
-import type { MaskingEnforcer, MaskingSettings } from './enforce.js';
+import type { MaskingEnforcer } from './enforce.js';
 import { KEY_SCHEMA, KeySchemaGuard } from './keys.js';
 import type { PolicyStore } from './policies.js';
 
@@ -23,14 +22,12 @@ export class EnforcementGate {
   private readonly keySchema: KeySchemaGuard;
 
   constructor(
-    private readonly ctx: Pick<PluginContext, 'db' | 'clock'>,
-    private readonly catalog: MethodCatalog,
+    db: Pick<DatabasePort, 'parse'>,
     private readonly store: PolicyStore,
-    private readonly settings: () => MaskingSettings,
-    private readonly log: Logger,
-    private readonly lineage: () => Promise<LineageService | undefined>,
+    /** Imports enforce.ts and makes the enforcer, sharing the gate's key-schema guard (index.ts). */
+    private readonly make: (keySchema: KeySchemaGuard) => Promise<MaskingEnforcer>,
   ) {
-    this.keySchema = new KeySchemaGuard(ctx.db);
+    this.keySchema = new KeySchemaGuard(db);
   }
 
   /** Whether the enforcer's code has been imported (tests: a project without policies never does). */
@@ -40,10 +37,7 @@ export class EnforcementGate {
 
   /** The enforcer, imported and made once. */
   private load(): Promise<MaskingEnforcer> {
-    this.loading ??= import('./enforce.js').then(({ MaskingEnforcer }) => {
-      this.enforcer = new MaskingEnforcer(this.ctx, this.catalog, this.store, this.settings, this.log, this.lineage, this.keySchema);
-      return this.enforcer;
-    });
+    this.loading ??= this.make(this.keySchema).then((enforcer) => (this.enforcer = enforcer));
     // A failed import is not kept: the next query tries again (and fails closed meanwhile).
     this.loading.catch(() => (this.loading = undefined));
     return this.loading;

@@ -32,7 +32,8 @@ export default definePlugin({
     // Lineage is optional: without it policies apply by column name only. It is looked up (and
     // in a one-shot command loaded: plugin.json onDemand) only once a policy exists to follow.
     // The enforcer itself is imported once a policy exists (gate.ts); the key schema is refused always.
-    const enforcement = new EnforcementGate(ctx, catalog, store, settings, ctx.log, () => ctx.services.load(LINEAGE_SERVICE));
+    const lineage = () => ctx.services.load(LINEAGE_SERVICE);
+    const enforcement = new EnforcementGate(ctx.db, store, async (keySchema) => new (await import('./enforce.js')).MaskingEnforcer(ctx, catalog, store, settings, ctx.log, lineage, keySchema));
     const derived = () => enforcement.derived();
 
     ctx.onStart(async () => {

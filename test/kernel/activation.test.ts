@@ -11,6 +11,7 @@ import { after, describe, it } from 'node:test';
 import { App } from '../../kernel/app.js';
 import { invokedCommand } from '../../kernel/cli.js';
 import { activationSet, discoverPlugins } from '../../kernel/plugins.js';
+import { CATALOG_CHANGED } from '../../sdk/db.js';
 import { HOOK_NAMES } from '../../sdk/hooks.js';
 import { LINEAGE_SERVICE } from '../../sdk/lineage.js';
 import { runCommand } from '../../sdk/testing.js';
@@ -181,6 +182,20 @@ describe('activation on demand', () => {
     assert.ok(names(app).includes('lineage') && names(app).includes('models'), names(app).join(','));
     assert.equal(enforcerLoaded(app), true, 'a policy exists: the enforcer is loaded and every query goes through it');
     assert.ok(app.services.find(LINEAGE_SERVICE, masking), 'the lineage service is provided once loaded');
+  });
+
+  it('a command on a database already migrated changes nothing: no catalog change is announced, so no cache is dropped', async () => {
+    const root = makeProject();
+    const first = await App.boot({ projectRoot: root });
+    await first.start();
+    await first.close();
+    const app = await App.boot({ projectRoot: root, activate: ['query'] });
+    apps.push(app);
+    const changes: string[] = [];
+    app.events.on(CATALOG_CHANGED, (event) => changes.push(String((event.payload as { statement?: string }).statement)));
+    const r = await runCommand(app, ['query', 'SELECT 42 AS n', '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(changes, [], 'opening the file (migrations, masking keys) and the query wrote nothing');
   });
 
   it('the import graph sees a heavy package behind a relative import, and not behind import() or import type', () => {
