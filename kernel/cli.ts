@@ -8,6 +8,7 @@ import type { ManifestCommand, ManifestOption, PluginManifest } from '../sdk/plu
 import { createCliIO } from './cli-io.js';
 import { readProjectFile } from './config.js';
 import { discoverPlugins } from './plugins.js';
+import { SERVER_FILE } from './server-file.js';
 
 /** Kernel commands that run without loading any plugin (recovery must work with a broken plugin). */
 const PLUGIN_FREE_COMMANDS = ['env', 'secrets', 'users', 'plugins', 'login', 'logout'];
@@ -148,6 +149,9 @@ function emptyProject(): string {
 async function runThroughServer(argv: Record<string, any>, key: string): Promise<'ran' | 'local'> {
   const root = path.resolve(String(argv.project));
   if (!fs.existsSync(path.join(root, 'project.yml'))) return 'local';
+  // No server file, no server: the relay's module (and node:readline behind it) is not loaded. (lstat: a
+  // dangling link is still something remote.ts reports.)
+  if (fs.lstatSync(path.join(root, SERVER_FILE), { throwIfNoEntry: false }) === undefined) return 'local';
   const { findLiveServer, runInServer } = await import('./remote.js');
   const server = await findLiveServer(root, (m) => process.stderr.write(`warning: ${m}\n`));
   return server ? runInServer(server, key, argv) : 'local';

@@ -59,10 +59,27 @@ async function ensureTable(db: DatabasePort): Promise<void> {
   );
 }
 
+type AppliedRow = { owner: string; id: string; sql_hash: string | null };
+const APPLIED = 'SELECT owner, id, sql_hash FROM _service.migrations';
+
+/**
+ * The steps applied so far. A database that has the table with ids, the common case, answers the
+ * read at once: no catalog lookup and no statement that would count as a change. When the read
+ * fails (no table yet, or the index-numbered table of earlier versions), the table is made or
+ * converted and read again.
+ */
+async function appliedSteps(db: DatabasePort): Promise<AppliedRow[]> {
+  try {
+    return await db.all<AppliedRow>(APPLIED);
+  } catch {
+    await ensureTable(db);
+    return db.all<AppliedRow>(APPLIED);
+  }
+}
+
 export async function runMigrations(db: DatabasePort, sets: MigrationSet[]): Promise<void> {
   for (const set of sets) checkSteps(set);
-  await ensureTable(db);
-  const rows = await db.all<{ owner: string; id: string; sql_hash: string | null }>('SELECT owner, id, sql_hash FROM _service.migrations');
+  const rows = await appliedSteps(db);
   for (const set of sets) {
     const applied = new Map(rows.filter((r) => r.owner === set.owner).map((r) => [r.id, r.sql_hash]));
     // Legacy rows: the step at that index of today's list is the one that ran.

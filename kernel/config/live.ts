@@ -96,11 +96,14 @@ function editorOf(doc: Document, key: string): ConfigEditor {
 
 export class LiveConfig {
   private readonly listeners = new Map<string, Set<Listener>>();
+  /** The files' stamps at the last load (a CLI process, which never reloads, does not read them). */
   private stamps: string;
+  /** Set while the current run of JavaScript has compared the stamps: its other reads do not stat again. */
+  private comparedThisTick = false;
   private watcher: fs.FSWatcher | null = null;
 
   constructor(private readonly options: LiveConfigOptions) {
-    this.stamps = this.readStamps();
+    this.stamps = options.follow ? this.readStamps() : '';
   }
 
   private get root(): string {
@@ -111,10 +114,18 @@ export class LiveConfig {
     return `${stampOf(path.join(this.root, PROJECT_FILE))}|${stampOf(path.join(this.root, ENV_FILE))}`;
   }
 
-  /** Reloads when project.yml or .env changed on disk since the last load (a stat of each; serving processes only). */
+  /**
+   * Reloads when project.yml or .env changed on disk since the last load (a stat of each; serving
+   * processes only). One comparison per tick: the reads of one run of JavaScript, up to Node's
+   * next pass over its tick queue, share it (nothing from another process, no request and no
+   * file event, can arrive between them); the first read after that compares again, so a request
+   * that follows an edit sees it even before the watcher reports it.
+   */
   refresh(): void {
-    if (!this.options.follow || this.readStamps() === this.stamps) return;
-    this.reload('file');
+    if (!this.options.follow || this.comparedThisTick) return;
+    this.comparedThisTick = true;
+    process.nextTick(() => (this.comparedThisTick = false));
+    if (this.readStamps() !== this.stamps) this.reload('file');
   }
 
   /**

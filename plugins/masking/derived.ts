@@ -197,7 +197,7 @@ export class DerivedPolicies {
   /** The derived policies, derived again first when the models, the catalog or the policies changed. */
   async current(): Promise<readonly DerivedPolicy[]> {
     // Nothing masked, nothing to follow: no catalog read, no lineage (the common case costs nothing).
-    if (!this.store.all().some((p) => p.method !== DECLASSIFY_METHOD)) {
+    if (!this.store.masksAny()) {
       this.publish([]);
       this.dirty = true;
       return this.list;

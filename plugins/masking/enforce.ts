@@ -33,7 +33,7 @@ import {
 import type { MethodCatalog } from './catalog.js';
 import { postExecutionMask } from './fallback.js';
 import { refuseUntracedInFallback } from './not-analysed.js';
-import { KEY_SCHEMA } from './keys.js';
+import { KEY_SCHEMA, KeySchemaGuard } from './keys.js';
 import type { MaskingPolicy, PolicyStore } from './policies.js';
 import { type CatalogSnapshot, RelationCatalog } from './relations.js';
 import {
@@ -52,7 +52,7 @@ import { marksByName, planResultMarks, type ResultMarks, resolveMarks } from './
 import { DECLASSIFY_METHOD, DerivedPolicies } from './derived.js';
 import { MaskPlanner } from './mask-plan.js';
 import { CACHE_MAX, FinalChecks, type Template } from './final-checks.js';
-import { macroReadingMasks, readsKeySchema, starRefusal, statisticsCall } from './refusals.js';
+import { macroReadingMasks, starRefusal, statisticsCall } from './refusals.js';
 
 interface CachedRewrite {
   sql: string;
@@ -84,8 +84,6 @@ export class MaskingEnforcer {
   private readonly cache = new Map<string, CachedRewrite>();
   /** How new rewrites were made: masked at the result, masked late, wrappers spliced into the text, deparsed from a tree, or left to the post-execution fallback. */
   readonly stats = { result: 0, late: 0, spliced: 0, deparsed: 0, fallbacks: 0 };
-  /** Parses already checked for the key schema (the kernel caches one tree per SQL text). */
-  private readonly keyChecked = new WeakSet<object>();
 
   /** Policies derived from column lineage (derived.ts), enforced like explicit ones. */
   readonly derived: DerivedPolicies;
@@ -103,6 +101,8 @@ export class MaskingEnforcer {
     private readonly settings: () => MaskingSettings,
     private readonly log: Logger,
     lineage: () => Promise<LineageService | undefined> = async () => undefined,
+    /** The key schema's refusal; the plugin's gate (gate.ts) shares its own, so a parse is walked once. */
+    private readonly keySchema: KeySchemaGuard = new KeySchemaGuard(ctx.db),
   ) {
     this.relations = new RelationCatalog(ctx.db.catalog, () => ctx.clock.now());
     this.plans = new MaskPlanner(catalog);
@@ -189,25 +189,9 @@ export class MaskingEnforcer {
     for (const rel of this.targetRelations.values()) rel.invalidate();
   }
 
-  /**
-   * Refuses any statement naming the key schema (or a macro reaching it), whatever the caller's
-   * role: the padded keys must never reach a result, an error or a profile.
-   */
-  private async refuseKeySchema(q: QueryContext): Promise<void> {
-    const parsed = await this.ctx.db.parse(q.originalSql);
-    const trees: object[] = [...(parsed.ok ? [parsed.tree] : []), ...(q.macros ?? []).map((m) => m.tree)];
-    for (const tree of trees) {
-      if (this.keyChecked.has(tree)) continue;
-      if (readsKeySchema((tree as SerializedSql).statements)) {
-        throw forbidden('internal_table', `${KEY_SCHEMA} is internal to dp and cannot be queried`, { table: KEY_SCHEMA });
-      }
-      this.keyChecked.add(tree);
-    }
-  }
-
   /** The beforeQuery tap. */
   async beforeQuery(q: QueryContext): Promise<void> {
-    await this.refuseKeySchema(q);
+    await this.keySchema.check(q);
     if (this.callerClass(q.caller) === 'exempt-all') return;
     const policies = this.bindingPolicies(q.caller, await this.allPolicies());
     if (!policies.some((p) => p.method !== DECLASSIFY_METHOD)) return;

@@ -8,7 +8,7 @@ import { AGENT_CONTEXT, CATALOG_CHANGED, definePlugin, LINEAGE_SERVICE, MASKING_
 import { MethodCatalog } from './catalog.js';
 import { registerCommands } from './commands.js';
 import { MASKING_CONFIG } from './config.js';
-import { MaskingEnforcer } from './enforce.js';
+import { EnforcementGate } from './gate.js';
 import { MaskKeys } from './keys.js';
 import { MIGRATIONS, PolicyStore } from './policies.js';
 import { registerPreviewRoute } from './preview.js';
@@ -31,11 +31,10 @@ export default definePlugin({
     const settings = () => ({ enforceWithoutAuth: ctx.config(MASKING_CONFIG).enforce_without_auth });
     // Lineage is optional: without it policies apply by column name only. It is looked up (and
     // in a one-shot command loaded: plugin.json onDemand) only once a policy exists to follow.
-    const enforcer = new MaskingEnforcer(ctx, catalog, store, settings, ctx.log, () => ctx.services.load(LINEAGE_SERVICE));
-    const derived = async () => {
-      await store.ensureLoaded();
-      return enforcer.derived.current();
-    };
+    // The enforcer itself is imported once a policy exists (gate.ts); the key schema is refused always.
+    const lineage = () => ctx.services.load(LINEAGE_SERVICE);
+    const enforcement = new EnforcementGate(ctx.db, store, async (keySchema) => new (await import('./enforce.js')).MaskingEnforcer(ctx, catalog, store, settings, ctx.log, lineage, keySchema));
+    const derived = () => enforcement.derived();
 
     ctx.onStart(async () => {
       // The project key (in .env) and the key table come first: every keyed mask reads them.
@@ -45,32 +44,31 @@ export default definePlugin({
         // A database that cannot be written (read-only open) keeps working; keyed masks then fail closed.
         ctx.log.warn(`masking: could not create the key table (${(e as Error).message})`);
       }
-      enforcer.relations.invalidate();
-      enforcer.invalidate();
+      enforcement.forgetAll();
       await store.load();
+      // A server with policies has the enforcer ready before its first query; a one-shot command imports it when a query needs it.
+      if (ctx.serving) await enforcement.prepare();
     });
     // Masking listens to these events only: the kernel's CATALOG_CHANGED after every statement
     // that may change the catalog, and the models plugin's MODEL_END and TRANSFORM_END, after
     // which a table's columns may be computed from other columns (derived masks follow). Progress
     // events (starts, stream steps, output) change nothing masked. Each re-reads on the next query.
-    const forgetCatalog = () => {
-      enforcer.relations.invalidate();
-      enforcer.invalidateTargets();
-      enforcer.derived.invalidate();
-    };
+    const forgetCatalog = () => enforcement.forgetCatalog();
     ctx.events.on(CATALOG_CHANGED, forgetCatalog);
     ctx.events.on(MODEL_END, forgetCatalog);
     ctx.events.on(TRANSFORM_END, forgetCatalog);
 
     ctx.tap('interceptQuery', async (q) => interceptMaskingCommand(q, store));
-    ctx.tap('beforeQuery', async (q) => enforcer.beforeQuery(q));
-    ctx.tap(VALUES_HIDDEN_FROM, async (caller) => (await enforcer.maskedColumnNames(caller)).length > 0);
+    ctx.tap('beforeQuery', async (q) => enforcement.beforeQuery(q));
+    ctx.tap(VALUES_HIDDEN_FROM, async (caller) => (await enforcement.maskedColumnNames(caller)).length > 0);
 
-    const service: MaskingService & { derivations(): number } = {
-      maskedColumns: (caller, schema, table) => enforcer.maskedColumns(caller, schema, table),
-      maskedColumnNames: (caller) => enforcer.maskedColumnNames(caller),
+    const service: MaskingService & { derivations(): number; enforcerLoaded(): boolean } = {
+      maskedColumns: (caller, schema, table) => enforcement.maskedColumns(caller, schema, table),
+      maskedColumnNames: (caller) => enforcement.maskedColumnNames(caller),
       // How many times policies were derived from lineage (tests: queries alone never derive).
-      derivations: () => enforcer.derived.stats.derivations,
+      derivations: () => enforcement.derivations,
+      // Whether the enforcer's code was imported (tests: a project without policies never imports it).
+      enforcerLoaded: () => enforcement.loaded,
     };
     ctx.services.provide(MASKING_SERVICE, service);
     // dp context: the policies in words (the module loads when the section is written).

@@ -15,13 +15,47 @@
  * schema, whatever the role, so only the masks themselves read that table.
  */
 import crypto from 'node:crypto';
-import { type DatabasePort, quoteLiteral } from '../../sdk/index.js';
+import { type DatabasePort, forbidden, type QueryContext, quoteLiteral, type SerializedSql, walkSqlTree } from '../../sdk/index.js';
 
 /** The `.env` entry holding the project's masking key (64 hex digits). */
 export const MASKING_KEY_ENV = 'DP_MASKING_KEY';
 /** The schema holding the padded keys; no user statement may name it. */
 export const KEY_SCHEMA = '_masking';
 export const KEY_TABLE = 'keys';
+
+/** Whether a parse names a relation of the key schema (any role is refused such a statement). */
+export function readsKeySchema(root: unknown): boolean {
+  let found = false;
+  walkSqlTree(root, (n) => {
+    if (found || n.type !== 'BASE_TABLE') return;
+    const parts = [n.catalog_name, n.schema_name, n.table_name].map((p) => String(p ?? '').toLowerCase());
+    found = parts.includes(KEY_SCHEMA);
+  });
+  return found;
+}
+
+/**
+ * Refuses any statement naming the key schema (or a macro reaching it), whatever the caller's
+ * role and whether or not a policy exists: the padded keys must never reach a result, an error
+ * or a profile. Each parse is walked once (the kernel caches one tree per SQL text).
+ */
+export class KeySchemaGuard {
+  private readonly checked = new WeakSet<object>();
+
+  constructor(private readonly db: Pick<DatabasePort, 'parse'>) {}
+
+  async check(q: Pick<QueryContext, 'originalSql' | 'macros'>): Promise<void> {
+    const parsed = await this.db.parse(q.originalSql);
+    const trees: object[] = [...(parsed.ok ? [parsed.tree] : []), ...(q.macros ?? []).map((m) => m.tree)];
+    for (const tree of trees) {
+      if (this.checked.has(tree)) continue;
+      if (readsKeySchema((tree as SerializedSql).statements)) {
+        throw forbidden('internal_table', `${KEY_SCHEMA} is internal to dp and cannot be queried`, { table: KEY_SCHEMA });
+      }
+      this.checked.add(tree);
+    }
+  }
+}
 
 const BLOCK = 64;
 const KEY_COLUMNS = 'id VARCHAR PRIMARY KEY, inner_pad BLOB NOT NULL, outer_pad BLOB NOT NULL';
@@ -72,8 +106,9 @@ export class MaskKeys {
     this.derived.clear();
     this.stored.clear();
     this.pending.clear();
-    const columns = (await db.catalog.columns(KEY_SCHEMA, KEY_TABLE)).map((c) => c.name).join(',');
-    const emptyAsMade = columns === KEY_COLUMN_NAMES && (await db.value<boolean>(`SELECT NOT EXISTS (SELECT 1 FROM ${KEY_SCHEMA}.${KEY_TABLE})`)) === true;
+    // One read says both (its columns and whether it has a row), with no catalog lookup; it fails when the table is missing.
+    const found = await db.query(`SELECT * FROM ${KEY_SCHEMA}.${KEY_TABLE} LIMIT 1`).catch(() => null);
+    const emptyAsMade = found !== null && found.columns.join(',') === KEY_COLUMN_NAMES && found.rows.length === 0;
     if (!emptyAsMade) {
       await db.run(`CREATE SCHEMA IF NOT EXISTS ${KEY_SCHEMA}`);
       await db.run(`CREATE OR REPLACE TABLE ${KEY_SCHEMA}.${KEY_TABLE} (${KEY_COLUMNS})`);

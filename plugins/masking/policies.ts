@@ -120,6 +120,11 @@ export class PolicyStore {
     return this.policies;
   }
 
+  /** Whether any policy masks a column (declassifications alone mask nothing, and derive nothing). */
+  masksAny(): boolean {
+    return this.policies.some((p) => p.method !== DECLASSIFY);
+  }
+
   get(id: string): MaskingPolicy {
     const p = this.policies.find((x) => x.id === id);
     if (!p) throw notFound('policy_not_found', `No masking policy with id '${id}'`, { id });

@@ -1,10 +1,9 @@
 /**
- * Refusals of a query before any rewrite: the key schema (any role), statistics functions over
- * masked columns, star expressions of predicate clauses that expand to a masked column, and user
- * macros whose body reads masked columns.
+ * Refusals of a query before any rewrite: statistics functions over masked columns, star
+ * expressions of predicate clauses that expand to a masked column, and user macros whose body
+ * reads masked columns. (The key schema, refused for any role, is keys.ts KeySchemaGuard's.)
  */
 import { type MacroBody, type PluginContext, quoteLiteral, walkSqlTree } from '../../sdk/index.js';
-import { KEY_SCHEMA } from './keys.js';
 import { type PlanFor, planScans, type StarUse, starSelection } from './rewrite.js';
 
 /**
@@ -12,17 +11,6 @@ import { type PlanFor, planScans, type StarUse, starSelection } from './rewrite.
  * expressions) rather than the values: on a masked column they could show raw bounds.
  */
 const STATISTICS_FUNCTIONS = new Set(['stats']);
-
-/** Whether a parse names a relation of the key schema (any role is refused such a statement). */
-export function readsKeySchema(root: unknown): boolean {
-  let found = false;
-  walkSqlTree(root, (n) => {
-    if (found || n.type !== 'BASE_TABLE') return;
-    const parts = [n.catalog_name, n.schema_name, n.table_name].map((p) => String(p ?? '').toLowerCase());
-    found = parts.includes(KEY_SCHEMA);
-  });
-  return found;
-}
 
 /** The first statistics function a parse calls, or null. */
 export function statisticsCall(root: unknown): string | null {

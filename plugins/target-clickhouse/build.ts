@@ -4,7 +4,7 @@
  * checked for constructs the server cannot run (on DuckDB's own parse tree), transpiled, and
  * verified with `DESCRIBE (SELECT ...)` before any statement changes the target; then dp's
  * statements for its materialization run (materialize.ts). A model whose upstream failed is not
- * built. dp's run history stays in the local DuckDB file (`_service.target_runs`).
+ * built. dp's run history stays in the local DuckDB file (`_service.target_runs`, migrations.ts).
  */
 import crypto from 'node:crypto';
 import {
@@ -23,18 +23,8 @@ import { chIdent, chLiteral, serverMessage, systemTableEverywhere, type ClickHou
 import { acquireRunLock } from './lock.js';
 import { incrementalSteps, rebuildSteps, type Step, type TargetModel } from './materialize.js';
 import { checkedTranspile } from './reads.js';
-import { accumulatedToken, modelToken, readTargetStates, STATE_MIGRATION, writeTargetState } from './state.js';
+import { accumulatedToken, modelToken, readTargetStates, writeTargetState } from './state.js';
 import { transpileToClickHouse } from './transpile.js';
-
-export const MIGRATIONS = [
-  {
-    id: 'target-clickhouse-001',
-    sql: `CREATE TABLE IF NOT EXISTS _service.target_runs (
-      run_id VARCHAR PRIMARY KEY, target VARCHAR NOT NULL, status VARCHAR NOT NULL,
-      started_at TIMESTAMP NOT NULL, duration_ms BIGINT, results JSON)`,
-  },
-  STATE_MIGRATION,
-];
 
 const THIS = /\{\{\s*this\s*\}\}/g;
 

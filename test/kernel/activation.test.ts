@@ -11,6 +11,7 @@ import { after, describe, it } from 'node:test';
 import { App } from '../../kernel/app.js';
 import { invokedCommand } from '../../kernel/cli.js';
 import { activationSet, discoverPlugins } from '../../kernel/plugins.js';
+import { CATALOG_CHANGED } from '../../sdk/db.js';
 import { HOOK_NAMES } from '../../sdk/hooks.js';
 import { LINEAGE_SERVICE } from '../../sdk/lineage.js';
 import { runCommand } from '../../sdk/testing.js';
@@ -133,7 +134,7 @@ describe('activation on demand', () => {
     assert.ok(app.loadedPlugins.some((p) => p.manifest.name === 'masking'));
   });
 
-  it('dp query follows masking through lineage as before: lineage and models load on the first derivation, only when a policy exists', async () => {
+  it('dp query follows masking through lineage as before: lineage, models and the enforcer load when a policy exists, not before', async () => {
     const root = makeProject({
       'seeds/people.csv': 'id,email\n1,ann@example.com\n',
       'transform/m/contacts.sql': '-- @config materialized=table, schema=m\nSELECT id, email AS contact FROM seeds.people\n',
@@ -154,6 +155,13 @@ describe('activation on demand', () => {
     assert.equal(raw.code, 0, raw.stderr);
     assert.match(raw.stdout, /ann@example\.com/);
     assert.ok(!names(plain).includes('lineage') && !names(plain).includes('models'), names(plain).join(','));
+    // Nor masking's enforcer (gate.ts): without a policy it is never imported, and the key schema is still refused.
+    const enforcerLoaded = (app: App) => (app.services.get<{ enforcerLoaded(): boolean }>('masking')).enforcerLoaded();
+    assert.equal(enforcerLoaded(plain), false);
+    const keys = await runCommand(plain, ['query', 'SELECT * FROM _masking.keys', '--json'], { caller: viewer });
+    assert.equal(keys.code, 1);
+    assert.match(keys.stderr, /_masking is internal to dp/);
+    assert.equal(enforcerLoaded(plain), false);
     // Looking lineage up synchronously while it is not loaded is refused, not taken for "not installed".
     const masking = plain.plugins.find((p) => p.manifest.name === 'masking')!.manifest;
     assert.throws(() => plain.services.find(LINEAGE_SERVICE, masking), (e: { code?: string }) => e.code === 'service_not_loaded');
@@ -172,7 +180,22 @@ describe('activation on demand', () => {
     assert.equal(masked.code, 0, masked.stderr);
     assert.ok(!masked.stdout.includes('ann@example.com'), masked.stdout);
     assert.ok(names(app).includes('lineage') && names(app).includes('models'), names(app).join(','));
+    assert.equal(enforcerLoaded(app), true, 'a policy exists: the enforcer is loaded and every query goes through it');
     assert.ok(app.services.find(LINEAGE_SERVICE, masking), 'the lineage service is provided once loaded');
+  });
+
+  it('a command on a database already migrated changes nothing: no catalog change is announced, so no cache is dropped', async () => {
+    const root = makeProject();
+    const first = await App.boot({ projectRoot: root });
+    await first.start();
+    await first.close();
+    const app = await App.boot({ projectRoot: root, activate: ['query'] });
+    apps.push(app);
+    const changes: string[] = [];
+    app.events.on(CATALOG_CHANGED, (event) => changes.push(String((event.payload as { statement?: string }).statement)));
+    const r = await runCommand(app, ['query', 'SELECT 42 AS n', '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(changes, [], 'opening the file (migrations, masking keys) and the query wrote nothing');
   });
 
   it('the import graph sees a heavy package behind a relative import, and not behind import() or import type', () => {

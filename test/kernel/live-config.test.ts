@@ -8,8 +8,12 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, mock } from 'node:test';
 import type { App } from '../../kernel/app.js';
+import { loadProject } from '../../kernel/config.js';
+import { LiveConfig, type ConfigState } from '../../kernel/config/live.js';
+import { KernelEventBus } from '../../kernel/events.js';
+import { KernelLogger } from '../../kernel/log.js';
 import { STREAMS_CONFIG } from '../../plugins/streams/config.js';
 import { CONFIG_CHANGED, STREAMS_SERVICE, type ConfigChange, type DpError, type PluginConfig, type StreamInput, type StreamsService } from '../../sdk/index.js';
 import { makeProject, runCli, startServer, type TestServer } from '../helpers.js';
@@ -167,6 +171,58 @@ describe('the live config service', () => {
     } finally {
       streams.define = define;
       streams.remove = remove;
+    }
+  });
+});
+
+describe('reads of the live config', () => {
+  /** A service on a project of its own (no server, no watcher: what it sees of an edit comes from its reads alone). */
+  const serviceOn = (root: string, follow: boolean) => {
+    let state: ConfigState = { project: loadProject(root, null), values: new Map() };
+    const live = new LiveConfig({
+      current: () => state,
+      install: (next) => (state = next),
+      validate: () => new Map(),
+      ownerOf: () => undefined,
+      restartReasonOf: () => undefined,
+      events: new KernelEventBus(),
+      log: new KernelLogger('config', () => [], { human: true }),
+      follow,
+    });
+    const config = live.forPlugin({ name: 'reader', version: '1.0.0', entry: './index.js' });
+    return { name: () => (config.asWritten() as { name: string }).name };
+  };
+  /** Stats of project.yml and .env (loading a project stats its folder too: not counted). */
+  const statsOfFiles = (stat: { mock: { calls: Array<{ arguments: unknown[] }> } }) =>
+    stat.mock.calls.filter((c) => ['project.yml', '.env'].includes(path.basename(String(c.arguments[0])))).length;
+  const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+  it('a serving process stats project.yml and .env once per tick, and the first read after an edit on disk sees it', async () => {
+    const root = makeProject({ 'project.yml': 'name: first\ndatabase:\n  path: r.duckdb\n', '.env': 'A=1\n' });
+    const service = serviceOn(root, true);
+    const stat = mock.method(fs, 'statSync');
+    try {
+      const names = Array.from({ length: 10 }, () => service.name());
+      assert.deepEqual(new Set(names), new Set(['first']));
+      assert.equal(statsOfFiles(stat), 2, 'ten reads in one tick: one stat of each file');
+      fs.writeFileSync(path.join(root, 'project.yml'), 'name: second\ndatabase:\n  path: r.duckdb\n');
+      await nextTurn();
+      assert.equal(service.name(), 'second', 'the next tick compares the files again');
+      assert.equal(statsOfFiles(stat), 6, 'the comparison (2) and the reload (2)');
+    } finally {
+      stat.mock.restore();
+    }
+  });
+
+  it('a one-shot command reads the files once, at load, and never stats them', () => {
+    const root = makeProject({ 'project.yml': 'name: once\ndatabase:\n  path: r.duckdb\n' });
+    const stat = mock.method(fs, 'statSync');
+    try {
+      const service = serviceOn(root, false);
+      for (let i = 0; i < 10; i++) assert.equal(service.name(), 'once');
+      assert.equal(statsOfFiles(stat), 0);
+    } finally {
+      stat.mock.restore();
     }
   });
 });
