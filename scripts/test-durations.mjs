@@ -12,6 +12,8 @@ import { durationKey, durationsFile, root, testFiles } from './test-files.mjs';
 const filters = process.argv.slice(2);
 const selected = testFiles(filters);
 const durations = filters.length && fs.existsSync(durationsFile) ? JSON.parse(fs.readFileSync(durationsFile, 'utf8')) : {};
+// One run token for every file, as scripts/test.mjs gives (test/support/templates.ts suiteRun).
+const runToken = `${Date.now().toString(36)}-${process.pid}`;
 const concurrency = Number(process.env.DP_TEST_CONCURRENCY) || os.availableParallelism();
 let next = 0;
 async function worker() {
@@ -19,7 +21,7 @@ async function worker() {
     const file = selected[next++];
     const started = Date.now();
     const code = await new Promise((resolve) => {
-      const child = spawn(process.execPath, ['--test', '--test-reporter=dot', file], { cwd: root, env: { ...process.env, DP_LOG_SILENT: '1' }, stdio: 'ignore' });
+      const child = spawn(process.execPath, ['--test', '--test-reporter=dot', file], { cwd: root, env: { DP_TEST_RUN: runToken, ...process.env, DP_LOG_SILENT: '1' }, stdio: 'ignore' });
       child.on('close', resolve);
     });
     const rel = durationKey(file);

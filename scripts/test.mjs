@@ -24,6 +24,7 @@ const concurrency = Number(process.env.DP_TEST_CONCURRENCY) || os.availableParal
 const r = spawnSync(process.execPath, ['--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...selected], {
   stdio: 'inherit',
   cwd: root,
-  env: { ...process.env, DP_LOG_SILENT: '1' },
+  // One run token for every file (test/support/templates.ts suiteRun: templates whose content carries times are this run's).
+  env: { DP_TEST_RUN: `${Date.now().toString(36)}-${process.pid}`, ...process.env, DP_LOG_SILENT: '1' },
 });
 process.exit(r.status ?? 1);

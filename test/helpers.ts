@@ -13,7 +13,7 @@ import { createServer, type ServerOptions } from '../kernel/http.js';
 import { REPO_ROOT } from '../kernel/plugins.js';
 import { httpRequester, runCommand, type CommandResult } from '../sdk/testing.js';
 import type { Clock } from '../sdk/scheduler.js';
-import { hashTree, sharedTemplate } from './support/templates.js';
+import { hashTree, sharedTemplate, suiteRun } from './support/templates.js';
 
 process.env.DP_LOG_SILENT ??= '1';
 
@@ -70,18 +70,23 @@ function shopBuildKey(): string {
   const hash = crypto.createHash('sha256');
   const duckdb = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'node_modules', '@duckdb', 'node-bindings', 'package.json'), 'utf8')) as { version: string };
   hash.update(`${process.version}\0${duckdb.version}\0`);
+  // Its build times are the run's: a copy from an earlier run would make its models an hour old.
+  hash.update(`${suiteRun()}\0`);
   hashTree(hash, path.join(REPO_ROOT, 'dist'), (rel) => !/^(test|bench|scripts|ui|examples)\//.test(rel) && !rel.endsWith('.map'));
   hashTree(hash, path.join(REPO_ROOT, 'plugins'), (rel) => !/\.(tsx?|css)$/.test(rel));
   hashTree(hash, SHOP_EXAMPLE, (rel) => !/\.duckdb(\.wal)?$|\.service-env$/.test(rel));
   return hash.digest('hex').slice(0, 20);
 }
 
+/** Built shops of other suite runs are removed after this long unused (a run takes far less). */
+const SHOP_TEMPLATE_KEPT_MS = 3 * 3600 * 1000;
+
 /** The seeded and transformed copy of examples/shop `builtShop` copies (sharedTemplate: built once per suite run). */
 let builtShopTemplate: Promise<string> | null = null;
 
 /**
  * A copy of examples/shop already seeded and transformed, as `copyShop` then `dp seed` and
- * `dp transform` would leave it. The build runs once per suite run and build of dp (a template
+ * `dp transform` would leave it. The build runs once per suite run (`suiteRun()`) and build of dp (a template
  * under the OS temp dir, test/support/templates.ts; made in this process, its App closed after);
  * each call copies the built folder, DuckDB file included, which costs a file copy instead of a
  * boot, a seed and a transform. `extra` files are written into the copy after.
@@ -90,7 +95,7 @@ export async function builtShop(extra: Record<string, string> = {}): Promise<str
   builtShopTemplate ??= sharedTemplate('shop', shopBuildKey(), async (folder) => {
     fs.cpSync(SHOP_EXAMPLE, folder, { recursive: true, filter: (src) => !/\.duckdb(\.wal)?$|\.service-env$/.test(src) });
     await seedAndTransform(folder);
-  });
+  }, SHOP_TEMPLATE_KEPT_MS);
   const template = await builtShopTemplate;
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-test-'));
   madeProjects.push(root);

@@ -16,6 +16,17 @@ export const TEMPLATES_DIR = path.join(os.tmpdir(), 'dp-test-templates');
 /** Templates not used for this long are removed when a new one is built (a suite run takes far less). */
 const STALE_MS = 2 * 24 * 3600 * 1000;
 
+/**
+ * The suite run this process belongs to: scripts/test.mjs sets DP_TEST_RUN once for all its
+ * files; a file run by `node --test` directly shares its runner's pid with its siblings. A
+ * template whose content carries times (a built project's build and load times) is keyed on it,
+ * so it is never older than the run: one reused across runs showed a model "built 1 h ago" where
+ * a test read the time of a build made moments before.
+ */
+export function suiteRun(): string {
+  return process.env.DP_TEST_RUN ?? `runner-${process.ppid}`;
+}
+
 /** A hash of the files under `dir` whose relative path `keep` accepts (names and contents, in a fixed order). */
 export function hashTree(hash: crypto.Hash, dir: string, keep: (rel: string) => boolean = () => true): void {
   const walk = (rel: string) => {
@@ -37,12 +48,12 @@ export function hashTree(hash: crypto.Hash, dir: string, keep: (rel: string) => 
  * Removes other templates of `name` nobody used for days, and what a killed build left (never the
  * one being made, never another name's).
  */
-function pruneStale(name: string, keep: string): void {
+function pruneStale(name: string, keep: string, staleMs: number): void {
   for (const entry of fs.readdirSync(TEMPLATES_DIR)) {
     if (!(entry.startsWith(`${name}-`) || entry.startsWith(`.${name}-building-`)) || entry === keep) continue;
     const p = path.join(TEMPLATES_DIR, entry);
     try {
-      if (Date.now() - fs.statSync(p).mtimeMs > STALE_MS) fs.rmSync(p, { recursive: true, force: true });
+      if (Date.now() - fs.statSync(p).mtimeMs > staleMs) fs.rmSync(p, { recursive: true, force: true });
     } catch {
       // Another suite run removed or renamed it meanwhile.
     }
@@ -53,7 +64,13 @@ function pruneStale(name: string, keep: string): void {
  * The folder of template `name` for `key`, built by `build(folder)` when no test file built it
  * yet. Never write into the returned folder: copy it (`fs.cpSync(template, dest, { recursive: true })`).
  */
-export async function sharedTemplate(name: string, key: string, build: (folder: string) => Promise<void> | void): Promise<string> {
+export async function sharedTemplate(
+  name: string,
+  key: string,
+  build: (folder: string) => Promise<void> | void,
+  /** How long an unused template of this name is kept (a per-run template: a few hours). */
+  staleMs = STALE_MS,
+): Promise<string> {
   const final = path.join(TEMPLATES_DIR, `${name}-${key}`);
   if (fs.existsSync(final)) {
     // Marks it used, for pruneStale of later builds.
@@ -73,6 +90,6 @@ export async function sharedTemplate(name: string, key: string, build: (folder: 
   } finally {
     fs.rmSync(staging, { recursive: true, force: true });
   }
-  pruneStale(name, path.basename(final));
+  pruneStale(name, path.basename(final), staleMs);
   return final;
 }
