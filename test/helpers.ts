@@ -5,7 +5,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { App } from '../kernel/app.js';
@@ -13,6 +12,7 @@ import { createServer, type ServerOptions } from '../kernel/http.js';
 import { REPO_ROOT } from '../kernel/plugins.js';
 import { httpRequester, runCommand, type CommandResult } from '../sdk/testing.js';
 import type { Clock } from '../sdk/scheduler.js';
+import { relayRun } from './support/relay-client.js';
 import { hashTree, sharedTemplate, suiteRun } from './support/templates.js';
 
 process.env.DP_LOG_SILENT ??= '1';
@@ -214,23 +214,6 @@ export interface DpRelay {
   batch(runs: CliRun[]): Promise<CommandResult[]>;
   /** Ends the process and removes the executable. */
   close(): Promise<void>;
-}
-
-/** Sends one run to the `dp` process serving on `socketPath` (test/support/cli-batch.ts --socket) and resolves with its result. */
-function relayRun(socketPath: string, run: CliRun): Promise<CommandResult> {
-  return new Promise((resolve, reject) => {
-    let answer = '';
-    const socket = net.connect(socketPath, () => socket.write(`${JSON.stringify(run)}\n`));
-    socket.on('data', (d) => (answer += d.toString()));
-    socket.once('error', reject);
-    socket.once('end', () => {
-      try {
-        resolve(JSON.parse(answer) as CommandResult);
-      } catch (e) {
-        reject(new Error(`the dp relay process gave no result for dp ${run.args.join(' ')} (${(e as Error).message})`));
-      }
-    });
-  });
 }
 
 /**

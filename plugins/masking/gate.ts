@@ -37,9 +37,11 @@ export class EnforcementGate {
 
   /** The enforcer, imported and made once. */
   private load(): Promise<MaskingEnforcer> {
-    this.loading ??= this.make(this.keySchema).then((enforcer) => (this.enforcer = enforcer));
-    // A failed import is not kept: the next query tries again (and fails closed meanwhile).
-    this.loading.catch(() => (this.loading = undefined));
+    if (!this.loading) {
+      this.loading = this.make(this.keySchema).then((enforcer) => (this.enforcer = enforcer));
+      // A failed import is not kept: the next query tries again (and fails closed meanwhile).
+      this.loading.catch(() => (this.loading = undefined));
+    }
     return this.loading;
   }
 

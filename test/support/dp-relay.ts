@@ -5,21 +5,17 @@
  * exits with its code. A script that runs dp a dozen times pays one kernel boot, not a dozen;
  * the script and dp stay two processes. Its stdin is not passed on (the command reads none).
  */
-import net from 'node:net';
+import { relayRun } from './relay-client.js';
 
 const { DP_TEST_RELAY_SOCKET: socketPath, ...env } = process.env;
-let answer = '';
-const socket = net.connect(socketPath!, () => {
-  socket.write(`${JSON.stringify({ args: process.argv.slice(2), cwd: process.cwd(), env })}\n`);
-});
-socket.on('data', (d) => (answer += d.toString()));
-socket.on('end', () => {
-  const result = JSON.parse(answer) as { code: number; stdout: string; stderr: string };
-  process.stdout.write(result.stdout);
-  process.stderr.write(result.stderr);
-  process.exitCode = result.code;
-});
-socket.on('error', (e) => {
-  process.stderr.write(`dp relay: ${e.message}\n`);
-  process.exitCode = 2;
-});
+relayRun(socketPath!, { args: process.argv.slice(2), cwd: process.cwd(), env }).then(
+  (result) => {
+    process.stdout.write(result.stdout);
+    process.stderr.write(result.stderr);
+    process.exitCode = result.code;
+  },
+  (e: Error) => {
+    process.stderr.write(`dp relay: ${e.message}\n`);
+    process.exitCode = 2;
+  },
+);
