@@ -18,7 +18,7 @@ import { runMigrations } from './migrations.js';
 import { WebhookNotifier } from './notifier.js';
 import { Scheduler, systemClock } from './scheduler.js';
 import { checkTopLevelKeys, configurationOwners, configValue, pluginConfiguration } from './plugin-config.js';
-import { activationSet, checkExtensionDeclarations, discoverPlugins, onDemandSet, type DiscoveredPlugin } from './plugins.js';
+import { activationSet, checkExtensionDeclarations, discoverPlugins, extendersSet, onDemandSet, type DiscoveredPlugin } from './plugins.js';
 import { GuardedQueryRunner } from './query-runner.js';
 import { EnvSecretsStore } from './secrets.js';
 import { WriteLock } from './write-lock.js';
@@ -184,21 +184,38 @@ export class App {
     return app;
   }
 
-  /** Loads on demand, one at a time, each plugin at most once (its failure stays its answer). */
+  /** Loads on demand, one at a time, each plugin (or extension point's extenders) at most once (its failure stays its answer). */
   private readonly onDemandLoads = new Map<string, Promise<void>>();
   private onDemandQueue: Promise<unknown> = Promise.resolve();
 
   /**
    * Loads an enabled plugin a one-shot command did not load at boot, and what it looks up at
-   * once (a first `ctx.services.load` of its service): setup in setup order, migrations and the
-   * start phase right away when the database is already open, like a boot would have.
+   * once (a first `ctx.services.load` of its service).
    */
   private loadOnDemand(plugin: string): Promise<void> {
-    let loading = this.onDemandLoads.get(plugin);
+    return this.loadLate(`plugin:${plugin}`, (loaded) => onDemandSet(this.plugins.map((p) => p.manifest), plugin, loaded));
+  }
+
+  /**
+   * Loads the extenders of an on-demand extension point a one-shot command did not load at boot
+   * (its owner's `ctx.loadExtensions`), with what they act through and look up.
+   */
+  private loadExtenders(point: string): Promise<void> {
+    if (this.loadedPlugins === this.plugins) return Promise.resolve();
+    return this.loadLate(`extends:${point}`, (loaded) => extendersSet(this.plugins.map((p) => p.manifest), point, loaded, QUERY_GUARD_HOOKS));
+  }
+
+  /**
+   * Loads the plugins `namesOf` picks (given those loaded already) like a boot would have: setup
+   * in setup order, then migrations and the start phase right away when the database is open.
+   */
+  private loadLate(key: string, namesOf: (loaded: ReadonlySet<string>) => Set<string>): Promise<void> {
+    let loading = this.onDemandLoads.get(key);
     if (!loading) {
       loading = this.onDemandQueue.then(async () => {
-        const names = onDemandSet(this.plugins.map((p) => p.manifest), plugin, new Set(this.loadedPlugins.map((p) => p.manifest.name)));
+        const names = namesOf(new Set(this.loadedPlugins.map((p) => p.manifest.name)));
         const batch = this.plugins.filter((p) => names.has(p.manifest.name));
+        if (!batch.length) return;
         const migrationsBefore = this.migrations.length;
         this.extensionPoints.reopen(batch.map((p) => p.manifest));
         for (const p of batch) {
@@ -210,7 +227,7 @@ export class App {
         if (this.database.isOpen && this.migrations.length > migrationsBefore) await runMigrations(this.db, this.migrations.slice(migrationsBefore));
         await this.lifecycle.startLate(batch.map((p) => p.manifest.name));
       });
-      this.onDemandLoads.set(plugin, loading);
+      this.onDemandLoads.set(key, loading);
       this.onDemandQueue = loading.catch(() => {});
     }
     return loading;
@@ -285,6 +302,7 @@ export class App {
     return pluginContext(this, {
       hooks: () => this.hookRegistry,
       extensionPoints: () => this.extensionPoints,
+      loadExtenders: (point) => this.loadExtenders(point),
       addMigration: (set) => this.migrations.push(set),
       addRoute: (plugin, def) => this.addRoute(plugin, def),
     }, manifest);

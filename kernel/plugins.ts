@@ -172,6 +172,13 @@ export function checkExtensionDeclarations(enabled: PluginManifest[], installed:
       if (!owners.has(e)) throw manifestError(file(m.name), `contributes.extends lists '${e}', which no installed plugin declares`, { field: 'contributes.extends' });
     }
   }
+  for (const m of installed) {
+    for (const e of m.contributes?.onDemandExtensionPoints ?? []) {
+      if (!(m.contributes?.extensionPoints ?? []).includes(e)) {
+        throw manifestError(file(m.name), `contributes.onDemandExtensionPoints lists '${e}', which is not under contributes.extensionPoints`, { field: 'contributes.onDemandExtensionPoints' });
+      }
+    }
+  }
 }
 
 /**
@@ -208,7 +215,8 @@ export function activationSet(enabled: PluginManifest[], owners: string[], guard
     provide(name);
     const later = new Set(m.onDemand ?? []);
     for (const r of m.requires ?? []) if (!later.has(r)) act(r);
-    for (const e of m.contributes?.extensionPoints ?? []) for (const x of extenders.get(e) ?? []) act(x);
+    const readLater = new Set(m.contributes?.onDemandExtensionPoints ?? []);
+    for (const e of m.contributes?.extensionPoints ?? []) if (!readLater.has(e)) for (const x of extenders.get(e) ?? []) act(x);
     const fired = [...(m.contributes?.fires ?? []), ...(m.contributes?.hookPoints ?? []).map((p) => p.name)];
     for (const h of fired) for (const x of tappers.get(h) ?? []) act(x);
   };
@@ -216,6 +224,18 @@ export function activationSet(enabled: PluginManifest[], owners: string[], guard
   for (const o of owners) act(o);
   for (const h of guardHooks) for (const x of tappers.get(h) ?? []) act(x);
   return loaded;
+}
+
+/**
+ * The plugins a first read of the on-demand extension point `point` loads in a process that has
+ * `loaded` already: each enabled plugin that extends it, with what it acts through and looks up
+ * (as activationSet gives them for a command it owned), so a contributor works as at boot.
+ */
+export function extendersSet(enabled: PluginManifest[], point: string, loaded: ReadonlySet<string>, guardHooks: ReadonlySet<string>): Set<string> {
+  const extenders = enabled.filter((m) => (m.contributes?.extends ?? []).includes(point) && !loaded.has(m.name)).map((m) => m.name);
+  const closure = extenders.length ? activationSet(enabled, extenders, guardHooks) : new Set<string>();
+  for (const name of loaded) closure.delete(name);
+  return closure;
 }
 
 /** Adds `name` and what it may look up at once (requires and optional, not its onDemand ones) to `loaded`. */

@@ -110,6 +110,12 @@ export interface PluginManifest {
     hookPoints?: ManifestHookPoint[];
     services?: string[];
     extensionPoints?: string[];
+    /**
+     * Of `extensionPoints`: points the plugin reads only after `await ctx.loadExtensions(ref)`
+     * (what `dp validate` or a route reads, not what every command of the plugin runs). A
+     * one-shot command then loads their contributors on that first read, not at boot.
+     */
+    onDemandExtensionPoints?: string[];
     /** Extension points of other plugins this plugin extends. */
     extends?: string[];
     /** Top-level keys of project.yml the plugin owns; their schemas are the `config` refs of its definePlugin(). */
@@ -371,6 +377,13 @@ export interface PluginContext {
    * during setup; the point closes when every plugin's setup has run (a later extend is refused).
    */
   provideExtensionPoint<T>(ref: ExtensionPointRef<T>, accept: (contribution: T, fromPlugin: string) => void): void;
+  /**
+   * Before reading an extension point listed under `contributes.onDemandExtensionPoints`: loads
+   * the enabled plugins that extend it and that this process has not loaded (a one-shot command
+   * loads them on this first read, docs/plugins.md "Activation on demand"); their contributions
+   * reach the point's `accept` before it resolves. A no-op when they are loaded (`dp serve`).
+   */
+  loadExtensions<T>(ref: ExtensionPointRef<T>): Promise<void>;
   /**
    * Contributes to another plugin's extension point, declared in `contributes.extends`. The owner
    * needs no place in `requires` or `optional`: a contribution made before the owner sets up waits

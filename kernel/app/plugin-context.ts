@@ -20,7 +20,7 @@ import type { Scheduler } from '../scheduler.js';
 import type { Clock } from '../../sdk/scheduler.js';
 import type { EnvSecretsStore } from '../secrets.js';
 import type { ExtensionPoints } from './extension-points.js';
-import type { Services } from './services.js';
+import { refId, type Services } from './services.js';
 
 /** The key of a handler a plugin registers for another plugin's command when `--<option>` is given. */
 export function commandKey(command: string, whenOption?: string): string {
@@ -53,6 +53,8 @@ export interface ContextHost {
 export interface ContextRegistries {
   hooks(): HookRegistry;
   extensionPoints(): ExtensionPoints;
+  /** Loads the enabled extenders of an on-demand extension point that this process has not loaded. */
+  loadExtenders(point: string): Promise<void>;
   addMigration(set: MigrationSet): void;
   addRoute(plugin: string, def: Parameters<PluginContext['route']>[0]): void;
 }
@@ -125,6 +127,13 @@ export function pluginContext(app: ContextHost, registries: ContextRegistries, m
     migrate: (steps) => registries.addMigration({ owner: manifest.name, steps }),
     provideExtensionPoint: (ref, accept) => registries.extensionPoints().provide(manifest, ref, accept as (c: unknown, f: string) => void),
     extend: (ref, contribution) => registries.extensionPoints().extend(manifest, ref, contribution),
+    loadExtensions: async (ref) => {
+      const name = refId(ref);
+      if (!(declared.onDemandExtensionPoints ?? []).includes(name)) {
+        throw new DpError(500, 'undeclared_extension_point', `Plugin '${manifest.name}' loads the extensions of '${name}', which it does not list under contributes.onDemandExtensionPoints`, { plugin: manifest.name });
+      }
+      await registries.loadExtenders(name);
+    },
     onStart: (fn) => app.lifecycle.register(manifest.name, 'start', fn),
     onBeforeStop: (fn) => app.lifecycle.register(manifest.name, 'beforeStop', fn),
     onStop: (fn) => app.lifecycle.register(manifest.name, 'stop', fn),

@@ -124,7 +124,7 @@ export function registerCommands(ctx: PluginContext, engine: ModelsEngine): void
   });
 
   ctx.command('validate', async (_args, io) => {
-    const report = await (await import('./edit-loop.js')).validateProject(engine, engine.extensions.validators);
+    const report = await (await import('./edit-loop.js')).validateProject(engine, await engine.extensions.validatorsLoaded());
     if (io.wantsJson) io.json(report);
     else {
       for (const p of report.problems) io.out(`${p.file}${p.line ? `:${p.line}` : ''}: ${p.message}`);

@@ -64,7 +64,7 @@ export interface ValidationReport {
  * then what each plugin contributed through PROJECT_VALIDATORS (contracts, metrics, streams).
  * project.yml itself was validated when the app booted.
  */
-export async function validateProject(engine: ModelsEngine, validators: ProjectValidator[]): Promise<ValidationReport> {
+export async function validateProject(engine: ModelsEngine, validators: readonly ProjectValidator[]): Promise<ValidationReport> {
   const problems: ValidationReport['problems'] = [];
   const add = (source: string, p: ProjectProblem) => problems.push({ source, ...p });
   const files = await engine.discovery.modelFiles();

@@ -1,18 +1,36 @@
 /**
  * The models plugin's extension points: `models.checks` (what `dp check` runs beyond validating
  * the models: the quality plugin's assertions and contracts) and `models.view` (sections of a
- * model's view: the lineage plugin's column lineage). Dependencies point one way: those plugins
- * extend models; models never looks them up.
+ * model's view: the lineage plugin's column lineage) and `models.validators` (what `dp validate`
+ * adds). Dependencies point one way: those plugins extend models; models never looks them up.
+ * The view and the validators are read by a route or `dp validate` only, so they are on-demand
+ * points: a one-shot command (`dp transform`) does not load lineage, streams, semantic and what
+ * they act through (scripts, connectors) for them; their first read does (`sectionsLoaded`,
+ * `validatorsLoaded`).
  */
 import { DpError, MODEL_CHECKS, MODEL_VIEW, PROJECT_VALIDATORS, type ContractRunResult, type ModelChecker, type ModelViewSection, type PluginContext, type ProjectValidator } from '../../sdk/index.js';
 
 export class ModelExtensions {
   readonly checkers: ModelChecker[] = [];
-  readonly sections = new Map<string, ModelViewSection>();
+  private readonly sections = new Map<string, ModelViewSection>();
   /** What `dp validate` runs beyond the models' own checks (contracts, metrics, streams). */
-  readonly validators: ProjectValidator[] = [];
+  private readonly validators: ProjectValidator[] = [];
+  private ctx: PluginContext | null = null;
+
+  /** The contributed model view sections, their plugins loaded first. */
+  async sectionsLoaded(): Promise<ReadonlyMap<string, ModelViewSection>> {
+    await this.ctx?.loadExtensions(MODEL_VIEW);
+    return this.sections;
+  }
+
+  /** The contributed project validators, their plugins loaded first. */
+  async validatorsLoaded(): Promise<readonly ProjectValidator[]> {
+    await this.ctx?.loadExtensions(PROJECT_VALIDATORS);
+    return this.validators;
+  }
 
   offer(ctx: PluginContext): void {
+    this.ctx = ctx;
     ctx.provideExtensionPoint(PROJECT_VALIDATORS, (validator) => {
       this.validators.push(validator);
     });

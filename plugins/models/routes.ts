@@ -91,7 +91,7 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
     url: '/api/validate',
     permission: 'read',
     summary: 'Every problem of the project (models, unit tests, contracts, metrics, streams) with file and line, without building anything',
-    handler: async () => (await import('./edit-loop.js')).validateProject(engine, engine.extensions.validators),
+    handler: async () => (await import('./edit-loop.js')).validateProject(engine, await engine.extensions.validatorsLoaded()),
   });
 
   ctx.route({
@@ -278,7 +278,7 @@ export function registerRoutes(ctx: PluginContext, engine: ModelsEngine): void {
       } else sampleError = `${m.info.full_name} is not built yet`;
       // Sections other plugins contribute through models.view; `lineage` is always answered.
       const sections: Record<string, unknown> = { lineage: null, lineage_error: 'The lineage plugin is disabled' };
-      for (const [name, section] of engine.extensions.sections) {
+      for (const [name, section] of await engine.extensions.sectionsLoaded()) {
         try {
           sections[name] = await section.render(m.info);
           sections[`${name}_error`] = null;

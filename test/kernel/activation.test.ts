@@ -65,10 +65,54 @@ describe('activation on demand', () => {
 
   it('a command loads the plugins that contribute to what it drives: transform runs quality checks, connectors its cloud types', () => {
     const transform = activationSet(builtIns(), ['models'], guards);
-    for (const p of ['quality', 'lineage', 'semantic', 'streams', 'masking']) assert.ok(transform.has(p), `transform loads ${p}: ${sorted(transform)}`);
+    for (const p of ['quality', 'masking']) assert.ok(transform.has(p), `transform loads ${p}: ${sorted(transform)}`);
     const connect = activationSet(builtIns(), ['connectors'], guards);
     assert.ok(connect.has('connectors-cloud'), sorted(connect).join(','));
     assert.ok(!connect.has('agents') && !connect.has('catalog'), sorted(connect).join(','));
+  });
+
+  it('transform does not load the contributors of the points only dp validate and the model view read (streams, scripts, connectors, lineage, semantic)', () => {
+    // quality taps the build hooks and contributes the checks a transform runs; models.validators and models.view are on-demand points.
+    assert.deepEqual(sorted(activationSet(builtIns(), ['models'], guards)), ['masking', 'models', 'quality', 'target-clickhouse']);
+    assert.deepEqual(builtIns().find((m) => m.name === 'models')!.contributes?.onDemandExtensionPoints, ['models.view', 'models.validators']);
+  });
+
+  it('dp validate as a one-shot command loads the validators of plugins the boot left out, and they report (streams)', async () => {
+    const root = makeProject({
+      'project.yml': 'name: v\ndatabase:\n  path: v.duckdb\nstreams:\n  nightly:\n    schedule: "0 25 * * *"\n    steps:\n      - transform: [all]\n',
+    });
+    const app = await App.boot({ projectRoot: root, activate: ['models'] });
+    apps.push(app);
+    const names = () => app.loadedPlugins.map((p) => p.manifest.name);
+    assert.ok(!names().includes('streams') && !names().includes('connectors'), names().join(','));
+    const r = await runCommand(app, ['validate', '--json']);
+    assert.equal(r.code, 1, r.stderr + r.stdout);
+    const report = JSON.parse(r.stdout) as { problems: Array<{ source: string; line?: number; message: string }> };
+    const streams = report.problems.filter((p) => p.source === 'streams');
+    assert.equal(streams.length, 1, r.stdout);
+    assert.match(streams[0]!.message, /'0 25 \* \* \*' is not a valid cron expression/);
+    // The stream plugin came with what it acts through, as a command of its own would load it.
+    for (const p of ['streams', 'scripts', 'semantic', 'connectors', 'connectors-cloud']) assert.ok(names().includes(p), `${p} loaded: ${names().join(',')}`);
+    const again = await runCommand(app, ['validate', '--json']);
+    assert.equal(JSON.parse(again.stdout).problems.filter((p: { source: string }) => p.source === 'streams').length, 1, 'a second read adds no contribution twice');
+  });
+
+  it('an on-demand extension point must be one the plugin declares, and only such a point loads its extensions on read', async () => {
+    const bad = makeProject({
+      'odd/plugin.json': JSON.stringify({ name: 'odd', version: '1.0.0', entry: './index.mjs', contributes: { extensionPoints: ['odd.a'], onDemandExtensionPoints: ['odd.b'] } }),
+      'odd/index.mjs': 'export default { setup() {} };\n',
+    });
+    const badRoot = makeProject({ 'project.yml': `name: t\ndatabase:\n  path: t.duckdb\nplugins:\n  paths: [${JSON.stringify(bad)}]\n` });
+    await assert.rejects(App.boot({ projectRoot: badRoot, activate: ['tables'] }), (e: { code?: string; message: string }) => e.code === 'invalid_plugin_manifest' && /onDemandExtensionPoints/.test(e.message));
+    const eager = makeProject({
+      'eager/plugin.json': JSON.stringify({ name: 'eager', version: '1.0.0', entry: './index.mjs', contributes: { extensionPoints: ['eager.a'] } }),
+      'eager/index.mjs': "export default { setup(ctx) { ctx.provideExtensionPoint('eager.a', () => {}); globalThis.__eagerLoad = () => ctx.loadExtensions('eager.a'); } };\n",
+    });
+    const root = makeProject({ 'project.yml': `name: t\ndatabase:\n  path: t.duckdb\nplugins:\n  paths: [${JSON.stringify(eager)}]\n` });
+    const app = await App.boot({ projectRoot: root, activate: ['eager'] });
+    apps.push(app);
+    const load = (globalThis as { __eagerLoad?: () => Promise<void> }).__eagerLoad!;
+    await assert.rejects(load(), (e: { code?: string }) => e.code === 'undeclared_extension_point');
   });
 
   it('notebooks run cells through the scripts plugin: they require no streams, and run with streams disabled', async () => {
