@@ -4,7 +4,7 @@ import type { DatabasePort, SqlNode } from '../sdk/db.js';
 import { badRequest } from '../sdk/errors.js';
 import { walkSqlTree } from '../sdk/sql.js';
 import { assertSqlNesting } from './sql-nesting.js';
-import { ALLOWED_TABLE_FUNCTIONS, catalogTableRefs, refName, unresolvedTableRefs } from './readonly.js';
+import { ALLOWED_TABLE_FUNCTIONS, catalogTableRefs, refName, unresolvedTableRefs, type TableRef } from './readonly.js';
 
 /** Table functions that read the files their first arguments name (DuckDB 1.5 and its built-in extensions). */
 const FILE_READERS = new Set([
@@ -36,6 +36,13 @@ const GLOB_CHARS = /[*?[\]{}]/;
 export interface FileReadPolicy {
   /** Absolute project folder. */
   root: string;
+  /** Relations the caller just built (`schema.name`, lowercase): found in the catalog without asking it (FileReadOptions). */
+  builtRelations?: ReadonlySet<string>;
+}
+
+/** A reference by schema and name (no catalog) to a relation the caller built: DuckDB binds it to that relation, never to a file. */
+function namesBuiltRelation(ref: TableRef, built: ReadonlySet<string> | undefined): boolean {
+  return Boolean(built?.size && !ref.catalog && ref.schema && built.has(`${ref.schema}.${ref.table}`.toLowerCase()));
 }
 
 /** A DuckDB data file, WAL or temp file: the warehouse itself is never read as a file. */
@@ -139,7 +146,8 @@ export async function assertProjectFileReads(db: DatabasePort, sql: string, poli
       if (FILE_READERS.has(name)) paths.push(...pathArguments(n.function, name));
       else if (!ALLOWED_TABLE_FUNCTIONS.has(name)) throw badRequest('file_read_refused', `Table function '${name}' is not allowed here`, { function: name });
     });
-    for (const ref of await unresolvedTableRefs(db, catalogTableRefs(node))) paths.push(refName(ref));
+    const refs = catalogTableRefs(node).filter((ref) => !namesBuiltRelation(ref, policy.builtRelations));
+    for (const ref of await unresolvedTableRefs(db, refs)) paths.push(refName(ref));
   }
   for (const p of paths) await checkPath(db, policy.root, p);
 }

@@ -157,6 +157,11 @@ export interface ScratchOptions {
   spillDirectory?: string;
 }
 
+/** See DatabasePort.assertProjectFileReads. */
+export interface FileReadOptions {
+  builtRelations?: ReadonlySet<string>;
+}
+
 export interface DatabasePort {
   /** Absolute file path, or ':memory:'. */
   readonly path: string;
@@ -198,8 +203,11 @@ export interface DatabasePort {
    * Throws 400 `file_read_refused` unless every file a SELECT reads (file functions and
    * replacement scans) is inside the project, in no hidden folder and no database file. For SQL
    * that editors write and the server runs as is: models, contracts, metrics, notebook cells.
+   * `options.builtRelations`: relations (`schema.name`, lowercase) the caller created and
+   * committed in this database moments ago (a transform's models built earlier in its run); a
+   * reference naming one by schema and name is taken as found in the catalog without a lookup.
    */
-  assertProjectFileReads(sql: string): Promise<void>;
+  assertProjectFileReads(sql: string, options?: FileReadOptions): Promise<void>;
   /** Flushes the write-ahead log into the database file. */
   checkpoint(): Promise<void>;
   /**

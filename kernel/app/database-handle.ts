@@ -1,5 +1,5 @@
 /** The database handle plugins get (ctx.db). */
-import type { BulkLoadResult, BulkTarget, BulkWriter, DatabasePort, DbConnection, Row, ScratchOptions, SerializedSql, SqlParams } from '../../sdk/db.js';
+import type { BulkLoadResult, BulkTarget, BulkWriter, DatabasePort, DbConnection, FileReadOptions, Row, ScratchOptions, SerializedSql, SqlParams } from '../../sdk/db.js';
 import type { DbCatalog } from '../../sdk/db-catalog.js';
 import { forwardingCatalog } from '../db-catalog.js';
 import type { DuckDatabase } from '../database.js';
@@ -46,8 +46,8 @@ export class DatabaseHandle implements DatabasePort {
   deparse(tree: SerializedSql) {
     return this.current().deparse(tree);
   }
-  assertProjectFileReads(sql: string) {
-    return this.current().assertProjectFileReads(sql);
+  assertProjectFileReads(sql: string, options?: FileReadOptions) {
+    return this.current().assertProjectFileReads(sql, options);
   }
   checkpoint() {
     return this.current().checkpoint();

@@ -8,6 +8,7 @@ import {
   type BulkWriter,
   type DatabasePort,
   type DbConnection,
+  type FileReadOptions,
   type ParsedSql,
   type Row,
   type ScratchOptions,
@@ -377,10 +378,10 @@ export class DuckDatabase implements DatabasePort {
     return sql ?? '';
   }
 
-  async assertProjectFileReads(sql: string): Promise<void> {
+  async assertProjectFileReads(sql: string, options: FileReadOptions = {}): Promise<void> {
     const root = this.sandbox?.allowedDirectories[0];
     if (!root) throw new DpError(500, 'no_project', 'This database has no project folder to check file reads against');
-    await assertProjectFileReads(this, sql, { root });
+    await assertProjectFileReads(this, sql, { root, builtRelations: options.builtRelations });
   }
 
   async checkpoint(): Promise<void> {

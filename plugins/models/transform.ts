@@ -98,6 +98,9 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
   const pending = new Map<string, number>();
   for (const m of queue) pending.set(keyOf(m.info.full_name), m.upstreamModels.filter((u) => selected.has(u)).length);
 
+  // The relations this run has built and committed: a downstream model's reference to one needs no catalog lookup in its file-read check.
+  const builtRelations = new Set<string>();
+
   const upstreamToken = (name: string): string => {
     const k = keyOf(name);
     return states.get(k)?.state_hash ?? (catalog.get(k) ? `external:${catalog.get(k)!.signature}` : 'absent');
@@ -142,7 +145,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
         (m.info.materialized === 'incremental' || m.info.materialized === 'scd2');
       try {
         // Model SQL may read project files (seeds), never the host, hidden files or the database.
-        await ctx.db.assertProjectFileReads(m.file.query);
+        await ctx.db.assertProjectFileReads(m.file.query, { builtRelations });
         // The relation and its state commit together: a run killed at any point leaves every
         // model either as before with its old state or rebuilt with its new state, so the next
         // run neither skips a table no file describes nor rebuilds what was already built.
@@ -181,6 +184,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     if (status === 'built') {
       catalog.set(key, { kind: m.info.kind, signature: '' });
       states.set(key, row);
+      builtRelations.add(key);
     }
     const buildCtx: ModelBuildContext = {
       model,

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Ajv } from 'ajv';
+import { createRequire } from 'node:module';
 import { ajvFieldError, compileOnFirstUse, errorMessage, isDpError, notFound, readYaml, walkProjectFiles, type ContractRunResult, type PluginContext } from '../../sdk/index.js';
 import type { Contract } from './api-types.js';
 import { evaluateAssertions } from './assertions.js';
@@ -36,7 +36,8 @@ const contractSchema = {
   },
 };
 
-const validateContract = compileOnFirstUse(() => new Ajv({ allErrors: false, strict: false }).compile(contractSchema));
+// ajv is required on the first contract read: a transform of a project without contracts never loads it.
+const validateContract = compileOnFirstUse(() => new (createRequire(import.meta.url)('ajv') as typeof import('ajv')).Ajv({ allErrors: false, strict: false }).compile(contractSchema));
 
 function describeAjvError(): string {
   const e = validateContract.errors?.[0];

@@ -75,6 +75,26 @@ describe('files read by model SQL', () => {
     }
   });
 
+  it('a model reading a relation the run has just built is still checked for every other reference', async () => {
+    const dir = path.join(root, 'transform');
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, 'src.sql'), '-- @config materialized=table, schema=main\nSELECT 1 AS a\n');
+    fs.writeFileSync(path.join(dir, 'ok.sql'), '-- @config materialized=table, schema=main\nSELECT a FROM main.src\n');
+    fs.writeFileSync(path.join(dir, 'probe.sql'), `-- @config materialized=table, schema=main\nSELECT * FROM main.src, read_text('${root}/.env')\n`);
+    fs.writeFileSync(path.join(dir, 'probe2.sql'), `-- @config materialized=table, schema=main\nWITH f AS (SELECT * FROM read_csv('/etc/passwd')) SELECT * FROM main.src, f\n`);
+    const summary = await models.transform({ force: true });
+    const status = (name: string) => summary.results.find((r) => r.model === name)!;
+    assert.equal(status('main.src').status, 'built');
+    assert.equal(status('main.ok').status, 'built', status('main.ok').error);
+    for (const name of ['main.probe', 'main.probe2']) {
+      assert.equal(status(name).status, 'error', `${name} built`);
+      assert.match(String(status(name).error), /only inside the project|not allowed|refused/, `${name}: ${status(name).error}`);
+      assert.ok(!String(status(name).error).includes(SECRET));
+    }
+    assert.equal(Number(await app.db.value("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE 'probe%'")), 0);
+  });
+
   it('builds models that read project files', async () => {
     for (const sql of [
       `SELECT * FROM read_csv('${root}/seeds/people.csv')`,
