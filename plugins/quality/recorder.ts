@@ -162,7 +162,9 @@ export class BuildRecorder {
     if (copies.length) statements.push(copyProfilesSql(copies, profiledAt));
     if (fresh.length) statements.push(recordProfilesSql(fresh, profiledAt));
     try {
-      await ctx.db.run(`BEGIN TRANSACTION;\n${statements.join(';\n')};\nCOMMIT;`);
+      // One text inside the connection's transaction: it starts with the builds' INSERT, so the port
+      // knows it for a write without asking DuckDB to prepare (plan) every statement of the batch first.
+      await ctx.db.withConnection((c) => c.transaction((t) => t.run(statements.join(';\n'))));
     } catch (e) {
       if (targets.length === 0) throw e;
       // One relation that cannot be profiled (a view whose source is gone, say) must not cost the

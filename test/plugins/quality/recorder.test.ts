@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { App } from '../../../kernel/app.js';
 import { computeStats } from '../../../plugins/quality/profiles.js';
 import { BuildRecorder, MAX_BATCH, MAX_WAIT_MS, MIN_BATCH, type QueuedBuild } from '../../../plugins/quality/recorder.js';
-import type { DatabasePort, PluginContext, Row, SqlParams } from '../../../sdk/index.js';
+import type { DatabasePort, DbConnection, PluginContext, Row, SqlParams } from '../../../sdk/index.js';
 import { systemClock } from '../../../kernel/scheduler.js';
 import type { Clock } from '../../../sdk/index.js';
 import { FakeClock } from '../../kernel/fake-clock.js';
@@ -12,6 +12,15 @@ import { bootApp, makeProject, waitUntil } from '../../helpers.js';
 /** A plugin context whose database counts statements and whose log keeps what it was told. */
 function countingContext(app: App, clock: Clock = systemClock) {
   const statements: Array<{ kind: 'all' | 'run'; sql: string }> = [];
+  const counted = (c: DbConnection): DbConnection =>
+    new Proxy(c, {
+      get(target, name) {
+        if (name === 'run') return (sql: string, params?: SqlParams) => (statements.push({ kind: 'run', sql }), target.run(sql, params));
+        if (name === 'transaction') return <T>(fn: (t: DbConnection) => Promise<T>) => target.transaction((t) => fn(counted(t)));
+        const member = Reflect.get(target, name) as unknown;
+        return typeof member === 'function' ? (member as (...a: unknown[]) => unknown).bind(target) : member;
+      },
+    });
   const logged: Array<{ level: string; msg: string; data?: Record<string, unknown> }> = [];
   const db = {
     all: <T = Row>(sql: string, params?: SqlParams) => {
@@ -22,6 +31,8 @@ function countingContext(app: App, clock: Clock = systemClock) {
       statements.push({ kind: 'run', sql });
       return app.db.run(sql, params);
     },
+    // A transaction on a lent connection: each statement run in it counts as one run.
+    withConnection: <T>(fn: (c: DbConnection) => Promise<T>) => app.db.withConnection((c) => fn(counted(c))),
     // A question to the catalog port counts as one catalog query.
     catalog: new Proxy(app.db.catalog, {
       get(target, name) {
