@@ -159,22 +159,21 @@ function contentFingerprint(t: ProfileTarget): string {
 }
 
 /**
- * One query that fingerprints every target and answers, for those whose latest stored profile has
- * the same fingerprint, its `seq`: rows `{k, seq}` (k is the target's index). A rebuilt relation
- * whose content did not change (a forced rerun, an upstream change that did not reach it) takes
- * that profile over with copyProfilesSql instead of being profiled again.
+ * Each model's latest stored profile: its `seq` and fingerprint (null when it was stored without
+ * one), rows `{model, seq, fingerprint}`. The recorder reads it once per transform run
+ * (recorder.ts), not once per batch: it scans every stored profile, and nothing deletes one.
  */
-export function unchangedProfilesSql(targets: readonly ProfileTarget[]): string {
-  const passes = targets.map((t, k) => `SELECT ${k} AS k, ${contentFingerprint(t)} AS f FROM ${qualified(t.schema, t.table)}`);
-  const meta = JSON.stringify(targets.map((t, k) => ({ k, model: t.model, sig: columnsSignature(t.columns) })));
-  const models = [...new Set(targets.map((t) => quoteLiteral(t.model)))].join(', ');
-  return `SELECT m.k, p.seq
-  FROM (${passes.join('\n  UNION ALL ')}) f
-  JOIN (SELECT unnest(from_json(${quoteLiteral(meta)}, '[{"k":"INTEGER","model":"VARCHAR","sig":"VARCHAR"}]'), recursive := true)) m ON m.k = f.k
-  JOIN (SELECT p.model, p.seq, x.fingerprint FROM _service.model_profiles p LEFT JOIN _service.model_profile_fingerprints x ON x.id = p.id
-         WHERE p.model IN (${models})
-        QUALIFY row_number() OVER (PARTITION BY p.model ORDER BY p.seq DESC) = 1) p
-    ON p.model = m.model AND p.fingerprint = m.sig || '|' || f.f`;
+export const LATEST_FINGERPRINTS_SQL = `SELECT p.model, p.seq, x.fingerprint FROM _service.model_profiles p LEFT JOIN _service.model_profile_fingerprints x ON x.id = p.id
+  QUALIFY row_number() OVER (PARTITION BY p.model ORDER BY p.seq DESC) = 1`;
+
+/** One query that fingerprints every target's content: rows `{k, f}` (k is the target's index; see storedFingerprint). */
+export function fingerprintsSql(targets: readonly ProfileTarget[]): string {
+  return targets.map((t, k) => `SELECT ${k} AS k, ${contentFingerprint(t)} AS f FROM ${qualified(t.schema, t.table)}`).join('\nUNION ALL ');
+}
+
+/** A target's fingerprint as a profile stores it, from the content part fingerprintsSql answered. */
+export function storedFingerprint(t: ProfileTarget, content: string): string {
+  return `${columnsSignature(t.columns)}|${content}`;
 }
 
 /** Stores, for each target, a copy of the stored profile `seq` and its fingerprint (same content, so the same metrics) under the target's run. */

@@ -19,11 +19,14 @@
  */
 import { errorMessage, type PluginContext } from '../../sdk/index.js';
 import { recordBuildsSql, type QueuedBuild } from './freshness.js';
-import { copyProfilesSql, recordProfilesSql, unchangedProfilesSql, type ProfileTarget } from './profiles.js';
+import { copyProfilesSql, fingerprintsSql, LATEST_FINGERPRINTS_SQL, recordProfilesSql, storedFingerprint, type ProfileTarget } from './profiles.js';
 import { columnsKey, relationColumns, utcNow } from './relations.js';
 import { activeTarget, recordOnTarget } from './target-records.js';
 
 export type { QueuedBuild };
+
+/** Runs whose stored profiles are kept at most (a run that never settles must not hold them forever). */
+const KEPT_RUNS = 4;
 
 /** Upper bound of builds recorded by one statement. */
 export const MAX_BATCH = 100;
@@ -46,6 +49,13 @@ export class BuildRecorder {
   private draining = 0;
   /** Ends the worker's wait for a fuller batch. */
   private wake: (() => void) | null = null;
+  /**
+   * Per transform run being recorded: each model's latest stored profile (seq, fingerprint), read
+   * at the run's first batch and dropped when the run has settled (a few runs at most). A profile stored since has
+   * the content of a build recorded in this run: comparing with an older one of equal fingerprint
+   * still copies metrics of the same rows, and no profile is ever deleted.
+   */
+  private readonly latest = new Map<string, Promise<Map<string, { seq: number; fingerprint: string | null }>>>();
 
   constructor(private readonly ctx: PluginContext) {}
 
@@ -62,11 +72,13 @@ export class BuildRecorder {
 
   /** Resolves once every build of `runId` queued so far is recorded (or its recording failed and was logged). */
   settled(runId: string | null): Promise<void> {
+    // Awaited when the run is over (afterTransform): its stored profiles are not read again.
+    const forget = () => void this.latest.delete(runId ?? '');
     const p = this.pending.get(runId ?? '');
-    if (!p) return Promise.resolve();
+    if (!p) return Promise.resolve().then(forget);
     const settled = new Promise<void>((resolve) => p.waiters.push(resolve));
     this.wake?.();
-    return settled;
+    return settled.then(forget);
   }
 
   /** Resolves once the queue is empty and nothing is being recorded. */
@@ -188,17 +200,44 @@ export class BuildRecorder {
   }
 
   /**
-   * Targets whose content has the fingerprint of their latest stored profile, with that profile's
-   * seq: profiling them again would store the same metrics. When the fingerprints cannot be taken
-   * (a relation that cannot be read), every target is profiled, and the profile pass reports why.
+   * Targets whose content has the fingerprint of their model's latest stored profile, with that
+   * profile's seq: profiling them again would store the same metrics. When the fingerprints cannot
+   * be taken (a relation that cannot be read), every target is profiled, and the profile pass
+   * reports why.
    */
   private async unchanged(targets: ProfileTarget[]): Promise<Map<ProfileTarget, number>> {
     const out = new Map<ProfileTarget, number>();
     try {
-      for (const r of await this.ctx.db.all<{ k: number; seq: bigint | number }>(unchangedProfilesSql(targets))) out.set(targets[Number(r.k)], Number(r.seq));
+      const runs = [...new Set(targets.map((t) => t.runId ?? ''))];
+      const [stored, contents] = await Promise.all([
+        Promise.all(runs.map((run) => this.latestOf(run))).then((maps) => new Map(runs.map((run, i) => [run, maps[i]!]))),
+        this.ctx.db.all<{ k: number; f: string }>(fingerprintsSql(targets)),
+      ]);
+      for (const r of contents) {
+        const t = targets[Number(r.k)]!;
+        const latest = stored.get(t.runId ?? '')!.get(t.model);
+        if (latest?.fingerprint && latest.fingerprint === storedFingerprint(t, r.f)) out.set(t, latest.seq);
+      }
     } catch {
       out.clear();
     }
     return out;
+  }
+
+  /** Each model's latest stored profile, read once per run (every batch for builds outside a run). */
+  private latestOf(run: string): Promise<Map<string, { seq: number; fingerprint: string | null }>> {
+    let latest = run ? this.latest.get(run) : undefined;
+    if (!latest) {
+      latest = this.ctx.db
+        .all<{ model: string; seq: bigint | number; fingerprint: string | null }>(LATEST_FINGERPRINTS_SQL)
+        .then((rows) => new Map(rows.map((r) => [r.model, { seq: Number(r.seq), fingerprint: r.fingerprint }])));
+      if (run) {
+        this.latest.set(run, latest);
+        while (this.latest.size > KEPT_RUNS) this.latest.delete(this.latest.keys().next().value as string);
+      }
+      // A failed read is not kept: the next batch asks again.
+      latest.catch(() => this.latest.delete(run));
+    }
+    return latest;
   }
 }
