@@ -159,12 +159,23 @@ function contentFingerprint(t: ProfileTarget): string {
 }
 
 /**
- * Each model's latest stored profile: its `seq` and fingerprint (null when it was stored without
- * one), rows `{model, seq, fingerprint}`. The recorder reads it once per transform run
- * (recorder.ts), not once per batch: it scans every stored profile, and nothing deletes one.
+ * Each model's latest stored profile: its `seq`, metrics and fingerprint (null when it was stored
+ * without one), rows `{model, seq, row_count, columns, fingerprint}`. The recorder reads it once
+ * per transform run (recorder.ts), not once per batch: it scans every stored profile, and nothing
+ * deletes one.
  */
-export const LATEST_FINGERPRINTS_SQL = `SELECT p.model, p.seq, x.fingerprint FROM _service.model_profiles p LEFT JOIN _service.model_profile_fingerprints x ON x.id = p.id
+export const LATEST_FINGERPRINTS_SQL = `SELECT p.model, p.seq, p.row_count, CAST(p.columns AS VARCHAR) AS columns, x.fingerprint
+  FROM _service.model_profiles p LEFT JOIN _service.model_profile_fingerprints x ON x.id = p.id
   QUALIFY row_number() OVER (PARTITION BY p.model ORDER BY p.seq DESC) = 1`;
+
+/** A stored profile as LATEST_FINGERPRINTS_SQL reads it: what a copy stores again. */
+export interface LatestProfile {
+  seq: number;
+  rowCount: number | null;
+  /** The stored `columns` JSON, as text. */
+  columns: string;
+  fingerprint: string | null;
+}
 
 /** One query that fingerprints every target's content: rows `{k, f}` (k is the target's index; see storedFingerprint). */
 export function fingerprintsSql(targets: readonly ProfileTarget[]): string {
@@ -176,13 +187,19 @@ export function storedFingerprint(t: ProfileTarget, content: string): string {
   return `${columnsSignature(t.columns)}|${content}`;
 }
 
-/** Stores, for each target, a copy of the stored profile `seq` and its fingerprint (same content, so the same metrics) under the target's run. */
-export function copyProfilesSql(copies: ReadonlyArray<{ target: ProfileTarget; seq: number }>, profiledAt: string): string {
-  const meta = `(SELECT unnest(from_json(${quoteLiteral(JSON.stringify(copies.map((c) => ({ seq: c.seq, id: randomUUID(), run_id: c.target.runId }))))}, '[{"seq":"BIGINT","id":"VARCHAR","run_id":"VARCHAR"}]'), recursive := true))`;
-  return `INSERT INTO _service.model_profiles (id, run_id, model, row_count, columns, profiled_at)
-SELECT c.id, c.run_id, p.model, p.row_count, p.columns, TIMESTAMP ${quoteLiteral(profiledAt)} FROM _service.model_profiles p JOIN ${meta} c ON p.seq = c.seq;
-INSERT INTO _service.model_profile_fingerprints (id, fingerprint)
-SELECT c.id, x.fingerprint FROM _service.model_profiles p JOIN _service.model_profile_fingerprints x ON x.id = p.id JOIN ${meta} c ON p.seq = c.seq`;
+/**
+ * Stores, for each target, a copy of a stored profile with its fingerprint (same content, so the
+ * same metrics) under the target's run: two plain inserts of the values the recorder read, no
+ * join over the stored profiles.
+ */
+export function copyProfilesSql(copies: ReadonlyArray<{ target: ProfileTarget; stored: LatestProfile }>, profiledAt: string): string {
+  const rows = copies.map((c) => ({ id: randomUUID(), ...c }));
+  const runId = (t: ProfileTarget) => (t.runId === null ? 'NULL' : quoteLiteral(t.runId));
+  const rowCount = (s: LatestProfile) => (s.rowCount === null ? 'NULL' : String(s.rowCount));
+  return `INSERT INTO _service.model_profiles (id, run_id, model, row_count, columns, profiled_at) VALUES ${rows
+    .map((r) => `(${quoteLiteral(r.id)}, ${runId(r.target)}, ${quoteLiteral(r.target.model)}, ${rowCount(r.stored)}, ${quoteLiteral(r.stored.columns)}, TIMESTAMP ${quoteLiteral(profiledAt)})`)
+    .join(', ')};
+INSERT INTO _service.model_profile_fingerprints (id, fingerprint) VALUES ${rows.map((r) => `(${quoteLiteral(r.id)}, ${quoteLiteral(r.stored.fingerprint ?? '')})`).join(', ')}`;
 }
 
 const PASS = 'temp.main.__dp_profile_pass';

@@ -19,7 +19,7 @@
  */
 import { errorMessage, type PluginContext } from '../../sdk/index.js';
 import { recordBuildsSql, type QueuedBuild } from './freshness.js';
-import { copyProfilesSql, fingerprintsSql, LATEST_FINGERPRINTS_SQL, recordProfilesSql, storedFingerprint, type ProfileTarget } from './profiles.js';
+import { copyProfilesSql, fingerprintsSql, LATEST_FINGERPRINTS_SQL, recordProfilesSql, storedFingerprint, type ProfileTarget, type LatestProfile } from './profiles.js';
 import { columnsKey, relationColumns, utcNow } from './relations.js';
 import { activeTarget, recordOnTarget } from './target-records.js';
 
@@ -55,7 +55,7 @@ export class BuildRecorder {
    * the content of a build recorded in this run: comparing with an older one of equal fingerprint
    * still copies metrics of the same rows, and no profile is ever deleted.
    */
-  private readonly latest = new Map<string, Promise<Map<string, { seq: number; fingerprint: string | null }>>>();
+  private readonly latest = new Map<string, Promise<Map<string, LatestProfile>>>();
 
   constructor(private readonly ctx: PluginContext) {}
 
@@ -166,8 +166,8 @@ export class BuildRecorder {
         else ctx.log.warn('a built model is gone before its profile was recorded', { model: b.model });
       }
     }
-    const unchanged = targets.length ? await this.unchanged(targets) : new Map<ProfileTarget, number>();
-    const copies = [...unchanged].map(([target, seq]) => ({ target, seq }));
+    const unchanged = targets.length ? await this.unchanged(targets) : new Map<ProfileTarget, LatestProfile>();
+    const copies = [...unchanged].map(([target, stored]) => ({ target, stored }));
     const fresh = targets.filter((t) => !unchanged.has(t));
     const profiledAt = utcNow();
     const statements = [builds];
@@ -201,12 +201,12 @@ export class BuildRecorder {
 
   /**
    * Targets whose content has the fingerprint of their model's latest stored profile, with that
-   * profile's seq: profiling them again would store the same metrics. When the fingerprints cannot
+   * profile: profiling them again would store the same metrics. When the fingerprints cannot
    * be taken (a relation that cannot be read), every target is profiled, and the profile pass
    * reports why.
    */
-  private async unchanged(targets: ProfileTarget[]): Promise<Map<ProfileTarget, number>> {
-    const out = new Map<ProfileTarget, number>();
+  private async unchanged(targets: ProfileTarget[]): Promise<Map<ProfileTarget, LatestProfile>> {
+    const out = new Map<ProfileTarget, LatestProfile>();
     try {
       const runs = [...new Set(targets.map((t) => t.runId ?? ''))];
       const [stored, contents] = await Promise.all([
@@ -216,7 +216,7 @@ export class BuildRecorder {
       for (const r of contents) {
         const t = targets[Number(r.k)]!;
         const latest = stored.get(t.runId ?? '')!.get(t.model);
-        if (latest?.fingerprint && latest.fingerprint === storedFingerprint(t, r.f)) out.set(t, latest.seq);
+        if (latest?.fingerprint && latest.fingerprint === storedFingerprint(t, r.f)) out.set(t, latest);
       }
     } catch {
       out.clear();
@@ -225,12 +225,12 @@ export class BuildRecorder {
   }
 
   /** Each model's latest stored profile, read once per run (every batch for builds outside a run). */
-  private latestOf(run: string): Promise<Map<string, { seq: number; fingerprint: string | null }>> {
+  private latestOf(run: string): Promise<Map<string, LatestProfile>> {
     let latest = run ? this.latest.get(run) : undefined;
     if (!latest) {
       latest = this.ctx.db
-        .all<{ model: string; seq: bigint | number; fingerprint: string | null }>(LATEST_FINGERPRINTS_SQL)
-        .then((rows) => new Map(rows.map((r) => [r.model, { seq: Number(r.seq), fingerprint: r.fingerprint }])));
+        .all<{ model: string; seq: bigint | number; row_count: bigint | number | null; columns: string; fingerprint: string | null }>(LATEST_FINGERPRINTS_SQL)
+        .then((rows) => new Map(rows.map((r) => [r.model, { seq: Number(r.seq), rowCount: r.row_count === null ? null : Number(r.row_count), columns: r.columns, fingerprint: r.fingerprint }])));
       if (run) {
         this.latest.set(run, latest);
         while (this.latest.size > KEPT_RUNS) this.latest.delete(this.latest.keys().next().value as string);

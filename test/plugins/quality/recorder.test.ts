@@ -207,7 +207,7 @@ describe('quality: build recorder', () => {
     const recorder = new BuildRecorder(ctx);
     const profiledIn = (runId: string) => {
       const run = statements.filter((s) => s.kind === 'run').at(-1)!.sql;
-      return { profiled: run.includes('count(DISTINCT'), copied: run.includes('FROM _service.model_profiles p'), runId };
+      return { profiled: run.includes('count(DISTINCT'), copied: run.includes('INSERT INTO _service.model_profile_fingerprints (id, fingerprint) VALUES'), runId };
     };
     const expected = async () => {
       const stats = await computeStats({ db: app.db } as PluginContext, 'r', 'fp');
