@@ -118,6 +118,16 @@ export class MethodCatalog {
     if (!m?.apply) return null;
     return m.apply(value, config, info);
   }
+
+  /**
+   * A method's JavaScript form for one column, looked up once (a row transform masks every value
+   * of a page with it); a method without one gives NULL, as apply() does.
+   */
+  twin(name: string, config: Record<string, unknown>, info: MaskingColumnInfo): (value: unknown) => unknown {
+    const m = this.entries.get(name)?.method;
+    if (!m?.apply) return () => null;
+    return (value) => m.apply!(value, config, info);
+  }
 }
 
 function structuredCloneJson(value: unknown): unknown {

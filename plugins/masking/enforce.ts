@@ -189,9 +189,14 @@ export class MaskingEnforcer {
     for (const rel of this.targetRelations.values()) rel.invalidate();
   }
 
-  /** The beforeQuery tap. */
+  /** The beforeQuery tap: the key schema's refusal, then the masks. */
   async beforeQuery(q: QueryContext): Promise<void> {
     await this.keySchema.check(q);
+    await this.enforce(q);
+  }
+
+  /** The masks of a query whose key-schema check was done (the gate does it for every caller, then calls this). */
+  async enforce(q: QueryContext): Promise<void> {
     if (this.callerClass(q.caller) === 'exempt-all') return;
     const policies = this.bindingPolicies(q.caller, await this.allPolicies());
     if (!policies.some((p) => p.method !== DECLASSIFY_METHOD)) return;

@@ -60,7 +60,7 @@ export class EnforcementGate {
   /** The beforeQuery tap: the key schema for everyone, then the enforcer when a policy masks. */
   async beforeQuery(q: QueryContext): Promise<void> {
     await this.keySchema.check(q);
-    await (await this.active())?.beforeQuery(q);
+    await (await this.active())?.enforce(q);
   }
 
   /** Columns of schema.table this caller sees masked (the `masking` service); the key table's are all masked. */

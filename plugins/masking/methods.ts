@@ -25,7 +25,8 @@ const TIMESTAMP_TYPES = /^(TIMESTAMP|TIMESTAMP WITH TIME ZONE|TIMESTAMPTZ|TIMEST
 const PLAIN_TYPE = /^[A-Za-z][A-Za-z0-9_ ]*(\(\d+(,\s*\d+)?\))?$/;
 
 function sha256Hex(value: string): string {
-  return crypto.createHash('sha256').update(value, 'utf8').digest('hex');
+  // One call, no Hash object per value (the result masker hashes every value of a page; engines: Node >= 20.19).
+  return crypto.hash('sha256', value, 'hex');
 }
 
 /** A value as DuckDB's CAST(x AS VARCHAR) prints it (for the JavaScript twins). */
@@ -101,17 +102,41 @@ function lastDigitsSql(column: string, n: number): string {
   const other = `translate(${v}, '${DIGITS_AND_SEPARATORS}', '')`;
   return `translate(${digitsMasked}, ${other}, repeat('*', strlen(${other})))`;
 }
+/** What the digit mask keeps as it is besides digits: the separators, and `*` (which it writes itself). */
+const KEPT_BESIDE_DIGITS = new Set([...DIGITS_AND_SEPARATORS.replace(/[0-9]/g, ''), '*'].map((c) => c.charCodeAt(0)));
+const isDigit = (code: number) => code >= 48 && code <= 57;
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
+const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff;
+
+/**
+ * lastDigitsSql's twin, in one pass over the text (the result masker runs it on every value of a
+ * page): the last n digits kept, every other digit `*`, every character that is neither a digit
+ * nor a separator `*` (one `*` per code point, as SQL's translate() gives), separators kept.
+ * With fewer than n digits the SQL finds no tail and masks every digit; so does this.
+ */
 function lastDigitsJs(value: string, n: number): string {
-  const chars = [...value];
-  let keep = n;
-  for (let i = chars.length - 1; i >= 0; i--) {
-    if (!/[0-9]/.test(chars[i])) continue;
-    if (keep > 0) keep--;
-    else chars[i] = '*';
+  // Index of the first kept digit: scanning from the end, the n-th digit met.
+  let firstKept = value.length;
+  let toKeep = n;
+  for (let i = value.length - 1; i >= 0 && toKeep > 0; i--) {
+    if (isDigit(value.charCodeAt(i))) {
+      toKeep--;
+      firstKept = i;
+    }
   }
-  // Fewer digits than n: the SQL form finds no tail and masks every digit; mirror that.
-  const digitsMasked = keep > 0 ? value.replace(/[0-9]/g, '*') : chars.join('');
-  return digitsMasked.replace(/[^0-9* +().\-/]/gu, '*');
+  if (toKeep > 0) firstKept = value.length;
+  let out = '';
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    if (isDigit(code)) out += i >= firstKept ? value[i] : '*';
+    else if (KEPT_BESIDE_DIGITS.has(code)) out += value[i];
+    else {
+      out += '*';
+      // A surrogate pair is one character: one `*`.
+      if (isHighSurrogate(code) && i + 1 < value.length && isLowSurrogate(value.charCodeAt(i + 1))) i++;
+    }
+  }
+  return out;
 }
 
 function formatBucket(x: number, integral: boolean): string {

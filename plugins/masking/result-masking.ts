@@ -145,7 +145,12 @@ export class ResultMasker {
 
   /** The row transform of a result plan: each masked item's values through its method's twin. */
   resultMasker(plan: ResultPlan): (columns: string[], rows: unknown[][]) => unknown[][] {
-    const masks = plan.items.map(({ index, mask }) => ({ index, method: mask.policy!.method, config: mask.policy!.method_config, info: { type: mask.type } }));
+    // Each item's twin and what it accepts, resolved once per plan, not per value.
+    const masks = plan.items.map(({ index, mask }) => {
+      const { method, method_config } = mask.policy!;
+      // A keyed mask on a target may take numbers (noise); every other twin, text only.
+      return { index, twin: this.catalog.twin(method, method_config, { type: mask.type }), takesNumbers: KEYED_METHODS.has(method) };
+    });
     const refuse = (problem: string) => {
       this.log.error(`masking: the result does not match its plan (${problem}); the query was refused`);
       return new DpError(500, 'masking_unverified', `Masking could not confirm its plan for this result (${problem}), so it was not returned`);
@@ -155,9 +160,8 @@ export class ResultMasker {
       for (const row of rows) {
         for (const m of masks) {
           const value = row[m.index];
-          // A keyed mask on a target may take numbers (noise); every other twin, text only.
-          if (value !== null && typeof value !== 'string' && !(KEYED_METHODS.has(m.method) && typeof value === 'number')) throw refuse(`a value of ${columns[m.index]} is not text`);
-          row[m.index] = this.catalog.apply(m.method, value, m.config, m.info);
+          if (value !== null && typeof value !== 'string' && !(m.takesNumbers && typeof value === 'number')) throw refuse(`a value of ${columns[m.index]} is not text`);
+          row[m.index] = m.twin(value);
         }
       }
       return rows;

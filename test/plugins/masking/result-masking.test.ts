@@ -24,6 +24,8 @@ const CORPUS: Array<string | null> = [
   'élodie Ünal', 'ß straße', 'ﬁne ǆemal', 'ŉ x', 'ᾀ ὐ', 'i̇stanbul', 'e\u0301cole', '🦆 duck', '👩‍👩‍👧 fam', "quote'd", 'back\\slash',
   'user@example.com', '@', 'a@b@c', 'no-at', '@@', 'ü@ö.de', 'a@', '@b',
   '555-0123', '+1 (555) 012-3456', '4111-1111-1111-1234', '12', '1234', 'abc', '٣٤٥٦٧٨', '１２３４５', '12a34b56', '*#*', '1'.repeat(60),
+  // The digit masks' twin walks UTF-16 code units: a pair beside digits must still give one `*`.
+  '1🦆2-3𝟘4 5', '🦆1234', '(*) 12/3.4+5',
   '10.0.1.1', '256.1.1.1', '1.2.3', '01.002.003.004', ' 10.0.0.1', '10.0.0.1\n', '1.2.3.4.5', '١.٢.٣.٤',
 ];
 
