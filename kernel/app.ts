@@ -129,7 +129,7 @@ export class App {
     this.lifecycle.around('afterStart', () => (this.scheduling ? this.scheduler.start() : undefined));
     this.lifecycle.around('beforeStop', () => this.scheduler.stop());
     this.services = new Services();
-    this.queries = new GuardedQueryRunner(this.db, this.hooks, () => this.project.config, this.log.child('query'));
+    this.queries = new GuardedQueryRunner(this.db, this.hooks, () => this.project.config, this.log.child('query'), undefined, this.clock);
   }
 
   /** Loads the project and every enabled plugin's setup; the database opens on first use. */
