@@ -65,7 +65,7 @@ export interface BootOptions {
   activate?: string[];
   /** Per-plugin deadline of each lifecycle phase, in ms (defaults: start 30 s, beforeStop and stop 10 s). */
   phaseTimeoutsMs?: Partial<PhaseTimeouts>;
-  /** The scheduler's and the plugins' clock (ctx.clock; a test about time moves one it owns); the system clock by default. */
+  /** The scheduler's, the query deadlines' and the plugins' clock (ctx.clock; a test about time moves one it owns); the system clock by default. */
   clock?: Clock;
 }
 

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { threadPoolSize } from '../../../kernel/query-control.js';
 import { startTestServer, type PluginTestServer, type TestCaller } from '../../../sdk/testing.js';
 import { waitUntil } from '../../helpers.js';
 import { FakeClock } from '../../kernel/fake-clock.js';
@@ -216,6 +217,24 @@ describe('notebooks API (real HTTP, real DuckDB)', () => {
     await waitUntil(() => s.app.lentConnections() === lent, "the cell's interrupted query to give back its connection");
     // The session and the database are still usable.
     assert.equal((await run(editor, 'notebooks/explore.dpnb', 0, { cells: [{ type: 'code', source: "await db.value('SELECT 7')" }] })).body.value, 7);
+  });
+
+  it('stops a code cell whose query still waited for a worker when the deadline passed', async () => {
+    // Every libuv worker of this process held by the cell's own sleeping queries, so its last
+    // query waits for one; the deadline passes, the sleepers are interrupted, and the waiting
+    // query starts after the interrupt was sent (DuckDB forgets such an interrupt: a single one
+    // would leave it running for hours).
+    const workers = threadPoolSize();
+    // Connections ready in the pool: borrowing one needs no worker.
+    await Promise.all(Array.from({ length: workers + 2 }, () => s.db.value('SELECT 1')));
+    const lent = s.app.lentConnections();
+    const source = `const held = Array.from({ length: ${workers} }, () => db.value('SELECT sleep_ms(600000)').catch(() => null));\nawait db.value('SELECT sum(i) FROM range(10000000000000) t(i)');`;
+    const answer = run(editor, 'notebooks/explore.dpnb', 0, { cells: [{ type: 'code', source }] });
+    await waitUntil(() => s.app.lentConnections() === lent + workers + 1, "the cell's queries to take their connections");
+    await clock.advance(10_000);
+    const r = await answer;
+    assert.equal(r.status, 408, r.text);
+    await waitUntil(() => s.app.lentConnections() === lent, "the cell's queries to give back their connections");
   });
 
   it('refuses code and ingest cells to a viewer (403) and runs nothing', async () => {
