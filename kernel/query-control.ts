@@ -92,6 +92,9 @@ export class QueryControl {
     private readonly onOver: () => void = noop,
   ) {
     this.timer = deadline.clock.setTimeout(() => this.stop(deadline.error()), deadline.remainingMs());
+    // Held open (the system clock's timers are not): the answer at the deadline is still due when
+    // nothing else keeps the process alive.
+    (this.timer as { ref?: () => void } | undefined)?.ref?.();
     const onAbort = () => this.stop(clientGone());
     if (external?.aborted) queueMicrotask(onAbort);
     else external?.addEventListener('abort', onAbort, { once: true });

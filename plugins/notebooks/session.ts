@@ -241,6 +241,8 @@ export class NotebookSessions {
           controller.abort(timedOut);
           reject(timedOut);
         }, timeoutSeconds * 1000);
+        // Held open (the system clock's timers are not): a cell waiting on nothing still ends at its deadline.
+        (timer as { ref?: () => void } | undefined)?.ref?.();
       });
       const left = new Promise<never>((_, reject) => {
         if (controller.signal.aborted) reject(controller.signal.reason);
