@@ -17,7 +17,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { cliInProcess, copyShop, DP_BIN, fileDpRelay, spawnServe, type CliRun } from '../helpers.js';
+import { builtShop, cliInProcess, copyShop, DP_BIN, fileDpRelay, spawnServe, type CliRun } from '../helpers.js';
 
 const SERVER_FILE = path.join('.dp', 'server.json');
 
@@ -127,8 +127,9 @@ function assertSameOutcomes(offline: Outcome[], served: Outcome[], label: string
 let shared: Promise<{ root: string; offline: Outcome[] }> | null = null;
 function prepared(): Promise<{ root: string; offline: Outcome[] }> {
   shared ??= (async () => {
-    const root = copyShop();
-    await offlineOk(root, [['seed'], ['transform'], ['mask', 'add', '--schema', 'seeds', '--table', 'customers', '--column', 'email', '--method', 'redact', '--exempt', 'admin,editor']]);
+    // Seeded and transformed already (the suite run's template).
+    const root = await builtShop();
+    await offlineOk(root, [['mask', 'add', '--schema', 'seeds', '--table', 'customers', '--column', 'email', '--method', 'redact', '--exempt', 'admin,editor']]);
     const outcomes = await runOffline(root, TABLE);
     return { root, offline: outcomes.map((r) => ({ code: r.code, stdout: normalize(r.stdout), stderr: r.stderr })) };
   })();
