@@ -65,7 +65,7 @@ export interface BootOptions {
   activate?: string[];
   /** Per-plugin deadline of each lifecycle phase, in ms (defaults: start 30 s, beforeStop and stop 10 s). */
   phaseTimeoutsMs?: Partial<PhaseTimeouts>;
-  /** The scheduler's and the plugins' clock (ctx.clock; a test about time moves one it owns); the system clock by default. */
+  /** The scheduler's, the query deadlines' and the plugins' clock (ctx.clock; a test about time moves one it owns); the system clock by default. */
   clock?: Clock;
 }
 
@@ -129,7 +129,7 @@ export class App {
     this.lifecycle.around('afterStart', () => (this.scheduling ? this.scheduler.start() : undefined));
     this.lifecycle.around('beforeStop', () => this.scheduler.stop());
     this.services = new Services();
-    this.queries = new GuardedQueryRunner(this.db, this.hooks, () => this.project.config, this.log.child('query'));
+    this.queries = new GuardedQueryRunner(this.db, this.hooks, () => this.project.config, this.log.child('query'), undefined, this.clock);
   }
 
   /** Loads the project and every enabled plugin's setup; the database opens on first use. */

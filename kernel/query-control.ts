@@ -15,6 +15,8 @@
 import type { Role } from '../sdk/auth.js';
 import { DpError } from '../sdk/errors.js';
 import type { QueryStopSignal } from '../sdk/plugin.js';
+import type { Clock } from '../sdk/scheduler.js';
+import { systemClock } from './scheduler.js';
 
 /** libuv's thread pool size as it was set for this process (UV_THREADPOOL_SIZE, default 4, at most 1024). */
 export function threadPoolSize(env: NodeJS.ProcessEnv = process.env): number {
@@ -27,19 +29,20 @@ export function queryWorkers(poolSize: number): number {
   return Math.max(1, poolSize - Math.max(2, Math.ceil(poolSize / 4)));
 }
 
-/** The moment a query must be done by, counted from when it was accepted. */
+/** The moment a query must be done by, counted from when it was accepted, on the app's clock (a test about deadlines moves one it owns). */
 export class Deadline {
   readonly at: number;
 
   constructor(
     readonly seconds: number,
     readonly role: Role,
+    readonly clock: Clock = systemClock,
   ) {
-    this.at = Date.now() + seconds * 1000;
+    this.at = clock.now() + seconds * 1000;
   }
 
   remainingMs(): number {
-    return Math.max(0, this.at - Date.now());
+    return Math.max(0, this.at - this.clock.now());
   }
 
   error(): DpError {
@@ -75,7 +78,7 @@ export class QueryControl {
   private stopper: AbortController | null = null;
   private stopReason: DpError | null = null;
   private readonly stopListeners = new Set<(reason: DpError) => void>();
-  private readonly timer: NodeJS.Timeout;
+  private readonly timer: unknown;
   private readonly pending = new Set<Promise<unknown>>();
   private connection: Interruptible | null = null;
   /** Set while the connection is being interrupted until every guarded call settled. */
@@ -88,7 +91,10 @@ export class QueryControl {
     /** Told once the query is over and DuckDB let go of it. */
     private readonly onOver: () => void = noop,
   ) {
-    this.timer = setTimeout(() => this.stop(deadline.error()), deadline.remainingMs());
+    this.timer = deadline.clock.setTimeout(() => this.stop(deadline.error()), deadline.remainingMs());
+    // Held open (the system clock's timers are not): the answer at the deadline is still due when
+    // nothing else keeps the process alive.
+    (this.timer as { ref?: () => void } | undefined)?.ref?.();
     const onAbort = () => this.stop(clientGone());
     if (external?.aborted) queueMicrotask(onAbort);
     else external?.addEventListener('abort', onAbort, { once: true });
@@ -181,7 +187,7 @@ export class QueryControl {
 
   /** The query is over: no more stops. Interrupts already under way go on until their calls settle. */
   finish(): void {
-    clearTimeout(this.timer);
+    this.deadline.clock.clearTimeout(this.timer);
     this.unlisten();
     void this.idle().then(this.onOver);
   }

@@ -4,6 +4,7 @@ import { badRequest, DpError, errorMessage, isDpError } from '../sdk/errors.js';
 import type { KernelHooks, QueryContext, QueryResult } from '../sdk/hooks.js';
 import type { Logger, QueryRunner, UserQueryRequest } from '../sdk/plugin.js';
 import type { QueryTarget, QueryTargetRun } from '../sdk/query-target.js';
+import type { Clock } from '../sdk/scheduler.js';
 import { type Connection, translateDbError } from './database.js';
 import { Deadline, QueryControl, QuerySlots, queryWorkers, threadPoolSize } from './query-control.js';
 import { appendFirstRows, appendWindow, WINDOW_LIMIT_PARAM, WINDOW_OFFSET_PARAM } from './query-window.js';
@@ -74,6 +75,8 @@ export class GuardedQueryRunner implements QueryRunner {
     private readonly log: Logger,
     /** User queries that may run at once over all roles; by default the libuv pool minus the workers kept for short work. */
     workers = queryWorkers(threadPoolSize()),
+    /** Where deadlines are counted (App's clock). */
+    private readonly clock?: Clock,
   ) {
     this.slots = new QuerySlots(() => {
       const q = this.config().query;
@@ -201,7 +204,7 @@ export class GuardedQueryRunner implements QueryRunner {
   /** The query's stop switch: its role's deadline starts now (time spent waiting for a slot counts). */
   private control(req: Pick<UserQueryRequest, 'caller' | 'signal'>): QueryControl {
     const role = req.caller.role;
-    const control = new QueryControl(new Deadline(this.config().query.timeout_seconds[role], role), req.signal, () => this.active.delete(control));
+    const control = new QueryControl(new Deadline(this.config().query.timeout_seconds[role], role, this.clock), req.signal, () => this.active.delete(control));
     this.active.add(control);
     return control;
   }

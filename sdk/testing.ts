@@ -36,7 +36,7 @@ export interface TestServerOptions {
   auth?: boolean;
   /** Run cron schedules on the wall clock (default false: a test about time asks for it, or better moves a clock it owns). */
   scheduler?: boolean;
-  /** The clock plugins read (ctx.clock) and the scheduler runs on: a test about time passes one it moves. */
+  /** The clock plugins read (ctx.clock), the scheduler runs on and query deadlines count on: a test about time passes one it moves. */
   clock?: Clock;
   /** SSE heartbeat interval in ms (default 15 s). */
   sseHeartbeatMs?: number;

@@ -7,6 +7,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { after } from 'node:test';
 import { App } from '../kernel/app.js';
 import { createServer, type ServerOptions } from '../kernel/http.js';
 import { REPO_ROOT } from '../kernel/plugins.js';
@@ -254,6 +255,23 @@ export async function startDpRelay(): Promise<DpRelay> {
       await exited;
       fs.rmSync(folder, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * The test file's `dp` process (startDpRelay), started on first use and ended after the file's
+ * tests: `runCli` and `runCliBatch` answers through the binary's entry, with one process start
+ * for the file instead of one per call. Call it at the top level of a test file.
+ */
+export function fileDpRelay(): Pick<DpRelay, 'run' | 'batch'> {
+  let relay: Promise<DpRelay> | null = null;
+  const dp = () => (relay ??= startDpRelay());
+  after(async () => {
+    if (relay) await (await relay).close();
+  });
+  return {
+    run: async (args, options) => (await dp()).run(args, options),
+    batch: async (runs) => (await dp()).batch(runs),
   };
 }
 

@@ -232,14 +232,17 @@ export class NotebookSessions {
     const log: Logger = { info: line('stdout', ''), warn: line('stderr', 'warn'), error: line('stderr', 'error'), debug: line('stderr', 'debug') };
     const cellConsole = scriptConsole((level) => (...args) => push(level === 'log' || level === 'info' ? 'stdout' : 'stderr', format(...args)));
 
-    let timer: NodeJS.Timeout | undefined;
+    let timer: unknown;
     const outcome = await this.ctx.db.exclusive(async () => {
-      // The role's deadline counts from here, like a query's counts from its slot.
+      // The role's deadline counts from here, like a query's counts from its slot, on ctx.clock
+      // like the query deadlines (a test moves a clock it owns).
       const deadline = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
+        timer = this.ctx.clock.setTimeout(() => {
           controller.abort(timedOut);
           reject(timedOut);
         }, timeoutSeconds * 1000);
+        // Held open (the system clock's timers are not): a cell waiting on nothing still ends at its deadline.
+        (timer as { ref?: () => void } | undefined)?.ref?.();
       });
       const left = new Promise<never>((_, reject) => {
         if (controller.signal.aborted) reject(controller.signal.reason);
@@ -255,7 +258,7 @@ export class NotebookSessions {
       } catch (e) {
         return { ok: false as const, error: e };
       } finally {
-        clearTimeout(timer);
+        if (timer !== undefined) this.ctx.clock.clearTimeout(timer);
       }
     });
     if (dropped) output.push({ stream: 'stderr', text: `... ${dropped} more lines not kept` });

@@ -101,11 +101,13 @@ function cancelledError(signal: AbortSignal): Error {
  * cancelled, and the run's borrowed connections interrupted at that moment.
  */
 function scriptDatabase(ctx: PluginContext, signal: AbortSignal): ScriptContext['db'] {
-  const lent = new Set<DbConnection>();
+  /** Each borrowed connection and the script's work on it. */
+  const lent = new Map<DbConnection, Promise<unknown>>();
   const guard = () => {
     if (signal.aborted) throw cancelledError(signal);
   };
-  signal.addEventListener('abort', () => lent.forEach((c) => c.interrupt()), { once: true });
+  // Repeated until the work settled: DuckDB forgets an interrupt that lands before the statement started on a worker.
+  signal.addEventListener('abort', () => lent.forEach((work, c) => void c.interruptUntilSettled(work)), { once: true });
   const guarded = <T extends object>(target: T): T =>
     new Proxy(target, {
       get(t, key) {
@@ -120,9 +122,10 @@ function scriptDatabase(ctx: PluginContext, signal: AbortSignal): ScriptContext[
   const withConnection = <T>(fn: (c: DbConnection) => Promise<T>): Promise<T> => {
     guard();
     return ctx.db.withConnection(async (c) => {
-      lent.add(c);
+      const work = fn(guarded(c));
+      lent.set(c, work);
       try {
-        return await fn(guarded(c));
+        return await work;
       } finally {
         lent.delete(c);
       }

@@ -15,8 +15,11 @@ import { CATALOG_CHANGED } from '../../sdk/db.js';
 import { HOOK_NAMES } from '../../sdk/hooks.js';
 import { LINEAGE_SERVICE } from '../../sdk/lineage.js';
 import { runCommand } from '../../sdk/testing.js';
-import { makeProject, REPO_ROOT, runCli } from '../helpers.js';
+import { fileDpRelay, makeProject, REPO_ROOT } from '../helpers.js';
 import { staticPackages } from '../support/import-graph.js';
+
+/** The file's `dp` process: command lines through the binary's entry, one process start for the file. */
+const dp = fileDpRelay();
 
 /** Packages that cost a CLI command's start when imported at a plugin's setup (issue 29). */
 const HEAVY = ['pg', 'mysql2', '@modelcontextprotocol/sdk', 'yjs', 'y-protocols', 'exceljs', 'apache-arrow', '@clickhouse/client', '@polyglot-sql/sdk'];
@@ -149,13 +152,13 @@ describe('activation on demand', () => {
     await assert.rejects(App.boot({ projectRoot: root, activate: ['tables'] }), (e: { code?: string }) => e.code === 'invalid_project_yml');
   });
 
-  it('a route of a plugin that is not loaded is checked from its manifest (a missing permission fails every command)', () => {
+  it('a route of a plugin that is not loaded is checked from its manifest (a missing permission fails every command)', async () => {
     const plugins = makeProject({
       'bad/plugin.json': JSON.stringify({ name: 'bad', version: '1.0.0', entry: './index.mjs', contributes: { routes: [{ method: 'GET', url: '/api/bad' }] } }),
       'bad/index.mjs': 'export default { setup() {} };\n',
     });
     const root = makeProject({ 'project.yml': `name: t\ndatabase:\n  path: t.duckdb\nplugins:\n  paths: [${JSON.stringify(plugins)}]\n` });
-    const r = runCli(['tables', '--project', root]);
+    const r = await dp.run(['tables', '--project', root]);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /permission/);
   });
@@ -260,12 +263,11 @@ describe('activation on demand', () => {
     assert.equal(invokedCommand([]), undefined);
   });
 
-  it('a mistyped command still gets its suggestion, and a kernel command still runs, beside one-command parsing', () => {
+  it('a mistyped command still gets its suggestion, and a kernel command still runs, beside one-command parsing', async () => {
     const root = makeProject();
-    const typo = runCli(['tabels', '--project', root]);
+    const [typo, env] = await dp.batch([{ args: ['tabels', '--project', root] }, { args: ['env', 'show', '--project', root] }]);
     assert.equal(typo.code, 1);
     assert.match(typo.stderr, /Did you mean tables\?/);
-    const env = runCli(['env', 'show', '--project', root]);
     assert.equal(env.code, 0, env.stderr);
   });
 

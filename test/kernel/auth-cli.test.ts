@@ -1,16 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { makeProject, runCli, runCliBatch } from '../helpers.js';
+import { fileDpRelay, makeProject } from '../helpers.js';
 import { startKernelServer } from './auth-server.js';
+
+/** The file's `dp` process: each command line through the binary's entry, a process apart from the server. */
+const relay = fileDpRelay();
 
 describe('dp users (straight on the database, no server)', () => {
   it('creates the first admin from stdin, manages users, and the server then accepts their logins', async () => {
     const root = makeProject();
-    const dp = (args: string[], input?: string) => runCli([...args, '--project', root], { input });
     const run = (args: string[], input?: string) => ({ args: [...args, '--project', root], input });
 
-    // The binary's entry, the commands before the server in one process (runCliBatch).
-    const [add, ann, short, lastAdmin, setRole, setPassword, list] = await runCliBatch([
+    const [add, ann, short, lastAdmin, setRole, setPassword, list] = await relay.batch([
       run(['users', 'add', 'root', '--role', 'admin'], 'from-stdin-pw\n'),
       run(['users', 'add', 'ann', '--role', 'viewer', '--password', 'pw-ann', '--display-name', 'Ann']),
       run(['users', 'add', 'bo', '--role', 'viewer', '--password', 'abc']),
@@ -52,14 +53,14 @@ describe('dp users (straight on the database, no server)', () => {
       assert.equal((await s.request('POST', '/api/auth/login', { username: 'ann', password: 'pw-ann' })).status, 401, 'old password no longer works');
       const login = await s.request('POST', '/api/auth/login', { username: 'ann', password: 'pw-ann-2' });
       assert.equal(login.body.role, 'editor');
-      const locked = dp(['users', 'list']);
+      const locked = await relay.run(['users', 'list', '--project', root]);
       assert.equal(locked.code, 1, 'the serving process holds the database');
       assert.match(locked.stderr, /in use by another process/);
     } finally {
       await s.close();
     }
 
-    const [removed, after] = await runCliBatch([run(['users', 'remove', 'ann']), run(['--json', 'users', 'list'])]);
+    const [removed, after] = await relay.batch([run(['users', 'remove', 'ann']), run(['--json', 'users', 'list'])]);
     assert.equal(removed.code, 0, removed.stderr);
     assert.deepEqual(
       (JSON.parse(after.stdout) as Array<{ username: string }>).map((u) => u.username),

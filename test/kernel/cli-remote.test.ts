@@ -17,20 +17,16 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { cliInProcess, copyShop, DP_BIN, spawnServe, startDpRelay, type CliRun, type DpRelay } from '../helpers.js';
+import { builtShop, cliInProcess, copyShop, DP_BIN, fileDpRelay, spawnServe, type CliRun } from '../helpers.js';
 
 const SERVER_FILE = path.join('.dp', 'server.json');
 
 /** The file's `dp` process for every command line beside a server (and `dp users`): started on first use. */
-let relay: Promise<DpRelay> | null = null;
-const dp = () => (relay ??= startDpRelay());
-after(async () => {
-  if (relay) await (await relay).close();
-});
+const dp = fileDpRelay();
 /** Command lines in the file's `dp` process, in order: what `runCliBatch` answers. */
-const runCliBatch = async (runs: CliRun[]) => (await dp()).batch(runs);
+const runCliBatch = (runs: CliRun[]) => dp.batch(runs);
 /** A command line in the file's `dp` process: what `runCli` answers. */
-const runCli = async (args: string[]) => (await dp()).run(args);
+const runCli = (args: string[]) => dp.run(args);
 
 /** Timings and timestamps differ between any two runs; everything else must be equal. */
 function normalize(text: string): string {
@@ -131,8 +127,9 @@ function assertSameOutcomes(offline: Outcome[], served: Outcome[], label: string
 let shared: Promise<{ root: string; offline: Outcome[] }> | null = null;
 function prepared(): Promise<{ root: string; offline: Outcome[] }> {
   shared ??= (async () => {
-    const root = copyShop();
-    await offlineOk(root, [['seed'], ['transform'], ['mask', 'add', '--schema', 'seeds', '--table', 'customers', '--column', 'email', '--method', 'redact', '--exempt', 'admin,editor']]);
+    // Seeded and transformed already (the suite run's template).
+    const root = await builtShop();
+    await offlineOk(root, [['mask', 'add', '--schema', 'seeds', '--table', 'customers', '--column', 'email', '--method', 'redact', '--exempt', 'admin,editor']]);
     const outcomes = await runOffline(root, TABLE);
     return { root, offline: outcomes.map((r) => ({ code: r.code, stdout: normalize(r.stdout), stderr: r.stderr })) };
   })();

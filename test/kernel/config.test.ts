@@ -5,7 +5,10 @@ import { describe, it } from 'node:test';
 import { App } from '../../kernel/app.js';
 import { loadProject, parseProjectText } from '../../kernel/config.js';
 import { DpError } from '../../sdk/errors.js';
-import { makeProject, runCli, runCliBatch, startServer } from '../helpers.js';
+import { fileDpRelay, makeProject, startServer } from '../helpers.js';
+
+/** The file's `dp` process: each command line through the binary's entry, one process start for the file. */
+const dp = fileDpRelay();
 
 const ENVS = `name: envs
 database:
@@ -97,9 +100,9 @@ describe('project config', () => {
     );
   });
 
-  it('says clearly when there is no project', () => {
+  it('says clearly when there is no project', async () => {
     assert.throws(() => loadProject('/nonexistent/dp'), (e: DpError) => e.code === 'project_not_found');
-    const r = runCli(['tables', '--project', '/tmp']);
+    const r = await dp.run(['tables', '--project', '/tmp']);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /No project\.yml in \/tmp/);
   });
@@ -109,8 +112,7 @@ describe('dp env', () => {
   it('uses, shows, lists and resets the persistent environment', async () => {
     const root = makeProject({ 'project.yml': ENVS });
     const run = (...args: string[]) => ({ args: [...args, '--project', root] });
-    // The binary's entry, the commands in one process (runCliBatch).
-    const [used, showRun, overriddenRun, listRun, bad] = await runCliBatch([
+    const [used, showRun, overriddenRun, listRun, bad] = await dp.batch([
       run('env', 'use', 'prod'),
       run('env', 'show', '--json'),
       run('env', 'show', '--json', '--env', 'dev'),
@@ -136,13 +138,13 @@ describe('dp env', () => {
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /Unknown environment 'nope'/);
     assert.equal(fs.readFileSync(path.join(root, '.service-env'), 'utf8').trim(), 'prod', 'an unknown environment changes nothing');
-    assert.equal(runCli(['env', 'reset', '--project', root]).code, 0);
+    assert.equal((await dp.run(['env', 'reset', '--project', root])).code, 0);
     assert.ok(!fs.existsSync(path.join(root, '.service-env')));
   });
 
-  it('--env selects the database for one command', () => {
+  it('--env selects the database for one command', async () => {
     const root = makeProject({ 'project.yml': ENVS });
-    runCli(['query', 'SELECT 1', '--env', 'dev', '--project', root]);
+    await dp.run(['query', 'SELECT 1', '--env', 'dev', '--project', root]);
     assert.ok(fs.existsSync(path.join(root, 'dev.duckdb')));
     assert.ok(!fs.existsSync(path.join(root, 'base.duckdb')));
   });

@@ -9,8 +9,16 @@ import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { makeProject, spawnServe, startServer, waitUntil, type TestServer } from '../helpers.js';
+import { FakeClock } from '../kernel/fake-clock.js';
 
+/** A query that keeps its DuckDB worker busy computing until it is interrupted. */
 const LONG_SQL = 'SELECT sum(i) FROM range(10000000000000) t(i)';
+/**
+ * A query that holds its worker just as long without computing: DuckDB's sleep_ms stops at an
+ * interrupt like a scan does. The real-time tests below hold a dozen workers for seconds; with
+ * LONG_SQL that cost a full machine's CPU for the whole deadline and slowed everything beside.
+ */
+const SLEEPING_SQL = 'SELECT sleep_ms(600000)';
 
 interface Served {
   child: ChildProcess;
@@ -19,7 +27,8 @@ interface Served {
 }
 
 async function serve(root: string, env: Record<string, string> = {}): Promise<Served> {
-  const served = await spawnServe(root, { auth: true, env });
+  // A short grace on SIGTERM: the drain interrupts the long queries instead of waiting out their deadline.
+  const served = await spawnServe(root, { auth: true, env, args: ['--shutdown-grace', '1'] });
   return { child: served.child, url: served.url, exited: served.exited };
 }
 
@@ -71,7 +80,7 @@ describe('long queries beyond the worker pool (dp serve)', () => {
     const COUNT = 24;
     const started = Date.now();
     const long = Array.from({ length: COUNT }, () =>
-      call(server.url, 'POST', '/api/query', { sql: LONG_SQL }, viewer, 60_000).then(
+      call(server.url, 'POST', '/api/query', { sql: SLEEPING_SQL }, viewer, 60_000).then(
         (r) => ({ ...r, seconds: (Date.now() - started) / 1000 }),
         (e: Error) => ({ status: 0, body: e.name, seconds: (Date.now() - started) / 1000 }),
       ),
@@ -103,7 +112,7 @@ describe('long queries beyond the worker pool (dp serve)', () => {
   });
 
   it('stops on SIGTERM while long queries run', async () => {
-    const long = Array.from({ length: 20 }, () => call(server.url, 'POST', '/api/query', { sql: LONG_SQL }, viewer, 60_000).catch(() => null));
+    const long = Array.from({ length: 20 }, () => call(server.url, 'POST', '/api/query', { sql: SLEEPING_SQL }, viewer, 60_000).catch(() => null));
     await new Promise((r) => setTimeout(r, 300));
     server.child.kill('SIGTERM');
     const exit = await Promise.race([server.exited, new Promise<null>((r) => setTimeout(() => r(null), 30_000))]);
@@ -114,68 +123,65 @@ describe('long queries beyond the worker pool (dp serve)', () => {
 
 describe('query slots (in process)', () => {
   let s: TestServer;
+  // Deadlines count on this clock: the test moves it once every query is running or queued.
+  const clock = new FakeClock(Date.now());
+  // Room for the three queued queries of the deadline test, and no more.
+  const MAX_QUEUED = 3;
   before(async () => {
     s = await startServer(
-      makeProject({ 'project.yml': 'name: slots\ndatabase:\n  path: s.duckdb\nquery:\n  timeout_seconds:\n    admin: 5\n  max_concurrent:\n    admin: 1\n' }),
+      makeProject({ 'project.yml': `name: slots\ndatabase:\n  path: s.duckdb\nquery:\n  timeout_seconds:\n    admin: 5\n  max_concurrent:\n    admin: 1\n  max_queued: ${MAX_QUEUED}\n` }),
+      { clock },
     );
   });
   after(async () => s.close());
 
   it('runs one query of the role at a time, and a query queued past its deadline answers 408 without ever running', async () => {
-    const started = Date.now();
     let maxRunning = 0;
-    let maxQueued = 0;
-    const sample = setInterval(() => {
+    const sample = () => {
       const st = s.app.queries.stats();
       maxRunning = Math.max(maxRunning, st.running.admin);
-      maxQueued = Math.max(maxQueued, st.queued.admin);
-    }, 5);
-    const results = await Promise.all(
-      Array.from({ length: 4 }, () => s.request('POST', '/api/query', { sql: LONG_SQL }).then((r) => ({ ...r, seconds: (Date.now() - started) / 1000 }))),
-    );
-    clearInterval(sample);
-    assert.equal(maxRunning, 1);
-    assert.ok(maxQueued >= 2, `at most ${maxQueued} waited`);
-    for (const r of results) {
+      return st;
+    };
+    const results = Promise.all(Array.from({ length: 4 }, () => s.request('POST', '/api/query', { sql: LONG_SQL })));
+    await waitUntil(() => {
+      const st = sample();
+      return st.running.admin === 1 && st.queued.admin === 3;
+    }, 'one query running and three queued');
+    // Short of the 5 s deadline nothing ends; at 5 s all four do: time spent queued counts (a
+    // queued query that started its deadline at its slot would still be waiting).
+    await clock.advance(4_999);
+    assert.deepEqual(sample(), { running: { admin: 1, editor: 0, viewer: 0 }, queued: { admin: 3, editor: 0, viewer: 0 } });
+    await clock.advance(1);
+    for (const r of await results) {
       assert.equal(r.status, 408, r.text);
       assert.equal(r.body.error.code, 'query_timeout');
     }
-    // One after the other, each with a deadline of its own, the last would end after 20 s
-    // (the 5 s deadline leaves a loaded machine room to start the first one in time).
-    const last = Math.max(...results.map((r) => r.seconds));
-    assert.ok(last < 15, `the last query ended after ${last} s: queued time did not count`);
+    assert.equal(maxRunning, 1);
     // The slot comes back once DuckDB let go of the interrupted query.
-    await waitUntil(() => s.app.queries.stats().running.admin === 0, 'the slot to come back');
+    await waitUntil(() => sample().running.admin === 0, 'the slot to come back');
+    assert.equal(maxRunning, 1);
     assert.deepEqual(s.app.queries.stats(), { running: { admin: 0, editor: 0, viewer: 0 }, queued: { admin: 0, editor: 0, viewer: 0 } });
     const next = await s.request('POST', '/api/query', { sql: 'SELECT 7' });
     assert.deepEqual(next.body.rows, [[7]]);
   });
 
   it('refuses a query when too many of its role wait (503 query_queue_full)', async () => {
-    // A deadline no wait below reaches: the held queries end when their clients leave, not by time.
-    const root = makeProject({
-      'project.yml': 'name: full\ndatabase:\n  path: f.duckdb\nquery:\n  timeout_seconds:\n    admin: 300\n  max_concurrent:\n    admin: 1\n  max_queued: 1\n',
-    });
-    const t = await startServer(root);
-    try {
-      const clients = [new AbortController(), new AbortController()];
-      const held = clients.map((c) =>
-        fetch(`${t.url}/api/query`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sql: LONG_SQL }), signal: c.signal }).catch((e: Error) => e.name),
-      );
-      // The third is sent only once the slot is taken and the queue full.
-      await waitUntil(() => {
-        const st = t.app.queries.stats();
-        return st.running.admin === 1 && st.queued.admin === 1;
-      }, 'one query running and one queued', 120_000);
-      const full = await t.request('POST', '/api/query', { sql: LONG_SQL });
-      assert.equal(full.status, 503, full.text);
-      assert.equal(full.body.error.code, 'query_queue_full');
-      assert.equal(full.headers.get('retry-after'), '1');
-      for (const c of clients) c.abort();
-      assert.deepEqual(await Promise.all(held), ['AbortError', 'AbortError']);
-      await waitUntil(() => t.app.queries.stats().running.admin + t.app.queries.stats().queued.admin === 0, 'the held queries to stop');
-    } finally {
-      await t.close();
-    }
+    // No deadline passes here (the clock stands still): the held queries end when their clients leave.
+    const clients = Array.from({ length: 1 + MAX_QUEUED }, () => new AbortController());
+    const held = clients.map((c) =>
+      fetch(`${s.url}/api/query`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sql: LONG_SQL }), signal: c.signal }).catch((e: Error) => e.name),
+    );
+    // The next is sent only once the slot is taken and the queue full.
+    await waitUntil(() => {
+      const st = s.app.queries.stats();
+      return st.running.admin === 1 && st.queued.admin === MAX_QUEUED;
+    }, 'one query running and a full queue', 120_000);
+    const full = await s.request('POST', '/api/query', { sql: LONG_SQL });
+    assert.equal(full.status, 503, full.text);
+    assert.equal(full.body.error.code, 'query_queue_full');
+    assert.equal(full.headers.get('retry-after'), '1');
+    for (const c of clients) c.abort();
+    assert.deepEqual(await Promise.all(held), clients.map(() => 'AbortError'));
+    await waitUntil(() => s.app.queries.stats().running.admin + s.app.queries.stats().queued.admin === 0, 'the held queries to stop');
   });
 });

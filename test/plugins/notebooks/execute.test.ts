@@ -9,7 +9,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { threadPoolSize } from '../../../kernel/query-control.js';
 import { startTestServer, type PluginTestServer, type TestCaller } from '../../../sdk/testing.js';
+import { waitUntil } from '../../helpers.js';
 import { FakeClock } from '../../kernel/fake-clock.js';
 
 const EXPLORE = {
@@ -38,14 +40,16 @@ describe('notebooks API (real HTTP, real DuckDB)', () => {
   let admin: TestCaller;
   let editor: TestCaller;
   let viewer: TestCaller;
+  // Query and cell deadlines count on this clock: the timeout tests move it once their query
+  // runs, so no other query here meets a deadline however loaded the machine is.
+  const clock = new FakeClock(Date.now());
 
   before(async () => {
     s = await startTestServer({
+      clock,
       plugins: [],
       builtIn: ['notebooks', 'scripts', 'streams', 'models', 'masking', 'query'],
       auth: true,
-      // Deadlines the timeout tests reach, with room for every other query on a loaded machine
-      // (a viewer's masked `SELECT * FROM range(10)` ran past 1 s at load 30, past 4 s at load 47).
       projectYml: 'query:\n  timeout_seconds:\n    viewer: 10\n    editor: 10\nnotebooks:\n  row_limit: 2\n',
       files: {
         'notebooks/explore.dpnb': JSON.stringify(EXPLORE, null, 2),
@@ -185,20 +189,55 @@ describe('notebooks API (real HTTP, real DuckDB)', () => {
   });
 
   it('answers 408 for a sql cell past the role timeout', async () => {
-    const t0 = Date.now();
-    const r = await run(viewer, 'notebooks/explore.dpnb', 0, { cells: [{ type: 'sql', source: 'SELECT sum(i) FROM range(10000000000000) t(i)' }] });
+    const answer = run(viewer, 'notebooks/explore.dpnb', 0, { cells: [{ type: 'sql', source: 'SELECT sum(i) FROM range(10000000000000) t(i)' }] });
+    await waitUntil(() => s.app.queries.stats().running.viewer === 1, "the viewer's query to run");
+    // Short of the viewer's 10 s the query goes on; at 10 s it is stopped.
+    await clock.advance(9_999);
+    assert.equal(s.app.queries.stats().running.viewer, 1);
+    await clock.advance(1);
+    const r = await answer;
     assert.equal(r.status, 408, r.text);
     assert.equal(r.body.error.code, 'query_timeout');
-    assert.ok(Date.now() - t0 < 40_000);
+    assert.equal(r.body.error.details.timeout_seconds, 10);
+    await waitUntil(() => s.app.queries.stats().running.viewer === 0, 'the interrupted query to give back its slot');
   });
 
   it('stops a code cell past the role timeout with 408, interrupting its query', async () => {
-    const r = await run(editor, 'notebooks/explore.dpnb', 0, { cells: [{ type: 'code', source: "await db.value('SELECT sum(i) FROM range(10000000000000) t(i)')" }] });
+    // Counting connections out: none is, once what earlier tests started has settled.
+    const lent = 0;
+    await waitUntil(() => s.app.lentConnections() === lent, 'no connection out');
+    const answer = run(editor, 'notebooks/explore.dpnb', 0, { cells: [{ type: 'code', source: "await db.value('SELECT sum(i) FROM range(10000000000000) t(i)')" }] });
+    await waitUntil(() => s.app.lentConnections() === lent + 1, "the cell's query to take a connection");
+    await clock.advance(9_999);
+    assert.equal(s.app.lentConnections(), lent + 1);
+    await clock.advance(1);
+    const r = await answer;
     assert.equal(r.status, 408, r.text);
     assert.equal(r.body.error.code, 'query_timeout');
     assert.equal(r.body.error.details.cell_index, 0);
+    // The query was interrupted: its connection comes back (it would run for hours otherwise).
+    await waitUntil(() => s.app.lentConnections() === lent, "the cell's interrupted query to give back its connection");
     // The session and the database are still usable.
     assert.equal((await run(editor, 'notebooks/explore.dpnb', 0, { cells: [{ type: 'code', source: "await db.value('SELECT 7')" }] })).body.value, 7);
+  });
+
+  it('stops a code cell whose query still waited for a worker when the deadline passed', async () => {
+    // Every libuv worker of this process held by the cell's own sleeping queries, so its last
+    // query waits for one; the deadline passes, the sleepers are interrupted, and the waiting
+    // query starts after the interrupt was sent (DuckDB forgets such an interrupt: a single one
+    // would leave it running for hours).
+    const workers = threadPoolSize();
+    // Connections ready in the pool: borrowing one needs no worker.
+    await Promise.all(Array.from({ length: workers + 2 }, () => s.db.value('SELECT 1')));
+    const lent = 0;
+    await waitUntil(() => s.app.lentConnections() === lent, 'no connection out');
+    const source = `const held = Array.from({ length: ${workers} }, () => db.value('SELECT sleep_ms(600000)').catch(() => null));\nawait db.value('SELECT sum(i) FROM range(10000000000000) t(i)');`;
+    const answer = run(editor, 'notebooks/explore.dpnb', 0, { cells: [{ type: 'code', source }] });
+    await waitUntil(() => s.app.lentConnections() === lent + workers + 1, "the cell's queries to take their connections");
+    await clock.advance(10_000);
+    const r = await answer;
+    assert.equal(r.status, 408, r.text);
+    await waitUntil(() => s.app.lentConnections() === lent, "the cell's queries to give back their connections");
   });
 
   it('refuses code and ingest cells to a viewer (403) and runs nothing', async () => {
