@@ -15,7 +15,7 @@
 import type { Role } from '../sdk/auth.js';
 import { DpError } from '../sdk/errors.js';
 import type { QueryStopSignal } from '../sdk/plugin.js';
-import type { Clock } from '../sdk/scheduler.js';
+import { type Clock, deadlineTimeout } from '../sdk/scheduler.js';
 import { systemClock } from './scheduler.js';
 
 /** libuv's thread pool size as it was set for this process (UV_THREADPOOL_SIZE, default 4, at most 1024). */
@@ -91,10 +91,7 @@ export class QueryControl {
     /** Told once the query is over and DuckDB let go of it. */
     private readonly onOver: () => void = noop,
   ) {
-    this.timer = deadline.clock.setTimeout(() => this.stop(deadline.error()), deadline.remainingMs());
-    // Held open (the system clock's timers are not): the answer at the deadline is still due when
-    // nothing else keeps the process alive.
-    (this.timer as { ref?: () => void } | undefined)?.ref?.();
+    this.timer = deadlineTimeout(deadline.clock, () => this.stop(deadline.error()), deadline.remainingMs());
     const onAbort = () => this.stop(clientGone());
     if (external?.aborted) queueMicrotask(onAbort);
     else external?.addEventListener('abort', onAbort, { once: true });

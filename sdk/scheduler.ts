@@ -20,6 +20,16 @@ export interface Clock {
   clearTimeout(handle: unknown): void;
 }
 
+/**
+ * A timeout on `clock` that keeps the process alive until it fires or is cleared (the system
+ * clock's timers do not): for a deadline whose answer is still due when nothing else is pending.
+ */
+export function deadlineTimeout(clock: Clock, fn: () => void, ms: number): unknown {
+  const handle = clock.setTimeout(fn, ms);
+  (handle as { ref?: () => void } | undefined)?.ref?.();
+  return handle;
+}
+
 export interface ScheduledTask {
   /** Unique in the process, e.g. `stream:nightly`, `connectors:schedules`. */
   id: string;

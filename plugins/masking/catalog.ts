@@ -114,9 +114,7 @@ export class MethodCatalog {
 
   /** Masks one value in JavaScript (post-execution fallback); methods without a JavaScript form give NULL. */
   apply(name: string, value: unknown, config: Record<string, unknown>, info: MaskingColumnInfo): unknown {
-    const m = this.entries.get(name)?.method;
-    if (!m?.apply) return null;
-    return m.apply(value, config, info);
+    return this.twin(name, config, info)(value);
   }
 
   /**

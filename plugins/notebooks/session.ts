@@ -22,6 +22,7 @@
 import { format } from 'node:util';
 import {
   badRequest,
+  deadlineTimeout,
   DpError,
   errorMessage,
   hasPermission,
@@ -237,12 +238,11 @@ export class NotebookSessions {
       // The role's deadline counts from here, like a query's counts from its slot, on ctx.clock
       // like the query deadlines (a test moves a clock it owns).
       const deadline = new Promise<never>((_, reject) => {
-        timer = this.ctx.clock.setTimeout(() => {
+        // Held open: a cell waiting on nothing still ends at its deadline.
+        timer = deadlineTimeout(this.ctx.clock, () => {
           controller.abort(timedOut);
           reject(timedOut);
         }, timeoutSeconds * 1000);
-        // Held open (the system clock's timers are not): a cell waiting on nothing still ends at its deadline.
-        (timer as { ref?: () => void } | undefined)?.ref?.();
       });
       const left = new Promise<never>((_, reject) => {
         if (controller.signal.aborted) reject(controller.signal.reason);
