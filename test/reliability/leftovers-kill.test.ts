@@ -68,17 +68,31 @@ describe('what a kill leaves behind', () => {
     const root = bigProject();
     assert.equal((await runDp(['transform', '--project', root])).code, 0);
     const backups = path.join(root, '_backups');
+    fs.mkdirSync(backups, { recursive: true });
+    const isPartial = (name: string) => name.startsWith('.') && name.endsWith('.tmp');
     let sawPartial = 0;
+    let watcher: fs.FSWatcher | undefined;
     const scenario: KillScenario = {
       name: 'backup',
       progress: /copying/,
-      killPoint: (t) => ({ afterLines: 1, delayMs: randomInt(t.rng, 0, 60) }),
+      // Counted from when the hidden copy appears, not from the "copying" line: on a busy machine
+      // the process can be descheduled between printing the line and creating the file, and a
+      // kill that lands there leaves nothing partial to check.
+      killPoint: (t) => ({ afterLines: 1, delayMs: randomInt(t.rng, 0, 30) }),
+      armWhen() {
+        return new Promise<void>((resolve) => {
+          watcher = fs.watch(backups, (_event, name) => {
+            if (name && isPartial(String(name))) resolve();
+          });
+        });
+      },
       async start() {
         return spawnDp(['backup', '--no-verify', '--project', root]);
       },
       async verify(t, outcome) {
+        watcher?.close();
         const label = `trial ${t.index} (+${outcome.point.delayMs} ms${outcome.finishedFirst ? ', finished first' : ''})`;
-        if (fs.existsSync(backups) && fs.readdirSync(backups).some((n) => n.startsWith('.') && n.endsWith('.tmp'))) sawPartial++;
+        if (fs.readdirSync(backups).some(isPartial)) sawPartial++;
         // One App for the checks (its start is the next start), closed before the next trial's dp opens the file.
         try {
           const listed = await runInProcess(['backups', '--json', '--project', root]);
