@@ -8,7 +8,7 @@ import { Ajv, type ErrorObject, type Options as AjvOptions, type ValidateFunctio
 import formatsModule from 'ajv-formats';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DpError } from '../sdk/errors.js';
-import { ajvFieldError } from '../sdk/project-files.js';
+import { ajvFieldError, compileOnFirstUse } from '../sdk/project-files.js';
 
 /**
  * Longest path parameter (as sent, %-encoded) the router matches. Fastify's default of 100 made
@@ -32,13 +32,12 @@ export function routeValidatorCompiler(): (route: { schema: object; httpPart?: s
   let coercing: Ajv | undefined;
   return ({ schema, httpPart }) => {
     // Compiled on the route's first request, not at start-up: a server has a few hundred route
-    // schemas and a session (or a test) reaches a few of them, and compiling them all was about
-    // a third of a server's start (issue 29).
-    let validate: ValidateFunction | undefined;
-    const compiled = () =>
-      (validate ??= (httpPart === 'body' ? (strict ??= addFormats(new Ajv({ ...COMMON, coerceTypes: false }))) : (coercing ??= addFormats(new Ajv({ ...COMMON, coerceTypes: 'array' })))).compile(schema));
+    // schemas and a session (or a test) reaches few of them; compiling them all was about a
+    // third of a test server's start (issue 29).
+    const validate = compileOnFirstUse(() =>
+      (httpPart === 'body' ? (strict ??= addFormats(new Ajv({ ...COMMON, coerceTypes: false }))) : (coercing ??= addFormats(new Ajv({ ...COMMON, coerceTypes: 'array' })))).compile(schema),
+    );
     const checked = function (this: unknown, data: unknown, dataCxt?: unknown) {
-      const validate = compiled();
       const ok = (validate as (d: unknown, c?: unknown) => boolean).call(this, data, dataCxt);
       if (!ok) {
         checked.errors = validate.errors;

@@ -4,13 +4,12 @@
  * so a type never receives a missing or wrong-typed field (400 naming it).
  */
 import { Ajv, type ValidateFunction } from 'ajv';
-import { ajvFieldError, badRequest, DpError, notFound, type ConnectorType } from '../../sdk/index.js';
+import { ajvFieldError, badRequest, compileOnFirstUse, DpError, notFound, type ConnectorType } from '../../sdk/index.js';
 
 export interface RegisteredType {
   type: ConnectorType;
   plugin: string;
-  /** The parameter schema's validator, compiled on the type's first use (validatorOf). */
-  validate?: ValidateFunction;
+  validate: ValidateFunction;
   /** Parameter names marked `"x-secret": true`. */
   secrets: string[];
 }
@@ -27,23 +26,12 @@ function exampleOf(type: ConnectorType, field: string): string {
   return example === undefined ? '' : `; e.g. "${field}": ${JSON.stringify(example).replace(/,"/g, ', "').replace(/":/g, '": ')}`;
 }
 
-/** Options of the parameter validators. */
-const AJV_OPTIONS = { allErrors: false, strict: false, useDefaults: true, coerceTypes: false } as const;
-
-/** Checks a params schema against JSON Schema's meta-schema at registration: one per process, its meta-schema compiled once. */
+/** Checks each params schema against JSON Schema's meta-schema at registration: one per process, so its meta-schema compiles once. */
 let schemaChecker: Ajv | undefined;
-
-function invalidParamsSchema(type: ConnectorType, plugin: string, why: string): DpError {
-  return new DpError(500, 'invalid_connector_type', `Connector type '${type.type}' (plugin '${plugin}') has an invalid params schema: ${why}`, { type: type.type });
-}
 
 export class TypeRegistry {
   private readonly types = new Map<string, RegisteredType>();
-  /**
-   * Compiles the parameter validators, on a type's first use: every App boot registers every
-   * type, and compiling them all there was a tenth of a server's start (issue 29).
-   */
-  private ajv: Ajv | undefined;
+  private readonly ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true, coerceTypes: false });
 
   register(type: ConnectorType, plugin: string): void {
     if (!type || typeof type.type !== 'string' || !TYPE_ID.test(type.type) || typeof type.read !== 'function' || typeof type.discover !== 'function' || typeof type.testConnection !== 'function' || typeof type.generateScript !== 'function') {
@@ -51,21 +39,22 @@ export class TypeRegistry {
     }
     const prior = this.types.get(type.type);
     if (prior) throw new DpError(500, 'duplicate_connector_type', `Connector type '${type.type}' is contributed by both '${prior.plugin}' and '${plugin}'`, { type: type.type });
-    schemaChecker ??= new Ajv(AJV_OPTIONS);
-    if (!schemaChecker.validateSchema({ type: 'object', ...type.params })) throw invalidParamsSchema(type, plugin, schemaChecker.errorsText(schemaChecker.errors));
+    const schema = { type: 'object', ...type.params };
+    const invalid = (why: string) => new DpError(500, 'invalid_connector_type', `Connector type '${type.type}' (plugin '${plugin}') has an invalid params schema: ${why}`, { type: type.type });
+    schemaChecker ??= new Ajv({ strict: false });
+    if (!schemaChecker.validateSchema(schema)) throw invalid(schemaChecker.errorsText(schemaChecker.errors));
+    // Compiled on the type's first use: every App boot registers every type, and compiling them
+    // all there was a tenth of a test server's start (issue 29).
+    const validate = compileOnFirstUse(() => {
+      try {
+        return this.ajv.compile(schema);
+      } catch (e) {
+        throw invalid((e as Error).message);
+      }
+    });
     const props = ((type.params as { properties?: Record<string, Record<string, unknown>> }).properties ?? {}) as Record<string, Record<string, unknown>>;
     const secrets = Object.entries(props).filter(([, p]) => p['x-secret'] === true).map(([k]) => k);
-    this.types.set(type.type, { type, plugin, secrets });
-  }
-
-  /** The type's parameter validator, compiled on first use (a schema the meta-schema passed but ajv cannot compile fails here, as at registration). */
-  private validatorOf(t: RegisteredType): ValidateFunction {
-    if (t.validate) return t.validate;
-    try {
-      return (t.validate = (this.ajv ??= new Ajv(AJV_OPTIONS)).compile({ type: 'object', ...t.type.params }));
-    } catch (e) {
-      throw invalidParamsSchema(t.type, t.plugin, (e as Error).message);
-    }
+    this.types.set(type.type, { type, plugin, validate, secrets });
   }
 
   get(id: string): RegisteredType {
@@ -87,9 +76,8 @@ export class TypeRegistry {
     const t = this.get(id);
     if (!config || typeof config !== 'object' || Array.isArray(config)) throw badRequest('invalid_connector_params', "'config' must be an object of the type's parameters", { field: 'config' });
     const copy = structuredClone(config) as Record<string, unknown>;
-    const validate = this.validatorOf(t);
-    if (!validate(copy)) {
-      const f = ajvFieldError(validate.errors![0]!);
+    if (!t.validate(copy)) {
+      const f = ajvFieldError(t.validate.errors![0]!);
       throw badRequest('invalid_connector_params', `Connector type '${id}': ${f.message}${exampleOf(t.type, f.field)}`, { connector_type: id, field: f.field });
     }
     return copy;
