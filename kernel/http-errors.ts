@@ -8,7 +8,7 @@ import { Ajv, type ErrorObject, type Options as AjvOptions, type ValidateFunctio
 import formatsModule from 'ajv-formats';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DpError } from '../sdk/errors.js';
-import { ajvFieldError } from '../sdk/project-files.js';
+import { ajvFieldError, compileOnFirstUse } from '../sdk/project-files.js';
 
 /**
  * Longest path parameter (as sent, %-encoded) the router matches. Fastify's default of 100 made
@@ -28,10 +28,15 @@ const COMMON: AjvOptions = { removeAdditional: false, useDefaults: true, allErro
  * refused rather than passed on as Infinity or a rounded value.
  */
 export function routeValidatorCompiler(): (route: { schema: object; httpPart?: string }) => ValidateFunction {
-  const strict = addFormats(new Ajv({ ...COMMON, coerceTypes: false }));
-  const coercing = addFormats(new Ajv({ ...COMMON, coerceTypes: 'array' }));
+  let strict: Ajv | undefined;
+  let coercing: Ajv | undefined;
   return ({ schema, httpPart }) => {
-    const validate = (httpPart === 'body' ? strict : coercing).compile(schema);
+    // Compiled on the route's first request, not at start-up: a server has a few hundred route
+    // schemas and a session (or a test) reaches few of them; compiling them all was about a
+    // third of a test server's start (issue 29).
+    const validate = compileOnFirstUse(() =>
+      (httpPart === 'body' ? (strict ??= addFormats(new Ajv({ ...COMMON, coerceTypes: false }))) : (coercing ??= addFormats(new Ajv({ ...COMMON, coerceTypes: 'array' })))).compile(schema),
+    );
     const checked = function (this: unknown, data: unknown, dataCxt?: unknown) {
       const ok = (validate as (d: unknown, c?: unknown) => boolean).call(this, data, dataCxt);
       if (!ok) {
@@ -46,9 +51,9 @@ export function routeValidatorCompiler(): (route: { schema: object; httpPart?: s
       checked.errors = null;
       return true;
     } as unknown as ValidateFunction & { errors: ErrorObject[] | null | undefined };
-    // Fastify passes the parent object when the validator has a schemaEnv, so defaults and
-    // coercions can replace the root value.
-    (checked as unknown as { schemaEnv: unknown }).schemaEnv = (validate as unknown as { schemaEnv: unknown }).schemaEnv;
+    // Fastify passes the parent object when the validator has a schemaEnv (every compiled ajv
+    // validator has one), so defaults and coercions can replace the root value.
+    (checked as unknown as { schemaEnv: unknown }).schemaEnv = true;
     return checked;
   };
 }

@@ -13,7 +13,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { App } from '../kernel/app.js';
-import { createServer } from '../kernel/http.js';
 import { BUILTIN_PLUGINS_DIR } from '../kernel/plugins.js';
 import { LOCAL_ADMIN, type Caller, type Role } from './auth.js';
 import { errorMessage } from './errors.js';
@@ -117,6 +116,9 @@ export async function startTestServer(options: TestServerOptions): Promise<Plugi
 
   const app = await App.boot({ projectRoot, serving: true, auth: options.auth ?? false, scheduler: options.scheduler ?? false, clock: options.clock });
   await app.start();
+  // Imported here, not at the top: the HTTP server's modules (Fastify and its plugins) cost a
+  // test that only runs commands (runCommand) a third of a second of CPU.
+  const { createServer } = await import('../kernel/http.js');
   const server = await createServer(app, { sseHeartbeatMs: options.sseHeartbeatMs });
   await server.listen({ port: 0, host: '127.0.0.1' });
   const address = server.server.address();

@@ -4,7 +4,7 @@
  * so a type never receives a missing or wrong-typed field (400 naming it).
  */
 import { Ajv, type ValidateFunction } from 'ajv';
-import { ajvFieldError, badRequest, DpError, notFound, type ConnectorType } from '../../sdk/index.js';
+import { ajvFieldError, badRequest, compileOnFirstUse, DpError, notFound, type ConnectorType } from '../../sdk/index.js';
 
 export interface RegisteredType {
   type: ConnectorType;
@@ -26,6 +26,9 @@ function exampleOf(type: ConnectorType, field: string): string {
   return example === undefined ? '' : `; e.g. "${field}": ${JSON.stringify(example).replace(/,"/g, ', "').replace(/":/g, '": ')}`;
 }
 
+/** Checks each params schema against JSON Schema's meta-schema at registration: one per process, so its meta-schema compiles once. */
+let schemaChecker: Ajv | undefined;
+
 export class TypeRegistry {
   private readonly types = new Map<string, RegisteredType>();
   private readonly ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true, coerceTypes: false });
@@ -36,12 +39,19 @@ export class TypeRegistry {
     }
     const prior = this.types.get(type.type);
     if (prior) throw new DpError(500, 'duplicate_connector_type', `Connector type '${type.type}' is contributed by both '${prior.plugin}' and '${plugin}'`, { type: type.type });
-    let validate: ValidateFunction;
-    try {
-      validate = this.ajv.compile({ type: 'object', ...type.params });
-    } catch (e) {
-      throw new DpError(500, 'invalid_connector_type', `Connector type '${type.type}' (plugin '${plugin}') has an invalid params schema: ${(e as Error).message}`, { type: type.type });
-    }
+    const schema = { type: 'object', ...type.params };
+    const invalid = (why: string) => new DpError(500, 'invalid_connector_type', `Connector type '${type.type}' (plugin '${plugin}') has an invalid params schema: ${why}`, { type: type.type });
+    schemaChecker ??= new Ajv({ strict: false });
+    if (!schemaChecker.validateSchema(schema)) throw invalid(schemaChecker.errorsText(schemaChecker.errors));
+    // Compiled on the type's first use: every App boot registers every type, and compiling them
+    // all there was a tenth of a test server's start (issue 29).
+    const validate = compileOnFirstUse(() => {
+      try {
+        return this.ajv.compile(schema);
+      } catch (e) {
+        throw invalid((e as Error).message);
+      }
+    });
     const props = ((type.params as { properties?: Record<string, Record<string, unknown>> }).properties ?? {}) as Record<string, Record<string, unknown>>;
     const secrets = Object.entries(props).filter(([, p]) => p['x-secret'] === true).map(([k]) => k);
     this.types.set(type.type, { type, plugin, validate, secrets });
