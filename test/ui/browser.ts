@@ -108,8 +108,8 @@ const VIEWPORT = { width: 1400, height: 900 };
  * that the file's tests take in turn. A page opened in the profile finds the UI's scripts
  * compiled in its code cache (an incognito context compiles the whole bundle again for every
  * page), and a test that navigates the slot's tab instead of opening a new one also keeps the
- * tab's renderer process, whose memory already holds the compiled scripts: together they cut a
- * page's Chromium CPU to about a third of a fresh incognito page's (README "Tests": UI tests).
+ * tab's renderer process and its page set-up: a page then costs Chromium about half of a new
+ * page in the same profile (README "Tests": UI tests).
  * A test takes a free slot and gets the tab cleared of the earlier test's cookies, permissions,
  * site data and listeners (openPage); when it is done the tab leaves the page (unloaded, its
  * sockets and timers stopped, as a closed page's). Pages open at the same time (two people)
@@ -267,9 +267,9 @@ export interface PageStepOptions extends OpenPageOptions {
 }
 
 /**
- * One step of a UI test: opens `urlPath` in a fresh context, runs `steps` on the page, checks
- * that the page logged no console or page errors (but the `expectedErrors`), and closes the
- * context, also when a step fails.
+ * One step of a UI test: opens `urlPath` in a cleared tab (openPage), runs `steps` on the page,
+ * checks that the page logged no console or page errors (but the `expectedErrors`), and hands
+ * the tab back (the page unloaded), also when a step fails.
  */
 export async function onPage(server: { url: string }, urlPath: string, steps: (page: Page, opened: OpenedPage) => Promise<void>, options: PageStepOptions = {}): Promise<void> {
   const { expectedErrors, ...openOptions } = options;
