@@ -104,17 +104,24 @@ export const CHROMIUM = process.env.DP_CHROMIUM ?? (fs.existsSync(HEADLESS_SHELL
 const VIEWPORT = { width: 1400, height: 900 };
 
 /**
- * A browser of the test file with one persistent context (its own profile folder): a page opened
- * in it finds the UI's scripts compiled in the profile's code cache, which halves what a fresh
- * page costs (an incognito context compiles the whole bundle again for every page). A test takes
- * a free one and gets it back without cookies, permissions or site data (openPage); pages open at
- * the same time (two people) take one each, so each has its own cookies.
+ * A browser of the test file with one persistent context (its own profile folder) and one tab
+ * that the file's tests take in turn. A page opened in the profile finds the UI's scripts
+ * compiled in its code cache (an incognito context compiles the whole bundle again for every
+ * page), and a test that navigates the slot's tab instead of opening a new one also keeps the
+ * tab's renderer process and its page set-up: a page then costs Chromium about half of a new
+ * page in the same profile (README "Tests": UI tests).
+ * A test takes a free slot and gets the tab cleared of the earlier test's cookies, permissions,
+ * site data and listeners (openPage); when it is done the tab leaves the page (unloaded, its
+ * sockets and timers stopped, as a closed page's). Pages open at the same time (two people)
+ * take one slot each, so each has its own cookies.
  */
 interface BrowserSlot {
   context: BrowserContext;
   baseURL: string;
   profile: string;
   busy: boolean;
+  /** The tab the slot's tests take in turn (none yet, or closed after a failed release). */
+  tab?: Page;
 }
 
 const slots: BrowserSlot[] = [];
@@ -136,12 +143,55 @@ async function takeSlot(baseURL: string): Promise<BrowserSlot> {
       baseURL,
       viewport: VIEWPORT,
     });
+    slot.tab = slot.context.pages()[0];
   } catch (e) {
     slots.splice(slots.indexOf(slot), 1);
     fs.rmSync(profile, { recursive: true, force: true });
     throw e;
   }
   return slot;
+}
+
+/**
+ * Where a released tab waits for the next test: a small answer of the same server (a JSON
+ * endpoint, no script), so the UI page is unloaded and the tab stays on the site's renderer.
+ */
+const RELEASED_PATH = '/api/health';
+
+/**
+ * The page events a test (or openPage) listens to. Playwright's own listeners are on `close`
+ * and `crash` (page.removeAllListeners() would drop them too), so these are dropped by name.
+ */
+const TEST_EVENTS = ['console', 'dialog', 'domcontentloaded', 'download', 'filechooser', 'frameattached', 'framedetached', 'framenavigated', 'load', 'pageerror', 'popup', 'request', 'requestfailed', 'requestfinished', 'response', 'websocket', 'worker'] as const;
+
+function dropTestListeners(page: Page): void {
+  for (const event of TEST_EVENTS) page.removeAllListeners(event);
+}
+
+/**
+ * Gives the slot back after a test: other pages (a popup, a download's) close, the test's
+ * listeners go and the tab leaves the test's page. A tab that cannot leave it is closed; the
+ * next test opens a new one.
+ */
+async function releaseSlot(slot: BrowserSlot): Promise<void> {
+  const { context, tab } = slot;
+  try {
+    await Promise.all(context.pages().filter((p) => p !== tab).map((p) => p.close()));
+    if (tab && !tab.isClosed()) {
+      try {
+        dropTestListeners(tab);
+        // A page that asks before it is left is left anyway, as a closed page would be.
+        tab.on('dialog', (d) => void d.accept().catch(() => undefined));
+        await tab.goto(RELEASED_PATH);
+        dropTestListeners(tab);
+      } catch {
+        slot.tab = undefined;
+        await tab.close().catch(() => undefined);
+      }
+    }
+  } finally {
+    slot.busy = false;
+  }
 }
 
 /** Closes the file's browsers (after its tests; shopForTests does it). */
@@ -170,39 +220,40 @@ export interface OpenPageOptions {
 }
 
 /**
- * A page at `url + path` with no cookies, permissions or site data (localStorage) of an earlier
- * test: a fresh page of a free browser of the file, cleared. `colorScheme` picks the system
- * theme the page sees.
+ * A page at `url + path` with no cookies, permissions or site data (localStorage, session
+ * storage) of an earlier test: the tab of a free browser of the file, cleared. `colorScheme`
+ * picks the system theme the page sees. `close()` hands the tab back (unloaded).
  */
 export async function openPage(server: { url: string }, urlPath = '/', options: OpenPageOptions = {}): Promise<OpenedPage> {
   const slot = await takeSlot(server.url);
   const { context } = slot;
-  const release = async () => {
-    // Every page of the test (a popup, a download's) closes; the profile's first tab stays.
-    await Promise.all(context.pages().slice(1).map((p) => p.close()));
-    slot.busy = false;
-  };
   try {
     await context.clearCookies();
     await context.clearPermissions();
-    const page = await context.newPage();
-    // What the site stored in an earlier test (the profile keeps it, as a browser does).
+    const page = slot.tab && !slot.tab.isClosed() ? slot.tab : await context.newPage();
+    slot.tab = page;
+    // What the site stored in an earlier test (the profile keeps it, as a browser does; the tab
+    // keeps its session storage).
+    const origin = new URL(server.url).origin;
     const cdp = await context.newCDPSession(page);
-    await cdp.send('Storage.clearDataForOrigin', { origin: new URL(server.url).origin, storageTypes: 'local_storage,indexeddb,cache_storage,service_workers' });
+    await cdp.send('Storage.clearDataForOrigin', { origin, storageTypes: 'local_storage,indexeddb,cache_storage,service_workers' });
     await cdp.detach();
-    await page.emulateMedia({ colorScheme: options.colorScheme ?? 'light' });
-    if (options.viewport) await page.setViewportSize(options.viewport);
+    // A tab released after a test is on the site (RELEASED_PATH); a new one has no session storage.
+    if (new URL(page.url()).origin === origin) await page.evaluate(() => sessionStorage.clear());
+    await page.emulateMedia({ media: null, colorScheme: options.colorScheme ?? 'light', reducedMotion: null, forcedColors: null, contrast: null });
+    await page.setViewportSize(options.viewport ?? VIEWPORT);
     // Generous: a loaded CI machine renders slowly, and only a failing wait waits it out.
     page.setDefaultTimeout(45_000);
+    page.setDefaultNavigationTimeout(45_000);
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
     page.on('console', (m) => {
       if (m.type() === 'error') errors.push(`console: ${m.text()}`);
     });
     await page.goto(urlPath);
-    return { page, context, errors, close: release };
+    return { page, context, errors, close: () => releaseSlot(slot) };
   } catch (e) {
-    await release();
+    await releaseSlot(slot);
     throw e;
   }
 }
@@ -216,9 +267,9 @@ export interface PageStepOptions extends OpenPageOptions {
 }
 
 /**
- * One step of a UI test: opens `urlPath` in a fresh context, runs `steps` on the page, checks
- * that the page logged no console or page errors (but the `expectedErrors`), and closes the
- * context, also when a step fails.
+ * One step of a UI test: opens `urlPath` in a cleared tab (openPage), runs `steps` on the page,
+ * checks that the page logged no console or page errors (but the `expectedErrors`), and hands
+ * the tab back (the page unloaded), also when a step fails.
  */
 export async function onPage(server: { url: string }, urlPath: string, steps: (page: Page, opened: OpenedPage) => Promise<void>, options: PageStepOptions = {}): Promise<void> {
   const { expectedErrors, ...openOptions } = options;
