@@ -180,6 +180,8 @@ async function releaseSlot(slot: BrowserSlot): Promise<void> {
     if (tab && !tab.isClosed()) {
       try {
         dropTestListeners(tab);
+        // Request handlers a test installed (page.route) would answer the next test's requests.
+        await tab.unrouteAll({ behavior: 'ignoreErrors' });
         // A page that asks before it is left is left anyway, as a closed page would be.
         tab.on('dialog', (d) => void d.accept().catch(() => undefined));
         await tab.goto(RELEASED_PATH);
