@@ -81,9 +81,15 @@ describe('what a kill leaves behind', () => {
       killPoint: (t) => ({ afterLines: 1, delayMs: randomInt(t.rng, 0, 30) }),
       armWhen() {
         return new Promise<void>((resolve) => {
-          watcher = fs.watch(backups, (_event, name) => {
-            if (name && isPartial(String(name))) resolve();
+          // Closed at the first partial copy, or in verify when none appeared (an open watcher
+          // would keep the test process alive).
+          const w = fs.watch(backups, (_event, name) => {
+            if (name && isPartial(String(name))) {
+              w.close();
+              resolve();
+            }
           });
+          watcher = w;
         });
       },
       async start() {
@@ -111,7 +117,12 @@ describe('what a kill leaves behind', () => {
         }
       },
     };
-    const outcomes = await runKillTrials(scenario, { seed: 21, trials: 3 });
+    let outcomes: Awaited<ReturnType<typeof runKillTrials>>;
+    try {
+      outcomes = await runKillTrials(scenario, { seed: 21, trials: 3 });
+    } finally {
+      watcher?.close();
+    }
     assert.ok(outcomes.some((o) => !o.finishedFirst), 'at least one trial killed a running backup');
     assert.ok(sawPartial > 0, 'at least one kill landed while the copy was being written');
   });
