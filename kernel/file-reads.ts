@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { DatabasePort, SqlNode } from '../sdk/db.js';
 import { badRequest } from '../sdk/errors.js';
 import { walkSqlTree } from '../sdk/sql.js';
+import { ownWorkingFolder } from './process-cwd.js';
 import { assertSqlNesting } from './sql-nesting.js';
 import { ALLOWED_TABLE_FUNCTIONS, catalogTableRefs, refName, unresolvedTableRefs, type TableRef } from './readonly.js';
 
@@ -91,7 +92,8 @@ function checkFile(root: string, abs: string): void {
  */
 async function checkPath(db: DatabasePort, root: string, written: string): Promise<void> {
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(written)) throw refuse(written.replace(/[?#].*$/, ''), 'is not a project file');
-  const abs = path.resolve(process.cwd(), written);
+  // DuckDB's folder, the process's own: never a relayed CLI client's (kernel/process-cwd.ts).
+  const abs = path.resolve(ownWorkingFolder(), written);
   if (!GLOB_CHARS.test(written)) return checkFile(root, abs);
   // The literal part of the pattern must already be inside the project and not hidden.
   const literal = abs.split(path.sep);

@@ -18,6 +18,7 @@ import { renderTable } from './cli-io.js';
 import { withoutAbsolutePaths } from './http-errors.js';
 import { databaseFile, loadProject } from './config.js';
 import { LOCAL_TOKEN_HEADER, SERVER_FILE, type ServerFile } from './server-file.js';
+import { ownWorkingFolder } from './process-cwd.js';
 
 export { LOCAL_TOKEN_HEADER, SERVER_FILE, type ServerFile };
 
@@ -105,8 +106,16 @@ function redirectProcessOutput(): void {
     if (typeof done === 'function') queueMicrotask(() => (done as () => void)());
     return true;
   } as typeof process.stdout.write;
-  const cwd = process.cwd.bind(process);
-  process.cwd = () => sinks.getStore()?.cwd ?? cwd();
+  const scoped = () => sinks.getStore()?.cwd ?? ownWorkingFolder();
+  // An accessor that keeps this answer: graceful-fs (loaded by exceljs and unzipper when a
+  // spreadsheet is first read) replaces process.cwd with a wrapper that caches its first answer
+  // for good, which would pin every later command, and the server itself, to one folder.
+  Object.defineProperty(process, 'cwd', {
+    configurable: true,
+    enumerable: true,
+    get: () => scoped,
+    set: () => undefined,
+  });
 }
 
 /**
