@@ -218,11 +218,12 @@ export class ScriptRunner implements ScriptsService {
       options.onOutput?.(line);
     };
     const controller = new AbortController();
-    const abort = (reason: unknown) => controller.abort(reason);
     const stops = [options.signal, this.ctx.signal].filter((s): s is AbortSignal => Boolean(s));
+    // Taken off again when the run ends: the plugin's signal lives as long as the server.
+    const onStop = (event: Event) => controller.abort((event.target as AbortSignal).reason);
     for (const s of stops) {
-      if (s.aborted) abort(s.reason);
-      else s.addEventListener('abort', () => abort(s.reason), { once: true });
+      if (s.aborted) controller.abort(s.reason);
+      else s.addEventListener('abort', onStop, { once: true });
     }
     const signal = controller.signal;
     const log = this.scriptLogger(push);
@@ -243,7 +244,7 @@ export class ScriptRunner implements ScriptsService {
         const failure = e as { message?: string; stack?: string; scriptStack?: string };
         return { status: 'error' as const, error: isDpError(e) ? e.message : errorMessage(e), stack: failure.scriptStack };
       }
-    });
+    }).finally(() => stops.forEach((s) => s.removeEventListener('abort', onStop)));
     if (dropped) output.push(`... ${dropped} more lines not kept`);
     const result: ScriptRunResult = {
       path: file.path,

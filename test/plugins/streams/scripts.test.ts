@@ -5,6 +5,7 @@
  * a script loading 1,000,000 rows through ctx.db.
  */
 import assert from 'node:assert/strict';
+import { getEventListeners } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -243,6 +244,13 @@ export default async (ctx: any) => {
     assert.equal(r.status, 200);
     const greet = (r.body.runs as Array<{ kind: string; name: string; status: string; trigger: string }>).find((x) => x.name === 'ingest/greet.ts');
     assert.deepEqual(greet && { kind: greet.kind, status: greet.status, trigger: greet.trigger }, { kind: 'script', status: 'success', trigger: 'api' });
+  });
+
+  it('leaves no listener on a signal it was given once each run has ended (a server-long signal would collect one per run)', async () => {
+    const scripts = s.app.services.get<ScriptsService>('scripts');
+    const controller = new AbortController();
+    for (let i = 0; i < 3; i++) assert.equal((await scripts.run('ingest/greet.ts', { signal: controller.signal, trigger: 'test' })).status, 'success');
+    assert.equal(getEventListeners(controller.signal, 'abort').length, 0);
   });
 
   it('gives other plugins the runner as a service, with an abort signal that cancels the script', async () => {
