@@ -1,4 +1,4 @@
-// The compiled test files (dist/test/**/*.test.js) for scripts/test.mjs and scripts/test-durations.mjs.
+// The compiled test files (dist/test/**/*.test.js) for scripts/test.mjs.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
