@@ -5,6 +5,8 @@
  * `git status` from writing the index while the user's own git may be running.
  */
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import { DpError } from '../../sdk/index.js';
 
 export interface GitStatus {
@@ -55,7 +57,24 @@ function failed(what: string, stderr: string): DpError {
   return new DpError(500, 'git_failed', `git ${what} failed: ${stderr.split('\n')[0]?.trim() || 'no output'}`);
 }
 
+/** Variables that point git at a repository somewhere else than the folders above. */
+const REPOSITORY_VARIABLES = ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_COMMON_DIR'];
+
+/**
+ * Whether git could find a repository for `dir`: a `.git` (a folder, or a file for a worktree or
+ * a submodule) in it or in a folder above it, where git's own discovery looks. The web UI asks
+ * for the status on every page load; a project outside any repository then costs no process.
+ */
+function mayBeInRepository(dir: string): boolean {
+  if (REPOSITORY_VARIABLES.some((v) => process.env[v])) return true;
+  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    if (fs.existsSync(path.join(d, '.git'))) return true;
+    if (path.dirname(d) === d) return false;
+  }
+}
+
 export async function gitStatus(projectRoot: string): Promise<GitStatus | { is_repo: false; reason?: string }> {
+  if (!mayBeInRepository(projectRoot)) return { is_repo: false };
   const inside = await git(projectRoot, ['rev-parse', '--is-inside-work-tree', '--show-prefix']);
   if (inside.missing) return { is_repo: false, reason: 'git is not installed' };
   if (!inside.ok || !inside.stdout.startsWith('true')) return { is_repo: false };

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { makeProject, startServer, type TestServer } from '../../helpers.js';
@@ -63,13 +64,17 @@ describe('catalog: git status', () => {
 });
 
 describe('catalog: git status outside a repository', () => {
-  it('answers {is_repo: false}', async () => {
+  it('answers {is_repo: false} without running git (no .git in the folder or above it)', async () => {
     const s = await startServer(makeProject());
+    // Git run from this PATH would answer that git is not installed.
+    const path0 = process.env.PATH;
+    process.env.PATH = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-no-git-'));
     try {
       const r = await s.request('GET', '/api/git/status');
       assert.equal(r.status, 200, r.text);
       assert.deepEqual(r.body, { is_repo: false });
     } finally {
+      process.env.PATH = path0;
       await s.close();
     }
   });
