@@ -12,6 +12,9 @@
 import { pathToFileURL } from 'node:url';
 import { enqueuedAny, events, openTests, totals } from './test-worker-reporter.mjs';
 
+/** How long the worker may take to end after its last file (the files' top-level after() hooks run then). */
+const LEFTOVER_GRACE_S = 120;
+
 if (!process.send) {
   process.stderr.write('scripts/test-worker.mjs is started by scripts/test.mjs\n');
   process.exit(2);
@@ -60,6 +63,12 @@ process.on('message', (message) => {
     // The files' tests have all ended; node:test prints its summary when the event loop empties,
     // which the IPC channel would prevent.
     process.send({ totals }, () => process.disconnect());
+    // A file that left a server, a child or a timer running would keep this process alive for
+    // good (one process per file would hang the same way): name what is left, and end.
+    setTimeout(() => {
+      process.stderr.write(`✖ the test worker did not end ${LEFTOVER_GRACE_S} s after its last file: still running ${JSON.stringify(process.getActiveResourcesInfo())}\n`);
+      process.exit(1);
+    }, LEFTOVER_GRACE_S * 1000).unref();
   }
 });
 process.send({ ready: true });
