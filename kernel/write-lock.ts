@@ -6,14 +6,22 @@ import { AsyncLocalStorage } from 'node:async_hooks';
  * calls `exclusive` again (a stream step running a transform) runs at once instead of waiting on
  * itself: the holder is known through the async context, and only while its section runs.
  */
+/**
+ * The sections the current async context runs inside, by lock: one store for every lock, since
+ * each AsyncLocalStorage, once used, stays enabled for the life of the process (Node 20) and
+ * costs every promise created after it. One per lock made a process that opens many databases
+ * (a test worker, an app reloaded many times) pay for all of them.
+ */
+const heldSections = new AsyncLocalStorage<ReadonlyMap<WriteLock, { active: boolean }>>();
+
 export class WriteLock {
   private tail: Promise<void> = Promise.resolve();
-  private readonly holder = new AsyncLocalStorage<{ active: boolean }>();
   private waiting = 0;
   private held = false;
 
   async exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.holder.getStore()?.active) return fn();
+    const sections = heldSections.getStore();
+    if (sections?.get(this)?.active) return fn();
     const previous = this.tail;
     let release!: () => void;
     this.tail = new Promise<void>((resolve) => (release = resolve));
@@ -26,7 +34,7 @@ export class WriteLock {
     const token = { active: true };
     this.held = true;
     try {
-      return await this.holder.run(token, fn);
+      return await heldSections.run(new Map(sections).set(this, token), fn);
     } finally {
       token.active = false;
       this.held = false;
