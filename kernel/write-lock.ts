@@ -1,12 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 
 /**
- * The kernel's write lock behind `ctx.db.exclusive`: transform, seed, ingest, sync, restore and
- * maintenance run one at a time, first come first served. Reads never take it. A holder that
- * calls `exclusive` again (a stream step running a transform) runs at once instead of waiting on
- * itself: the holder is known through the async context, and only while its section runs.
- */
-/**
  * The sections the current async context runs inside, by lock: one store for every lock, since
  * each AsyncLocalStorage, once used, stays enabled for the life of the process (Node 20) and
  * costs every promise created after it. One per lock made a process that opens many databases
@@ -14,6 +8,12 @@ import { AsyncLocalStorage } from 'node:async_hooks';
  */
 const heldSections = new AsyncLocalStorage<ReadonlyMap<WriteLock, { active: boolean }>>();
 
+/**
+ * The kernel's write lock behind `ctx.db.exclusive`: transform, seed, ingest, sync, restore and
+ * maintenance run one at a time, first come first served. Reads never take it. A holder that
+ * calls `exclusive` again (a stream step running a transform) runs at once instead of waiting on
+ * itself: the holder is known through the async context, and only while its section runs.
+ */
 export class WriteLock {
   private tail: Promise<void> = Promise.resolve();
   private waiting = 0;
