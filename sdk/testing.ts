@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { App } from '../kernel/app.js';
+import type { ServerOptions } from '../kernel/http.js';
 import { BUILTIN_PLUGINS_DIR } from '../kernel/plugins.js';
 import { LOCAL_ADMIN, type Caller, type Role } from './auth.js';
 import { errorMessage } from './errors.js';
@@ -93,6 +94,20 @@ export function httpRequester(url: string): TestRequest {
   };
 }
 
+/**
+ * Serves a booted App with dp's HTTP server (the one `dp serve` runs) on 127.0.0.1 and a free
+ * port. `close()` stops the server only; the App stays open.
+ */
+export async function serveApp(app: App, options?: ServerOptions): Promise<{ url: string; close(): Promise<void> }> {
+  // Imported here, not at the top: the HTTP server's modules (Fastify and its plugins) cost a
+  // test that only runs commands (runCommand) a third of a second of CPU.
+  const { createServer } = await import('../kernel/http.js');
+  const server = await createServer(app, options);
+  await server.listen({ port: 0, host: '127.0.0.1' });
+  const address = server.server.address();
+  return { url: `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`, close: () => server.close() };
+}
+
 export async function startTestServer(options: TestServerOptions): Promise<PluginTestServer> {
   const projectRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-plugin-test-'));
   const keep = new Set(options.builtIn ?? []);
@@ -116,13 +131,8 @@ export async function startTestServer(options: TestServerOptions): Promise<Plugi
 
   const app = await App.boot({ projectRoot, serving: true, auth: options.auth ?? false, scheduler: options.scheduler ?? false, clock: options.clock });
   await app.start();
-  // Imported here, not at the top: the HTTP server's modules (Fastify and its plugins) cost a
-  // test that only runs commands (runCommand) a third of a second of CPU.
-  const { createServer } = await import('../kernel/http.js');
-  const server = await createServer(app, { sseHeartbeatMs: options.sseHeartbeatMs });
-  await server.listen({ port: 0, host: '127.0.0.1' });
-  const address = server.server.address();
-  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  const server = await serveApp(app, { sseHeartbeatMs: options.sseHeartbeatMs });
+  const url = server.url;
 
   const request = httpRequester(url);
 

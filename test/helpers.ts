@@ -11,7 +11,7 @@ import { after } from 'node:test';
 import { App } from '../kernel/app.js';
 import type { ServerOptions } from '../kernel/http.js';
 import { REPO_ROOT } from '../kernel/plugins.js';
-import { httpRequester, runCommand, type CommandResult } from '../sdk/testing.js';
+import { httpRequester, runCommand, serveApp, type CommandResult } from '../sdk/testing.js';
 import type { Clock } from '../sdk/scheduler.js';
 import { relayRun } from './support/relay-client.js';
 import { hashTree, sharedTemplate, suiteRun } from './support/templates.js';
@@ -133,12 +133,8 @@ export async function startServer(
 ): Promise<TestServer> {
   const app = await App.boot({ projectRoot, env: options.env ?? null, serving: true, auth: options.auth ?? false, builtInPluginsDir: options.builtInPluginsDir, scheduler: options.scheduler ?? false, clock: options.clock });
   await app.start();
-  // Imported on the first server: a file that boots no server skips Fastify and its plugins.
-  const { createServer } = await import('../kernel/http.js');
-  const server = await createServer(app, options.server);
-  await server.listen({ port: 0, host: '127.0.0.1' });
-  const addr = server.server.address();
-  const url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  const server = await serveApp(app, options.server);
+  const url = server.url;
   return {
     app,
     url,
