@@ -24,6 +24,7 @@ export * from './script-console.js';
 export * from './error-text.js';
 export * from './nesting.js';
 export * from './workbook-limits.js';
+export { plainCellValue, readWorksheets, type WorksheetRows } from './workbook-reader.js';
 export * from './targets.js';
 export * from './agents.js';
 export * from './query-target.js';

@@ -1,4 +1,4 @@
-// The part of unzipper's API sdk/workbook-limits.ts uses (exceljs's own zip reader; it ships no types).
+// The part of unzipper's API sdk/workbook-limits.ts and sdk/workbook-reader.ts use (exceljs's own zip reader; it ships no types).
 declare module 'unzipper' {
   interface CentralDirectoryEntry {
     path: string;
@@ -9,6 +9,8 @@ declare module 'unzipper' {
     extraFieldLength: number;
     offsetToLocalFileHeader: number;
     stream(): NodeJS.ReadableStream & { destroy?: (error?: Error) => void };
+    /** The whole part, inflated. */
+    buffer(): Promise<Buffer>;
   }
   interface CentralDirectory {
     files: CentralDirectoryEntry[];

@@ -7,12 +7,8 @@
  * declared one can lie), nothing may hide between the listed entries (a streaming unzip reads
  * what is there, listed or not), and the rows read are counted against a cell limit.
  */
-import { createRequire } from 'node:module';
 import { badRequest, DpError } from './errors.js';
-
-/** unzipper (exceljs's zip reader) loads with the first workbook checked, not with the sdk (docs/plugins.md "Activation on demand"). */
-let unzipperModule: typeof import('unzipper') | undefined;
-const unzipperOpen = () => (unzipperModule ??= createRequire(import.meta.url)('unzipper') as typeof import('unzipper')).Open;
+import { openZipDirectory } from './workbook-reader.js';
 
 export const WORKBOOK_LIMITS = {
   /** All parts together, uncompressed. */
@@ -60,7 +56,7 @@ async function inflatedSize(entry: { stream(): NodeJS.ReadableStream & { destroy
 export async function assertWorkbookWithinLimits(file: string, what: string, fileSize: number): Promise<void> {
   let directory;
   try {
-    directory = await unzipperOpen().file(file);
+    directory = await openZipDirectory(file);
   } catch {
     throw unreadable(what, 'its zip directory does not read');
   }

@@ -1,21 +1,16 @@
 /**
- * `spreadsheet`: an `.xlsx` workbook (one table per sheet, read row by row with exceljs's
- * streaming reader) or a CSV-export URL (a published sheet's `...export?format=csv`), which is
+ * `spreadsheet`: an `.xlsx` workbook (one table per sheet, read row by row with the sdk's
+ * worksheet reader) or a CSV-export URL (a published sheet's `...export?format=csv`), which is
  * downloaded to a private temp file and read by DuckDB's CSV reader.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { createRequire } from 'node:module';
 import type ExcelJS from 'exceljs';
-import { assertWorkbookWithinLimits, CellBudget, DpError, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorRuntime, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
+import { assertWorkbookWithinLimits, CellBudget, DpError, plainCellValue, readWorksheets, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorRuntime, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
 import { describeFiles, readFiles, saveStream, tempFolder } from './files.js';
 import { expectOk, type HttpCall, hostOf, httpRequest, paramInvalid, probe, TIMEOUT_PARAM, timeoutOf } from './net.js';
 import { generateSyncScript } from './script.js';
 import { batchRowsOf, coerce, inferColumnsOfRows } from './values.js';
-
-/** exceljs loads with the first spreadsheet it reads, not when the plugin sets up (docs/plugins.md "Activation on demand"). */
-let excelModule: typeof ExcelJS | undefined;
-const excel = (): typeof ExcelJS => (excelModule ??= createRequire(import.meta.url)('exceljs') as typeof ExcelJS);
 
 export const SPREADSHEET_PARAMS = {
   type: 'object',
@@ -58,23 +53,10 @@ function workbookPath(c: SpreadsheetConfig, runtime: ConnectorRuntime | undefine
   return file;
 }
 
-/** A cell's value as a plain value: formulas give their result, rich text its text, errors null. */
-export function cellValue(v: unknown): unknown {
-  if (v === null || v === undefined) return null;
-  if (typeof v !== 'object' || v instanceof Date) return v;
-  const o = v as Record<string, unknown>;
-  if ('result' in o) return cellValue(o.result);
-  if ('formula' in o || 'sharedFormula' in o) return null;
-  if (Array.isArray(o.richText)) return (o.richText as Array<{ text?: string }>).map((r) => r.text ?? '').join('');
-  if ('text' in o) return cellValue(o.text);
-  if ('error' in o) return null;
-  return JSON.stringify(o);
-}
-
 function headerNames(values: unknown[], width: number): string[] {
   const names: string[] = [];
   for (let i = 0; i < width; i++) {
-    const raw = cellValue(values[i + 1]);
+    const raw = plainCellValue(values[i + 1]);
     let name = raw === null || String(raw).trim() === '' ? `column_${i + 1}` : String(raw).trim();
     const base = name;
     for (let n = 2; names.includes(name); n++) name = `${base}_${n}`;
@@ -87,16 +69,10 @@ function headerNames(values: unknown[], width: number): string[] {
 async function* sheetRows(file: string, headerRow: number, only?: string): AsyncGenerator<{ sheet: string; header: string[]; rows: AsyncGenerator<unknown[]> }> {
   // A workbook that would expand past what a read may take is refused before exceljs opens it.
   await assertWorkbookWithinLimits(file, `'${path.basename(file)}'`, fs.statSync(file).size);
-  const reader = new (excel().stream.xlsx.WorkbookReader)(file, { worksheets: 'emit', sharedStrings: 'cache', hyperlinks: 'ignore', styles: 'cache', entries: 'ignore' });
-  for await (const sheet of reader) {
-    const name = (sheet as unknown as { name: string }).name;
-    if (only !== undefined && name !== only) {
-      // Drain, not skip: exceljs may stream this sheet from a temp file it deletes once the
-      // sheet is consumed, and a skipped sheet's lazily opened file would fail afterwards.
-      for await (const _ of sheet as unknown as AsyncIterable<unknown>) void _;
-      continue;
-    }
-    const iterator = (sheet as unknown as AsyncIterable<ExcelJS.Row>)[Symbol.asyncIterator]();
+  for await (const sheet of readWorksheets(file)) {
+    const name = sheet.name;
+    if (only !== undefined && name !== only) continue;
+    const iterator = sheet[Symbol.asyncIterator]();
     let header: string[] | undefined;
     const buffered: ExcelJS.Row[] = [];
     for (;;) {
@@ -115,12 +91,12 @@ async function* sheetRows(file: string, headerRow: number, only?: string): Async
     const width = header.length;
     const budget = new CellBudget(`'${path.basename(file)}'`);
     const rows = (async function* () {
-      for (const r of buffered) yield (r.values as unknown[]).slice(1, width + 1).map(cellValue);
+      for (const r of buffered) yield (r.values as unknown[]).slice(1, width + 1).map(plainCellValue);
       for (;;) {
         const next = await iterator.next();
         if (next.done) return;
         budget.spend(Math.max(0, (next.value.values as unknown[]).length - 1));
-        const values = (next.value.values as unknown[]).slice(1, width + 1).map(cellValue);
+        const values = (next.value.values as unknown[]).slice(1, width + 1).map(plainCellValue);
         while (values.length < width) values.push(null);
         if (values.every((v) => v === null)) continue;
         yield values;

@@ -5,21 +5,17 @@
  * `_service.imports` (the full DAG shows each imported table as an `import` node).
  *
  * The upload is streamed to a temporary file under the project's hidden `.dp/imports/` (inside
- * the folder DuckDB's sandbox allows), read there by DuckDB's own readers (exceljs's streaming
- * reader for .xlsx), and removed afterwards, whatever happened (one a killed process left is removed
+ * the folder DuckDB's sandbox allows), read there by DuckDB's own readers (for .xlsx the sdk's
+ * worksheet reader, sdk/workbook-reader.ts), and removed afterwards, whatever happened (one a killed process left is removed
  * at the next start: scratch.ts).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { createRequire } from 'node:module';
 import type ExcelJS from 'exceljs';
 import { IMPORTS_SCRATCH, scratchName } from './scratch.js';
-import { assertJsonFileNesting, assertWorkbookWithinLimits, badRequest, CellBudget, conflict, errorMessage, isDpError, qualified, quoteIdent, SAFE_NAME, type BulkColumn, type DatabasePort, type DbConnection, type PluginContext } from '../../sdk/index.js';
+import { assertJsonFileNesting, assertWorkbookWithinLimits, badRequest, CellBudget, conflict, errorMessage, isDpError, qualified, quoteIdent, plainCellValue, readWorksheets, SAFE_NAME, type BulkColumn, type DatabasePort, type DbConnection, type PluginContext } from '../../sdk/index.js';
 
-/** exceljs loads with the first spreadsheet it reads, not when the plugin sets up (docs/plugins.md "Activation on demand"). */
-let excelModule: typeof ExcelJS | undefined;
-const excel = (): typeof ExcelJS => (excelModule ??= createRequire(import.meta.url)('exceljs') as typeof ExcelJS);
 
 export const IMPORT_FORMATS = { '.csv': 'csv', '.tsv': 'csv', '.txt': 'csv', '.parquet': 'parquet', '.json': 'json', '.jsonl': 'json', '.ndjson': 'json', '.xlsx': 'xlsx' } as const;
 export type ImportFormat = (typeof IMPORT_FORMATS)[keyof typeof IMPORT_FORMATS];
@@ -65,17 +61,6 @@ interface SheetShape {
   sample: unknown[][];
 }
 
-function cellValue(v: ExcelJS.CellValue): unknown {
-  if (v === null || v === undefined) return null;
-  if (v instanceof Date || typeof v !== 'object') return v;
-  const o = v as unknown as Record<string, unknown>;
-  if ('result' in o) return o.result ?? null; // formula
-  if ('text' in o) return o.text; // hyperlink
-  if ('richText' in o) return (o.richText as Array<{ text: string }>).map((r) => r.text).join('');
-  if ('error' in o) return null;
-  return JSON.stringify(o);
-}
-
 function kindOf(v: unknown): string | null {
   if (v === null || v === undefined || v === '') return null;
   if (typeof v === 'number') return 'DOUBLE';
@@ -86,19 +71,14 @@ function kindOf(v: unknown): string | null {
 
 /** Streams the rows of one worksheet (the first, or `sheet`), header row first. */
 async function* sheetRows(file: string, sheet: string | undefined, budget: CellBudget): AsyncGenerator<unknown[]> {
-  const reader = new (excel().stream.xlsx.WorkbookReader)(file, { sharedStrings: 'cache', styles: 'cache', hyperlinks: 'cache', worksheets: 'emit' });
   let seen = false;
-  for await (const ws of reader) {
-    const w = ws as unknown as AsyncIterable<ExcelJS.Row> & { name?: string };
-    if (seen || (sheet && w.name !== sheet)) {
-      for await (const _ of w) void _;
-      continue;
-    }
+  for await (const w of readWorksheets(file)) {
+    if (seen || (sheet && w.name !== sheet)) continue;
     seen = true;
     for await (const row of w) {
       const values = (row.values as ExcelJS.CellValue[]).slice(1);
       budget.spend(values.length);
-      yield values.map(cellValue);
+      yield values.map(plainCellValue);
     }
   }
   if (!seen) throw badRequest('invalid_import', sheet ? `The workbook has no sheet '${sheet}'` : 'The workbook has no sheet', { field: 'sheet' });
