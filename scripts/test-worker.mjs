@@ -1,18 +1,22 @@
 // One test worker of scripts/test.mjs: a Node process that runs many test files one after
-// another. It asks the runner for a file (IPC), imports it (its describe() calls queue its suites
-// in node:test's root, which runs them in turn), waits until the file's top-level tests have all
-// ended (scripts/test-worker-reporter.mjs), reports the file's seconds and asks for the next.
-// One process for many files pays Node's start, the kernel's compilation and the JIT's warm-up
-// once instead of once per file (README "Tests").
+// another. It asks the runner for a file (IPC), runs it as one suite named after the file (the
+// suite's body imports the file, so node:test files the file's describe(), test() and top-level
+// hooks under that suite), reports the file's seconds when the suite has ended, and asks for the
+// next. One process for many files pays Node's start, the kernel's compilation and the JIT's
+// warm-up once instead of once per file (README "Tests").
 //
-// What differs from one process per file: a file's top-level after() hooks run when the worker
-// ends, not when the file does (hooks in a describe() run with it), and modules are shared, so a
-// file must leave process-wide state (process.env, the working folder, patched globals) as it
-// found it.
+// The suite per file keeps a file's top-level before()/after() hooks the file's own, as with one
+// process per file: registered on node:test's root instead, they would run whenever the root
+// fell idle between files, and a file imported while the previous file's after() hooks were
+// still running had its own after() run at once, before its tests (a temp folder removed under
+// them). What still differs: modules are shared, so a file must leave process-wide state
+// (process.env, the working folder, patched globals) as it found it.
+import path from 'node:path';
+import { describe } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { enqueuedAny, events, openTests, totals } from './test-worker-reporter.mjs';
+import { totals } from './test-worker-reporter.mjs';
 
-/** How long the worker may take to end after its last file (the files' top-level after() hooks run then). */
+/** How long the worker may take to end after its last file. */
 const LEFTOVER_GRACE_S = 120;
 
 if (!process.send) {
@@ -20,45 +24,26 @@ if (!process.send) {
   process.exit(2);
 }
 
-/** Resolves once every top-level test `file` enqueued has completed. */
-function fileDone(file) {
-  return new Promise((resolve) => {
-    const check = () => {
-      if (enqueuedAny(file) && openTests(file) === 0) {
-        events.off('file-done', onDone);
-        resolve();
-      }
-    };
-    const onDone = (done) => done === file && check();
-    events.on('file-done', onDone);
-    check();
-  });
-}
-
-/** A file that enqueued no test at all once the reporter has seen everything its import queued. */
-async function noTests(file) {
-  for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
-  return !enqueuedAny(file);
-}
-
+/** Runs `file` as one suite; resolves with its seconds and whether its import threw. */
 async function runFile(file) {
   const started = process.hrtime.bigint();
-  await import(pathToFileURL(file).href);
-  if (!(await noTests(file))) await fileDone(file);
-  return Number(process.hrtime.bigint() - started) / 1e9;
+  let loadFailed = false;
+  await describe(path.relative(process.cwd(), file), async () => {
+    try {
+      await import(pathToFileURL(file).href);
+    } catch (e) {
+      // The suite fails with the error; a failed suite counts as no failed test, so say so.
+      loadFailed = true;
+      process.stderr.write(`✖ ${file} could not be loaded: ${e?.stack ?? e}\n`);
+      throw e;
+    }
+  });
+  return { seconds: Number(process.hrtime.bigint() - started) / 1e9, loadFailed };
 }
 
 process.on('message', (message) => {
   if (message.file) {
-    runFile(message.file).then(
-      (seconds) => process.send({ done: message.file, seconds }),
-      // An import that throws: node:test does not see the file, so the worker reports it.
-      (e) => {
-        process.stderr.write(`✖ ${message.file} could not be loaded: ${e?.stack ?? e}\n`);
-        process.exitCode = 1;
-        process.send({ done: message.file, seconds: 0, loadFailed: true });
-      },
-    );
+    runFile(message.file).then(({ seconds, loadFailed }) => process.send({ done: message.file, seconds, loadFailed }));
   } else if (message.end) {
     // The files' tests have all ended; node:test prints its summary when the event loop empties,
     // which the IPC channel would prevent.

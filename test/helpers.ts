@@ -259,8 +259,8 @@ export async function startDpRelay(): Promise<DpRelay> {
 /**
  * The test file's `dp` process (startDpRelay), started on first use: `runCli` and `runCliBatch`
  * answers through the binary's entry, with one process start for the file instead of one per
- * call. Call it at the top level of a test file; the process ends with the test worker (a
- * top-level after() hook: scripts/test-worker.mjs), idle once the file is done.
+ * call. Call it at the top level of a test file; the process ends with the file (its top-level
+ * after() hook runs when the file's suite ends: scripts/test-worker.mjs).
  */
 export function fileDpRelay(): Pick<DpRelay, 'run' | 'batch'> {
   let relay: Promise<DpRelay> | null = null;
