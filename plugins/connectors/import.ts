@@ -6,8 +6,8 @@
  *
  * The upload is streamed to a temporary file under the project's hidden `.dp/imports/` (inside
  * the folder DuckDB's sandbox allows), read there by DuckDB's own readers (for .xlsx the sdk's
- * worksheet reader, sdk/workbook-reader.ts), and removed afterwards, whatever happened (one a killed process left is removed
- * at the next start: scratch.ts).
+ * worksheet reader, sdk/workbook-reader.ts), and removed afterwards, whatever happened (one a
+ * killed process left is removed at the next start: scratch.ts).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,7 +15,6 @@ import { pipeline } from 'node:stream/promises';
 import type ExcelJS from 'exceljs';
 import { IMPORTS_SCRATCH, scratchName } from './scratch.js';
 import { assertJsonFileNesting, assertWorkbookWithinLimits, badRequest, CellBudget, conflict, errorMessage, isDpError, qualified, quoteIdent, plainCellValue, readWorksheets, SAFE_NAME, type BulkColumn, type DatabasePort, type DbConnection, type PluginContext } from '../../sdk/index.js';
-
 
 export const IMPORT_FORMATS = { '.csv': 'csv', '.tsv': 'csv', '.txt': 'csv', '.parquet': 'parquet', '.json': 'json', '.jsonl': 'json', '.ndjson': 'json', '.xlsx': 'xlsx' } as const;
 export type ImportFormat = (typeof IMPORT_FORMATS)[keyof typeof IMPORT_FORMATS];
