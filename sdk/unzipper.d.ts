@@ -12,10 +12,14 @@ declare module 'unzipper' {
     /** The whole part, inflated. */
     buffer(): Promise<Buffer>;
   }
-  interface CentralDirectory {
+  export interface CentralDirectory {
     files: CentralDirectoryEntry[];
     offsetToStartOfCentralDirectory: number;
     sizeOfCentralDirectory: number;
   }
-  export const Open: { file(path: string): Promise<CentralDirectory> };
+  interface Source {
+    size(): Promise<number>;
+    stream(offset: number, length?: number): NodeJS.ReadableStream;
+  }
+  export const Open: { file(path: string): Promise<CentralDirectory>; custom(source: Source): Promise<CentralDirectory> };
 }

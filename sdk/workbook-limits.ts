@@ -8,7 +8,7 @@
  * what is there, listed or not), and the rows read are counted against a cell limit.
  */
 import { badRequest, DpError } from './errors.js';
-import { openZipDirectory } from './workbook-reader.js';
+import { openZip, type OpenZip } from './workbook-reader.js';
 
 export const WORKBOOK_LIMITS = {
   /** All parts together, uncompressed. */
@@ -22,6 +22,9 @@ export const WORKBOOK_LIMITS = {
 /** Bytes of a local file header besides its name and extra field; what unlisted bytes may add up to between entries. */
 const LOCAL_HEADER_BYTES = 30;
 const SLACK_PER_ENTRY = 1024;
+
+/** The workbook part: the sheets' names and order. */
+const WORKBOOK_PART = 'xl/workbook.xml';
 
 /** Worksheets stream row by row; every other part is read whole. */
 const STREAMED_PART = /^xl\/worksheets\/[^/]+\.xml$/i;
@@ -54,13 +57,23 @@ async function inflatedSize(entry: { stream(): NodeJS.ReadableStream & { destroy
  * constant memory. `what` names the file in the message.
  */
 export async function assertWorkbookWithinLimits(file: string, what: string, fileSize: number): Promise<void> {
-  let directory;
+  let zip: OpenZip;
   try {
-    directory = await openZipDirectory(file);
+    zip = await openZip(file);
   } catch {
     throw unreadable(what, 'its zip directory does not read');
   }
+  try {
+    await checkParts(zip.directory, what, fileSize);
+  } finally {
+    await zip.close();
+  }
+}
+
+async function checkParts(directory: OpenZip['directory'], what: string, fileSize: number): Promise<void> {
   const entries = [...directory.files].sort((a, b) => a.offsetToLocalFileHeader - b.offsetToLocalFileHeader);
+  // The part that names the sheets, where exceljs's parsers (and so sdk/workbook-reader.ts) read it.
+  if (!entries.some((entry) => entry.path === WORKBOOK_PART)) throw unreadable(what, `it has no workbook part (${WORKBOOK_PART})`);
   let total = 0;
   let next = 0;
   for (const entry of entries) {

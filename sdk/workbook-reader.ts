@@ -12,15 +12,50 @@
  * (relationships, workbook, shared strings, styles) are inflated into memory first (that check
  * bounds their size), then each worksheet streams from its own entry, in sheet order.
  */
+import fs from 'node:fs';
 import { createRequire } from 'node:module';
-import { Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import type ExcelJS from 'exceljs';
+import type { CentralDirectory } from 'unzipper';
 
 const load = createRequire(import.meta.url);
 
 /** exceljs and unzipper load with the first workbook read, not with the sdk (docs/plugins.md "Activation on demand"). */
 let unzipperModule: typeof import('unzipper') | undefined;
-export const openZipDirectory = (file: string) => (unzipperModule ??= load('unzipper') as typeof import('unzipper')).Open.file(file);
+
+/** A zip's directory whose parts read from one open descriptor; `close` it when done. */
+export interface OpenZip {
+  directory: CentralDirectory;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the zip at `file` once and reads every part through that descriptor. unzipper's own file
+ * source opens the path again for each part, when the part is first read, and an error of that
+ * read (the file removed or replaced meanwhile, a read error) reached no listener: the process
+ * ended on it. Here a removed or replaced file reads on as it was when opened, and a read error
+ * ends the part early, which the part's reader reports as an error (unzipper's FILE_ENDED).
+ */
+export async function openZip(file: string): Promise<OpenZip> {
+  const handle = await fs.promises.open(file, 'r');
+  try {
+    const { size } = await handle.stat();
+    const source = {
+      size: async () => size,
+      stream(offset: number, length?: number) {
+        const part = new PassThrough();
+        const read = fs.createReadStream('', { fd: handle, autoClose: false, start: offset, ...(length ? { end: offset + length } : {}) });
+        read.on('error', () => part.end());
+        return read.pipe(part);
+      },
+    };
+    const directory = await (unzipperModule ??= load('unzipper') as typeof import('unzipper')).Open.custom(source);
+    return { directory, close: () => handle.close() };
+  } catch (e) {
+    await handle.close();
+    throw e;
+  }
+}
 
 /** One worksheet: its name and its rows (exceljs rows: `values` is 1-based). */
 export interface WorksheetRows extends AsyncIterable<ExcelJS.Row> {
@@ -48,37 +83,46 @@ function directoryReader(): ReaderClass {
   class DirectoryWorkbookReader extends Base {
     async *[Symbol.asyncIterator](): AsyncGenerator<WorksheetRows> {
       const self = this as unknown as ReaderParts;
-      const directory = await openZipDirectory(self.input);
-      const parts = new Map(directory.files.filter((f) => f.type === 'File').map((f) => [f.path, f]));
-      // A held part is handed over whole, as a stream that cannot end before it is read.
-      const whole = async (name: string): Promise<Readable | undefined> => {
-        const part = parts.get(name);
-        return part ? Readable.from([await part.buffer()]) : undefined;
-      };
-      const rels = await whole('xl/_rels/workbook.xml.rels');
-      if (rels) await self._parseRels(rels);
-      const workbook = await whole('xl/workbook.xml');
-      if (workbook) await self._parseWorkbook(workbook);
-      const sharedStrings = await whole('xl/sharedStrings.xml');
-      if (sharedStrings) for await (const _ of self._parseSharedStrings(sharedStrings)) void _;
-      const styles = await whole('xl/styles.xml');
-      if (styles) await self._parseStyles(styles);
-      const sheets = [...parts.keys()]
-        .map((name) => WORKSHEET_PART.exec(name))
-        .filter((m): m is RegExpExecArray => m !== null)
-        .sort((a, b) => Number(a[1]) - Number(b[1]));
-      for (const [name, sheetNo] of sheets) {
-        const rows = parts.get(name!)!.stream() as Readable;
-        try {
-          for (const { eventType, value } of self._parseWorksheet(rows, sheetNo!)) if (eventType === 'worksheet') yield value;
-        } finally {
-          // A sheet the consumer left unread closes its file read here.
-          rows.destroy();
-        }
+      const zip = await openZip(self.input);
+      try {
+        yield* readParts(self, zip.directory);
+      } finally {
+        await zip.close();
       }
     }
   }
   return (readerClass = DirectoryWorkbookReader as unknown as ReaderClass);
+}
+
+/** Feeds exceljs's parsers: the parts held whole first, then each worksheet, in sheet order. */
+async function* readParts(self: ReaderParts, directory: CentralDirectory): AsyncGenerator<WorksheetRows> {
+  const parts = new Map(directory.files.filter((f) => f.type === 'File').map((f) => [f.path, f]));
+  // A held part is handed over whole, as a stream that cannot end before it is read.
+  const whole = async (name: string): Promise<Readable | undefined> => {
+    const part = parts.get(name);
+    return part ? Readable.from([await part.buffer()]) : undefined;
+  };
+  const rels = await whole('xl/_rels/workbook.xml.rels');
+  if (rels) await self._parseRels(rels);
+  const workbook = await whole('xl/workbook.xml');
+  if (workbook) await self._parseWorkbook(workbook);
+  const sharedStrings = await whole('xl/sharedStrings.xml');
+  if (sharedStrings) for await (const _ of self._parseSharedStrings(sharedStrings)) void _;
+  const styles = await whole('xl/styles.xml');
+  if (styles) await self._parseStyles(styles);
+  const sheets = [...parts.keys()]
+    .map((name) => WORKSHEET_PART.exec(name))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .sort((a, b) => Number(a[1]) - Number(b[1]));
+  for (const [name, sheetNo] of sheets) {
+    const rows = parts.get(name!)!.stream() as Readable;
+    try {
+      for (const { eventType, value } of self._parseWorksheet(rows, sheetNo!)) if (eventType === 'worksheet') yield value;
+    } finally {
+      // A sheet the consumer left unread stops reading here.
+      rows.destroy();
+    }
+  }
 }
 
 /**

@@ -87,6 +87,21 @@ describe('worksheet reader', () => {
     assert.equal(third.at(-1), 'Third 30');
   });
 
+  it('reads on from a workbook removed once the read began: one open descriptor, no part opened again by its path', async () => {
+    // unzipper opened the path again for each part when it was first read: that open failed
+    // here, on an error no listener took, and the process ended.
+    const file = path.join(dir, 'removed.xlsx');
+    await threeSheets().xlsx.writeFile(file);
+    const seen: string[] = [];
+    for await (const sheet of readWorksheets(file)) {
+      if (sheet.name === 'First') fs.rmSync(file);
+      let rows = 0;
+      for await (const _ of sheet) rows++;
+      seen.push(`${sheet.name}:${rows}`);
+    }
+    assert.deepEqual(seen, ['First:31', 'Second:31', 'Third:31']);
+  });
+
   it('gives formulas their result, rich text and hyperlinks their text, errors null', () => {
     assert.equal(plainCellValue({ formula: 'A1*2', result: 4 }), 4);
     assert.equal(plainCellValue({ sharedFormula: 'A1' }), null);

@@ -106,6 +106,16 @@ describe('spreadsheet bombs', () => {
     assert.equal(((await r.json()) as { error: { code: string } }).error.code, 'workbook_unreadable');
   });
 
+  it('refuses a zip without the workbook part as an unreadable workbook, naming the part', async () => {
+    const zip = await JSZip.loadAsync(await smallWorkbook());
+    zip.remove('xl/workbook.xml');
+    const r = await upload(s.url, 'headless.xlsx', await zip.generateAsync({ type: 'nodebuffer', compression: 'DEFLATE' }), true);
+    assert.equal(r.status, 400);
+    const { error } = (await r.json()) as { error: { code: string; message: string } };
+    assert.equal(error.code, 'workbook_unreadable');
+    assert.match(error.message, /'headless\.xlsx' is not a well-formed \.xlsx: it has no workbook part \(xl\/workbook\.xml\)/);
+  });
+
   it('SIGTERM after a bomb upload stops dp serve', async () => {
     const root = makeProject();
     const served = await spawnServe(root);

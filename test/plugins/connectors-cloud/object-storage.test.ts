@@ -107,9 +107,18 @@ describe('object_storage (S3-compatible, s3rver)', () => {
     await assert.rejects(readAll(objectStorageType, config, { table: 'readme' }), (e: any) => e.code === 'source_table_not_found');
   });
 
-  it('leaves no temp files behind', async () => {
-    const before = fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('dp-cloud-')).length;
+  it('leaves no temp files behind', async (t) => {
+    // The folders this read makes, not a count of the temp dir's entries: another test process
+    // may be making and removing its own there at the same time.
+    const made: string[] = [];
+    const mkdtemp = fs.mkdtempSync.bind(fs);
+    t.mock.method(fs, 'mkdtempSync', (prefix: string, options?: fs.EncodingOption) => {
+      const dir = mkdtemp(prefix, options) as string;
+      if (path.basename(prefix).startsWith('dp-cloud-')) made.push(dir);
+      return dir;
+    });
     await readAll(objectStorageType, config, { table: 'orders' });
-    assert.equal(fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('dp-cloud-')).length, before);
+    assert.ok(made.length > 0, 'the read made a temp folder');
+    for (const dir of made) assert.equal(fs.existsSync(dir), false, `${dir} is left`);
   });
 });
