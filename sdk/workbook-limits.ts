@@ -7,8 +7,14 @@
  * declared one can lie), nothing may hide between the listed entries (a streaming unzip reads
  * what is there, listed or not), and the rows read are counted against a cell limit.
  */
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import { PassThrough } from 'node:stream';
+import type { CentralDirectory } from 'unzipper';
 import { badRequest, DpError } from './errors.js';
-import { openZip, type OpenZip } from './workbook-reader.js';
+
+/** unzipper (exceljs's zip reader) loads with the first workbook read, not with the sdk (docs/plugins.md "Activation on demand"). */
+let unzipperModule: typeof import('unzipper') | undefined;
 
 export const WORKBOOK_LIMITS = {
   /** All parts together, uncompressed. */
@@ -51,26 +57,63 @@ async function inflatedSize(entry: { stream(): NodeJS.ReadableStream & { destroy
   return bytes;
 }
 
+/** A zip's directory whose parts read from one open descriptor; `close` it when done. */
+export interface OpenZip {
+  directory: CentralDirectory;
+  close(): Promise<void>;
+}
+
 /**
- * Throws 413 `workbook_too_large` or 400 `workbook_unreadable` unless the .xlsx at `file` stays
- * within WORKBOOK_LIMITS. Reads the central directory and inflates the parts held in memory, in
+ * Opens the zip at `file` once and reads every part through that descriptor. unzipper's own file
+ * source opens the path again for each part, when the part is first read, and an error of that
+ * read (the file removed or replaced meanwhile, a read error) reached no listener: the process
+ * ended on it. Here a removed or replaced file reads on as it was when opened, and a read error
+ * ends the part early, which the part's reader reports as an error (unzipper's FILE_ENDED).
+ */
+async function openZip(file: string): Promise<OpenZip & { size: number }> {
+  const handle = await fs.promises.open(file, 'r');
+  try {
+    const { size } = await handle.stat();
+    const source = {
+      size: async () => size,
+      stream(offset: number, length?: number) {
+        const part = new PassThrough();
+        const read = fs.createReadStream('', { fd: handle, autoClose: false, start: offset, ...(length ? { end: offset + length } : {}) });
+        read.on('error', () => part.end());
+        return read.pipe(part);
+      },
+    };
+    const directory = await (unzipperModule ??= createRequire(import.meta.url)('unzipper') as typeof import('unzipper')).Open.custom(source);
+    return { directory, size, close: () => handle.close() };
+  } catch (e) {
+    await handle.close();
+    throw e;
+  }
+}
+
+/**
+ * The .xlsx at `file`, opened once, once its parts are known to stay within WORKBOOK_LIMITS: the
+ * bytes checked are the bytes read. Throws 413 `workbook_too_large` or 400 `workbook_unreadable`
+ * (closing the file). Reads the central directory and inflates the parts held in memory, in
  * constant memory. `what` names the file in the message.
  */
-export async function assertWorkbookWithinLimits(file: string, what: string, fileSize: number): Promise<void> {
-  let zip: OpenZip;
+export async function openCheckedWorkbook(file: string, what: string): Promise<OpenZip> {
+  let zip: OpenZip & { size: number };
   try {
     zip = await openZip(file);
   } catch {
     throw unreadable(what, 'its zip directory does not read');
   }
   try {
-    await checkParts(zip.directory, what, fileSize);
-  } finally {
+    await checkParts(zip.directory, what, zip.size);
+    return zip;
+  } catch (e) {
     await zip.close();
+    throw e;
   }
 }
 
-async function checkParts(directory: OpenZip['directory'], what: string, fileSize: number): Promise<void> {
+async function checkParts(directory: CentralDirectory, what: string, fileSize: number): Promise<void> {
   const entries = [...directory.files].sort((a, b) => a.offsetToLocalFileHeader - b.offsetToLocalFileHeader);
   // The part that names the sheets, where exceljs's parsers (and so sdk/workbook-reader.ts) read it.
   if (!entries.some((entry) => entry.path === WORKBOOK_PART)) throw unreadable(what, `it has no workbook part (${WORKBOOK_PART})`);

@@ -2,60 +2,25 @@
  * The worksheets of an .xlsx, each read row by row: what every spreadsheet reader in dp uses
  * (uploads and the `spreadsheet` connector).
  *
- * exceljs's own streaming reader (4.4.0) reads the zip in one pass through unzipper's `Parse`
- * and moves each entry's data with a pause/resume loop. Under load an entry stream ends while
- * paused and what it had not delivered yet is dropped without an error (exceljs issue 3064):
- * most often the workbook part, which exceljs-written files store last, so the read fails with
- * "Cannot read properties of undefined (reading 'sheets')"; a worksheet streamed the same way
- * can lose rows. So this reader keeps exceljs's parsers but feeds them from the zip's central
- * directory, the way `assertWorkbookWithinLimits` already reads it: the parts held whole
- * (relationships, workbook, shared strings, styles) are inflated into memory first (that check
- * bounds their size), then each worksheet streams from its own entry, in sheet order.
+ * exceljs's own streaming reader (4.4.0) reads the zip in one pass through unzipper's `Parse`,
+ * pausing it while its consumer works. `Parse` ends as soon as the file has been read, and the
+ * entries it had found but its consumer had not taken yet are dropped without an error (exceljs
+ * issue 3064): under load the workbook part, which exceljs-written files store last, so the read
+ * failed with "Cannot read properties of undefined (reading 'sheets')"; behind a consumer slow
+ * over a sheet's rows, every later sheet, the read "succeeding". So this reader keeps exceljs's
+ * parsers but feeds them from the zip's central directory, opened once and checked against
+ * WORKBOOK_LIMITS (sdk/workbook-limits.ts): the parts held whole (relationships, workbook,
+ * shared strings, styles; that check bounds their size) are inflated into memory first, then
+ * each worksheet streams from its own entry, in sheet order.
  */
-import fs from 'node:fs';
 import { createRequire } from 'node:module';
-import { PassThrough, Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type ExcelJS from 'exceljs';
 import type { CentralDirectory } from 'unzipper';
+import { openCheckedWorkbook } from './workbook-limits.js';
 
+/** exceljs loads with the first workbook read, not with the sdk (docs/plugins.md "Activation on demand"). */
 const load = createRequire(import.meta.url);
-
-/** exceljs and unzipper load with the first workbook read, not with the sdk (docs/plugins.md "Activation on demand"). */
-let unzipperModule: typeof import('unzipper') | undefined;
-
-/** A zip's directory whose parts read from one open descriptor; `close` it when done. */
-export interface OpenZip {
-  directory: CentralDirectory;
-  close(): Promise<void>;
-}
-
-/**
- * Opens the zip at `file` once and reads every part through that descriptor. unzipper's own file
- * source opens the path again for each part, when the part is first read, and an error of that
- * read (the file removed or replaced meanwhile, a read error) reached no listener: the process
- * ended on it. Here a removed or replaced file reads on as it was when opened, and a read error
- * ends the part early, which the part's reader reports as an error (unzipper's FILE_ENDED).
- */
-export async function openZip(file: string): Promise<OpenZip> {
-  const handle = await fs.promises.open(file, 'r');
-  try {
-    const { size } = await handle.stat();
-    const source = {
-      size: async () => size,
-      stream(offset: number, length?: number) {
-        const part = new PassThrough();
-        const read = fs.createReadStream('', { fd: handle, autoClose: false, start: offset, ...(length ? { end: offset + length } : {}) });
-        read.on('error', () => part.end());
-        return read.pipe(part);
-      },
-    };
-    const directory = await (unzipperModule ??= load('unzipper') as typeof import('unzipper')).Open.custom(source);
-    return { directory, close: () => handle.close() };
-  } catch (e) {
-    await handle.close();
-    throw e;
-  }
-}
 
 /** One worksheet: its name and its rows (exceljs rows: `values` is 1-based). */
 export interface WorksheetRows extends AsyncIterable<ExcelJS.Row> {
@@ -65,6 +30,7 @@ export interface WorksheetRows extends AsyncIterable<ExcelJS.Row> {
 /** The parts of exceljs's WorkbookReader this reader drives (exceljs 4.4.0, pinned by the lockfile). */
 interface ReaderParts {
   input: string;
+  what: string;
   _parseRels(entry: Readable): Promise<void>;
   _parseWorkbook(entry: Readable): Promise<void>;
   _parseSharedStrings(entry: Readable): AsyncGenerator<unknown>;
@@ -74,16 +40,24 @@ interface ReaderParts {
 
 const WORKSHEET_PART = /^xl\/worksheets\/sheet(\d+)\.xml$/;
 
-type ReaderClass = new (file: string, options: Record<string, unknown>) => AsyncIterable<WorksheetRows>;
+type ReaderClass = new (file: string, options: Record<string, unknown>, what: string) => AsyncIterable<WorksheetRows>;
 let readerClass: ReaderClass | undefined;
 
 function directoryReader(): ReaderClass {
   if (readerClass) return readerClass;
   const Base = (load('exceljs') as typeof ExcelJS).stream.xlsx.WorkbookReader as unknown as new (file: string, options: Record<string, unknown>) => object;
   class DirectoryWorkbookReader extends Base {
+    constructor(
+      file: string,
+      options: Record<string, unknown>,
+      readonly what: string,
+    ) {
+      super(file, options);
+    }
+
     async *[Symbol.asyncIterator](): AsyncGenerator<WorksheetRows> {
       const self = this as unknown as ReaderParts;
-      const zip = await openZip(self.input);
+      const zip = await openCheckedWorkbook(self.input, self.what);
       try {
         yield* readParts(self, zip.directory);
       } finally {
@@ -126,11 +100,13 @@ async function* readParts(self: ReaderParts, directory: CentralDirectory): Async
 }
 
 /**
- * The worksheets of the .xlsx at `file`, in sheet order. Read each sheet's rows before asking
- * for the next sheet; a sheet left unread is skipped. Call `assertWorkbookWithinLimits` first.
+ * The worksheets of the .xlsx at `file`, in sheet order, once the workbook is known to stay
+ * within WORKBOOK_LIMITS (sdk/workbook-limits.ts: the first step throws 413 `workbook_too_large`
+ * or 400 `workbook_unreadable`, naming the file as `what`). Read each sheet's rows before asking
+ * for the next sheet; a sheet left unread is skipped.
  */
-export function readWorksheets(file: string): AsyncIterable<WorksheetRows> {
-  return new (directoryReader())(file, { worksheets: 'emit', sharedStrings: 'cache', hyperlinks: 'ignore', styles: 'cache', entries: 'ignore' });
+export function readWorksheets(file: string, what: string): AsyncIterable<WorksheetRows> {
+  return new (directoryReader())(file, { worksheets: 'emit', sharedStrings: 'cache', hyperlinks: 'ignore', styles: 'cache', entries: 'ignore' }, what);
 }
 
 /** A cell's value as a plain value: formulas give their result, rich text and hyperlinks their text, errors null. */

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type ExcelJS from 'exceljs';
-import { assertWorkbookWithinLimits, CellBudget, DpError, plainCellValue, readWorksheets, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorRuntime, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
+import { CellBudget, DpError, plainCellValue, readWorksheets, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorRuntime, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
 import { describeFiles, readFiles, saveStream, tempFolder } from './files.js';
 import { expectOk, type HttpCall, hostOf, httpRequest, paramInvalid, probe, TIMEOUT_PARAM, timeoutOf } from './net.js';
 import { generateSyncScript } from './script.js';
@@ -67,9 +67,8 @@ function headerNames(values: unknown[], width: number): string[] {
 
 /** Rows of each sheet, sheet by sheet: the header names and then data rows (as plain values). */
 async function* sheetRows(file: string, headerRow: number, only?: string): AsyncGenerator<{ sheet: string; header: string[]; rows: AsyncGenerator<unknown[]> }> {
-  // A workbook that would expand past what a read may take is refused before exceljs opens it.
-  await assertWorkbookWithinLimits(file, `'${path.basename(file)}'`, fs.statSync(file).size);
-  for await (const sheet of readWorksheets(file)) {
+  // A workbook that would expand past what a read may take is refused before its parts are parsed.
+  for await (const sheet of readWorksheets(file, `'${path.basename(file)}'`)) {
     const name = sheet.name;
     if (only !== undefined && name !== only) continue;
     const iterator = sheet[Symbol.asyncIterator]();

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type ExcelJS from 'exceljs';
 import { IMPORTS_SCRATCH, scratchName } from './scratch.js';
-import { assertJsonFileNesting, assertWorkbookWithinLimits, badRequest, CellBudget, conflict, errorMessage, isDpError, qualified, quoteIdent, plainCellValue, readWorksheets, SAFE_NAME, type BulkColumn, type DatabasePort, type DbConnection, type PluginContext } from '../../sdk/index.js';
+import { assertJsonFileNesting, badRequest, CellBudget, conflict, errorMessage, isDpError, qualified, quoteIdent, plainCellValue, readWorksheets, SAFE_NAME, type BulkColumn, type DatabasePort, type DbConnection, type PluginContext } from '../../sdk/index.js';
 
 export const IMPORT_FORMATS = { '.csv': 'csv', '.tsv': 'csv', '.txt': 'csv', '.parquet': 'parquet', '.json': 'json', '.jsonl': 'json', '.ndjson': 'json', '.xlsx': 'xlsx' } as const;
 export type ImportFormat = (typeof IMPORT_FORMATS)[keyof typeof IMPORT_FORMATS];
@@ -69,9 +69,10 @@ function kindOf(v: unknown): string | null {
 }
 
 /** Streams the rows of one worksheet (the first, or `sheet`), header row first. */
-async function* sheetRows(file: string, sheet: string | undefined, budget: CellBudget): AsyncGenerator<unknown[]> {
+async function* sheetRows(file: string, sheet: string | undefined, what: string): AsyncGenerator<unknown[]> {
+  const budget = new CellBudget(what);
   let seen = false;
-  for await (const w of readWorksheets(file)) {
+  for await (const w of readWorksheets(file, what)) {
     if (seen || (sheet && w.name !== sheet)) continue;
     seen = true;
     for await (const row of w) {
@@ -86,7 +87,7 @@ async function* sheetRows(file: string, sheet: string | undefined, budget: CellB
 async function xlsxShape(file: string, sheet: string | undefined, sampleRows: number, what: string): Promise<SheetShape> {
   let header: string[] | undefined;
   const sample: unknown[][] = [];
-  for await (const row of sheetRows(file, sheet, new CellBudget(what))) {
+  for await (const row of sheetRows(file, sheet, what)) {
     if (!header) {
       header = row.map((v, i) => (v === null || v === undefined || String(v).trim() === '' ? `column${i + 1}` : String(v).trim()));
       continue;
@@ -110,12 +111,12 @@ async function xlsxShape(file: string, sheet: string | undefined, sampleRows: nu
 
 /**
  * Refuses an upload before anything parses it when it would take the server down: JSON nested
- * deeper than the engine is trusted with (DuckDB infers its structure by recursion), an .xlsx
- * that expands past what a spreadsheet read may take (sdk/workbook-limits.ts).
+ * deeper than the engine is trusted with (DuckDB infers its structure by recursion). An .xlsx
+ * that expands past what a spreadsheet read may take is refused by the read itself, before it
+ * parses a part (readWorksheets, sdk/workbook-limits.ts).
  */
 async function assertReadable(req: ImportRequest): Promise<void> {
   if (req.format === 'json') await assertJsonFileNesting(req.file, `'${req.fileName}'`);
-  if (req.format === 'xlsx') await assertWorkbookWithinLimits(req.file, `'${req.fileName}'`, fs.statSync(req.file).size);
 }
 
 function conform(row: unknown[], columns: BulkColumn[]): unknown[] {
@@ -139,7 +140,6 @@ export class ImportService {
   async preview(req: ImportRequest) {
     try {
       if (req.format === 'xlsx') {
-        await assertReadable(req);
         const shape = await xlsxShape(req.file, req.sheet, PREVIEW_ROWS, `'${req.fileName}'`);
         return { preview: true, file_name: req.fileName, format: req.format, schema: req.schema, table: req.table, columns: shape.columns, rows: shape.sample.map((r) => conform(r, shape.columns)) };
       }
@@ -198,13 +198,12 @@ export class ImportService {
   }
 
   private async loadXlsx(tx: DbConnection, req: ImportRequest, exists: boolean): Promise<number> {
-    await assertReadable(req);
     const shape = await xlsxShape(req.file, req.sheet, XLSX_SAMPLE_ROWS, `'${req.fileName}'`);
     const mode = req.mode === 'append' && exists ? 'append' : 'replace';
     const result = await tx.bulkLoad({ schema: req.schema, table: req.table, mode, columns: shape.columns }, async (writer) => {
       let header = true;
       let batch: unknown[][] = [];
-      for await (const row of sheetRows(req.file, req.sheet, new CellBudget(`'${req.fileName}'`))) {
+      for await (const row of sheetRows(req.file, req.sheet, `'${req.fileName}'`)) {
         if (header) {
           header = false;
           continue;

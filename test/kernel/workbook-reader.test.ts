@@ -32,7 +32,7 @@ function threeSheets(): ExcelJS.Workbook {
 /** Each sheet's name, row count and last row, reading rows as `onRow` lets it. */
 async function readAll(file: string, onRow: (index: number) => Promise<void> = async () => {}): Promise<string[]> {
   const seen: string[] = [];
-  for await (const sheet of readWorksheets(file)) {
+  for await (const sheet of readWorksheets(file, `'${path.basename(file)}'`)) {
     let rows = 0;
     let last: unknown[] = [];
     for await (const row of sheet) {
@@ -73,13 +73,13 @@ describe('worksheet reader', () => {
     const file = path.join(dir, 'partial.xlsx');
     await threeSheets().xlsx.writeFile(file);
     const names: string[] = [];
-    for await (const sheet of readWorksheets(file)) {
+    for await (const sheet of readWorksheets(file, `'${path.basename(file)}'`)) {
       names.push(sheet.name);
       if (sheet.name === 'Second') break;
     }
     assert.deepEqual(names, ['First', 'Second']);
     const third: string[] = [];
-    for await (const sheet of readWorksheets(file)) {
+    for await (const sheet of readWorksheets(file, `'${path.basename(file)}'`)) {
       if (sheet.name !== 'Third') continue;
       for await (const row of sheet) third.push(String(plainCellValue((row.values as unknown[])[2])));
     }
@@ -93,7 +93,7 @@ describe('worksheet reader', () => {
     const file = path.join(dir, 'removed.xlsx');
     await threeSheets().xlsx.writeFile(file);
     const seen: string[] = [];
-    for await (const sheet of readWorksheets(file)) {
+    for await (const sheet of readWorksheets(file, `'${path.basename(file)}'`)) {
       if (sheet.name === 'First') fs.rmSync(file);
       let rows = 0;
       for await (const _ of sheet) rows++;
