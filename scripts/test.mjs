@@ -8,7 +8,8 @@
 // takes the next file when it is done with one, so no core idles while files wait. A worker runs
 // its files one after another in one Node process, which pays Node's start, the kernel's
 // compilation and the JIT's warm-up once instead of once per file (README "Tests": 45% less CPU
-// for 59 kernel and plugin files). DP_TEST_ISOLATION=process runs one `node --test` process per file instead.
+// for 59 kernel and plugin files). DP_TEST_ISOLATION=process runs one `node --test` process per
+// file instead.
 //
 // The slowest files go first (test/durations.json, seconds per file from a run with
 // --write-durations), so a long file does not start last and run alone at the end.

@@ -68,13 +68,15 @@ describe('catalog: git status outside a repository', () => {
     const s = await startServer(makeProject());
     // Git run from this PATH would answer that git is not installed.
     const path0 = process.env.PATH;
-    process.env.PATH = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-no-git-'));
+    const noGit = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-no-git-'));
+    process.env.PATH = noGit;
     try {
       const r = await s.request('GET', '/api/git/status');
       assert.equal(r.status, 200, r.text);
       assert.deepEqual(r.body, { is_repo: false });
     } finally {
       process.env.PATH = path0;
+      fs.rmSync(noGit, { recursive: true, force: true });
       await s.close();
     }
   });
