@@ -6,5 +6,5 @@
 export { runMigrations } from './migrations.js';
 export { CatalogLookups, Connection, type WriteObserver } from './database/connection.js';
 export { DuckDatabase, type DatabaseOptions, type DrainReport } from './database/duck-database.js';
-export { describeHolder, translateDbError } from './database/errors.js';
+export { describeHolder, isLockConflict, translateDbError } from './database/errors.js';
 export { configuredMemoryLimit, defaultMemoryLimit, type EngineSandbox } from './database/sandbox.js';

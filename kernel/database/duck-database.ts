@@ -24,7 +24,7 @@ import { DuckCatalogSource } from '../db-catalog.js';
 import { assertProjectFileReads } from '../file-reads.js';
 import { WriteLock } from '../write-lock.js';
 import { CatalogLookups, Connection, type WriteObserver } from './connection.js';
-import { lockedError, translateDbError } from './errors.js';
+import { isLockConflict, lockedError, translateDbError } from './errors.js';
 import { applySandbox, defaultMemoryLimit, type EngineSandbox } from './sandbox.js';
 
 /**
@@ -157,7 +157,7 @@ export class DuckDatabase implements DatabasePort {
           this.instance = null;
           if (e instanceof DpError) throw e;
           const msg = errorMessage(e);
-          if (/lock/i.test(msg)) throw lockedError(this.path, msg);
+          if (isLockConflict(msg)) throw lockedError(this.path, msg);
           throw new DpError(500, 'database_open_failed', `Could not open database ${path.basename(this.path)}: ${msg.split('\n')[0]}`, { file: path.basename(this.path) });
         } finally {
           this.opening = null;

@@ -43,6 +43,15 @@ export function describeHolder(pid: number | null): string | null {
   return words.join(' ');
 }
 
+/**
+ * Whether DuckDB refused to open a file because another process holds its lock. Only its own
+ * message counts: a write-ahead-log replay that fails with "block …" or "mutex lock failed" is a
+ * different problem, and must not send the user looking for a process that does not exist.
+ */
+export function isLockConflict(msg: string): boolean {
+  return /Could not set lock on file/i.test(msg);
+}
+
 export function lockedError(file: string, msg: string): DpError {
   const m = /PID (\d+)/.exec(msg);
   const pid = m ? Number(m[1]) : null;

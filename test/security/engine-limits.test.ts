@@ -1,6 +1,7 @@
 /**
  * The engine's memory limit (issue 10 point 11) and the database_locked message (issue 11
- * point 5): it names what holds the file, never an absolute path.
+ * point 5): it names what holds the file, never an absolute path, and is given only when a
+ * process holds it.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -8,7 +9,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { describeHolder } from '../../kernel/database.js';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { describeHolder, isLockConflict } from '../../kernel/database.js';
 import { makeProject, REPO_ROOT, runCli, startServer } from '../helpers.js';
 
 describe('DuckDB memory limit', () => {
@@ -74,5 +76,33 @@ describe('database_locked names the holder', () => {
       child.kill();
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('an open that fails for another reason is not called locked', () => {
+  it('tells DuckDB\'s lock refusal from errors that merely mention a lock or a block', () => {
+    assert.equal(isLockConflict('IO Error: Could not set lock on file "/p/test.duckdb": Conflicting lock is held in /usr/bin/node (PID 42). See also https://duckdb.org/docs/connect/concurrency'), true);
+    assert.equal(isLockConflict('Invalid Error: Failure while replaying WAL file "/p/test.duckdb.wal": mutex lock failed: Invalid argument'), false);
+    assert.equal(isLockConflict('IO Error: Corrupt database file: computed checksum 1 does not match stored checksum 2 in block at location 12288'), false);
+  });
+
+  it('reports a corrupt database file as such, not as a file another process holds', async () => {
+    const root = makeProject();
+    const file = path.join(root, 'test.duckdb');
+    const made = await DuckDBInstance.create(file);
+    const conn = await made.connect();
+    await conn.run('CREATE TABLE t AS SELECT range AS i FROM range(1000)');
+    conn.closeSync();
+    made.closeSync();
+    // Overwrite the start of the first data block: DuckDB's checksum check refuses the file at open.
+    const bytes = fs.readFileSync(file);
+    for (let i = 12_288 + 8; i < 12_288 + 200; i++) bytes[i] ^= 0xff;
+    fs.writeFileSync(file, bytes);
+    await assert.rejects(startServer(root), (e: { code?: string; message?: string }) => {
+      assert.equal(e.code, 'database_open_failed', String(e.message));
+      assert.match(String(e.message), /Corrupt database file/);
+      assert.doesNotMatch(String(e.message), /in use by another process/);
+      return true;
+    });
   });
 });
