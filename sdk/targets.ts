@@ -215,6 +215,9 @@ export interface TargetTransformOptions {
   fullRefresh?: boolean;
   /** Models discovery refused (a parse error, naming the file), by lower-case `schema.name`: reported as errors, never built. */
   invalid?: ReadonlyMap<string, string>;
+  /** Models built at once, each after the models it reads (the target's default when not given). */
+  concurrency?: number;
+  /** Called as each model finishes, in the order they finish. */
   onModel?: (result: ModelBuildResult, done: number, total: number) => void;
   /** The caller's run history, events and after-build hooks (the models plugin). */
   hooks?: TargetRunHooks;

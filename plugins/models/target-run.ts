@@ -92,6 +92,7 @@ export async function transformOnTarget(
     targets: options.targets,
     force: options.force,
     fullRefresh: options.fullRefresh,
+    concurrency: options.concurrency,
     invalid,
     // Every model's end as it comes (skipped and upstream-failed ones too), as on the file.
     onModel(result, done, total) {

@@ -1,6 +1,8 @@
 /**
- * `dp transform` on a ClickHouse target: the models in dependency order, one at a time (the
- * cluster parallelizes each statement), under the shared run lock. Per model: the DuckDB SQL is
+ * `dp transform` on a ClickHouse target: the models in dependency order under the shared run lock,
+ * each once the models it reads are built and up to DEFAULT_CONCURRENCY side by side (the cluster
+ * parallelizes each statement; what overlaps is the waiting: the DDL queue of `ON CLUSTER`
+ * statements, mutations, the network). Per model: the DuckDB SQL is
  * checked for constructs the server cannot run (on DuckDB's own parse tree), transpiled, and
  * verified with `DESCRIBE (SELECT ...)` before any statement changes the target; then dp's
  * statements for its materialization run (materialize.ts). A model whose upstream failed is not
@@ -13,6 +15,7 @@ import {
   isDpError,
   nativeDialect,
   quoteIdent,
+  runInDependencyOrder,
   type ModelBuildResult,
   type ModelInfo,
   type PluginContext,
@@ -27,6 +30,9 @@ import { accumulatedToken, modelToken, readTargetStates, writeTargetState } from
 import { transpileToClickHouse } from './transpile.js';
 
 const THIS = /\{\{\s*this\s*\}\}/g;
+
+/** Models built at once on the target when the caller does not say: as many as a transform on the DuckDB file builds at most. */
+const DEFAULT_CONCURRENCY = 4;
 
 /** The models in an order where each comes after the models it reads. */
 export function dependencyOrder(models: ModelInfo[]): ModelInfo[] {
@@ -149,43 +155,52 @@ export async function transformOnTarget(ctx: PluginContext, target: ClickHouseTa
     const rows = new Map(relations.map((r) => [`${r.schema}.${r.name}`.toLowerCase(), r.estimatedRows ?? null]));
     const states = await readTargetStates(ctx, target);
     const failed = new Set<string>();
-    for (const m of models) {
+    const buildOne = async (m: ModelInfo): Promise<ModelBuildResult> => {
       const t0 = performance.now();
       const key = m.full_name.toLowerCase();
       const blocker = m.depends_on.find((d) => failed.has(d.toLowerCase()));
       const token = modelToken(m, states, rows);
       // As on DuckDB: a table or view whose SQL and upstreams are unchanged and that is still there is not rebuilt.
       const unchanged = !options.force && !options.fullRefresh && m.materialized !== 'incremental' && states.get(key)?.state_hash === token && existing.get(key) === (m.materialized === 'view' ? 'view' : 'table');
-      let result: ModelBuildResult;
       const invalid = options.invalid?.get(key);
-      if (blocker) result = { model: m.full_name, status: 'upstream_failed', duration_ms: 0, error: `Upstream model ${blocker} failed` };
-      else if (invalid) {
+      if (blocker) {
         failed.add(key);
-        result = { model: m.full_name, status: 'error', duration_ms: 0, error: invalid };
-      } else if (unchanged) result = { model: m.full_name, status: 'skipped', duration_ms: 0 };
-      else {
-        hooks?.started?.(m);
-        try {
-          const tm = await targetModel(ctx, target, m);
-          const kind = existing.get(m.full_name.toLowerCase()) ?? null;
-          // An incremental model that exists takes its new rows; everything else is rebuilt.
-          const applies = m.materialized === 'incremental' && !options.fullRefresh && kind !== null && (tm.strategy === 'merge' ? kind === 'view' : kind === 'table');
-          await runSteps(target, applies ? incrementalSteps(tm, target.cluster) : rebuildSteps(tm, kind, target.cluster), ctx.signal);
-          existing.set(key, m.materialized === 'view' || tm.strategy === 'merge' && m.materialized === 'incremental' ? 'view' : 'table');
-          const state = { name: key, kind: 'model' as const, content_hash: m.content_hash, state_hash: m.materialized === 'incremental' ? accumulatedToken(token) : token, materialized: m.materialized };
-          await writeTargetState(ctx, target, state);
-          states.set(key, state);
-          result = { model: m.full_name, status: 'built', duration_ms: Math.round(performance.now() - t0) };
-        } catch (e) {
-          failed.add(m.full_name.toLowerCase());
-          result = { model: m.full_name, status: 'error', duration_ms: Math.round(performance.now() - t0), error: `${m.path}: ${isDpError(e) ? e.message : errorMessage(e).split('\n')[0]}` };
-        }
-        // Assertions, profiles and freshness as on DuckDB: a model they flag is not a failure for its downstream.
-        if (hooks?.finished) result = await hooks.finished(m, result);
+        return { model: m.full_name, status: 'upstream_failed', duration_ms: 0, error: `Upstream model ${blocker} failed` };
       }
-      results.push(result);
-      options.onModel?.(result, results.length, models.length);
-    }
+      if (invalid) {
+        failed.add(key);
+        return { model: m.full_name, status: 'error', duration_ms: 0, error: invalid };
+      }
+      if (unchanged) return { model: m.full_name, status: 'skipped', duration_ms: 0 };
+      hooks?.started?.(m);
+      let result: ModelBuildResult;
+      try {
+        const tm = await targetModel(ctx, target, m);
+        const kind = existing.get(key) ?? null;
+        // An incremental model that exists takes its new rows; everything else is rebuilt.
+        const applies = m.materialized === 'incremental' && !options.fullRefresh && kind !== null && (tm.strategy === 'merge' ? kind === 'view' : kind === 'table');
+        await runSteps(target, applies ? incrementalSteps(tm, target.cluster) : rebuildSteps(tm, kind, target.cluster), ctx.signal);
+        existing.set(key, m.materialized === 'view' || tm.strategy === 'merge' && m.materialized === 'incremental' ? 'view' : 'table');
+        const state = { name: key, kind: 'model' as const, content_hash: m.content_hash, state_hash: m.materialized === 'incremental' ? accumulatedToken(token) : token, materialized: m.materialized };
+        await writeTargetState(ctx, target, state);
+        states.set(key, state);
+        result = { model: m.full_name, status: 'built', duration_ms: Math.round(performance.now() - t0) };
+      } catch (e) {
+        failed.add(key);
+        result = { model: m.full_name, status: 'error', duration_ms: Math.round(performance.now() - t0), error: `${m.path}: ${isDpError(e) ? e.message : errorMessage(e).split('\n')[0]}` };
+      }
+      // Assertions, profiles and freshness as on DuckDB: a model they flag is not a failure for its downstream.
+      return hooks?.finished ? hooks.finished(m, result) : result;
+    };
+    results.push(
+      ...(await runInDependencyOrder(models, {
+        key: (m) => m.full_name.toLowerCase(),
+        dependsOn: (m) => m.depends_on.map((d) => d.toLowerCase()),
+        concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
+        run: buildOne,
+        onDone: (_m, result, done) => options.onModel?.(result, done, models.length),
+      })),
+    );
   } finally {
     await lock.release();
   }

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { App } from '../../../kernel/app.js';
-import { WAREHOUSE_TARGET_SERVICE, type ModelsService, type WarehouseTargetService } from '../../../sdk/index.js';
+import { MODEL_END, MODEL_START, WAREHOUSE_TARGET_SERVICE, type ModelsService, type WarehouseTargetService } from '../../../sdk/index.js';
 import { runCommand } from '../../../sdk/testing.js';
 import { bootApp } from '../../helpers.js';
 import { clickhouseTestProject } from '../../support/clickhouse-project.js';
@@ -74,8 +74,22 @@ describe('ClickHouse target on a 2-shard cluster', { skip: missing, timeout: 300
   });
 
   it('dp transform builds views, swapped tables and incremental models on the cluster, with DuckDB NULL semantics', async () => {
+    const seen: string[] = [];
+    const stops = [app.events.on(MODEL_START, (e) => seen.push(`start ${e.payload.model}`)), app.events.on(MODEL_END, (e) => seen.push(`end ${e.payload.model}`))];
     const r = await runCommand(app, ['transform', '--json']);
+    stops.forEach((stop) => stop());
     assert.equal(r.code, 0, r.stderr + r.stdout);
+    // Each model starts once the models it reads have ended, and the five that read only
+    // staging.stg_orders and the seeds are built side by side (four at a time), not one by one.
+    const at = (event: string) => seen.indexOf(event);
+    const fanOut = ['marts.revenue', 'marts.orphans', 'marts.events', 'marts.latest', 'marts.replaced'];
+    for (const m of fanOut) assert.ok(at(`start ${m}`) > at('end staging.stg_orders'), `${m} after its upstream: ${seen.join(', ')}`);
+    assert.ok(at('start marts.native') > at('end marts.revenue'), seen.join(', '));
+    const firstEnd = Math.min(...fanOut.map((m) => at(`end ${m}`)));
+    assert.equal(fanOut.filter((m) => at(`start ${m}`) < firstEnd).length, 4, seen.join(', '));
+    // The summary lists them in dependency order, whatever order they finished in.
+    const order = (JSON.parse(r.stdout) as { results: Array<{ model: string }> }).results.map((x) => x.model);
+    assert.ok(order.indexOf('staging.stg_orders') < order.indexOf('marts.revenue') && order.indexOf('marts.revenue') < order.indexOf('marts.native'), order.join(', '));
     assert.deepEqual(await rows('SELECT customer_id, name, revenue, orders FROM marts.revenue ORDER BY customer_id'), [
       // Int64 comes as text over JSON (ClickHouse quotes 64-bit integers).
       ['1', 'Ann', 30.5, '2'],
@@ -104,16 +118,21 @@ describe('ClickHouse target on a 2-shard cluster', { skip: missing, timeout: 300
     assert.deepEqual(await rows("SELECT count() FROM system.tables WHERE database = 'marts' AND name LIKE '%__dp_new%'"), [['0']]);
   });
 
-  it('scd2, a window function and a function the server lacks are refused, naming model and construct', async () => {
+  it('scd2, a window function and a function the server lacks are refused, naming model and construct; nothing downstream is built', async () => {
     const root = project(ch, {
       'transform/marts/hist.sql': '-- @config materialized=scd2, unique_key=id, strategy=check\nSELECT id, amount FROM staging.stg_orders\n',
       'transform/marts/ranked.sql': 'SELECT id, row_number() OVER (ORDER BY amount) AS rk FROM staging.stg_orders\n',
       'transform/marts/odd.sql': 'SELECT id, levenshtein(CAST(id AS VARCHAR), \'x\') AS d FROM staging.stg_orders\n',
+      'transform/marts/after_odd.sql': 'SELECT id FROM marts.odd\n',
+      'transform/marts/after_after_odd.sql': 'SELECT id FROM marts.after_odd\n',
     });
     const other = await bootApp(root, { env: 'prod' });
     apps.push(other);
-    const summary = await other.services.get<ModelsService>('models').transform({ targets: ['marts.hist', 'marts.ranked', 'marts.odd'] });
+    const summary = await other.services.get<ModelsService>('models').transform({ targets: ['marts.hist', 'marts.ranked', 'marts.odd', 'marts.after_odd', 'marts.after_after_odd'] });
     assert.equal(summary.status, 'error');
+    // What is downstream of a failed model is not built, however far down (as on the DuckDB file).
+    const status = Object.fromEntries(summary.results.map((r) => [r.model, r.status]));
+    assert.deepEqual([status['marts.after_odd'], status['marts.after_after_odd']], ['upstream_failed', 'upstream_failed']);
     const out = summary.results.map((r) => r.error).join('\n');
     assert.match(out, /marts\.hist: materialized=scd2 is not supported on a ClickHouse target/);
     assert.match(out, /marts\.ranked: ClickHouse 18\.16\.1 cannot run window function row_number\(\) OVER/);
