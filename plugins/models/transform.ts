@@ -1,6 +1,6 @@
 /**
  * The transform engine: builds the selected models in topological order, several independent
- * models at once on their own DuckDB connections, skipping those whose SQL and upstream state
+ * models at once on their own DuckDB connections (sdk runInDependencyOrder), skipping those whose SQL and upstream state
  * are unchanged since their last successful build.
  *
  * A table model is built with `CREATE OR REPLACE TABLE ... AS <sql>` in its own transaction:
@@ -21,6 +21,7 @@ import {
   noSpaceLeft,
   qualified,
   quoteIdent,
+  runInDependencyOrder,
   TRANSFORM_END,
   TRANSFORM_START,
   type DbConnection,
@@ -93,10 +94,8 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
   const schemas = [...new Set(queue.map((m) => m.info.schema))];
   if (schemas.length) await ctx.db.run(schemas.map((s) => `CREATE SCHEMA IF NOT EXISTS ${quoteIdent(s)};`).join('\n'));
 
-  const results = new Map<string, ModelBuildResult>();
-  const failedUpstream = new Map<string, string>();
-  const pending = new Map<string, number>();
-  for (const m of queue) pending.set(keyOf(m.info.full_name), m.upstreamModels.filter((u) => selected.has(u)).length);
+  /** Models of this run that failed or were not built because an upstream failed: their downstream is not built. */
+  const notBuilt = new Set<string>();
 
   // The relations this run has built and committed: a downstream model's reference to one needs no catalog lookup in its file-read check.
   const builtRelations = new Set<string>();
@@ -109,8 +108,8 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
   const buildOne = async (m: GraphModel, conn: DbConnection): Promise<ModelBuildResult> => {
     const key = keyOf(m.info.full_name);
     const model = m.info.full_name;
-    const blocker = failedUpstream.get(key);
-    if (blocker) return { model, status: 'upstream_failed', duration_ms: 0, error: `Upstream model ${blocker} failed` };
+    const blocker = m.upstreamModels.find((u) => notBuilt.has(u));
+    if (blocker) return { model, status: 'upstream_failed', duration_ms: 0, error: `Upstream model ${graph.byKey.get(blocker)!.info.full_name} failed` };
     if (signal.aborted) return { model, status: 'error', duration_ms: 0, error: `Cancelled: ${errorMessage(signal.reason)}` };
     const token = sha256([m.file.content_hash, m.info.materialized, ...m.upstream.map((u) => `${keyOf(u)}=${upstreamToken(u)}`).sort()].join('\n'));
     const existing = catalog.get(key);
@@ -217,7 +216,6 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     return result;
   };
 
-  const concurrency = Math.max(1, Math.min(options.concurrency ?? defaultConcurrency(), queue.length || 1));
   const connections: Array<DbConnection & { close(): void }> = [];
   // Aborted: every connection is interrupted (repeatedly, see interruptUntilSettled) until the run is over.
   let runOver!: () => void;
@@ -225,59 +223,32 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
   const interruptUntilOver = (c: DbConnection) => void c.interruptUntilSettled(over, { everyMs: 100 });
   const interruptAll = () => connections.forEach(interruptUntilOver);
   signal.addEventListener('abort', interruptAll);
+  let ordered: ModelBuildResult[];
   try {
-    const ready = queue.filter((m) => pending.get(keyOf(m.info.full_name)) === 0);
+    // One connection per model building at once, kept for the next model when it is done.
     const idle: Array<DbConnection & { close(): void }> = [];
-    let active = 0;
-    let done = 0;
-    await new Promise<void>((resolve, reject) => {
-      if (queue.length === 0) return resolve();
-      const finish = (m: GraphModel, result: ModelBuildResult) => {
-        const key = keyOf(m.info.full_name);
-        results.set(key, result);
-        done++;
+    ordered = await runInDependencyOrder(queue, {
+      key: (m) => keyOf(m.info.full_name),
+      dependsOn: (m) => m.upstreamModels,
+      concurrency: options.concurrency ?? defaultConcurrency(),
+      async run(m) {
+        let conn = idle.pop();
+        if (!conn) {
+          conn = await ctx.db.connect();
+          connections.push(conn);
+          if (signal.aborted) interruptUntilOver(conn);
+        }
+        try {
+          return await buildOne(m, conn);
+        } finally {
+          idle.push(conn);
+        }
+      },
+      onDone(m, result, done) {
+        if (result.status === 'error' || result.status === 'upstream_failed') notBuilt.add(keyOf(m.info.full_name));
         ctx.events.emit(MODEL_END, { run_id: runId, ...result });
         options.onModel?.(result, done, queue.length);
-        const failed = result.status === 'error' || result.status === 'upstream_failed';
-        for (const d of graph.downstream.get(key) ?? []) {
-          if (!pending.has(d)) continue;
-          if (failed && !failedUpstream.has(d)) failedUpstream.set(d, m.info.full_name);
-          const n = pending.get(d)! - 1;
-          pending.set(d, n);
-          if (n === 0) {
-            ready.push(graph.byKey.get(d)!);
-            ready.sort((a, b) => graph.order.get(keyOf(a.info.full_name))! - graph.order.get(keyOf(b.info.full_name))!);
-          }
-        }
-      };
-      const pump = async () => {
-        while (active < concurrency && ready.length) {
-          const m = ready.shift()!;
-          active++;
-          let conn = idle.pop();
-          if (!conn) {
-            try {
-              conn = await ctx.db.connect();
-            } catch (e) {
-              return reject(e);
-            }
-            connections.push(conn);
-            if (signal.aborted) interruptUntilOver(conn);
-          }
-          const c = conn;
-          buildOne(m, c).then(
-            (result) => {
-              idle.push(c);
-              active--;
-              finish(m, result);
-              if (done === queue.length) resolve();
-              else void pump();
-            },
-            (e) => reject(e),
-          );
-        }
-      };
-      void pump();
+      },
     });
   } finally {
     runOver();
@@ -285,7 +256,6 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     for (const c of connections) c.close();
   }
 
-  const ordered = queue.map((m) => results.get(keyOf(m.info.full_name))!);
   const failed = ordered.filter((r) => r.status === 'error' || r.status === 'upstream_failed').length;
   const status: 'success' | 'error' = failed > 0 ? 'error' : 'success';
   const durationMs = Math.round(performance.now() - t0);
