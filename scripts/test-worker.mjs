@@ -11,6 +11,7 @@
 // still running had its own after() run at once, before its tests (a temp folder removed under
 // them). What still differs: modules are shared, so a file must leave process-wide state
 // (process.env, the working folder, patched globals) as it found it.
+import fs from 'node:fs';
 import path from 'node:path';
 import { describe } from 'node:test';
 import { pathToFileURL } from 'node:url';
@@ -24,9 +25,31 @@ if (!process.send) {
   process.exit(2);
 }
 
-/** Runs `file` as one suite; resolves with its seconds and whether its import threw. */
+/** Clock ticks per second of /proc's times (USER_HZ: 100 on Linux on every architecture Node runs on). */
+const TICKS_PER_SECOND = 100;
+
+/**
+ * CPU seconds of this process (every thread: DuckDB's too) and of its children that have ended and
+ * been waited for (a file's `dp` processes, its Chromium with its renderers, its database servers).
+ */
+function cpuSeconds() {
+  const { user, system } = process.cpuUsage();
+  let children = 0;
+  try {
+    // /proc/self/stat: the fields after the command's closing parenthesis; cutime and cstime are the 14th and 15th.
+    const stat = fs.readFileSync('/proc/self/stat', 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    children = (Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND;
+  } catch {
+    // No /proc (not Linux): the children's CPU is not counted.
+  }
+  return (user + system) / 1e6 + children;
+}
+
+/** Runs `file` as one suite; resolves with its seconds, its CPU seconds and whether its import threw. */
 async function runFile(file) {
   const started = process.hrtime.bigint();
+  const cpuBefore = cpuSeconds();
   let loadFailed = false;
   await describe(path.relative(process.cwd(), file), async () => {
     try {
@@ -38,12 +61,12 @@ async function runFile(file) {
       throw e;
     }
   });
-  return { seconds: Number(process.hrtime.bigint() - started) / 1e9, loadFailed };
+  return { seconds: Number(process.hrtime.bigint() - started) / 1e9, cpu: cpuSeconds() - cpuBefore, loadFailed };
 }
 
 process.on('message', (message) => {
   if (message.file) {
-    runFile(message.file).then(({ seconds, loadFailed }) => process.send({ done: message.file, seconds, loadFailed }));
+    runFile(message.file).then(({ seconds, cpu, loadFailed }) => process.send({ done: message.file, seconds, cpu, loadFailed }));
   } else if (message.end) {
     // The files' tests have all ended; node:test prints its summary when the event loop empties,
     // which the IPC channel would prevent.

@@ -1,7 +1,7 @@
 // Runs every compiled test file (dist/test/**/*.test.js) with Node's own test runner.
 // Usage: node scripts/test.mjs [--write-durations] [substring ...]
 //   substrings: only files whose path contains one of them;
-//   --write-durations: write each file's seconds from this run into test/durations.json.
+//   --write-durations: write each file's seconds and CPU seconds from this run into test/durations.json.
 //
 // Files run in a few long-lived worker processes (scripts/test-worker.mjs), as many as the machine
 // has cores (os.availableParallelism(); DP_TEST_CONCURRENCY sets another number): each worker
@@ -24,11 +24,12 @@ const args = process.argv.slice(2);
 const writeDurations = args.includes('--write-durations');
 const filters = args.filter((a) => a !== '--write-durations');
 
+/** Per file (durationKey): `seconds` from start to end in its worker, `cpu` seconds it used (its worker's and its ended children's). */
 const durations = fs.existsSync(durationsFile) ? JSON.parse(fs.readFileSync(durationsFile, 'utf8')) : {};
-const known = Object.values(durations).sort((a, b) => a - b);
+const known = Object.values(durations).map((d) => d.seconds).sort((a, b) => a - b);
 // A file not in the list yet (new since the last timing) counts as a middling one.
 const typical = known.length ? known[Math.floor(known.length / 2)] : 0;
-const seconds = (file) => durations[durationKey(file)] ?? typical;
+const seconds = (file) => durations[durationKey(file)]?.seconds ?? typical;
 const selected = testFiles(filters).sort((a, b) => seconds(b) - seconds(a) || a.localeCompare(b));
 if (selected.length === 0) {
   process.stderr.write('no test files found (did the build run?)\n');
@@ -78,7 +79,7 @@ function runWorker(index) {
     child.on('message', (message) => {
       if (message.ready) next();
       else if (message.done) {
-        measured[durationKey(message.done)] = Math.round(message.seconds * 10) / 10;
+        measured[durationKey(message.done)] = { seconds: Math.round(message.seconds * 10) / 10, cpu: Math.round(message.cpu * 10) / 10 };
         if (message.loadFailed) failed = true;
         next();
       } else if (message.totals) for (const k of Object.keys(totals)) totals[k] += message.totals[k] ?? 0;
@@ -109,7 +110,7 @@ if (lost.length) process.stdout.write(`files cut short by their worker's end: ${
 
 if (writeDurations && !failed) {
   const merged = { ...(filters.length ? durations : {}), ...measured };
-  const sorted = Object.fromEntries(Object.entries(merged).sort(([a, x], [b, y]) => y - x || a.localeCompare(b)));
+  const sorted = Object.fromEntries(Object.entries(merged).sort(([a, x], [b, y]) => y.seconds - x.seconds || a.localeCompare(b)));
   fs.writeFileSync(durationsFile, JSON.stringify(sorted, null, 2) + '\n');
   process.stderr.write(`wrote ${path.relative(root, durationsFile)} (${Object.keys(sorted).length} files)\n`);
 } else if (writeDurations) process.stderr.write('not writing test/durations.json: the run failed\n');
