@@ -1,7 +1,7 @@
 /**
  * The transform engine: builds the selected models in topological order, several independent
- * models at once on their own DuckDB connections (sdk runInDependencyOrder), skipping those whose SQL and upstream state
- * are unchanged since their last successful build.
+ * models at once on their own DuckDB connections (sdk runInDependencyOrder), skipping those
+ * whose SQL and upstream state are unchanged since their last successful build.
  *
  * A table model is built with `CREATE OR REPLACE TABLE ... AS <sql>` in its own transaction:
  * DuckDB builds the new table completely under a fresh catalog entry and swaps it in at commit,
