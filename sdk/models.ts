@@ -135,7 +135,8 @@ export interface ModelsService {
   seeds(): Promise<SeedInfo[]>;
   /** Models-only DAG. */
   dag(): Promise<{ nodes: DagNode[]; edges: DagEdge[] }>;
-  transform(options: { targets?: string[] | null; force?: boolean; fullRefresh?: boolean; trigger?: string }): Promise<TransformSummary>;
+  /** `concurrency`: models built at once, each after the models it reads (default: 2 to 4 by cores on the DuckDB file, 4 on a target). */
+  transform(options: { targets?: string[] | null; force?: boolean; fullRefresh?: boolean; trigger?: string; concurrency?: number }): Promise<TransformSummary>;
   loadSeeds(options: { force?: boolean; schema?: string; targets?: string[] | null }): Promise<SeedLoadResult[]>;
   /** The project's `sources:` (the models plugin owns that key), with `schema` and `tables` defaulted. */
   sources(): SourceConfig[];
