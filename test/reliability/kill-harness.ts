@@ -9,6 +9,7 @@
  * snapshot create and restore) plug in by implementing `KillScenario`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { closeInProcessClis, DP_BIN, REPO_ROOT, runInProcess } from '../helpers.js';
 
@@ -152,11 +153,49 @@ export async function runKillTrials(scenario: KillScenario, options: { seed: num
  * withDatabase) can open the file; the App's start is the "next start" that finds what a kill left.
  */
 export async function runDp(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let result: { code: number; stdout: string; stderr: string };
   try {
-    return await runInProcess(args);
+    result = await runInProcess(args);
   } finally {
     await closeInProcessClis();
   }
+  // A file found locked after a kill: say which processes had a DuckDB file of the project open
+  // right then, so a failure tells a live holder from an error that only looked like a lock.
+  if (result.code !== 0 && /database_locked|in use by another process/.test(result.stdout + result.stderr)) {
+    const project = args[args.indexOf('--project') + 1];
+    if (project) result = { ...result, stderr: `${result.stderr}\n(processes with a DuckDB file of the project open: ${openersOf(project)})` };
+  }
+  return result;
+}
+
+/** The processes (pid and command line) that have a `.duckdb` file under `folder` open, from /proc. */
+export function openersOf(folder: string): string {
+  const found: string[] = [];
+  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    let fds: string[];
+    try {
+      fds = fs.readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    const open = fds.some((fd) => {
+      try {
+        const target = fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
+        return target.startsWith(folder) && target.endsWith('.duckdb');
+      } catch {
+        return false;
+      }
+    });
+    if (!open) continue;
+    let cmd = '';
+    try {
+      cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
+    } catch {
+      // Gone meanwhile.
+    }
+    found.push(`${pid}${Number(pid) === process.pid ? ' (this test process)' : ''}: ${cmd}`);
+  }
+  return found.length ? found.join('; ') : 'none';
 }
 
 /** Opens a database file the killed process left (replaying its WAL) read-only, runs fn, closes it. */
