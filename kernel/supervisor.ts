@@ -20,7 +20,7 @@ import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { DpError } from '../sdk/errors.js';
 import { createLogSink } from './log.js';
-import { removeServerFile, writeServerFile } from './remote-server.js';
+import { removeServerFile, writeServerFile } from './server-file.js';
 
 /** `dp serve`'s options (kernel/serve.ts), which the supervisor passes on to the engine process. */
 export interface ServeOptions {

@@ -41,6 +41,11 @@ describe('dp serve survives a crash of its engine', () => {
       assert.deepEqual(before.rows, [[500, [...Array(500).keys()].reduce((s, i) => s + (i % 7), 0)]]);
 
       const crashedEngine = enginePid(child.pid!);
+      // The supervisor boots no app: DuckDB's native code is mapped in the engine only (a crash
+      // there cannot reach the process that holds the port).
+      const mapsDuckdb = (pid: number) => /duckdb/i.test(fs.readFileSync(`/proc/${pid}/maps`, 'utf8'));
+      assert.equal(mapsDuckdb(child.pid!), false, 'the supervisor does not load DuckDB');
+      assert.equal(mapsDuckdb(crashedEngine), true, 'the engine does');
       // Load: queries on kept-alive connections, all the time the engine dies and comes back.
       const outcomes: string[] = [];
       let stop = false;
