@@ -31,6 +31,13 @@ process.on('exit', () => {
 });
 
 /** Creates a project folder from a map of relative path → content. Returns its absolute path. */
+/** A new empty folder under the OS temp dir, removed when the test process exits (as makeProject's). */
+export function tempDir(prefix: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  madeProjects.push(dir);
+  return dir;
+}
+
 export function makeProject(files: Record<string, string> = {}, options: { base?: string } = {}): string {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-test-'));
   madeProjects.push(root);

@@ -3,15 +3,13 @@
  * (kernel, auth and every enabled plugin), so a new route is covered the day it lands.
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { minimumRole, PERMISSIONS, type RoutePermission } from '../../sdk/auth.js';
 import { App } from '../../kernel/app.js';
 import { hashToken, newToken } from '../../kernel/auth/crypto.js';
 import { kernelRoutes } from '../../kernel/routes.js';
-import { FIXTURE_PLUGINS, makeProject, startServer, type TestServer } from '../helpers.js';
+import { FIXTURE_PLUGINS, makeProject, startServer, tempDir, type TestServer } from '../helpers.js';
 
 interface RouteRow {
   method: string;
@@ -123,7 +121,7 @@ describe('route table × role matrix (auth on)', () => {
 });
 
 describe('a route without a permission stops start-up', () => {
-  const noBuiltIns = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-no-plugins-'));
+  const noBuiltIns = tempDir('dp-no-plugins-');
   const projectWith = (code: string, declared = 'read') =>
     makeProject({
       'project.yml': 'name: t\ndatabase:\n  path: t.duckdb\nplugins:\n  paths: [ext]\n',

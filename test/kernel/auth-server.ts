@@ -4,12 +4,10 @@
  * route-matrix test uses the full startServer on purpose.
  */
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { startServer, type TestServer } from '../helpers.js';
+import { startServer, tempDir, type TestServer } from '../helpers.js';
 
 export async function startKernelServer(projectRoot: string, options: { auth?: boolean } = {}): Promise<TestServer> {
-  const noPlugins = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-no-plugins-'));
+  const noPlugins = tempDir('dp-no-plugins-');
   const server = await startServer(projectRoot, { auth: options.auth, builtInPluginsDir: noPlugins });
   return {
     ...server,

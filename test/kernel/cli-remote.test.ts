@@ -17,7 +17,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { builtShop, cliInProcess, copyShop, DP_BIN, fileDpRelay, spawnServe, type CliRun } from '../helpers.js';
+import { builtShop, cliInProcess, copyShop, DP_BIN, fileDpRelay, spawnServe, tempDir, type CliRun } from '../helpers.js';
 
 const SERVER_FILE = path.join('.dp', 'server.json');
 
@@ -279,7 +279,7 @@ describe('the CLI beside a running dp serve --auth (dp login)', () => {
     assert.equal(inProject.stdout, '', 'the login token is not written into the project');
 
     // After the table: a logged-in editor's `dp promote <file>` reads only files inside the project.
-    const outsideSql = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'dp-outside-')), 'secret.sql');
+    const outsideSql = path.join(tempDir('dp-outside-'), 'secret.sql');
     fs.writeFileSync(outsideSql, "SELECT 'outside-the-project' AS secret");
     const served = await runCliBatch([...tableRuns(root, as()), { args: ['promote', outsideSql, '--name', 'leak', '--schema', 'marts', '--project', root], env: as() }]);
     const promoted = served.pop()!;

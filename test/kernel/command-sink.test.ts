@@ -7,7 +7,6 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { LOCAL_ADMIN } from '../../sdk/auth.js';
@@ -15,7 +14,7 @@ import type { App } from '../../kernel/app.js';
 import { assertProjectFileReads } from '../../kernel/file-reads.js';
 import { ownWorkingFolder } from '../../kernel/process-cwd.js';
 import { runWithSink } from '../../kernel/remote-server.js';
-import { bootApp, makeProject } from '../helpers.js';
+import { bootApp, makeProject, tempDir } from '../helpers.js';
 
 /** Runs `fn` as a command run for a client standing in `cwd`. */
 function asClientIn<T>(cwd: string, fn: () => Promise<T>): Promise<T> {
@@ -29,7 +28,7 @@ describe('a command run for a CLI client', () => {
   before(async () => {
     root = makeProject({ 'project.yml': 'name: sink\n' });
     app = await bootApp(root);
-    outside = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-outside-'));
+    outside = tempDir('dp-outside-');
     fs.writeFileSync(path.join(outside, 'secret.txt'), 'not for the project\n');
   });
   after(async () => {

@@ -3,17 +3,15 @@
  * signal and its statement classification. Real DuckDB files.
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { CATALOG_CHANGED } from '../../kernel/app.js';
 import { DuckDatabase } from '../../kernel/database.js';
 import { migrationHash, runMigrations } from '../../kernel/migrations.js';
 import { statementKind } from '../../kernel/statement-kind.js';
-import { bootApp, makeProject } from '../helpers.js';
+import { bootApp, makeProject, tempDir } from '../helpers.js';
 
-const tempFile = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'dp-port-')), 'db.duckdb');
+const tempFile = () => path.join(tempDir('dp-port-'), 'db.duckdb');
 
 describe('bulk load', () => {
   it('loads 100k typed rows (timestamps, NULLs, decimals, non-ASCII text) into a real file, exactly', async () => {

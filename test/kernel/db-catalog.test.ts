@@ -12,9 +12,9 @@ import ts from 'typescript';
 import { DuckDatabase } from '../../kernel/database.js';
 import { DuckCatalogSource } from '../../kernel/db-catalog.js';
 import { CachedCatalog, type CatalogSource } from '../../sdk/db-catalog.js';
-import { REPO_ROOT } from '../helpers.js';
+import { REPO_ROOT, tempDir } from '../helpers.js';
 
-const tempFile = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'dp-catalog-')), 'db.duckdb');
+const tempFile = () => path.join(tempDir('dp-catalog-'), 'db.duckdb');
 
 /** A source that counts the reads that reach DuckDB. */
 function counting(source: CatalogSource): CatalogSource & { reads: number } {

@@ -4,14 +4,13 @@
  * repeats it until the caller's work settled. Real DuckDB files.
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { DuckDatabase } from '../../kernel/database.js';
+import { tempDir } from '../helpers.js';
 
 const LONG = 'SELECT sum(i) FROM range(10000000000000) t(i)';
-const tempFile = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'dp-interrupt-')), 'db.duckdb');
+const tempFile = () => path.join(tempDir('dp-interrupt-'), 'db.duckdb');
 const noop = () => {};
 
 describe('Connection.interruptUntilSettled', () => {

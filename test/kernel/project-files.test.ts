@@ -4,7 +4,6 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { Ajv } from 'ajv';
@@ -13,13 +12,13 @@ import { EnvSecretsStore } from '../../kernel/secrets.js';
 import { readIngestScripts } from '../../plugins/lineage/full-dag.js';
 import { loadContracts } from '../../plugins/quality/contracts.js';
 import { ajvFieldError, isDpError, isHiddenName, projectTree, readNotebook, readYaml, walkProjectFiles, type PluginContext } from '../../sdk/index.js';
-import { makeProject } from '../helpers.js';
+import { makeProject, tempDir } from '../helpers.js';
 
 const CONTRACT = 'contracts:\n  - name: outside_contract\n    model: main.t\n    assertions: ["row_count > 0"]\n';
 
 /** A project with hidden names, a symlink inside, symlinks out of the project and a loop. */
 function projectWithLinks() {
-  const outside = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-outside-'));
+  const outside = tempDir('dp-outside-');
   fs.writeFileSync(path.join(outside, 'evil.yml'), CONTRACT);
   fs.writeFileSync(path.join(outside, 'evil.sql'), 'CREATE TABLE stolen AS SELECT 1');
   const root = makeProject({

@@ -4,15 +4,13 @@
  */
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { App } from '../../kernel/app.js';
-import { FIXTURE_PLUGINS, makeProject, startServer, type TestServer } from '../helpers.js';
+import { FIXTURE_PLUGINS, makeProject, startServer, tempDir, type TestServer } from '../helpers.js';
 import { upgrade } from '../support/upgrade.js';
 
 /** The Content-Security-Policy answered to GET /api/health sent with this Host header. */
@@ -241,7 +239,7 @@ describe('websocket, sse and static routes (auth on)', () => {
 });
 
 describe('route kinds in plugin.json', () => {
-  const noBuiltIns = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-no-plugins-'));
+  const noBuiltIns = tempDir('dp-no-plugins-');
   const boot = (route: Record<string, unknown>, code: string) =>
     App.boot({
       projectRoot: makeProject({

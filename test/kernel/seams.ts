@@ -1,9 +1,6 @@
 /** Helpers for the seam tests: third-party plugins in plain JavaScript, loaded from plugins.paths. */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { App } from '../../kernel/app.js';
-import { makeProject } from '../helpers.js';
+import { makeProject, tempDir } from '../helpers.js';
 
 export interface TestPlugin {
   name: string;
@@ -30,7 +27,7 @@ export function projectWith(plugins: TestPlugin[], yml = ''): string {
   return makeProject({ 'project.yml': `name: seams\ndatabase:\n  path: s.duckdb\nplugins:\n  paths: [plugins]\n${yml}`, ...pluginFiles(plugins) });
 }
 
-const EMPTY = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-no-builtins-'));
+const EMPTY = tempDir('dp-no-builtins-');
 
 /** Boots with only the given plugins (no built-ins) unless `builtIns` is true. */
 export function boot(root: string, builtIns = false): Promise<App> {
