@@ -12,7 +12,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -250,7 +249,7 @@ describe('the CLI beside a running dp serve --auth (dp login)', () => {
       ].map(([user, role]) => ({ args: ['users', 'add', user, '--role', role, '--password', `pw-${user}-1`, '--project', root] })),
     );
     for (const r of added) assert.equal(r.code, 0, r.stderr);
-    config = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-test-config-'));
+    config = tempDir('dp-test-config-');
     server = await serve(root, ['--auth']);
   });
   after(async () => {
@@ -436,7 +435,7 @@ describe('dp users beside a running dp serve', () => {
 
   it('with --auth: the same as offline for a logged-in admin; an editor is refused, and nobody without a login', async () => {
     const root = await usersProject();
-    const config = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-test-config-'));
+    const config = tempDir('dp-test-config-');
     configs.push(config);
     const env = { XDG_CONFIG_HOME: config };
     servers.push(await serve(root, ['--auth']));

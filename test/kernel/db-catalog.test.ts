@@ -5,7 +5,6 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import ts from 'typescript';
@@ -175,7 +174,7 @@ function literalsAndImports(file: string): { literals: string[]; imports: string
 
 describe('plugins read the catalog only through the port', () => {
   it('the scan sees a catalog function in SQL text and an import of DuckDB, not one in a comment', () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-catalog-scan-'));
+    const dir = tempDir('dp-catalog-scan-');
     const file = path.join(dir, 'x.ts');
     fs.writeFileSync(file, "// duckdb_tables() in a comment\nimport { DuckDBInstance } from '@duckdb/node-api';\nconst q = `SELECT * FROM duckdb_columns() WHERE ${1}`;\n");
     const { literals, imports } = literalsAndImports(file);

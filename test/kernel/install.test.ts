@@ -9,10 +9,9 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { REPO_ROOT } from '../helpers.js';
+import { REPO_ROOT, tempDir } from '../helpers.js';
 
 const made: string[] = [];
 after(() => {
@@ -21,7 +20,7 @@ after(() => {
 
 describe('dp packed and installed into a prefix', () => {
   it('runs dp init and the printed next steps from outside the checkout', () => {
-    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-install-'));
+    const tmp = tempDir('dp-install-');
     made.push(tmp);
     // --ignore-scripts: dist/ is built already (a user's `npm pack` runs the build through `prepare`).
     const packed = JSON.parse(execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', tmp], { cwd: REPO_ROOT, encoding: 'utf8' }));

@@ -8,15 +8,15 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { after, describe, it } from 'node:test';
 import ExcelJS from 'exceljs';
 import JSZip from 'jszip';
 import { plainCellValue, readWorksheets } from '../../sdk/index.js';
+import { tempDir } from '../helpers.js';
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-workbook-reader-'));
+const dir = tempDir('dp-workbook-reader-');
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 function threeSheets(): ExcelJS.Workbook {

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { makeProject, startServer, type TestServer } from '../helpers.js';
+import { makeProject, startServer, tempDir, type TestServer } from '../helpers.js';
 
 describe('absolute paths in answers', () => {
   let s: TestServer;
@@ -17,7 +17,7 @@ describe('absolute paths in answers', () => {
   let outside: string;
   const tokens: Record<string, string> = {};
   before(async () => {
-    outside = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-outside-'));
+    outside = tempDir('dp-outside-');
     root = makeProject({ 'project.yml': `name: t\ndatabase:\n  path: ${path.join(outside, 'elsewhere.duckdb')}\n` });
     s = await startServer(root, { auth: true });
     tokens.admin = (await s.request('POST', '/api/auth/setup', { username: 'root', password: 'secret1' })).body.token;

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { describeHolder, isLockConflict } from '../../kernel/database.js';
-import { makeProject, REPO_ROOT, runCli, startServer } from '../helpers.js';
+import { makeProject, REPO_ROOT, runCli, startServer, tempDir } from '../helpers.js';
 
 describe('DuckDB memory limit', () => {
   it('defaults to half the machine, below DuckDB\'s own 80%', async () => {
@@ -50,7 +50,7 @@ describe('database_locked names the holder', () => {
   it("says which 'dp' command holds the file", async () => {
     const root = makeProject();
     // A stand-in with the command line of `node …/bin/dp.js transform --env x`: it holds the file like a running transform.
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-holder-'));
+    const dir = tempDir('dp-holder-');
     const holder = path.join(dir, 'dp.js');
     fs.writeFileSync(
       holder,

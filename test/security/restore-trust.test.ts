@@ -8,11 +8,10 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { makeProject, startServer, type TestServer } from '../helpers.js';
+import { makeProject, startServer, tempDir, type TestServer } from '../helpers.js';
 
 const SECRET = 'DP_MASKING_KEY=k-0123456789abcdef0123456789abcdef';
 
@@ -141,7 +140,7 @@ describe('a restore trusts nothing it reads on disk', () => {
   });
 
   it('verifying a backup opens it inside the engine sandbox: a database file outside the project is refused', async () => {
-    const outsideDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-outside-'));
+    const outsideDir = tempDir('dp-outside-');
     try {
       const outside = path.join(outsideDir, 'other.duckdb');
       await writeDatabase(outside, 'CREATE TABLE t AS SELECT 1 AS x');

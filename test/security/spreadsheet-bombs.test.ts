@@ -6,7 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -14,9 +13,9 @@ import { after, before, describe, it } from 'node:test';
 import ExcelJS from 'exceljs';
 import JSZip from 'jszip';
 import { WORKBOOK_LIMITS } from '../../sdk/workbook-limits.js';
-import { makeProject, spawnServe, startServer, type TestServer } from '../helpers.js';
+import { makeProject, spawnServe, startServer, tempDir, type TestServer } from '../helpers.js';
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-xlsx-bomb-'));
+const dir = tempDir('dp-xlsx-bomb-');
 process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
 
 /** A small real workbook (exceljs writes its strings to the shared-string table). */

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { makeProject, startServer, type TestServer } from '../../helpers.js';
+import { makeProject, startServer, tempDir, type TestServer } from '../../helpers.js';
 
 const git = (cwd: string, ...args: string[]) =>
   execFileSync('git', ['-c', 'user.name=Ada Lovelace', '-c', 'user.email=ada@example.com', '-c', 'init.defaultBranch=main', '-c', 'commit.gpgsign=false', ...args], { cwd, encoding: 'utf8' });
@@ -68,7 +67,7 @@ describe('catalog: git status outside a repository', () => {
     const s = await startServer(makeProject());
     // Git run from this PATH would answer that git is not installed.
     const path0 = process.env.PATH;
-    const noGit = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-no-git-'));
+    const noGit = tempDir('dp-no-git-');
     process.env.PATH = noGit;
     try {
       const r = await s.request('GET', '/api/git/status');

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { parse } from 'yaml';
-import { closeInProcessClis, copyShop, runInProcess, startDpRelay, type DpRelay } from '../../helpers.js';
+import { closeInProcessClis, copyShop, runInProcess, startDpRelay, tempDir, type DpRelay } from '../../helpers.js';
 
 const GIT_ENV = { GIT_AUTHOR_NAME: 'dp test', GIT_AUTHOR_EMAIL: 'dp@example.com', GIT_COMMITTER_NAME: 'dp test', GIT_COMMITTER_EMAIL: 'dp@example.com', GIT_CONFIG_NOSYSTEM: '1', HOME: os.tmpdir() };
 
@@ -62,7 +62,7 @@ describe('dp ci generate', () => {
     fs.writeFileSync(model, fs.readFileSync(model, 'utf8').replace("WHERE status <> 'returned'", "WHERE status NOT IN ('returned', 'pending')"));
     git(root, 'commit', '--quiet', '-am', 'leave pending orders out');
 
-    const summary = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'dp-ci-summary-')), 'summary.md');
+    const summary = path.join(tempDir('dp-ci-summary-'), 'summary.md');
     const run = spawnSync('bash', ['ci/dp-ci.sh'], {
       cwd: root,
       encoding: 'utf8',

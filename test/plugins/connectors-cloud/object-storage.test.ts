@@ -5,16 +5,16 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { objectStorageType, tableOfKey } from '../../../plugins/connectors-cloud/object-storage.js';
 import { startS3, type RunningS3 } from './support/s3.js';
 import { freePort, readAll, TEST_RUNTIME } from './support/read.js';
+import { tempDir } from '../../helpers.js';
 
 async function parquetOf(sql: string): Promise<Buffer> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-cc-pq-'));
+  const dir = tempDir('dp-cc-pq-');
   const file = path.join(dir, 'x.parquet');
   const instance = await DuckDBInstance.create(':memory:');
   const conn = await instance.connect();

@@ -7,12 +7,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import ExcelJS from 'exceljs';
 import { spreadsheetType } from '../../../plugins/connectors-cloud/spreadsheet.js';
 import { freePort, readAll, TEST_RUNTIME } from './support/read.js';
+import { tempDir } from '../../helpers.js';
 
 describe('spreadsheet', () => {
   let dir: string;
@@ -20,7 +20,7 @@ describe('spreadsheet', () => {
   let server: http.Server;
   let url: string;
   before(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-cc-xlsx-'));
+    dir = tempDir('dp-cc-xlsx-');
     xlsx = path.join(dir, 'budget.xlsx');
     const wb = new ExcelJS.Workbook();
     const orders = wb.addWorksheet('Orders');

@@ -6,12 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DuckDBInstance } from '@duckdb/node-api';
 import ExcelJS from 'exceljs';
-import { makeProject, startServer, type TestServer } from '../../helpers.js';
+import { makeProject, startServer, tempDir, type TestServer } from '../../helpers.js';
 
 const WEBHOOK_SECRET = 'hook-secret-0123456789';
 
@@ -116,7 +115,7 @@ describe('csv connector, webhook inbox and import', () => {
   });
 
   it('imports CSV, Parquet, JSON and .xlsx uploads after a preview, and records each import', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-import-'));
+    const dir = tempDir('dp-import-');
     try {
       const db = await DuckDBInstance.create(':memory:');
       const c = await db.connect();

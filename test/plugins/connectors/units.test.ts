@@ -5,7 +5,6 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { configFromArgs } from '../../../plugins/connectors/commands.js';
@@ -17,10 +16,11 @@ import { connectionCause } from '../../../plugins/connectors/types/connection-er
 import { postgresType } from '../../../plugins/connectors/types/postgres.js';
 import { webhookType } from '../../../plugins/connectors/types/webhook.js';
 import { connectorScript, DpError } from '../../../sdk/index.js';
+import { tempDir } from '../../helpers.js';
 
 describe('connectors units', () => {
   it('builds the connector config from --config (text or file), --set and the shortcuts', () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-connect-'));
+    const dir = tempDir('dp-connect-');
     try {
       fs.writeFileSync(path.join(dir, 'c.json'), '{"host": "db", "port": 5432}');
       assert.deepEqual(configFromArgs({ config: 'c.json', set: ['ssl=true', 'schema=sales', 'port=6543'], user: 'u', 'api-key': 'k' }, dir), {

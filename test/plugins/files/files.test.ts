@@ -1,16 +1,15 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { makeProject, startServer, type TestServer } from '../../helpers.js';
+import { makeProject, startServer, tempDir, type TestServer } from '../../helpers.js';
 
 describe('files plugin', () => {
   let s: TestServer;
   let root: string;
   let outside: string;
   before(async () => {
-    outside = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-outside-'));
+    outside = tempDir('dp-outside-');
     fs.writeFileSync(path.join(outside, 'secret.sql'), 'SELECT 42');
     root = makeProject({
       'transform/staging/stg_a.sql': 'SELECT 1 AS a',

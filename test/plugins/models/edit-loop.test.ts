@@ -6,10 +6,9 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { cliInProcess, DP_BIN, FIXTURE_PLUGINS, followOutput, makeProject, runCli } from '../../helpers.js';
+import { cliInProcess, DP_BIN, FIXTURE_PLUGINS, followOutput, makeProject, runCli, tempDir } from '../../helpers.js';
 
 const made: string[] = [];
 after(() => {
@@ -18,7 +17,7 @@ after(() => {
 
 describe('dp init', () => {
   it('scaffolds a project that dp seed && dp transform && dp test runs green (and check, validate)', async () => {
-    const parent = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-test-init-'));
+    const parent = tempDir('dp-test-init-');
     made.push(parent);
     const init = runCli(['init', 'analytics'], { cwd: parent });
     assert.equal(init.code, 0, init.stdout + init.stderr);

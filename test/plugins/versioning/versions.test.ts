@@ -5,11 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { PIPELINE_END } from '../../../sdk/index.js';
-import { makeProject, startServer, waitUntil, type TestServer } from '../../helpers.js';
+import { makeProject, startServer, tempDir, waitUntil, type TestServer } from '../../helpers.js';
 
 const VERSION_ID = /^v\d+-\d{8}-\d{6}$/;
 
@@ -228,7 +227,7 @@ describe('versioning: versions', () => {
     const diff = await s.request('GET', `/api/versions/${v}/diff`);
     assert.equal(diff.status, 200, diff.text);
     // A version folder replaced by a link to a folder outside the project: never followed to delete.
-    const outside = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-test-outside-'));
+    const outside = tempDir('dp-test-outside-');
     fs.writeFileSync(path.join(outside, 'keep.txt'), 'keep');
     const dir = path.join(root, '_snapshots', v);
     fs.rmSync(dir, { recursive: true });

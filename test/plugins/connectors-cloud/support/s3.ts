@@ -11,10 +11,10 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
-import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import aws4 from 'aws4';
+import { tempDir } from '../../../helpers.js';
 
 export interface RunningS3 {
   endpoint: string;
@@ -29,7 +29,7 @@ export interface RunningS3 {
 }
 
 export async function startS3(buckets: string[]): Promise<RunningS3> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-cc-s3-'));
+  const dir = tempDir('dp-cc-s3-');
   const s3rver = pathToFileURL(createRequire(import.meta.url).resolve('s3rver')).href;
   const code = `
     const { default: S3rver } = await import(${JSON.stringify(s3rver)});
