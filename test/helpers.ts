@@ -24,23 +24,22 @@ export const SHOP_EXAMPLE = path.join(REPO_ROOT, 'examples', 'shop');
 /** Test-only plugins (load one with `plugins: {paths: [...]}`); never shipped. */
 export const FIXTURE_PLUGINS = path.join(REPO_ROOT, 'test', 'fixtures', 'plugins');
 
-/** Project folders this test file made; removed when its process exits (each holds a DuckDB file). */
-const madeProjects: string[] = [];
+/** Temp folders the test process made (projects, each with a DuckDB file, and others); removed when it exits. */
+const madeFolders: string[] = [];
 process.on('exit', () => {
-  for (const root of madeProjects) fs.rmSync(root, { recursive: true, force: true });
+  for (const folder of madeFolders) fs.rmSync(folder, { recursive: true, force: true });
 });
 
-/** Creates a project folder from a map of relative path → content. Returns its absolute path. */
-/** A new empty folder under the OS temp dir, removed when the test process exits (as makeProject's). */
+/** A new empty folder under the OS temp dir, removed when the test process exits. */
 export function tempDir(prefix: string): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  madeProjects.push(dir);
+  madeFolders.push(dir);
   return dir;
 }
 
+/** Creates a project folder from a map of relative path → content. Returns its absolute path. */
 export function makeProject(files: Record<string, string> = {}, options: { base?: string } = {}): string {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-test-'));
-  madeProjects.push(root);
+  const root = tempDir('dp-test-');
   if (options.base) fs.cpSync(options.base, root, { recursive: true, filter: (src) => !/\.duckdb(\.wal)?$|\.service-env$/.test(src) });
   const all: Record<string, string> = { ...(options.base ? {} : { 'project.yml': 'name: test\ndatabase:\n  path: test.duckdb\n' }), ...files };
   for (const [rel, content] of Object.entries(all)) {
@@ -105,8 +104,7 @@ export async function builtShop(extra: Record<string, string> = {}): Promise<str
     await seedAndTransform(folder);
   }, SHOP_TEMPLATE_KEPT_MS);
   const template = await builtShopTemplate;
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-test-'));
-  madeProjects.push(root);
+  const root = tempDir('dp-test-');
   fs.cpSync(template, root, { recursive: true });
   for (const [rel, content] of Object.entries(extra)) {
     const file = path.join(root, rel);
