@@ -154,6 +154,7 @@ export async function transformOnTarget(ctx: PluginContext, target: ClickHouseTa
     const existing = new Map(relations.map((r) => [`${r.schema}.${r.name}`.toLowerCase(), r.kind]));
     const rows = new Map(relations.map((r) => [`${r.schema}.${r.name}`.toLowerCase(), r.estimatedRows ?? null]));
     const states = await readTargetStates(ctx, target);
+    /** Models of this run that failed or were not built because an upstream failed: their downstream is not built. */
     const failed = new Set<string>();
     const buildOne = async (m: ModelInfo): Promise<ModelBuildResult> => {
       const t0 = performance.now();
@@ -163,14 +164,8 @@ export async function transformOnTarget(ctx: PluginContext, target: ClickHouseTa
       // As on DuckDB: a table or view whose SQL and upstreams are unchanged and that is still there is not rebuilt.
       const unchanged = !options.force && !options.fullRefresh && m.materialized !== 'incremental' && states.get(key)?.state_hash === token && existing.get(key) === (m.materialized === 'view' ? 'view' : 'table');
       const invalid = options.invalid?.get(key);
-      if (blocker) {
-        failed.add(key);
-        return { model: m.full_name, status: 'upstream_failed', duration_ms: 0, error: `Upstream model ${blocker} failed` };
-      }
-      if (invalid) {
-        failed.add(key);
-        return { model: m.full_name, status: 'error', duration_ms: 0, error: invalid };
-      }
+      if (blocker) return { model: m.full_name, status: 'upstream_failed', duration_ms: 0, error: `Upstream model ${blocker} failed` };
+      if (invalid) return { model: m.full_name, status: 'error', duration_ms: 0, error: invalid };
       if (unchanged) return { model: m.full_name, status: 'skipped', duration_ms: 0 };
       hooks?.started?.(m);
       let result: ModelBuildResult;
@@ -186,7 +181,6 @@ export async function transformOnTarget(ctx: PluginContext, target: ClickHouseTa
         states.set(key, state);
         result = { model: m.full_name, status: 'built', duration_ms: Math.round(performance.now() - t0) };
       } catch (e) {
-        failed.add(key);
         result = { model: m.full_name, status: 'error', duration_ms: Math.round(performance.now() - t0), error: `${m.path}: ${isDpError(e) ? e.message : errorMessage(e).split('\n')[0]}` };
       }
       // Assertions, profiles and freshness as on DuckDB: a model they flag is not a failure for its downstream.
@@ -198,7 +192,10 @@ export async function transformOnTarget(ctx: PluginContext, target: ClickHouseTa
         dependsOn: (m) => m.depends_on.map((d) => d.toLowerCase()),
         concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
         run: buildOne,
-        onDone: (_m, result, done) => options.onModel?.(result, done, models.length),
+        onDone: (m, result, done) => {
+          if (result.status === 'error' || result.status === 'upstream_failed') failed.add(m.full_name.toLowerCase());
+          options.onModel?.(result, done, models.length);
+        },
       })),
     );
   } finally {
