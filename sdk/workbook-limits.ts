@@ -30,7 +30,7 @@ const LOCAL_HEADER_BYTES = 30;
 const SLACK_PER_ENTRY = 1024;
 
 /** The workbook part: the sheets' names and order. */
-const WORKBOOK_PART = 'xl/workbook.xml';
+export const WORKBOOK_PART = 'xl/workbook.xml';
 
 /** Worksheets stream row by row; every other part is read whole. */
 const STREAMED_PART = /^xl\/worksheets\/[^/]+\.xml$/i;

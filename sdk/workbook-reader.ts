@@ -17,7 +17,7 @@ import { createRequire } from 'node:module';
 import { Readable } from 'node:stream';
 import type ExcelJS from 'exceljs';
 import type { CentralDirectory } from 'unzipper';
-import { openCheckedWorkbook } from './workbook-limits.js';
+import { openCheckedWorkbook, WORKBOOK_PART } from './workbook-limits.js';
 
 /** exceljs loads with the first workbook read, not with the sdk (docs/plugins.md "Activation on demand"). */
 const load = createRequire(import.meta.url);
@@ -78,7 +78,7 @@ async function* readParts(self: ReaderParts, directory: CentralDirectory): Async
   };
   const rels = await whole('xl/_rels/workbook.xml.rels');
   if (rels) await self._parseRels(rels);
-  const workbook = await whole('xl/workbook.xml');
+  const workbook = await whole(WORKBOOK_PART);
   if (workbook) await self._parseWorkbook(workbook);
   const sharedStrings = await whole('xl/sharedStrings.xml');
   if (sharedStrings) for await (const _ of self._parseSharedStrings(sharedStrings)) void _;
