@@ -16,7 +16,6 @@ import { WORKBOOK_LIMITS } from '../../sdk/workbook-limits.js';
 import { makeProject, spawnServe, startServer, tempDir, type TestServer } from '../helpers.js';
 
 const dir = tempDir('dp-xlsx-bomb-');
-process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
 
 /** A small real workbook (exceljs writes its strings to the shared-string table). */
 async function smallWorkbook(): Promise<Buffer> {
