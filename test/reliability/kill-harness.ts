@@ -162,7 +162,8 @@ export async function runDp(args: string[]): Promise<{ code: number; stdout: str
   // A file found locked after a kill: say which processes had a DuckDB file of the project open
   // right then, so a failure tells a live holder from an error that only looked like a lock.
   if (result.code !== 0 && /database_locked|in use by another process/.test(result.stdout + result.stderr)) {
-    const project = args[args.indexOf('--project') + 1];
+    const at = args.indexOf('--project');
+    const project = at >= 0 ? args[at + 1] : undefined;
     if (project) result = { ...result, stderr: `${result.stderr}\n(processes with a DuckDB file of the project open: ${openersOf(project)})` };
   }
   return result;
