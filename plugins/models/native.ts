@@ -17,6 +17,7 @@
  * a native model must qualify what it reads (`main.orders`), or dp's graph and the server would
  * disagree on what it reads. ClickHouse's own `system` database is not a dependency.
  */
+import { loadPolyglot } from '../../sdk/index.js';
 import type { TableRef } from './sqltree.js';
 
 export interface NativeReferences {
@@ -29,7 +30,7 @@ export interface NativeReferences {
 
 /** The base tables a ClickHouse statement reads, by ClickHouse's grammar (see the file comment). */
 export async function nativeReferences(body: string): Promise<NativeReferences> {
-  const { analyzeQuery, Dialect } = await import('@polyglot-sql/sdk');
+  const { analyzeQuery, Dialect } = await loadPolyglot();
   let result: ReturnType<typeof analyzeQuery>;
   try {
     result = analyzeQuery(body, Dialect.ClickHouse);

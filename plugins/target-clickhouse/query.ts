@@ -23,6 +23,7 @@ import crypto from 'node:crypto';
 import {
   badRequest,
   isDpError,
+  loadPolyglot,
   type CatalogColumn,
   type DatabasePort,
   type QueryTarget,
@@ -83,7 +84,7 @@ export function duckdbType(clickhouseType: string): string {
 
 /** ClickHouse SQL read back into DuckDB SQL (the transpiler's own reading of what it wrote). */
 async function readBack(clickhouseSql: string): Promise<string> {
-  const { transpile, Dialect } = await import('@polyglot-sql/sdk');
+  const { transpile, Dialect } = await loadPolyglot();
   const r = transpile(clickhouseSql, Dialect.ClickHouse, Dialect.DuckDB) as { success: boolean; sql?: string[]; error?: string | null };
   if (!r.success || !r.sql || r.sql.length !== 1) throw refusal(`its ClickHouse text cannot be read back to be checked (${r.error ?? 'no single statement'})`);
   return r.sql[0]!;

@@ -5,7 +5,7 @@
  * server cannot run, so the error names the construct instead of letting the server guess; what
  * the tree cannot tell, the server's `DESCRIBE (SELECT ...)` catches before anything runs.
  */
-import { badRequest, type SqlNode, type TargetCapabilities } from '../../sdk/index.js';
+import { badRequest, loadPolyglot, type SqlNode, type TargetCapabilities } from '../../sdk/index.js';
 
 const MAX_CACHED = 2000;
 const cache = new Map<string, string>();
@@ -14,7 +14,7 @@ const cache = new Map<string, string>();
 export async function transpileToClickHouse(sql: string, what: string): Promise<string> {
   const hit = cache.get(sql);
   if (hit !== undefined) return hit;
-  const { transpile, Dialect } = await import('@polyglot-sql/sdk');
+  const { transpile, Dialect } = await loadPolyglot();
   const r = transpile(sql, Dialect.DuckDB, Dialect.ClickHouse) as { success: boolean; sql?: string[]; error?: string | null };
   if (!r.success || !r.sql || r.sql.length !== 1) {
     throw badRequest('untranslatable_sql', `${what}: the DuckDB SQL cannot be transpiled to ClickHouse: ${r.error ?? `${r.sql?.length ?? 0} statements`}`, { model: what });
