@@ -311,7 +311,8 @@ async function serve10k(): Promise<BenchResult[]> {
     let sizes = { dag: 0, lineage: 0 };
     for (let r = 0; r < rounds; r++) {
       bare.push((await childJson([path.join(REPO, 'bench', 'models-scale-bare.mjs'), root, REPO])).ms);
-      fs.rmSync(path.join(root, '.dp', 'model-parse-cache.json'), { force: true });
+      // A first start: neither discovery's parse cache nor lineage's results of the round before.
+      for (const cache of ['model-parse-cache.json', 'lineage-cache.json']) fs.rmSync(path.join(root, '.dp', cache), { force: true });
       for (const [dagTimes, lineageTimes] of [
         [firstDag, firstLineage],
         [warmDag, warmLineage],
@@ -337,8 +338,8 @@ async function serve10k(): Promise<BenchResult[]> {
       { name: `bare: read + hash + parse the 10,000 files in one json_serialize_sql query (median of ${rounds})`, value: b, unit: 'ms' },
       { name: 'dp serve, first /api/dag after start, no parse cache', value: median(firstDag), unit: 'ms', target: '< 600 ms', ok: median(firstDag) < 600 },
       { name: 'the same / bare', value: median(firstDag) / b, unit: 'x' },
-      { name: 'dp serve, then /api/lineage of every model', value: median(firstLineage), unit: 'ms', target: '< 1000 ms', ok: median(firstLineage) < 1000 },
-      { name: 'dp serve restarted (parse cache on disk), first /api/dag', value: median(warmDag), unit: 'ms' },
+      { name: 'dp serve, then /api/lineage of every model, no lineage cache', value: median(firstLineage), unit: 'ms', target: '< 1000 ms', ok: median(firstLineage) < 1000 },
+      { name: 'dp serve restarted (parse and lineage caches on disk), first /api/dag', value: median(warmDag), unit: 'ms' },
       { name: 'the same, then /api/lineage', value: median(warmLineage), unit: 'ms' },
       { name: 'answer sizes, /api/dag and /api/lineage', value: sizes.dag / 1e6, unit: `MB / ${(sizes.lineage / 1e6).toFixed(1)} MB` },
     ];
