@@ -128,6 +128,7 @@ export default definePlugin({
         // Reading the configuration compares project.yml's stamps first: an edit since the last
         // request is announced now (config.changed), which drops the kept servers before one is lent.
         void ctx.project.config;
+        await ctx.loadExtensions(AGENT_MCP);
         const { server, release } = await servers.acquire(req.caller, readOnly);
         const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
         reply.raw.once('close', () => void release());
@@ -141,7 +142,9 @@ export default definePlugin({
 
     ctx.command('mcp', async (args) => {
       const running = await ctx.localServer?.();
+      // A relay needs none of the tools: their plugins load only when this process serves them.
       if (running) return relayToServer(ctx, running, Boolean(args['read-only']));
+      await ctx.loadExtensions(AGENT_MCP);
       const { createMcpServer, StdioServerTransport } = await mcp();
       const server = await createMcpServer(ctx, contributions, LOCAL_ADMIN, { readOnly: Boolean(args['read-only']) }, VERSION);
       const transport = new StdioServerTransport();
@@ -162,6 +165,7 @@ export default definePlugin({
     });
 
     ctx.command('context', async (args, io) => {
+      await ctx.loadExtensions(AGENT_CONTEXT);
       const text = await projectContext(ctx, contextContributions);
       if (args.out) {
         const rel = String(args.out);
