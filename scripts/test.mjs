@@ -57,6 +57,8 @@ const measured = {};
 const totals = { tests: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 };
 /** Files whose worker ended before their tests did (a crash, a signal). */
 const lost = [];
+/** Minutes from the start at which each worker found the queue empty: a long tail shows as one worker ending well after the others. */
+const idleFrom = [];
 let failed = false;
 
 /** Passes a worker's output on line by line, so two workers' lines never mix within a line. */
@@ -77,6 +79,7 @@ function runWorker(index) {
     let current = null;
     const next = () => {
       current = queue.shift() ?? null;
+      if (!current) idleFrom.push((Date.now() - started) / 60000);
       child.send(current ? { file: current } : { end: true });
     };
     child.on('message', (message) => {
@@ -107,7 +110,8 @@ await Promise.all(Array.from({ length: Math.min(concurrency, selected.length) },
 const minutes = ((Date.now() - started) / 60000).toFixed(1);
 process.stdout.write(
   `\nall workers: ${selected.length} files, ${totals.tests} tests, ${totals.pass} passed, ${totals.fail} failed, ` +
-    `${totals.cancelled} cancelled, ${totals.skipped} skipped, ${totals.todo} todo, ${minutes} min (${concurrency} workers)\n`,
+    `${totals.cancelled} cancelled, ${totals.skipped} skipped, ${totals.todo} todo, ${minutes} min (${concurrency} workers)\n` +
+    `workers out of files at ${idleFrom.sort((a, b) => a - b).map((m) => m.toFixed(1)).join(', ')} min\n`,
 );
 if (lost.length) process.stdout.write(`files cut short by their worker's end: ${lost.map(durationKey).join(', ')}\n`);
 
