@@ -3,8 +3,14 @@
  * in words (connection refused, host not found, timed out, authentication failed) without the
  * URL's path or query, which may carry a token.
  */
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { DpError, errorMessage, isDpError, type ConnectorTestResult } from '../../sdk/index.js';
+
+/**
+ * undici, imported on the first request: every process that loads this plugin (a server, a
+ * connectors command) would otherwise pay about 110 ms of CPU for a client most never use.
+ */
+let undici: Promise<Pick<typeof import('undici'), 'request'>> | undefined;
 
 export const DEFAULT_TIMEOUT_MS = 15_000;
 
@@ -107,6 +113,7 @@ export async function httpRequest(url: string, call: HttpCall): Promise<Dispatch
   try {
     let target = new URL(url);
     let res: Dispatcher.ResponseData;
+    const { request } = await (undici ??= import('undici'));
     // Redirects are followed here, hop by hop, so that each hop's origin decides whether the
     // credentials go with it (undici would forward them to any host).
     for (let hop = 0; ; hop++) {
