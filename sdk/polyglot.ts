@@ -9,8 +9,9 @@
  * slower than on Liftoff's code until it does. Measured on the 2-core machine, importing it and
  * transpiling one query: 3.2 s wall and 5.0 s of CPU by default, 0.5 s and 0.6 s Liftoff only;
  * 20,000 distinct transpiles: 6.5 s by default, 4.1 s Liftoff only (bench/README.md "The SQL
- * transpiler's WebAssembly"). The flag is process-wide but only decides how WebAssembly compiled
- * from now on is tiered: the other module Node compiles (undici's HTTP parser) is small.
+ * transpiler's WebAssembly"). The flag is process-wide: from then on no WebAssembly of the process
+ * is tiered up to TurboFan. The only other module a dp process compiles, undici's HTTP parser, is
+ * small (and checked: fetches before, during and after the switch).
  */
 import v8 from 'node:v8';
 
