@@ -8,29 +8,18 @@
  * Skipped (one row saying why) when the Debian packages are absent.
  */
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { App } from '../kernel/app.js';
 import type { ModelsService } from '../sdk/index.js';
 import { clickhouseUnavailable, startClickHouseCluster, type RunningClickHouseCluster } from '../test/support/clickhouse.js';
-import type { BenchResult } from './util.js';
+import { clickhouseBenchProject, type BenchResult } from './util.js';
 
 const MODELS = Number(process.env.BENCH_FANOUT_MODELS ?? 12);
 
 function project(ch: RunningClickHouseCluster): string {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-bench-ch-fanout-'));
-  // system.numbers is ClickHouse's row generator, declared as a source so the DAG accepts the reference.
-  fs.writeFileSync(
-    path.join(root, 'project.yml'),
-    `name: fanout\ndatabase:\n  path: control.duckdb\nsources:\n  - name: system\n    tables: [{ name: numbers }]\nenvironments:\n  cluster:\n    target:\n      type: clickhouse\n      url: ${ch.nodes[0]!.url}\n      cluster: ${ch.cluster}\n      database: dp\n      password: \${CH_PASSWORD}\n`,
-  );
-  fs.writeFileSync(path.join(root, '.env'), `CH_PASSWORD=${ch.password}\n`);
-  const dir = path.join(root, 'transform', 'fan');
-  fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(path.join(dir, 'src.sql'), '-- @config materialized=table, sharding_key=id\nSELECT number AS id, number % 10 AS g FROM system.numbers LIMIT 1000\n');
-  for (let i = 0; i < MODELS; i++) fs.writeFileSync(path.join(dir, `m${i}.sql`), `-- @config materialized=table\nSELECT g, count(*) AS n, ${i} AS k FROM fan.src GROUP BY g\n`);
-  return root;
+  const models: Record<string, string> = { 'fan/src.sql': '-- @config materialized=table, sharding_key=id\nSELECT number AS id, number % 10 AS g FROM system.numbers LIMIT 1000\n' };
+  for (let i = 0; i < MODELS; i++) models[`fan/m${i}.sql`] = `-- @config materialized=table\nSELECT g, count(*) AS n, ${i} AS k FROM fan.src GROUP BY g\n`;
+  return clickhouseBenchProject(ch, 'dp-bench-ch-fanout-', { cluster: ch.cluster }, models);
 }
 
 export default async function bench(): Promise<BenchResult[]> {

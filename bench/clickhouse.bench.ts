@@ -8,8 +8,6 @@
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { App } from '../kernel/app.js';
 import type { ModelsService } from '../sdk/index.js';
@@ -17,23 +15,17 @@ import { ClickHouseTarget } from '../plugins/target-clickhouse/client.js';
 import { rebuildSteps, type TargetModel } from '../plugins/target-clickhouse/materialize.js';
 import { transpileToClickHouse } from '../plugins/target-clickhouse/transpile.js';
 import { CLICKHOUSE_CLIENT, clickhouseUnavailable, startClickHouseCluster, type RunningClickHouseCluster } from '../test/support/clickhouse.js';
-import type { BenchResult } from './util.js';
+import { clickhouseBenchProject, type BenchResult } from './util.js';
 
 const ROWS = Number(process.env.BENCH_CH_ROWS ?? 10_000_000);
 const BASE_SQL = `SELECT number AS id, number % 100 AS g, (number * 7) % 1000 AS v FROM system.numbers LIMIT ${ROWS}`;
 const AGG_SQL = 'SELECT g, count(*) AS n, sum(v) AS s FROM bench.base GROUP BY g';
 
 function project(ch: RunningClickHouseCluster): string {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-bench-ch-'));
-  const target = (cluster: string) =>
-    `    target:\n      type: clickhouse\n      url: ${ch.nodes[0]!.url}\n      cluster: ${cluster}\n      database: dp\n      password: \${CH_PASSWORD}\n`;
-  // system.numbers is ClickHouse's row generator, declared as a source so the DAG accepts the reference.
-  fs.writeFileSync(path.join(root, 'project.yml'), `name: bench\ndatabase:\n  path: control.duckdb\nsources:\n  - name: system\n    tables: [{ name: numbers }]\nenvironments:\n  one:\n${target(ch.singleCluster)}  two:\n${target(ch.cluster)}`);
-  fs.writeFileSync(path.join(root, '.env'), `CH_PASSWORD=${ch.password}\n`);
-  fs.mkdirSync(path.join(root, 'transform', 'bench'), { recursive: true });
-  fs.writeFileSync(path.join(root, 'transform', 'bench', 'base.sql'), `-- @config materialized=table, sharding_key=id\n${BASE_SQL}\n`);
-  fs.writeFileSync(path.join(root, 'transform', 'bench', 'agg.sql'), `-- @config materialized=table\n${AGG_SQL}\n`);
-  return root;
+  return clickhouseBenchProject(ch, 'dp-bench-ch-', { one: ch.singleCluster, two: ch.cluster }, {
+    'bench/base.sql': `-- @config materialized=table, sharding_key=id\n${BASE_SQL}\n`,
+    'bench/agg.sql': `-- @config materialized=table\n${AGG_SQL}\n`,
+  });
 }
 
 async function dpBuild(root: string, env: string): Promise<number> {

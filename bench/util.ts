@@ -1,7 +1,11 @@
 /** Shared benchmark helpers: timing loops and HTTP load from this process. */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { type DuckDBConnection, type DuckDBInstance, type DuckDBPreparedStatement, JsonDuckDBValueConverter } from '@duckdb/node-api';
 import type { FastifyInstance } from 'fastify';
+import type { RunningClickHouseCluster } from '../test/support/clickhouse.js';
 
 export interface BenchResult {
   name: string;
@@ -64,4 +68,31 @@ export function addBareQueryRoute(server: FastifyInstance, instance: DuckDBInsta
       idle.push(lent);
     }
   });
+}
+
+/**
+ * A project for the ClickHouse benches under the OS temp dir: one environment per entry of
+ * `environments` (name → cluster of the test servers, test/support/clickhouse.ts) targeting
+ * database `dp` on the first node, the password in `.env`, ClickHouse's row generator
+ * `system.numbers` declared as a source (so the DAG accepts the reference), and `models`
+ * (path under transform/ → file text). The caller removes the folder.
+ */
+export function clickhouseBenchProject(
+  ch: Pick<RunningClickHouseCluster, 'nodes' | 'password'>,
+  prefix: string,
+  environments: Record<string, string>,
+  models: Record<string, string>,
+): string {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const envs = Object.entries(environments)
+    .map(([name, cluster]) => `  ${name}:\n    target:\n      type: clickhouse\n      url: ${ch.nodes[0]!.url}\n      cluster: ${cluster}\n      database: dp\n      password: \${CH_PASSWORD}\n`)
+    .join('');
+  fs.writeFileSync(path.join(root, 'project.yml'), `name: bench\ndatabase:\n  path: control.duckdb\nsources:\n  - name: system\n    tables: [{ name: numbers }]\nenvironments:\n${envs}`);
+  fs.writeFileSync(path.join(root, '.env'), `CH_PASSWORD=${ch.password}\n`);
+  for (const [rel, text] of Object.entries(models)) {
+    const file = path.join(root, 'transform', rel);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, text);
+  }
+  return root;
 }
