@@ -7,6 +7,7 @@
 // Needs a build (npm run build). Usage: node bench/transpiler-start.mjs [rounds] [queries per process ...]
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -28,15 +29,16 @@ for (let i = 0; i < ${n}; i++) {
   const r = transpile('SELECT a, count(*) AS n FROM t' + i + ' WHERE x > 1 GROUP BY a ORDER BY 2 DESC LIMIT 10', Dialect.DuckDB, Dialect.ClickHouse);
   if (!r.success) throw new Error(r.error);
 }`;
+/** Each variant's program for n queries. */
 const variants = {
-  dp: program(`(await import(${JSON.stringify(path.join(root, 'dist', 'sdk', 'polyglot.js'))})).loadPolyglot()`, '$N'),
-  plain: program(`import('@polyglot-sql/sdk')`, '$N'),
+  dp: (n) => program(`(await import(${JSON.stringify(path.join(root, 'dist', 'sdk', 'polyglot.js'))})).loadPolyglot()`, n),
+  plain: (n) => program(`import('@polyglot-sql/sdk')`, n),
 };
 
 function once(variant, n) {
   const cpu0 = childrenCpu();
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', variants[variant].replace('$N', String(n))], { cwd: root, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', variants[variant](n)], { cwd: root, encoding: 'utf8' });
   const ms = performance.now() - t0;
   if (r.status !== 0) throw new Error(`${variant} failed: ${r.stderr}`);
   return { ms, cpu: (childrenCpu() - cpu0) * 1000 };
@@ -55,4 +57,4 @@ console.log('|---|---|---|---|');
 for (const r of rows) {
   console.log(`| ${r.queries} | ${r.dp_wall_ms.toFixed(0)} / ${r.dp_cpu_ms.toFixed(0)} | ${r.plain_wall_ms.toFixed(0)} / ${r.plain_cpu_ms.toFixed(0)} | ${(r.dp_cpu_ms / r.plain_cpu_ms).toFixed(2)} |`);
 }
-console.log(`\n(median of ${rounds} alternating rounds; node ${process.version}, ${(await import('node:os')).availableParallelism()} cores, load ${(await import('node:os')).loadavg()[0].toFixed(1)})`);
+console.log(`\n(median of ${rounds} alternating rounds; node ${process.version}, ${os.availableParallelism()} cores, load ${os.loadavg()[0].toFixed(1)})`);
