@@ -156,9 +156,11 @@ export async function transformOnTarget(ctx: PluginContext, target: ClickHouseTa
     const states = await readTargetStates(ctx, target);
     /** Models of this run that failed or were not built because an upstream failed: their downstream is not built. */
     const failed = new Set<string>();
+    /** A model's key in the run, the states and the relations: its lower-case full name. */
+    const keyOf = (m: ModelInfo) => m.full_name.toLowerCase();
     const buildOne = async (m: ModelInfo): Promise<ModelBuildResult> => {
       const t0 = performance.now();
-      const key = m.full_name.toLowerCase();
+      const key = keyOf(m);
       const blocker = m.depends_on.find((d) => failed.has(d.toLowerCase()));
       const token = modelToken(m, states, rows);
       // As on DuckDB: a table or view whose SQL and upstreams are unchanged and that is still there is not rebuilt.
@@ -188,12 +190,12 @@ export async function transformOnTarget(ctx: PluginContext, target: ClickHouseTa
     };
     results.push(
       ...(await runInDependencyOrder(models, {
-        key: (m) => m.full_name.toLowerCase(),
+        key: keyOf,
         dependsOn: (m) => m.depends_on.map((d) => d.toLowerCase()),
         concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
         run: buildOne,
         onDone: (m, result, done) => {
-          if (result.status === 'error' || result.status === 'upstream_failed') failed.add(m.full_name.toLowerCase());
+          if (result.status === 'error' || result.status === 'upstream_failed') failed.add(keyOf(m));
           options.onModel?.(result, done, models.length);
         },
       })),
