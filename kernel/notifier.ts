@@ -5,15 +5,8 @@
  * only, never the URL (a chat webhook's path or a `?token=` is a secret).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createRequire } from 'node:module';
 import type { NotifierService, WebhookDelivery, WebhookMessage } from '../sdk/notifier.js';
-
-/**
- * undici, required on the first delivery: most processes (every CLI command) send no webhook,
- * and importing it costs a CLI start about 130 ms of CPU.
- */
-let undici: typeof import('undici') | undefined;
-const undiciRequest = () => (undici ??= createRequire(import.meta.url)('undici') as typeof import('undici')).request;
+import { undiciRequest } from '../sdk/undici.js';
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 const RETRY_DELAY_MS = 500;
@@ -98,7 +91,7 @@ export class WebhookNotifier implements NotifierService {
     for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
       delivery.attempts = attempt;
       try {
-        const res = await undiciRequest()(url, {
+        const res = await undiciRequest(url, {
           method: 'POST',
           headers: { 'content-type': 'application/json', 'user-agent': message.userAgent ?? 'dp' },
           body: JSON.stringify(message.payload),

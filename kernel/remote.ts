@@ -10,10 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { DpError, errorMessage } from '../sdk/errors.js';
+import { undiciRequest } from '../sdk/undici.js';
 import { LOCAL_TOKEN_HEADER, SERVER_FILE, type ServerFile } from './server-file.js';
-
-/** undici loads on the first request: most commands only look for a server file and find none. */
-const request = (async (...args: Parameters<typeof import('undici').request>) => (await import('undici')).request(...args)) as typeof import('undici').request;
 
 /** How long the CLI waits for a server that its file names before deciding it is gone. */
 const PROBE_TIMEOUT_MS = 3000;
@@ -72,7 +70,7 @@ export async function findLiveServer(projectRoot: string, warn: (message: string
   if (!info || typeof info.url !== 'string' || typeof info.token !== 'string' || typeof info.pid !== 'number') return null;
   if (!/^http:\/\/[^/]+$/.test(info.url) || !processAlive(info.pid)) return null;
   try {
-    const res = await request(`${info.url}/api/cli/server`, {
+    const res = await undiciRequest(`${info.url}/api/cli/server`, {
       headers: { [LOCAL_TOKEN_HEADER]: info.token },
       headersTimeout: PROBE_TIMEOUT_MS,
       bodyTimeout: PROBE_TIMEOUT_MS,
@@ -129,7 +127,7 @@ function serverError(status: number, body: unknown): DpError {
 }
 
 async function jsonCall(server: LiveServer, method: 'GET' | 'POST', urlPath: string, body?: unknown, token?: string) {
-  const res = await request(`${server.url}${urlPath}`, {
+  const res = await undiciRequest(`${server.url}${urlPath}`, {
     method,
     headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(token ? { authorization: `Bearer ${token}` } : {}) },
     body: body === undefined ? undefined : JSON.stringify(body),
@@ -205,7 +203,7 @@ function refusal(server: LiveServer, status: number, body: unknown): DpError {
  * refusal is thrown as the server's error.
  */
 export async function callServer(server: LiveServer, method: 'GET' | 'POST' | 'PUT' | 'DELETE', urlPath: string, body?: unknown): Promise<unknown> {
-  const res = await request(`${server.url}${urlPath}`, {
+  const res = await undiciRequest(`${server.url}${urlPath}`, {
     method,
     headers: { [LOCAL_TOKEN_HEADER]: server.token, ...authHeaders(server), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     body: body === undefined ? undefined : JSON.stringify(body),
@@ -232,7 +230,7 @@ function commandArgs(argv: Record<string, unknown>): Record<string, unknown> {
  */
 export async function runInServer(server: LiveServer, command: string, argv: Record<string, unknown>): Promise<'ran' | 'local'> {
   const headers: Record<string, string> = { 'content-type': 'application/json', [LOCAL_TOKEN_HEADER]: server.token, ...authHeaders(server) };
-  const res = await request(`${server.url}/api/cli/run`, {
+  const res = await undiciRequest(`${server.url}/api/cli/run`, {
     method: 'POST',
     headers,
     body: JSON.stringify({ command, args: commandArgs(argv), env: (argv.env as string | undefined) ?? null, cwd: process.cwd() }),

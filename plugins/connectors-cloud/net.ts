@@ -4,13 +4,7 @@
  * URL's path or query, which may carry a token.
  */
 import type { Dispatcher } from 'undici';
-import { DpError, errorMessage, isDpError, type ConnectorTestResult } from '../../sdk/index.js';
-
-/**
- * undici, imported on the first request: every process that loads this plugin (a server, a
- * connectors command) would otherwise pay about 110 ms of CPU for a client most never use.
- */
-let undici: Promise<Pick<typeof import('undici'), 'request'>> | undefined;
+import { DpError, errorMessage, isDpError, undiciRequest, type ConnectorTestResult } from '../../sdk/index.js';
 
 export const DEFAULT_TIMEOUT_MS = 15_000;
 
@@ -113,11 +107,11 @@ export async function httpRequest(url: string, call: HttpCall): Promise<Dispatch
   try {
     let target = new URL(url);
     let res: Dispatcher.ResponseData;
-    const { request } = await (undici ??= import('undici'));
     // Redirects are followed here, hop by hop, so that each hop's origin decides whether the
     // credentials go with it (undici would forward them to any host).
     for (let hop = 0; ; hop++) {
-      res = await request(target, {
+      // undici loads on the first request (sdk/undici.ts): a server that calls no remote connector does without it.
+      res = await undiciRequest(target, {
         method: call.method ?? 'GET',
         headers: headersFor(target, call),
         body: call.body,
