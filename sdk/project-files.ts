@@ -170,6 +170,14 @@ export function readYaml(text: string, file: string, code = 'invalid_yaml'): Yam
   };
 }
 
+/**
+ * YAML text of a plain value, from the bundled yaml package (sdk/yaml.ts): a plugin that writes
+ * YAML (a generated CI workflow) does not load the package's 80 modules a second time.
+ */
+export function toYaml(value: unknown, options: { lineWidth?: number } = {}): string {
+  return yaml.stringify(value, options);
+}
+
 // ---------------------------------------------------------------- ajv errors
 
 export interface AjvFieldError {

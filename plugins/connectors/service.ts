@@ -4,10 +4,10 @@
  * both call these, so they answer the same.
  */
 import fs from 'node:fs';
-import { CronExpressionParser } from 'cron-parser';
 import {
   badRequest,
   conflict,
+  cronProblem,
   errorMessage,
   SAFE_NAME,
   type ConnectorTestResult,
@@ -51,11 +51,9 @@ export function validateSchedule(schedule: unknown, field = 'schedule'): string 
   if (typeof schedule !== 'string' || schedule.trim().split(/\s+/).length !== 5) {
     throw badRequest('invalid_connector_request', `'${field}' must be a 5-field cron expression`, { field });
   }
-  try {
-    CronExpressionParser.parse(schedule);
-  } catch (e) {
-    throw badRequest('invalid_connector_request', `'${field}' is not a valid cron expression: ${errorMessage(e)}`, { field });
-  }
+  // The sdk's check: cron-parser and its date library load on the first schedule read, not with the plugin.
+  const problem = cronProblem(schedule);
+  if (problem) throw badRequest('invalid_connector_request', `'${field}': ${problem}`, { field });
   return schedule.trim();
 }
 

@@ -18,7 +18,8 @@ import fs from 'node:fs';
 import { isBuiltin, SourceMap } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import * as esbuild from 'esbuild';
+import type * as Esbuild from 'esbuild';
+import { esbuild } from './esbuild.js';
 import { badRequest } from '../../sdk/index.js';
 
 /** Where the compiled code finds the console of the run it belongs to (scripts.ts installs it). */
@@ -60,7 +61,7 @@ export function writeModule(outDir: string, hash: string, text: string): string 
 /** dp's own folder: bare imports a project does not provide resolve from here. */
 const DP_RESOLVE_DIR = path.dirname(fileURLToPath(import.meta.url));
 
-const bareImports: esbuild.Plugin = {
+const bareImports: Esbuild.Plugin = {
   name: 'dp-bare-imports',
   setup(build) {
     build.onResolve({ filter: /^[^./]/ }, async (args) => {
@@ -78,9 +79,9 @@ const bareImports: esbuild.Plugin = {
 /** Compiles `abs` (inside `root`) and writes the module; throws DpError 400 `script_compile_error` naming file and line. */
 export async function compileScript(root: string, abs: string): Promise<CompiledScript> {
   const outDir = path.join(root, '.dp', 'scripts');
-  let result: esbuild.BuildResult<{ write: false; outfile: string }>;
+  let result: Esbuild.BuildResult<{ write: false; outfile: string }>;
   try {
-    result = await esbuild.build({
+    result = await esbuild().build({
       entryPoints: [abs],
       absWorkingDir: root,
       outfile: path.join(outDir, 'script.mjs'),
@@ -97,7 +98,7 @@ export async function compileScript(root: string, abs: string): Promise<Compiled
       banner: { js: `const console = globalThis[Symbol.for('dp.streams.scriptConsole')] ?? globalThis.console;` },
     });
   } catch (e) {
-    const failure = e as esbuild.BuildFailure;
+    const failure = e as Esbuild.BuildFailure;
     const first = failure.errors?.[0];
     if (!first) throw e;
     const where = first.location ? `${first.location.file}:${first.location.line}:${first.location.column + 1}: ` : `${path.relative(root, abs)}: `;
@@ -157,9 +158,9 @@ export function scriptStack(error: unknown, compiled: CompiledScript): string | 
 export async function compileCell(root: string, label: string, source: string): Promise<CompiledScript> {
   const outDir = path.join(root, '.dp', 'scripts');
   const wrapped = `export default async function cell(ctx: any) { const { db, log, config, env, secrets, signal } = ctx;\n${source}\n}\n`;
-  let out: esbuild.TransformResult;
+  let out: Esbuild.TransformResult;
   try {
-    out = await esbuild.transform(wrapped, {
+    out = await esbuild().transform(wrapped, {
       loader: 'ts',
       format: 'esm',
       target: 'node20',
@@ -169,7 +170,7 @@ export async function compileCell(root: string, label: string, source: string): 
       logLevel: 'silent',
     });
   } catch (e) {
-    const first = (e as esbuild.TransformFailure).errors?.[0];
+    const first = (e as Esbuild.TransformFailure).errors?.[0];
     if (!first) throw e;
     // Line 1 of the wrapped text is the wrapper: the cell's own lines start at 2.
     const line = first.location ? first.location.line - 1 : null;

@@ -21,7 +21,8 @@ import crypto from 'node:crypto';
 import { SourceMap } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import * as esbuild from 'esbuild';
+import type * as Esbuild from 'esbuild';
+import { esbuild } from './esbuild.js';
 import type { CompiledNotebookCell, NotebookCellCompileFailure } from '../../sdk/index.js';
 import { writeModule } from './compile.js';
 
@@ -38,7 +39,7 @@ const NOT_A_VALUE = /^(async\s+function\b|function\b|class\b|const\b|let\b|var\b
 
 async function parses(code: string): Promise<boolean> {
   try {
-    await esbuild.transform(code, { loader: 'js', format: 'esm', target: 'node20', logLevel: 'silent' });
+    await esbuild().transform(code, { loader: 'js', format: 'esm', target: 'node20', logLevel: 'silent' });
     return true;
   } catch {
     return false;
@@ -62,9 +63,9 @@ function exportClause(body: string): Record<string, string> {
  * `{message, line}` (CellCompileError) when the cell does not compile.
  */
 export async function compileNotebookCell(root: string, label: string, source: string, scopeNames: string[], takeValue = true): Promise<CompiledCell> {
-  let first: esbuild.BuildResult<{ write: false; metafile: true }>;
+  let first: Esbuild.BuildResult<{ write: false; metafile: true }>;
   try {
-    first = await esbuild.build({
+    first = await esbuild().build({
       stdin: { contents: source, loader: 'ts', sourcefile: label },
       write: false,
       bundle: false,
@@ -77,7 +78,7 @@ export async function compileNotebookCell(root: string, label: string, source: s
       logLevel: 'silent',
     });
   } catch (e) {
-    const error = (e as esbuild.BuildFailure).errors?.[0];
+    const error = (e as Esbuild.BuildFailure).errors?.[0];
     if (!error) throw e;
     throw { message: error.text, line: error.location?.line ?? null } satisfies CellCompileError;
   }

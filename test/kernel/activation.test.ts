@@ -21,15 +21,18 @@ import { staticPackages } from '../support/import-graph.js';
 /** The file's `dp` process: command lines through the binary's entry, one process start for the file. */
 const dp = fileDpRelay();
 
-/** Packages that cost a CLI command's start (or a server's) when imported at a plugin's setup (issue 29); undici about 110 ms of CPU. */
-const HEAVY = ['pg', 'mysql2', '@modelcontextprotocol/sdk', 'yjs', 'y-protocols', 'exceljs', 'apache-arrow', '@clickhouse/client', '@polyglot-sql/sdk', 'undici'];
+/**
+ * Packages that cost a CLI command's start (or a server's) when imported at a plugin's setup
+ * (issue 29): undici about 110 ms of CPU, the yaml package's 80 modules about 40 (plugins use the
+ * sdk's bundled copy), cron-parser with its date library and esbuild 10–20 each, aws4 about 7.
+ */
+const HEAVY = ['pg', 'mysql2', '@modelcontextprotocol/sdk', 'yjs', 'y-protocols', 'exceljs', 'apache-arrow', '@clickhouse/client', '@polyglot-sql/sdk', 'undici', 'yaml', 'cron-parser', 'esbuild', 'aws4'];
 
 /**
  * Packages `dp tables` and `dp query` do without (bench/cli-start): besides the heavy ones, ajv
- * (validators are generated at build time), cron, the HTTP server and its logger, and yaml, which
- * loads from its one-file bundle (sdk/yaml.ts).
+ * (validators are generated at build time), the HTTP server and its logger.
  */
-const NOT_AT_CLI_START = [...HEAVY, 'ajv', 'ajv-formats', 'cron-parser', 'fastify', 'pino', '@fastify/cookie', 'yaml'];
+const NOT_AT_CLI_START = [...HEAVY, 'ajv', 'ajv-formats', 'fastify', 'pino', '@fastify/cookie'];
 
 /**
  * CommonJS packages the CLI loads with require(), never an ES import: for an ES import Node runs

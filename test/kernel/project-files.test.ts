@@ -3,6 +3,7 @@
  * on real folders with real symlinks.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
@@ -11,8 +12,8 @@ import { loadProject } from '../../kernel/config.js';
 import { EnvSecretsStore } from '../../kernel/secrets.js';
 import { readIngestScripts } from '../../plugins/lineage/full-dag.js';
 import { loadContracts } from '../../plugins/quality/contracts.js';
-import { ajvFieldError, isDpError, isHiddenName, projectTree, readNotebook, readYaml, walkProjectFiles, type PluginContext } from '../../sdk/index.js';
-import { makeProject, tempDir } from '../helpers.js';
+import { ajvFieldError, isDpError, isHiddenName, projectTree, readNotebook, readYaml, toYaml, walkProjectFiles, type PluginContext } from '../../sdk/index.js';
+import { makeProject, REPO_ROOT, tempDir } from '../helpers.js';
 
 const CONTRACT = 'contracts:\n  - name: outside_contract\n    model: main.t\n    assertions: ["row_count > 0"]\n';
 
@@ -71,6 +72,19 @@ describe('project walker', () => {
 });
 
 describe('YAML, ajv and notebook helpers', () => {
+  it("one copy of yaml per process: the package's own require answers the sdk's bundle (a server's @fastify/swagger loads no second copy)", () => {
+    // A process of its own: in a test worker another file may have required the package first.
+    const sdkYaml = path.join(REPO_ROOT, 'dist', 'sdk', 'yaml.js');
+    const script = `import { createRequire } from 'node:module';
+      const { yaml } = await import(${JSON.stringify(sdkYaml)});
+      const require = createRequire(${JSON.stringify(sdkYaml)});
+      const packageModules = Object.keys(require.cache).filter((f) => f.includes('/node_modules/yaml/'));
+      process.stdout.write(JSON.stringify({ same: require('yaml') === yaml, packageModules: packageModules.length, parses: require('yaml').parse('a: [1, x]') }));`;
+    const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }));
+    assert.deepEqual(out, { same: true, packageModules: 1, parses: { a: [1, 'x'] } });
+    assert.equal(toYaml({ on: { push: null }, steps: ['a: b'] }, { lineWidth: 0 }), "on:\n  push: null\nsteps:\n  - \"a: b\"\n");
+  });
+
   it('readYaml names the file and line of a syntax error, and finds lines of paths', () => {
     try {
       readYaml('a: 1\nb:\n  - [unclosed\n', 'contracts/x.yml');
