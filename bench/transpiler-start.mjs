@@ -6,23 +6,14 @@
 // process, read from /proc/self/stat's children fields after each one has been waited for.
 // Needs a build (npm run build). Usage: node bench/transpiler-start.mjs [rounds] [queries per process ...]
 import { spawnSync } from 'node:child_process';
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { endedChildrenCpuSeconds } from '../scripts/proc-cpu.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const rounds = Number(process.argv[2] ?? 5);
 const sizes = process.argv.length > 3 ? process.argv.slice(3).map(Number) : [1, 2000];
-const TICKS_PER_SECOND = 100;
-
-/** CPU seconds of this process's children that have ended and been waited for. */
-function childrenCpu() {
-  const stat = fs.readFileSync('/proc/self/stat', 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND;
-}
-
 const program = (load, n) => `
 const { transpile, Dialect } = await (${load});
 for (let i = 0; i < ${n}; i++) {
@@ -36,12 +27,12 @@ const variants = {
 };
 
 function once(variant, n) {
-  const cpu0 = childrenCpu();
+  const cpu0 = endedChildrenCpuSeconds();
   const t0 = performance.now();
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', variants[variant](n)], { cwd: root, encoding: 'utf8' });
   const ms = performance.now() - t0;
   if (r.status !== 0) throw new Error(`${variant} failed: ${r.stderr}`);
-  return { ms, cpu: (childrenCpu() - cpu0) * 1000 };
+  return { ms, cpu: (endedChildrenCpuSeconds() - cpu0) * 1000 };
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

@@ -11,10 +11,10 @@
 // still running had its own after() run at once, before its tests (a temp folder removed under
 // them). What still differs: modules are shared, so a file must leave process-wide state
 // (process.env, the working folder, patched globals) as it found it.
-import fs from 'node:fs';
 import path from 'node:path';
 import { describe } from 'node:test';
 import { pathToFileURL } from 'node:url';
+import { endedChildrenCpuSeconds } from './proc-cpu.mjs';
 import { totals } from './test-worker-reporter.mjs';
 
 /** How long the worker may take to end after its last file. */
@@ -25,9 +25,6 @@ if (!process.send) {
   process.exit(2);
 }
 
-/** Clock ticks per second of /proc's times (USER_HZ: 100 on Linux on every architecture Node runs on). */
-const TICKS_PER_SECOND = 100;
-
 /**
  * CPU seconds of this process (every thread: DuckDB's too) and of its children that have ended and
  * been waited for (a file's `dp` processes, its database servers, the ClickHouse cluster). Not
@@ -36,16 +33,7 @@ const TICKS_PER_SECOND = 100;
  */
 function cpuSeconds() {
   const { user, system } = process.cpuUsage();
-  let children = 0;
-  try {
-    // /proc/self/stat: the fields after the command's closing parenthesis; cutime and cstime are the 14th and 15th.
-    const stat = fs.readFileSync('/proc/self/stat', 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    children = (Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND;
-  } catch {
-    // No /proc (not Linux): the children's CPU is not counted.
-  }
-  return (user + system) / 1e6 + children;
+  return (user + system) / 1e6 + endedChildrenCpuSeconds();
 }
 
 /** Runs `file` as one suite; resolves with its seconds, its CPU seconds and whether its import threw. */
