@@ -1,7 +1,8 @@
 // Compiles the TypeScript sources into dist/ (tsc, strict), regenerates the files derived from
 // the kernel's hook declaration (scripts/generate.mjs: the manifest schema's hook enums and the
 // hook table of docs/architecture.md), then generates the JSON-schema validators the CLI needs
-// at start-up (ajv standalone code, see kernel/validators.generated.d.ts), and builds the web UI
+// at start-up (ajv standalone code, see kernel/validators.generated.d.ts and
+// sdk/json-schema-check.generated.d.ts), and builds the web UI
 // with Vite into dist/ui (scripts/build-ui.mjs; skipped when its inputs did not change).
 // Run by `npm install` (prepare) and before tests.
 import { spawnSync } from 'node:child_process';
@@ -54,6 +55,18 @@ const localesAt = /resolve\d*\(__dirname, "\.\.\/\.\.\/\.\.\/locales"\)/;
 if (!localesAt.test(yargsCode)) throw new Error('build: the yargs bundle no longer names its locales folder as expected (scripts/build.mjs)');
 fs.writeFileSync(join(vendor, 'yargs.mjs'), yargsCode.replace(localesAt, 'fileURLToPath(new URL("../../node_modules/yargs/locales/", import.meta.url))'));
 
+// JSON Schema's draft-07 meta-schema as a standalone validator (sdk/json-schema-check.generated.d.ts):
+// the sdk's jsonSchemaProblem checks a connector type's params schema at every server start, and
+// compiling the meta-schema there cost about 55 ms. Written before anything below imports the sdk.
+const { Ajv } = await import('ajv');
+const standalone = (await import('ajv/dist/standalone/index.js')).default;
+// ajv's ESM output still calls require() for its runtime helpers.
+const requireHeader = "import { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);\n";
+fs.writeFileSync(
+  join(root, 'dist', 'sdk', 'json-schema-check.generated.js'),
+  requireHeader + standalone(new Ajv({ strict: false, code: { source: true, esm: true } }), { validateJsonSchema: 'http://json-schema.org/draft-07/schema' }),
+);
+
 // Locally the build rewrites them; on CI (CI set) it only checks, so a stale checked-in file fails the build.
 const generateArgs = process.env.CI ? ['--check'] : [];
 const generated = spawnSync(process.execPath, [join(root, 'scripts', 'generate.mjs'), ...generateArgs], { stdio: 'inherit', cwd: root });
@@ -62,17 +75,13 @@ if (generated.status !== 0) {
   process.exit(generated.status ?? 1);
 }
 
-const { Ajv } = await import('ajv');
-const standalone = (await import('ajv/dist/standalone/index.js')).default;
 const { projectSchema } = await import(pathToFileURL(join(root, 'dist', 'kernel', 'project-schema.js')).href);
 const manifestSchema = JSON.parse(fs.readFileSync(join(root, 'plugin-manifest.schema.json'), 'utf8'));
 const ajv = new Ajv({ allErrors: false, strict: false, code: { source: true, esm: true } });
 ajv.addSchema(projectSchema, 'project');
 ajv.addSchema(manifestSchema, 'manifest');
 const code = standalone(ajv, { validateProject: 'project', validateManifest: 'manifest' });
-// ajv's ESM output still calls require() for its runtime helpers.
-const header = "import { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);\n";
-fs.writeFileSync(join(root, 'dist', 'kernel', 'validators.generated.js'), header + code);
+fs.writeFileSync(join(root, 'dist', 'kernel', 'validators.generated.js'), requireHeader + code);
 
 // The built-in plugins' project.yml schemas, compiled the same way (kernel/config-validators.generated.d.ts).
 const configValidatorsFile = join(root, 'dist', 'kernel', 'config-validators.generated.js');
@@ -92,7 +101,7 @@ for (const name of fs.readdirSync(join(root, 'plugins')).sort()) {
   }
 }
 const configCode = configIds.size ? standalone(configAjv, Object.fromEntries([...configIds].map((id) => [id, id]))) : '';
-fs.writeFileSync(configValidatorsFile, header + configCode + `\nexport const configValidators = { ${[...configIds].join(', ')} };\n`);
+fs.writeFileSync(configValidatorsFile, requireHeader + configCode + `\nexport const configValidators = { ${[...configIds].join(', ')} };\n`);
 
 // DuckDB's own function names, for the read-only check (kernel/readonly.ts): reading them from the
 // database cost every `dp query` about 70 ms of CPU. Valid for the library version read here.

@@ -9,6 +9,7 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { Document } from 'yaml';
 import type { ProjectInfo } from './config.js';
 import { badRequest } from './errors.js';
+import { validateJsonSchema } from './json-schema-check.generated.js';
 import { yaml } from './yaml.js';
 
 // ---------------------------------------------------------------- walking
@@ -187,6 +188,16 @@ export interface AjvFieldError {
   parts: Array<string | number>;
   /** A sentence about the field: "missing required property 'model'", "'severity' must be one of error, warn". */
   message: string;
+}
+
+/**
+ * Why `schema` is not a valid JSON Schema (draft-07, ajv's default), as ajv's `errorsText` words
+ * it, or null when it is one. The meta-schema's validator is compiled by the build
+ * (json-schema-check.generated.js), so a check costs no compile at a process's first call.
+ */
+export function jsonSchemaProblem(schema: unknown): string | null {
+  if (validateJsonSchema(schema)) return null;
+  return (validateJsonSchema.errors ?? []).map((e) => `data${e.instancePath} ${e.message}`).join(', ') || 'not a JSON Schema';
 }
 
 /**

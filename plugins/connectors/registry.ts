@@ -4,7 +4,7 @@
  * so a type never receives a missing or wrong-typed field (400 naming it).
  */
 import { Ajv, type ValidateFunction } from 'ajv';
-import { ajvFieldError, badRequest, compileOnFirstUse, DpError, notFound, type ConnectorType } from '../../sdk/index.js';
+import { ajvFieldError, badRequest, compileOnFirstUse, DpError, jsonSchemaProblem, notFound, type ConnectorType } from '../../sdk/index.js';
 
 export interface RegisteredType {
   type: ConnectorType;
@@ -26,12 +26,10 @@ function exampleOf(type: ConnectorType, field: string): string {
   return example === undefined ? '' : `; e.g. "${field}": ${JSON.stringify(example).replace(/,"/g, ', "').replace(/":/g, '": ')}`;
 }
 
-/** Checks each params schema against JSON Schema's meta-schema at registration: one per process, so its meta-schema compiles once. */
-let schemaChecker: Ajv | undefined;
-
 export class TypeRegistry {
   private readonly types = new Map<string, RegisteredType>();
-  private readonly ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true, coerceTypes: false });
+  /** Compiles the types' params schemas, made at the first compile (a process may validate none). */
+  private ajv: Ajv | undefined;
 
   register(type: ConnectorType, plugin: string): void {
     if (!type || typeof type.type !== 'string' || !TYPE_ID.test(type.type) || typeof type.read !== 'function' || typeof type.discover !== 'function' || typeof type.testConnection !== 'function' || typeof type.generateScript !== 'function') {
@@ -41,12 +39,14 @@ export class TypeRegistry {
     if (prior) throw new DpError(500, 'duplicate_connector_type', `Connector type '${type.type}' is contributed by both '${prior.plugin}' and '${plugin}'`, { type: type.type });
     const schema = { type: 'object', ...type.params };
     const invalid = (why: string) => new DpError(500, 'invalid_connector_type', `Connector type '${type.type}' (plugin '${plugin}') has an invalid params schema: ${why}`, { type: type.type });
-    schemaChecker ??= new Ajv({ strict: false });
-    if (!schemaChecker.validateSchema(schema)) throw invalid(schemaChecker.errorsText(schemaChecker.errors));
+    // Checked against JSON Schema's meta-schema at registration (compiled by the build, not here).
+    const problem = jsonSchemaProblem(schema);
+    if (problem) throw invalid(problem);
     // Compiled on the type's first use: every App boot registers every type, and compiling them
     // all there was a tenth of a test server's start (issue 29).
     const validate = compileOnFirstUse(() => {
       try {
+        this.ajv ??= new Ajv({ allErrors: false, strict: false, useDefaults: true, coerceTypes: false });
         return this.ajv.compile(schema);
       } catch (e) {
         throw invalid((e as Error).message);

@@ -12,7 +12,7 @@ import { loadProject } from '../../kernel/config.js';
 import { EnvSecretsStore } from '../../kernel/secrets.js';
 import { readIngestScripts } from '../../plugins/lineage/full-dag.js';
 import { loadContracts } from '../../plugins/quality/contracts.js';
-import { ajvFieldError, isDpError, isHiddenName, projectTree, readNotebook, readYaml, toYaml, walkProjectFiles, type PluginContext } from '../../sdk/index.js';
+import { ajvFieldError, isDpError, isHiddenName, jsonSchemaProblem, projectTree, readNotebook, readYaml, toYaml, walkProjectFiles, type PluginContext } from '../../sdk/index.js';
 import { makeProject, REPO_ROOT, tempDir } from '../helpers.js';
 
 const CONTRACT = 'contracts:\n  - name: outside_contract\n    model: main.t\n    assertions: ["row_count > 0"]\n';
@@ -72,6 +72,23 @@ describe('project walker', () => {
 });
 
 describe('YAML, ajv and notebook helpers', () => {
+  it('jsonSchemaProblem (the meta-schema compiled by the build) words a bad schema as ajv does at run time', () => {
+    const runtime = new Ajv({ strict: false });
+    const schemas = [
+      { type: 'object', properties: { a: { type: 'string', default: 'x' } }, required: ['a'] },
+      { type: 'object', properties: { a: { type: 'nonsense' } } },
+      { type: 'object', required: 'a' },
+      { properties: { n: { type: 'integer', minimum: 'zero' } } },
+      { type: 'object', properties: { a: { enum: [] } } },
+    ];
+    for (const schema of schemas) {
+      const expected = runtime.validateSchema(schema) ? null : runtime.errorsText(runtime.errors);
+      assert.equal(jsonSchemaProblem(schema), expected, JSON.stringify(schema));
+    }
+    assert.equal(jsonSchemaProblem(schemas[0]), null);
+    assert.match(jsonSchemaProblem(schemas[1])!, /^data\/properties\/a\/type must be/);
+  });
+
   it("one copy of yaml per process: the package's own require answers the sdk's bundle (a server's @fastify/swagger loads no second copy)", () => {
     // A process of its own: in a test worker another file may have required the package first.
     const sdkYaml = path.join(REPO_ROOT, 'dist', 'sdk', 'yaml.js');
