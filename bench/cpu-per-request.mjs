@@ -4,6 +4,7 @@
 // [SQL='SELECT 1' to time another query]
 import { spawn } from 'node:child_process';
 import fs from 'node:fs'; import os from 'node:os'; import path from 'node:path';
+import { childPids, mainThreadCpuMs, processCpuMs } from '../scripts/proc-cpu.mjs';
 const repo = process.argv[2] ?? path.join(path.dirname(new URL(import.meta.url).pathname), '..');
 const { DuckDBInstance } = await import(path.join(repo, 'node_modules/@duckdb/node-api/lib/index.js'));
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'cpuper-'));
@@ -12,10 +13,10 @@ const inst = await DuckDBInstance.create(path.join(root, 'load.duckdb')); const 
 await c.run("CREATE TABLE bench_t AS SELECT i AS id, 'name ' || i AS name, i * 1.5 AS amount FROM range(100000) t(i)"); c.closeSync(); inst.closeSync();
 const child = spawn(process.execPath, [path.join(repo, 'bin/dp.js'), 'serve', '--project', root, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, DP_LOG_SILENT: '1' } });
 const base = await new Promise((res) => { let out = ''; child.stdout.on('data', (d) => { out += d; const m = /listening on (http:\/\/\S+)/.exec(out); if (m) res(m[1]); }); });
-const ticks = (file) => { const f = fs.readFileSync(file, 'utf8').split(') ')[1].split(' '); return (Number(f[11]) + Number(f[12])) * 10; };
-// The whole process, and its main thread alone (the event loop: what one core can serve).
-const cpu = () => ticks(`/proc/${child.pid}/stat`);
-const mainCpu = () => ticks(`/proc/${child.pid}/task/${child.pid}/stat`);
+// The engine (the supervisor's child, which serves), whole and its main thread alone (the event loop: what one core can serve).
+const [engine] = childPids(child.pid);
+const cpu = () => processCpuMs(engine);
+const mainCpu = () => mainThreadCpuMs(engine);
 const SQL = process.env.SQL ?? 'SELECT id, name, amount FROM bench_t WHERE id BETWEEN $lo AND $lo + 9 ORDER BY id';
 const post = (lo) => fetch(`${base}/api/query`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sql: SQL, params: SQL.includes('$lo') ? { lo } : undefined }) }).then((r) => r.arrayBuffer());
 for (let i = 0; i < 300; i++) await post(i);

@@ -14,6 +14,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { childPids, mainThreadCpuMs, processCpuMs } from '../scripts/proc-cpu.mjs';
+import { median } from './common.mjs';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 const repo = path.resolve(process.argv[2] ?? path.join(here, '..'));
@@ -94,18 +96,9 @@ for (const c of cases) {
 }
 
 // `dp serve` is a supervisor with the engine in a child process: the CPU of the whole tree counts.
-const ticks = (pid) => {
-  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  const children = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
-  return (Number(f[11]) + Number(f[12])) * 10 + children.reduce((n, c) => n + ticks(Number(c)), 0);
-};
+const ticks = (pid) => processCpuMs(pid) + childPids(pid).reduce((n, c) => n + ticks(c), 0);
 /** The main thread (event loop) of the process that serves: the engine child of `dp serve`, the bare route itself. */
-const mainTicks = (pid) => {
-  const children = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
-  const served = children.length ? Number(children[0]) : pid;
-  const f = fs.readFileSync(`/proc/${served}/task/${served}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10;
-};
+const mainTicks = (pid) => mainThreadCpuMs(childPids(pid)[0] ?? pid);
 /** Server CPU ms per request over N requests, 8 at a time. */
 async function cpuPerRequest(child, url, sql, tok) {
   const post = () => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...(tok ? { authorization: `Bearer ${tok}` } : {}) }, body: JSON.stringify({ sql }) }).then((r) => r.arrayBuffer());
@@ -117,7 +110,6 @@ async function cpuPerRequest(child, url, sql, tok) {
   await Promise.all(Array.from({ length: 8 }, async () => { while (i++ < N) await post(); }));
   return { cpu: (ticks(child.pid) - t0) / N, main: (mainTicks(child.pid) - m0) / N, rps: N / ((performance.now() - w0) / 1000) };
 }
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const out = [];
 // CASES=masked,exempt runs only those (e.g. with PROF=<folder>: node --cpu-prof of dp serve).
 const only = process.env.CASES?.split(',');

@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { childPids, mainThreadCpuMs, processCpuMs } from '../scripts/proc-cpu.mjs';
 
 const repo = path.resolve(process.argv[2] ?? path.join(path.dirname(new URL(import.meta.url).pathname), '..'));
 const N = Number(process.env.N ?? 1000);
@@ -39,13 +40,9 @@ const base = await new Promise((resolve, reject) => {
     if (m) resolve(m[1]);
   });
 });
-const engine = Number(fs.readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/)[0]);
-const ticks = (file) => {
-  const f = fs.readFileSync(file, 'utf8').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) * (1000 / 100);
-};
-const cpu = () => ticks(`/proc/${engine}/stat`);
-const mainCpu = () => ticks(`/proc/${engine}/task/${engine}/stat`);
+const [engine] = childPids(child.pid);
+const cpu = () => processCpuMs(engine);
+const mainCpu = () => mainThreadCpuMs(engine);
 
 let id = 0;
 const calls = {

@@ -18,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
+import { childPids } from '../scripts/proc-cpu.mjs';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 const env = (name, dflt) => Number(process.env[name] ?? dflt);
@@ -132,7 +133,7 @@ async function main() {
   };
 
   // The engine process is the child of the supervisor; its RSS is what the issue measured.
-  const enginePid = () => Number(fs.readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/)[0]);
+  const enginePid = () => childPids(child.pid)[0];
   const rssMb = (pid) => {
     try {
       return Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;

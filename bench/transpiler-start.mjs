@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { endedChildrenCpuSeconds } from '../scripts/proc-cpu.mjs';
+import { median } from './common.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const rounds = Number(process.argv[2] ?? 5);
@@ -35,7 +36,6 @@ function once(variant, n) {
   return { ms, cpu: (endedChildrenCpuSeconds() - cpu0) * 1000 };
 }
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const rows = [];
 for (const n of sizes) {
   const got = { dp: [], plain: [] };

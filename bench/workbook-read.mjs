@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { median } from './common.mjs';
 
 const repo = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ROWS = Number(process.env.ROWS ?? 200_000);
@@ -56,7 +57,6 @@ for (let round = 0; round < ROUNDS; round++) {
 }
 fs.rmSync(dir, { recursive: true, force: true });
 
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const row = (reader) => ({ ms: median(runs[reader].map((r) => r.ms)), cpuMs: median(runs[reader].map((r) => r.cpuMs)), rssMb: median(runs[reader].map((r) => r.rssMb)) });
 const sdk = row('sdk');
 const base = row('exceljs');

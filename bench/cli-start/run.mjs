@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { builtShopCopy, databaseFileOf, median } from '../common.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..');
@@ -32,17 +33,10 @@ function cpuOf(args, cwd) {
   return { ms: (user + system) / 1000, stdout: r.stdout };
 }
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-
-const project = fs.mkdtempSync(path.join(os.tmpdir(), 'dp-bench-cli-'));
-fs.cpSync(path.join(root, 'examples', 'shop'), project, { recursive: true, filter: (src) => !/\.duckdb(\.wal)?$|\.service-env$/.test(src) });
+// The example built once by the measured dp, so both sides read the same tables.
+const project = builtShopCopy('dp-bench-cli-', dp);
 try {
-  // Build the example once, so both sides read the same tables.
-  for (const step of [['seed'], ['transform']]) cpuOf([dp, ...step], project);
-  const file = path.join(project, fs.readdirSync(project).find((f) => f.endsWith('.duckdb')));
+  const file = databaseFileOf(project);
   const sql = 'SELECT count(*) AS n FROM marts.customer_orders';
   const cases = [
     { name: 'dp tables', dp: [dp, 'tables'], work: [file, 'tables'] },
