@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { App } from '../../kernel/app.js';
-import { loadProject, parseProjectText } from '../../kernel/config.js';
+import { loadProject, parseProjectText, PROJECT_PARSE_CACHE, readProjectFile } from '../../kernel/config.js';
 import { DpError } from '../../sdk/errors.js';
 import { fileDpRelay, makeProject, startServer } from '../helpers.js';
 
@@ -54,6 +55,34 @@ describe('project config', () => {
     assert.deepEqual(second.raw, { name: 'once', database: { path: 't.duckdb' }, plugins: { disable: ['agents'] } });
     assert.equal(second.lineOf(['plugins', 'disable']), 5);
     assert.throws(() => parseProjectText('name: [unclosed\n'), (e: { code?: string }) => e.code === 'invalid_project_yml');
+  });
+
+  it('keeps the parse of project.yml for the next process, under the hash of the text, and parses again when the text changes', () => {
+    const text = 'name: kept\ndatabase:\n  path: k.duckdb\nplugins:\n  disable: [agents]\n';
+    const root = makeProject({ 'project.yml': text });
+    const other = makeProject({ 'project.yml': 'name: other\n' });
+    const cacheFile = path.join(root, PROJECT_PARSE_CACHE);
+    assert.deepEqual(readProjectFile(root).raw, { name: 'kept', database: { path: 'k.duckdb' }, plugins: { disable: ['agents'] } });
+    const kept = JSON.parse(fs.readFileSync(cacheFile, 'utf8'));
+    assert.equal(kept.sha256, crypto.createHash('sha256').update(text).digest('hex'));
+    // Another project in between, so that this process's own memory of the last text is gone: what
+    // comes back is the kept parse (marked here), and its lines are still found from the text.
+    readProjectFile(other);
+    fs.writeFileSync(cacheFile, JSON.stringify({ ...kept, raw: { ...kept.raw, name: 'from the kept parse' } }));
+    const again = readProjectFile(root);
+    assert.equal(again.raw.name, 'from the kept parse');
+    assert.equal(again.lineOf(['plugins', 'disable']), 5);
+    // A kept parse that the kernel's schema refuses, or of another text, is not used.
+    readProjectFile(other);
+    fs.writeFileSync(cacheFile, JSON.stringify({ ...kept, raw: { ...kept.raw, database: 'not a mapping' } }));
+    assert.equal(readProjectFile(root).raw.name, 'kept');
+    fs.writeFileSync(path.join(root, 'project.yml'), text.replace('kept', 'edited'));
+    assert.equal(readProjectFile(root).raw.name, 'edited');
+    assert.equal(JSON.parse(fs.readFileSync(cacheFile, 'utf8')).raw.name, 'edited');
+    // A value JSON cannot hold (YAML's .inf) keeps nothing: the next process parses again.
+    const infinite = makeProject({ 'project.yml': 'name: inf\nlabels:\n  limit: .inf\n' });
+    assert.deepEqual(readProjectFile(infinite).raw.labels, { limit: Infinity });
+    assert.equal(fs.existsSync(path.join(infinite, PROJECT_PARSE_CACHE)), false);
   });
 
   it('expands ${VAR} from .env only, never from the process environment', () => {
