@@ -114,7 +114,7 @@ function keptParse(root: string, text: string): ParsedProject | null {
   }
   const raw = kept.raw;
   if (kept.format !== PROJECT_PARSE_FORMAT || kept.sha256 !== textHash(text) || !raw || typeof raw !== 'object' || Array.isArray(raw)) return null;
-  // Checked as a parse is: a kept file is never trusted further than the text it was made from.
+  // Checked against the kernel's schema as a parse is: a damaged file, or keys the schema refuses, are not used.
   if (!validateProject(raw)) return null;
   let located: ((parts: Array<string | number>) => number | undefined) | undefined;
   return { raw: raw as Record<string, unknown>, lineOf: (parts) => (located ??= readYaml(text, PROJECT_FILE, 'invalid_project_yml').lineOf)(parts) };
