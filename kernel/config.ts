@@ -82,13 +82,15 @@ export function readProjectFile(root: string): ParsedProject {
     throw notFound('project_not_found', `No ${PROJECT_FILE} in ${root}: pass --project <folder> or run dp inside a project`, { path: file });
   }
   const text = fs.readFileSync(file, 'utf8');
-  if (lastParsed?.text !== text) {
-    const kept = keptParse(root, text);
-    if (kept) lastParsed = { text, parsed: kept };
+  if (lastParsed?.text === text) return parseProjectText(text);
+  const sha256 = crypto.createHash('sha256').update(text).digest('hex');
+  const kept = keptParse(root, text, sha256);
+  if (kept) {
+    lastParsed = { text, parsed: kept };
+    return parseProjectText(text);
   }
-  const fresh = lastParsed?.text !== text;
   const parsed = parseProjectText(text);
-  if (fresh) keepParse(root, text, parsed.raw);
+  keepParse(root, sha256, parsed.raw);
   return parsed;
 }
 
@@ -102,10 +104,8 @@ export const PROJECT_PARSE_CACHE = path.join('.dp', 'project-yml-parse.json');
 /** Bumped when what the cache holds changes; a file of another format is ignored. */
 const PROJECT_PARSE_FORMAT = 1;
 
-const textHash = (text: string) => crypto.createHash('sha256').update(text).digest('hex');
-
-/** The kept parse of `text`, with its lines found by parsing only when an error asks for one; null when there is none. */
-function keptParse(root: string, text: string): ParsedProject | null {
+/** The kept parse of `text` (whose SHA-256 is `sha256`), with its lines found by parsing only when an error asks for one; null when there is none. */
+function keptParse(root: string, text: string, sha256: string): ParsedProject | null {
   let kept: { format?: number; sha256?: string; raw?: unknown };
   try {
     kept = JSON.parse(fs.readFileSync(path.join(root, PROJECT_PARSE_CACHE), 'utf8'));
@@ -113,7 +113,7 @@ function keptParse(root: string, text: string): ParsedProject | null {
     return null;
   }
   const raw = kept.raw;
-  if (kept.format !== PROJECT_PARSE_FORMAT || kept.sha256 !== textHash(text) || !raw || typeof raw !== 'object' || Array.isArray(raw)) return null;
+  if (kept.format !== PROJECT_PARSE_FORMAT || kept.sha256 !== sha256 || !raw || typeof raw !== 'object' || Array.isArray(raw)) return null;
   // Checked against the kernel's schema as a parse is: a damaged file, or keys the schema refuses, are not used.
   if (!validateProject(raw)) return null;
   let located: ((parts: Array<string | number>) => number | undefined) | undefined;
@@ -121,9 +121,9 @@ function keptParse(root: string, text: string): ParsedProject | null {
 }
 
 /** Keeps a parse for the next process, when JSON holds it exactly (YAML's .inf or .nan would not survive); a folder dp cannot write to keeps nothing. */
-function keepParse(root: string, text: string, raw: Record<string, unknown>): void {
+function keepParse(root: string, sha256: string, raw: Record<string, unknown>): void {
   try {
-    const json = JSON.stringify({ format: PROJECT_PARSE_FORMAT, sha256: textHash(text), raw });
+    const json = JSON.stringify({ format: PROJECT_PARSE_FORMAT, sha256, raw });
     if (!isDeepStrictEqual(JSON.parse(json).raw, raw)) return;
     fs.mkdirSync(path.join(root, path.dirname(PROJECT_PARSE_CACHE)), { recursive: true });
     writeFileAtomic(path.join(root, PROJECT_PARSE_CACHE), json);

@@ -23,17 +23,17 @@ export function endedChildrenCpuSeconds() {
   return (Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND;
 }
 
-/** User + system CPU ms of a live process, every thread (DuckDB's too). */
-export function processCpuMs(pid) {
-  const fields = statFields(`/proc/${pid}/stat`);
+/** User + system CPU ms in a stat file of a live process or of one of its threads. */
+function ownCpuMs(file) {
+  const fields = statFields(file);
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
 }
 
+/** User + system CPU ms of a live process, every thread (DuckDB's too). */
+export const processCpuMs = (pid) => ownCpuMs(`/proc/${pid}/stat`);
+
 /** User + system CPU ms of a process's main thread: its event loop, what one core can serve. */
-export function mainThreadCpuMs(pid) {
-  const fields = statFields(`/proc/${pid}/task/${pid}/stat`);
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
-}
+export const mainThreadCpuMs = (pid) => ownCpuMs(`/proc/${pid}/task/${pid}/stat`);
 
 /** The pids of a process's children, oldest first (a `dp serve` supervisor has one: its engine). */
 export function childPids(pid) {
