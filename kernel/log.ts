@@ -1,6 +1,6 @@
-import { createRequire } from 'node:module';
 import type { DestinationStream, Logger as PinoLogger, pino as PinoFactory } from 'pino';
 import type { Logger } from '../sdk/plugin.js';
+import { requireOnFirstUse } from '../sdk/require-on-first-use.js';
 
 /**
  * Replaces every secret value (the project's .env values) in a log line with `***`, both as
@@ -45,8 +45,8 @@ export interface LogSink {
 }
 
 /** pino, required when the first JSON sink is made: a CLI command (human lines) never loads it. */
-let pinoFactory: typeof PinoFactory | undefined;
-const loadPino = () => (pinoFactory ??= (createRequire(import.meta.url)('pino') as { pino: typeof PinoFactory }).pino);
+const pinoPackage = requireOnFirstUse<{ pino: typeof PinoFactory }>(import.meta.url, 'pino');
+const loadPino = () => pinoPackage().pino;
 
 const LEVELS = { debug: 20, info: 30, warn: 40, error: 50 } as const;
 

@@ -26,6 +26,7 @@ export * from './nesting.js';
 export * from './workbook-limits.js';
 export { plainCellValue, readWorksheets, type WorksheetRows } from './workbook-reader.js';
 export { loadPolyglot } from './polyglot.js';
+export { requireOnFirstUse } from './require-on-first-use.js';
 export { undiciRequest } from './undici.js';
 export * from './targets.js';
 export * from './dag-run.js';

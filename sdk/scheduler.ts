@@ -5,13 +5,12 @@
  * `--no-scheduler`: `ctx.scheduling`), never two runs of one task at once, aborted at its
  * `timeoutMs` and when the scheduler stops (before the plugins' beforeStop phase).
  */
-import { createRequire } from 'node:module';
 import { errorMessage } from './errors.js';
+import { requireOnFirstUse } from './require-on-first-use.js';
 
 /** cron-parser and its date library, required on the first schedule read: most CLI commands read none. */
-let cronParser: typeof import('cron-parser').CronExpressionParser | undefined;
-const parseCron = (expr: string, options?: { currentDate: Date }) =>
-  (cronParser ??= (createRequire(import.meta.url)('cron-parser') as typeof import('cron-parser')).CronExpressionParser).parse(expr, options);
+const cronParser = requireOnFirstUse<typeof import('cron-parser')>(import.meta.url, 'cron-parser');
+const parseCron = (expr: string, options?: { currentDate: Date }) => cronParser().CronExpressionParser.parse(expr, options);
 
 /** Where the scheduler reads the time and sets its timers; tests pass a clock they move by hand. */
 export interface Clock {

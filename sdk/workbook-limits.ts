@@ -8,13 +8,13 @@
  * what is there, listed or not), and the rows read are counted against a cell limit.
  */
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import { PassThrough } from 'node:stream';
 import type { CentralDirectory } from 'unzipper';
 import { badRequest, DpError } from './errors.js';
+import { requireOnFirstUse } from './require-on-first-use.js';
 
 /** unzipper (exceljs's zip reader) loads with the first workbook read, not with the sdk (docs/plugins.md "Activation on demand"). */
-let unzipperModule: typeof import('unzipper') | undefined;
+const unzipper = requireOnFirstUse<typeof import('unzipper')>(import.meta.url, 'unzipper');
 
 export const WORKBOOK_LIMITS = {
   /** All parts together, uncompressed. */
@@ -83,7 +83,7 @@ async function openZip(file: string): Promise<OpenZip & { size: number }> {
         return read.pipe(part);
       },
     };
-    const directory = await (unzipperModule ??= createRequire(import.meta.url)('unzipper') as typeof import('unzipper')).Open.custom(source);
+    const directory = await unzipper().Open.custom(source);
     return { directory, size, close: () => handle.close() };
   } catch (e) {
     await handle.close();

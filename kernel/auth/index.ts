@@ -1,8 +1,8 @@
-import { createRequire } from 'node:module';
 import type { FastifyRequest } from 'fastify';
 import type { Caller } from '../../sdk/auth.js';
 import { badRequest, DpError } from '../../sdk/errors.js';
 import type { RouteDefinition, WebhookGuard } from '../../sdk/plugin.js';
+import { requireOnFirstUse } from '../../sdk/require-on-first-use.js';
 import type { AuthHost } from './host.js';
 import { LoginRateLimiter } from './rate-limit.js';
 import { authRoutes, TOKEN_COOKIE } from './routes.js';
@@ -54,14 +54,13 @@ function unauthenticated(code: string, message: string): DpError {
 }
 
 /** @fastify/cookie's parser, required on the first request with a Cookie header (a CLI command never loads it). */
-let parseCookies: ((text: string) => Record<string, string | undefined>) | undefined;
+const cookiePackage = requireOnFirstUse<typeof import('@fastify/cookie')>(import.meta.url, '@fastify/cookie');
 
 /** Reads one cookie from a Cookie header with @fastify/cookie's parser (quoting, encoding, duplicates). */
 function cookieValue(header: string | string[] | undefined, name: string): string | null {
   const text = Array.isArray(header) ? header.join('; ') : header;
   if (!text) return null;
-  parseCookies ??= (createRequire(import.meta.url)('@fastify/cookie') as typeof import('@fastify/cookie')).fastifyCookie.parse;
-  return parseCookies(text)[name] || null;
+  return cookiePackage().fastifyCookie.parse(text)[name] || null;
 }
 
 type Presented = { kind: 'none' } | { kind: 'malformed' } | { kind: 'token'; token: string };

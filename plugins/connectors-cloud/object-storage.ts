@@ -4,10 +4,9 @@
  * a folder is a table (all its CSV/Parquet/JSON files) and a file at the top is a table of its
  * own. Rows carry `_source_file` and `_source_modified`, the columns file tracking reads by.
  */
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import type Aws4 from 'aws4';
-import { DpError, type ConnectorBatch, type ConnectorReadRequest, type ConnectorRuntime, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
+import { DpError, requireOnFirstUse, type ConnectorBatch, type ConnectorReadRequest, type ConnectorRuntime, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
 import { describeFiles, formatOfName, readFiles, saveStream, tempFolder, type FileFormat, type LocalFile } from './files.js';
 import { expectOk, hostOf, httpRequest, invalidResponse, paramInvalid, probe, readText, requestFailed, shortMessage, TIMEOUT_PARAM, timeoutOf } from './net.js';
 import { generateSyncScript } from './script.js';
@@ -15,8 +14,7 @@ import { batchRowsOf, isAfter } from './values.js';
 import { parseXml } from './xml.js';
 
 /** aws4, required on the first signed request: a server whose buckets are never read does not load it. */
-let aws4: typeof Aws4 | undefined;
-const signV4: typeof Aws4.sign = (request, credentials) => (aws4 ??= createRequire(import.meta.url)('aws4') as typeof Aws4).sign(request, credentials);
+const aws4 = requireOnFirstUse<typeof Aws4>(import.meta.url, 'aws4');
 
 export const OBJECT_STORAGE_PARAMS = {
   type: 'object',
@@ -84,7 +82,7 @@ function signedRequest(c: StorageConfig, key: string | null, query: Record<strin
   const pathWithQuery = qs ? `${objectPath}?${qs}` : objectPath;
   const headers: Record<string, string> = { 'user-agent': 'dp-connectors' };
   if (c.access_key_id) {
-    const signed = signV4(
+    const signed = aws4().sign(
       { host, path: pathWithQuery, method: 'GET', service: 's3', region: c.region ?? 'us-east-1', headers: {} },
       { accessKeyId: c.access_key_id, secretAccessKey: c.secret_access_key!, sessionToken: c.session_token },
     );

@@ -5,9 +5,8 @@
  * bearer token and supports high-watermark reads; `b` a Databricks-style query API with an API
  * key header, full reads only.
  */
-import { createRequire } from 'node:module';
 import type { DataType, RecordBatch } from 'apache-arrow';
-import { DpError, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
+import { DpError, requireOnFirstUse, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
 import { expectOk, hostOf, httpRequest, invalidResponse, paramInvalid, probe, TIMEOUT_PARAM, timeoutOf } from './net.js';
 import { generateSyncScript } from './script.js';
 import { ansiIdent, sqlLiteral, sqlTypeToDuckDB } from './sql-types.js';
@@ -28,8 +27,7 @@ interface WarehouseFlavor {
 const ARROW_STREAM = 'application/vnd.apache.arrow.stream';
 
 /** apache-arrow loads with the first warehouse answer it reads, not when the plugin sets up (docs/plugins.md "Activation on demand"). */
-let arrowModule: typeof import('apache-arrow') | undefined;
-const arrow = (): typeof import('apache-arrow') => (arrowModule ??= createRequire(import.meta.url)('apache-arrow') as typeof import('apache-arrow'));
+const arrow = requireOnFirstUse<typeof import('apache-arrow')>(import.meta.url, 'apache-arrow');
 
 /** The DuckDB type for an Arrow field type. */
 export function arrowTypeToDuckDB(type: DataType): string {

@@ -4,17 +4,15 @@
  * any size costs one batch of memory. The design's route, DuckDB's postgres extension, is not
  * available here: extensions cannot be downloaded on this machine.
  */
-import { createRequire } from 'node:module';
 import type pg from 'pg';
-import { DpError, errorMessage, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
+import { DpError, errorMessage, requireOnFirstUse, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorType, type DiscoveredTable } from '../../sdk/index.js';
 import { authFailed, networkCause, paramInvalid, probe, TIMEOUT_PARAM, timeoutOf, unreachable } from './net.js';
 import { generateSyncScript } from './script.js';
 import { ansiIdent, sqlTypeToDuckDB } from './sql-types.js';
 import { batchRowsOf } from './values.js';
 
 /** pg loads with the first connection, not when the plugin sets up (docs/plugins.md "Activation on demand"). */
-let pgDriverModule: typeof pg | undefined;
-const pgDriver = (): typeof pg => (pgDriverModule ??= createRequire(import.meta.url)('pg') as typeof pg);
+const pgDriver = requireOnFirstUse<typeof pg>(import.meta.url, 'pg');
 
 export const WAREHOUSE_C_PARAMS = {
   type: 'object',

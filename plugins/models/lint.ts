@@ -12,9 +12,8 @@
  *     max_line_length: 120
  *     marts_schemas: [marts]   # where SELECT * is reported
  */
-import { createRequire } from 'node:module';
 import type { SqlLanguage } from 'sql-formatter';
-import { badRequest, errorMessage, type PluginContext, type SqlNode } from '../../sdk/index.js';
+import { badRequest, errorMessage, requireOnFirstUse, type PluginContext, type SqlNode } from '../../sdk/index.js';
 import { isDirectiveLine } from './directives.js';
 import { LINT_CONFIG } from './config.js';
 import type { ModelFile } from './discovery.js';
@@ -57,8 +56,7 @@ const CLAUSE_WORDS = ['between', 'exists', 'interval', 'values', 'over', 'partit
 const KEYWORD_CATEGORIES = `('reserved', 'type_function')`;
 
 /** sql-formatter (its grammars are large) loads when a lint first needs it, not at plugin setup. */
-let formatter: typeof import('sql-formatter') | undefined;
-const sqlFormatter = (): typeof import('sql-formatter') => (formatter ??= createRequire(import.meta.url)('sql-formatter') as typeof import('sql-formatter'));
+const sqlFormatter = requireOnFirstUse<typeof import('sql-formatter')>(import.meta.url, 'sql-formatter');
 
 export function lintConfig(ctx: PluginContext): LintConfig {
   const raw = ctx.config(LINT_CONFIG) as Record<string, unknown>;

@@ -22,9 +22,8 @@ import { SourceMap } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type * as Esbuild from 'esbuild';
-import { esbuild } from './esbuild.js';
 import type { CompiledNotebookCell, NotebookCellCompileFailure } from '../../sdk/index.js';
-import { writeModule } from './compile.js';
+import { esbuild, writeModule } from './compile.js';
 
 /** The names every cell has from its context; an export of the same name is not passed on. */
 export const CONTEXT_NAMES = ['console', 'db', 'log', 'config', 'env', 'secrets', 'signal'] as const;

@@ -287,7 +287,7 @@ describe('activation on demand', () => {
       }
     }
     assert.ok(plugins.length >= 4, `checked ${plugins.length} plugin entries`);
-    assert.deepEqual(offenders, [], 'import these where they are first used (await import(), or createRequire for a CommonJS package)');
+    assert.deepEqual(offenders, [], 'import these where they are first used (await import(), or requireOnFirstUse from the sdk for a CommonJS package)');
   });
 
   it('no plugin entry imports a heavy package at its top level (follows the static import graph)', () => {
@@ -308,6 +308,6 @@ describe('activation on demand', () => {
       }
     }
     assert.ok(checked >= 17, `checked ${checked} plugin entries`);
-    assert.deepEqual(offenders, [], 'import these where they are first used (await import(), or createRequire for a CommonJS package)');
+    assert.deepEqual(offenders, [], 'import these where they are first used (await import(), or requireOnFirstUse from the sdk for a CommonJS package)');
   });
 });

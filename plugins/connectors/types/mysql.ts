@@ -5,14 +5,12 @@
  * so a high watermark is the source's own text, compared back by the server. Zero dates
  * (`0000-00-00`) become NULL.
  */
-import { createRequire } from 'node:module';
 import type mysql from 'mysql2';
-import { connectorScript, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorType, type DiscoveredTable } from '../../../sdk/index.js';
+import { connectorScript, requireOnFirstUse, type ConnectorBatch, type ConnectorColumn, type ConnectorReadRequest, type ConnectorType, type DiscoveredTable } from '../../../sdk/index.js';
 import { connectionCause, withTimeout } from './connection-errors.js';
 
 /** mysql2 loads with the first connection, not when the plugin sets up (docs/plugins.md "Activation on demand"). */
-let mysqlDriverModule: typeof mysql | undefined;
-const mysqlDriver = (): typeof mysql => (mysqlDriverModule ??= createRequire(import.meta.url)('mysql2') as typeof mysql);
+const mysqlDriver = requireOnFirstUse<typeof mysql>(import.meta.url, 'mysql2');
 
 export interface MysqlConfig {
   host: string;

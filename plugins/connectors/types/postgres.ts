@@ -8,10 +8,10 @@
  * Syncs take the bulk path (`readCsv`): `COPY (SELECT …) TO STDOUT (FORMAT csv)` streamed
  * through a pipe into DuckDB's CSV reader, so no row is parsed or converted in JS.
  */
-import { createRequire } from 'node:module';
 import type pg from 'pg';
 import {
   connectorScript,
+  requireOnFirstUse,
   type ConnectorBatch,
   type ConnectorColumn,
   type ConnectorCsvColumn,
@@ -23,8 +23,7 @@ import {
 import { connectionCause, withTimeout } from './connection-errors.js';
 
 /** pg loads with the first connection, not when the plugin sets up (docs/plugins.md "Activation on demand"). */
-let pgDriverModule: typeof pg | undefined;
-const pgDriver = (): typeof pg => (pgDriverModule ??= createRequire(import.meta.url)('pg') as typeof pg);
+const pgDriver = requireOnFirstUse<typeof pg>(import.meta.url, 'pg');
 
 export interface PostgresConfig {
   host: string;
