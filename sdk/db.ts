@@ -194,9 +194,11 @@ export interface DatabasePort {
    * order given; for callers that read a whole project (models, lineage). Answers already in the
    * parse cache are taken from it; new ones are not added (thousands would push out the texts
    * the query path repeats). `compact` leaves out null and empty fields (json_serialize_sql's
-   * skip_null and skip_empty: a smaller tree that only a generic walk should read).
+   * skip_null and skip_empty: a smaller tree that only a generic walk should read). Many texts
+   * are parsed by a few queries side by side on separate connections, unless `split` is false:
+   * one query, for a caller that already overlaps its own batches with other work.
    */
-  parseMany(sqls: string[], options?: { compact?: boolean }): Promise<ParsedSql[]>;
+  parseMany(sqls: string[], options?: { compact?: boolean; split?: boolean }): Promise<ParsedSql[]>;
   /** json_deserialize_sql: a (modified) tree back to SQL text. */
   deparse(tree: SerializedSql): Promise<string>;
   /**

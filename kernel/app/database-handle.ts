@@ -40,7 +40,7 @@ export class DatabaseHandle implements DatabasePort {
   parse(sql: string) {
     return this.current().parse(sql);
   }
-  parseMany(sqls: string[], options?: { compact?: boolean }) {
+  parseMany(sqls: string[], options?: { compact?: boolean; split?: boolean }) {
     return this.current().parseMany(sqls, options);
   }
   deparse(tree: SerializedSql) {

@@ -41,8 +41,22 @@ function readParseTree(json: string): any {
   }
 }
 
-/** A parse as `DatabasePort.parse` answers it, from json_serialize_sql's text. */
+/**
+ * A parse as `DatabasePort.parse` answers it, from json_serialize_sql's text. A parse that
+ * succeeded reads its tree on first use: a caller that needs only the text (discovery's
+ * reference scan over thousands of models) never builds it.
+ */
 function parsedFromJson(json: string): ParsedSql {
+  if (json.startsWith('{"error":false,')) {
+    let tree: SerializedSql | undefined;
+    const parsed = { ok: true as const, json } as Extract<ParsedSql, { ok: true }>;
+    Object.defineProperty(parsed, 'tree', {
+      enumerable: true,
+      get: () => (tree ??= readParseTree(json) as SerializedSql),
+      set: (value: SerializedSql) => (tree = value),
+    });
+    return parsed;
+  }
   const tree = readParseTree(json);
   if (!tree.error) return { ok: true, tree: tree as SerializedSql, json };
   const error = String(tree.error_message ?? 'unparseable SQL');
@@ -345,7 +359,7 @@ export class DuckDatabase implements DatabasePort {
     return parsed;
   }
 
-  async parseMany(sqls: string[], options: { compact?: boolean } = {}): Promise<ParsedSql[]> {
+  async parseMany(sqls: string[], options: { compact?: boolean; split?: boolean } = {}): Promise<ParsedSql[]> {
     const out: ParsedSql[] = new Array(sqls.length);
     const missing: number[] = [];
     sqls.forEach((sql, i) => {
@@ -356,7 +370,7 @@ export class DuckDatabase implements DatabasePort {
     if (!missing.length) return out;
     const skip = options.compact ? ', skip_null := true, skip_empty := true' : '';
     // The parser runs on the calling DuckDB thread: a few batches on separate connections use more than one core.
-    const batches = missing.length < 2 * PARSE_BATCH_MIN ? 1 : Math.min(PARSE_BATCHES, Math.ceil(missing.length / PARSE_BATCH_MIN));
+    const batches = options.split === false || missing.length < 2 * PARSE_BATCH_MIN ? 1 : Math.min(PARSE_BATCHES, Math.ceil(missing.length / PARSE_BATCH_MIN));
     const size = Math.ceil(missing.length / batches);
     await Promise.all(
       Array.from({ length: batches }, async (_, b) => {

@@ -14,6 +14,7 @@ import { parseDirectives } from './directives.js';
 import { nativeReferences } from './native.js';
 import { readModelConfig, type ConfigProblem, type Materialization, type ModelConfig } from './materializations.js';
 import { statementBody, lineAt, pivotAnalysisForm } from './sqltext.js';
+import { scanTableReferences } from './reference-scan.js';
 import { tableReferences, type TableRef } from './sqltree.js';
 
 export const TRANSFORM_DIR = 'transform';
@@ -110,8 +111,8 @@ function setParse(file: ModelFile, outcome: ParseOutcome): void {
 
 /** Where parse outcomes survive the process (dp's hidden state folder). */
 export const PARSE_CACHE_FILE = '.dp/model-parse-cache.json';
-/** Texts per parse round trip of a discovery (see Discovery.serialize). */
-const PARSE_CHUNK = 1000;
+/** Texts per parse round trip of a discovery: read, then parsed while the next ones are read (see Discovery.modelFiles). */
+const PARSE_CHUNK = 1250;
 /** How long after a parse the cache file is written (a burst of edits writes it once, never on the request). */
 const CACHE_SAVE_DELAY_MS = 2000;
 /** Bumped when ParseOutcome's meaning changes; a file of another format (or DuckDB version) is ignored. */
@@ -136,7 +137,15 @@ export class Discovery {
 
   constructor(private readonly ctx: PluginContext) {}
 
-  /** Every model file, parsed. Throws on invalid names or @config values, naming the file. */
+  /**
+   * Every model file, parsed. Throws on invalid names or @config values, naming the file.
+   *
+   * New files are read and parsed as a pipeline: each chunk of PARSE_CHUNK bodies goes to
+   * DuckDB's parser as soon as it is read, and the next chunk is read while it parses, so a first
+   * discovery of a large project keeps both the reading thread and the engine busy instead of
+   * reading every file before parsing any. One chunk parses at a time: on a small machine a
+   * second one only takes the core the reading needs.
+   */
   async modelFiles(): Promise<ModelFile[]> {
     const root = this.ctx.project.resolve(TRANSFORM_DIR);
     const files = listFiles(this.ctx.project, TRANSFORM_DIR, '.sql', true);
@@ -144,30 +153,53 @@ export class Discovery {
     const seen = new Set<string>();
     const fresh: ModelFile[] = [];
     const stamps = new Map<ModelFile, Stamp>();
-    // The walk's own stat gives each file's stamp: one stat per file per call.
-    for (const { abs, rel, stamp } of files) {
-      seen.add(abs);
-      const hit = this.models.get(abs);
-      if (hit && sameStamp(hit.stamp, stamp)) {
-        out.push(hit.file);
-        continue;
+    let disk: ParseCacheDoc['entries'] | null = null;
+    const queued = new Set<string>();
+    let chunk: string[] = [];
+    let parsing: Promise<void> = Promise.resolve();
+    const dispatch = () => {
+      const bodies = chunk;
+      chunk = [];
+      parsing = Promise.all([parsing, this.parseBatch(bodies)]).then(() => undefined);
+      // Observed now: a failed parse is rethrown where `parsing` is awaited, never left unhandled.
+      parsing.catch(() => undefined);
+    };
+    try {
+      // The walk's own stat gives each file's stamp: one stat per file per call.
+      for (const { abs, rel, stamp } of files) {
+        seen.add(abs);
+        const hit = this.models.get(abs);
+        if (hit && sameStamp(hit.stamp, stamp)) {
+          out.push(hit.file);
+          continue;
+        }
+        const file = this.readModel(abs, rel, root);
+        stamps.set(file, stamp);
+        fresh.push(file);
+        out.push(file);
+        const key = parseKey(file);
+        if (this.parsed.has(key) || queued.has(key)) continue;
+        disk ??= (await this.loadDiskCache()).entries;
+        const kept = disk[file.content_hash];
+        if (kept) this.parsed.set(key, { parses: kept.parses, refs: kept.refs, query: kept.query ?? file.body, error: kept.error, errorLine: kept.errorLine });
+        else if (!file.dialect) {
+          queued.add(key);
+          chunk.push(file.body);
+          if (chunk.length >= PARSE_CHUNK) {
+            dispatch();
+            // Lets a finished chunk's answer be read (and the next one start) before reading on.
+            await new Promise<void>((resolve) => setImmediate(resolve));
+          }
+        }
       }
-      const file = this.readModel(abs, rel, root);
-      stamps.set(file, stamp);
-      fresh.push(file);
-      out.push(file);
+      if (chunk.length) dispatch();
+    } finally {
+      // Whatever was read or thrown, no parse is left running past this call.
+      await parsing.catch(() => undefined);
     }
+    await parsing;
     for (const key of [...this.models.keys()]) if (!seen.has(key)) this.models.delete(key);
-    if (fresh.length) {
-      const disk = await this.loadDiskCache();
-      for (const file of fresh) {
-        const hit = this.parsed.has(parseKey(file)) ? undefined : disk.entries[file.content_hash];
-        if (hit) this.parsed.set(parseKey(file), { parses: hit.parses, refs: hit.refs, query: hit.query ?? file.body, error: hit.error, errorLine: hit.errorLine });
-      }
-    }
     const unparsedFiles = fresh.filter((f) => !this.parsed.has(parseKey(f)));
-    const unparsed = [...new Set(unparsedFiles.filter((f) => !f.dialect).map((f) => f.body))];
-    if (unparsed.length) await this.parseBatch(unparsed);
     for (const body of new Set(unparsedFiles.filter((f) => f.dialect).map((f) => f.body))) {
       const r = await nativeReferences(body);
       this.parsed.set(parseKey({ body, dialect: 'clickhouse' }), { parses: r.parses, refs: r.refs, query: body, error: r.error, errorLine: null });
@@ -179,7 +211,7 @@ export class Discovery {
       // Cached only once parsed, so a failed parse round trip is retried on the next call.
       this.models.set(file.absPath, { stamp: stamps.get(file)!, file });
     }
-    if (unparsedFiles.length) this.saveDiskCache();
+    if (queued.size || unparsedFiles.length) this.saveDiskCache();
     // Parse outcomes of bodies no file has any more are dropped.
     if (this.parsed.size > this.models.size * 2) {
       const live = new Set([...this.models.values()].map((e) => parseKey(e.file)));
@@ -256,25 +288,11 @@ export class Discovery {
 
   /**
    * What the parser found in each text (references, or the error a model file is shown with).
-   * Parsed in chunks, the next chunk parsing in the engine while this one's references are read,
-   * so that only two chunks of trees are alive at once: holding 10,000 trees at a time made the
-   * garbage collector the largest cost of a first discovery.
+   * Compact trees (no null or empty fields): the reference scan and the generic walk read them
+   * the same, and nothing else does.
    */
   private async serialize(texts: string[]): Promise<Array<ParseOutcome & { notSelect: boolean }>> {
-    const out: Array<ParseOutcome & { notSelect: boolean }> = [];
-    const chunks: string[][] = [];
-    for (let i = 0; i < texts.length; i += PARSE_CHUNK) chunks.push(texts.slice(i, i + PARSE_CHUNK));
-    // Compact trees (no null or empty fields): the reference walk is generic, and nothing else reads them.
-    let next: Promise<ParsedSql[]> | null = chunks.length ? this.ctx.db.parseMany(chunks[0], { compact: true }) : null;
-    for (let c = 0; c < chunks.length; c++) {
-      const parsed = await next!;
-      next = c + 1 < chunks.length ? this.ctx.db.parseMany(chunks[c + 1], { compact: true }) : null;
-      // Observed now: should reading this chunk throw, the next chunk's failure must not become an
-      // unhandled rejection (which ends the process); awaited below, it still throws as before.
-      next?.catch(() => undefined);
-      for (const outcome of this.outcomes(chunks[c], parsed)) out.push(outcome);
-    }
-    return out;
+    return this.outcomes(texts, await this.ctx.db.parseMany(texts, { compact: true, split: false }));
   }
 
   private outcomes(texts: string[], parsed: ParsedSql[]): Array<ParseOutcome & { notSelect: boolean }> {
@@ -287,6 +305,12 @@ export class Discovery {
           p.position !== undefined ? lineAt(text, p.position) : null,
           p.notSelect,
         );
+      }
+      // The references straight from the parser's text, when the scan can answer for the tree.
+      const scanned = scanTableReferences(p.json);
+      if (scanned) {
+        if (scanned.statements !== 1) return failed(`A model must be one query; this file holds ${scanned.statements} statements`, null);
+        return { parses: true, refs: scanned.refs, query: text, notSelect: false, error: null, errorLine: null };
       }
       const statements = p.tree.statements ?? [];
       if (statements.length !== 1) return failed(`A model must be one query; this file holds ${statements.length} statements`, null);
