@@ -263,8 +263,16 @@ export function selectModels(graph: ModelGraph, targets: string[] | null | undef
   return out;
 }
 
-/** The models-only DAG: one node per model, edges upstream → downstream. */
+const dags = new WeakMap<ModelGraph, { nodes: DagNode[]; edges: DagEdge[] }>();
+
+/**
+ * The models-only DAG: one node per model, edges upstream → downstream. Kept per graph (a graph
+ * is kept until a file changes), so a repeated request does not rebuild 10,000 nodes; callers
+ * read it and never change it.
+ */
 export function dagOf(graph: ModelGraph): { nodes: DagNode[]; edges: DagEdge[] } {
+  const kept = dags.get(graph);
+  if (kept) return kept;
   const nodes: DagNode[] = graph.models.map((m) => ({
     id: m.info.full_name,
     type: m.info.kind,
@@ -275,7 +283,9 @@ export function dagOf(graph: ModelGraph): { nodes: DagNode[]; edges: DagEdge[] }
   }));
   const edges: DagEdge[] = [];
   for (const m of graph.models) for (const up of m.upstreamModels) edges.push({ source: graph.byKey.get(up)!.info.full_name, target: m.info.full_name });
-  return { nodes, edges };
+  const dag = { nodes, edges };
+  dags.set(graph, dag);
+  return dag;
 }
 
 /** A binary min-heap of strings (code-unit order, as Array.prototype.sort). */
