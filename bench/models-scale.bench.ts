@@ -260,9 +260,15 @@ function childJson(args: string[]): Promise<{ ms: number; cpu: number }> {
   });
 }
 
-/** `dp serve` of this checkout on a random port; resolves once it listens. */
-async function serve(root: string): Promise<{ url: string; stop: () => Promise<void> }> {
-  const args = [...(process.env.DP_BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.DP_BENCH_PROF}`] : []), path.join(REPO, 'bin', 'dp.js'), 'serve', '--no-scheduler', '--project', root, '--port', '0'];
+/** CPU ms of the `dp serve` engine (every thread, and its main thread alone), read from /proc. */
+interface EngineCpu {
+  all(): number;
+  main(): number;
+}
+
+/** `dp serve` of a checkout (this one by default) on a random port; resolves once it listens. */
+async function serve(root: string, repo = REPO): Promise<{ url: string; stop: () => Promise<void>; cpu: EngineCpu }> {
+  const args = [...(process.env.DP_BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.DP_BENCH_PROF}`] : []), path.join(repo, 'bin', 'dp.js'), 'serve', '--no-scheduler', '--project', root, '--port', '0'];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, DP_LOG_SILENT: '1' } });
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
@@ -279,7 +285,14 @@ async function serve(root: string): Promise<{ url: string; stop: () => Promise<v
       child.on('exit', () => resolve());
       child.kill('SIGTERM');
     });
-  return { url, stop };
+  // `dp serve` is a supervisor and its engine; the engine does the work.
+  const proc = (await import(path.join(REPO, 'scripts', 'proc-cpu.mjs'))) as {
+    childPids(pid: number): number[];
+    processCpuMs(pid: number): number;
+    mainThreadCpuMs(pid: number): number;
+  };
+  const engine = proc.childPids(child.pid!)[0] ?? child.pid!;
+  return { url, stop, cpu: { all: () => proc.processCpuMs(engine), main: () => proc.mainThreadCpuMs(engine) } };
 }
 
 /** Wall milliseconds of a GET and the size of its answer; throws unless 200. */
@@ -297,52 +310,70 @@ async function timedGet(url: string): Promise<{ ms: number; bytes: number; body:
  * issue measured them from outside: without a parse cache (the first start ever) and with the
  * one the first start left (a restart). Baseline in the same rounds: a bare Node process reading,
  * hashing and parsing the same files in one json_serialize_sql query (models-scale-bare.mjs).
+ * With DP_BENCH_COMPARE=<another built checkout>, that checkout's `dp serve` is timed in the same
+ * rounds on the same project, right after this one's, for a before/after in the same minutes.
+ * The first `/api/dag` also reports the engine's CPU (all threads, and its main thread).
  */
 async function serve10k(): Promise<BenchResult[]> {
   const root = servedProject();
   const rounds = Number(process.env.DP_BENCH_ROUNDS ?? 3);
+  const checkouts = [{ label: 'dp serve', repo: REPO }];
+  if (process.env.DP_BENCH_COMPARE) checkouts.push({ label: `dp serve of ${path.resolve(process.env.DP_BENCH_COMPARE)}`, repo: path.resolve(process.env.DP_BENCH_COMPARE) });
   try {
     await createSources(root);
     const bare: number[] = [];
-    const firstDag: number[] = [];
-    const firstLineage: number[] = [];
-    const warmDag: number[] = [];
-    const warmLineage: number[] = [];
+    const times = checkouts.map(() => ({ firstDag: [] as number[], firstDagCpu: [] as number[], firstDagMainCpu: [] as number[], firstLineage: [] as number[], warmDag: [] as number[], warmLineage: [] as number[] }));
     let sizes = { dag: 0, lineage: 0 };
     for (let r = 0; r < rounds; r++) {
       bare.push((await childJson([path.join(REPO, 'bench', 'models-scale-bare.mjs'), root, REPO])).ms);
-      // A first start: neither discovery's parse cache nor lineage's results of the round before.
-      for (const cache of ['model-parse-cache.json', 'lineage-cache.json']) fs.rmSync(path.join(root, '.dp', cache), { force: true });
-      for (const [dagTimes, lineageTimes] of [
-        [firstDag, firstLineage],
-        [warmDag, warmLineage],
-      ] as const) {
-        const server = await serve(root);
-        try {
-          const dag = await timedGet(`${server.url}/api/dag`);
-          const lineage = await timedGet(`${server.url}/api/lineage`);
-          const nodes = (dag.body as { nodes: unknown[] }).nodes.length;
-          const traced = (lineage.body as Array<{ method: string }>).filter((l) => l.method === 'parser').length;
-          if (nodes < SERVE_MODELS || traced !== SERVE_MODELS) throw new Error(`dag has ${nodes} nodes, ${traced} models traced by the parser`);
-          dagTimes.push(dag.ms);
-          lineageTimes.push(lineage.ms);
-          sizes = { dag: dag.bytes, lineage: lineage.bytes };
-        } finally {
-          await server.stop();
+      for (const [c, { repo }] of checkouts.entries()) {
+        const t = times[c]!;
+        // A first start: neither discovery's parse cache nor lineage's results of the round before.
+        for (const cache of ['model-parse-cache.json', 'lineage-cache.json']) fs.rmSync(path.join(root, '.dp', cache), { force: true });
+        for (const first of [true, false]) {
+          const server = await serve(root, repo);
+          try {
+            const cpu0 = server.cpu.all();
+            const main0 = server.cpu.main();
+            const dag = await timedGet(`${server.url}/api/dag`);
+            const dagCpu = server.cpu.all() - cpu0;
+            const dagMainCpu = server.cpu.main() - main0;
+            const lineage = await timedGet(`${server.url}/api/lineage`);
+            const nodes = (dag.body as { nodes: unknown[] }).nodes.length;
+            const traced = (lineage.body as Array<{ method: string }>).filter((l) => l.method === 'parser').length;
+            if (nodes < SERVE_MODELS || traced !== SERVE_MODELS) throw new Error(`dag has ${nodes} nodes, ${traced} models traced by the parser`);
+            if (first) {
+              t.firstDag.push(dag.ms);
+              t.firstDagCpu.push(dagCpu);
+              t.firstDagMainCpu.push(dagMainCpu);
+              t.firstLineage.push(lineage.ms);
+            } else {
+              t.warmDag.push(dag.ms);
+              t.warmLineage.push(lineage.ms);
+            }
+            sizes = { dag: dag.bytes, lineage: lineage.bytes };
+          } finally {
+            await server.stop();
+          }
         }
       }
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const b = median(bare);
-    return [
-      { name: `bare: read + hash + parse the 10,000 files in one json_serialize_sql query (median of ${rounds})`, value: b, unit: 'ms' },
-      { name: 'dp serve, first /api/dag after start, no parse cache', value: median(firstDag), unit: 'ms', target: '< 600 ms', ok: median(firstDag) < 600 },
-      { name: 'the same / bare', value: median(firstDag) / b, unit: 'x' },
-      { name: 'dp serve, then /api/lineage of every model, no lineage cache', value: median(firstLineage), unit: 'ms', target: '< 1000 ms', ok: median(firstLineage) < 1000 },
-      { name: 'dp serve restarted (parse and lineage caches on disk), first /api/dag', value: median(warmDag), unit: 'ms' },
-      { name: 'the same, then /api/lineage', value: median(warmLineage), unit: 'ms' },
-      { name: 'answer sizes, /api/dag and /api/lineage', value: sizes.dag / 1e6, unit: `MB / ${(sizes.lineage / 1e6).toFixed(1)} MB` },
-    ];
+    const results: BenchResult[] = [{ name: `bare: read + hash + parse the 10,000 files in one json_serialize_sql query (median of ${rounds})`, value: b, unit: 'ms' }];
+    for (const [c, { label }] of checkouts.entries()) {
+      const t = times[c]!;
+      results.push(
+        { name: `${label}, first /api/dag after start, no parse cache`, value: median(t.firstDag), unit: 'ms', target: '< 600 ms', ok: median(t.firstDag) < 600 },
+        { name: 'the same / bare', value: median(t.firstDag) / b, unit: 'x' },
+        { name: 'the same: engine CPU, all threads / main thread', value: median(t.firstDagCpu), unit: `ms / ${median(t.firstDagMainCpu)} ms` },
+        { name: `${label}, then /api/lineage of every model, no lineage cache`, value: median(t.firstLineage), unit: 'ms', target: '< 1000 ms', ok: median(t.firstLineage) < 1000 },
+        { name: `${label} restarted (parse and lineage caches on disk), first /api/dag`, value: median(t.warmDag), unit: 'ms' },
+        { name: 'the same, then /api/lineage', value: median(t.warmLineage), unit: 'ms' },
+      );
+    }
+    results.push({ name: 'answer sizes, /api/dag and /api/lineage', value: sizes.dag / 1e6, unit: `MB / ${(sizes.lineage / 1e6).toFixed(1)} MB` });
+    return results;
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }
