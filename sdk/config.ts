@@ -2,25 +2,16 @@
  * project.yml: the kernel's keys (ProjectConfig) and each plugin's own part, declared with
  * `defineConfig()` and read through `ctx.config()` (docs/configuration.md).
  */
-import { createRequire } from 'node:module';
 import type { Static, TSchema } from '@sinclair/typebox';
+import { requireBundled } from './bundled.js';
 import { createEventRef } from './refs.js';
 
 /**
- * TypeBox's builder, from the one-file bundle the build makes (dist/vendor/typebox.cjs): the
- * package is 200 ES modules, and every plugin's module needs it at load. The package itself when
- * there is no bundle (a source checkout before its first build). TypeBox marks its schemas with
- * global symbols (Symbol.for), so schemas from either copy are alike.
+ * TypeBox's builder, from its bundle (dist/vendor/typebox.cjs; see bundled.ts): the package is
+ * 200 ES modules, and every plugin's module needs it at load. TypeBox marks its schemas with
+ * global symbols (Symbol.for), so schemas from the bundle and from the package are alike.
  */
-const Type: typeof import('@sinclair/typebox').Type = (() => {
-  const require = createRequire(import.meta.url);
-  try {
-    return (require('../vendor/typebox.cjs') as typeof import('@sinclair/typebox')).Type;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw e;
-    return (require('@sinclair/typebox') as typeof import('@sinclair/typebox')).Type;
-  }
-})();
+const Type: typeof import('@sinclair/typebox').Type = requireBundled<typeof import('@sinclair/typebox')>(import.meta.url, '../vendor/typebox.cjs', '@sinclair/typebox').module.Type;
 
 export { Type, type Static, type TSchema };
 

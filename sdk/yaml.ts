@@ -1,23 +1,16 @@
 /**
- * The yaml package, from the one-file bundle the build makes (dist/vendor/yaml.cjs): the package
- * is about 80 CommonJS modules, and every command reads project.yml, so resolving and wrapping
- * them one by one was the largest part of a CLI start after DuckDB itself (bench/cli-start). The
- * package itself when there is no bundle (a source checkout before its first build). yaml marks
- * its nodes with global symbols (Symbol.for), so nodes from either copy are alike.
+ * The yaml package, from its bundle (dist/vendor/yaml.cjs; see bundled.ts): the package is about
+ * 80 CommonJS modules, and every command reads project.yml, so resolving and wrapping them one by
+ * one was the largest part of a CLI start after DuckDB itself (bench/cli-start). yaml marks its
+ * nodes with global symbols (Symbol.for), so nodes from the bundle and from the package are alike.
  */
-import Module, { createRequire } from 'node:module';
+import Module from 'node:module';
+import { requireBundled } from './bundled.js';
 
 export const yaml: typeof import('yaml') = (() => {
-  const require = createRequire(import.meta.url);
-  let bundle: typeof import('yaml');
-  try {
-    bundle = require('../vendor/yaml.cjs') as typeof import('yaml');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw e;
-    return require('yaml') as typeof import('yaml');
-  }
-  shareWithPackageRequires(require, bundle);
-  return bundle;
+  const { module: loaded, bundled, require } = requireBundled<typeof import('yaml')>(import.meta.url, '../vendor/yaml.cjs', 'yaml');
+  if (bundled) shareWithPackageRequires(require, loaded);
+  return loaded;
 })();
 
 /**
