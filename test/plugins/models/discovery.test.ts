@@ -195,3 +195,57 @@ describe('the model parse cache on disk (.dp/model-parse-cache.json)', () => {
     assert.deepEqual(await depsOfC(), ['staging.a']);
   });
 });
+
+describe('a discovery of more files than one parse chunk', () => {
+  // 2,600 models: three chunks of 1,250 parse while the next files are read (discovery.ts PARSE_CHUNK).
+  const MODELS = 2_600;
+  let root: string;
+  before(() => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < MODELS; i++) {
+      const sql =
+        i === 0
+          ? 'SELECT 1 AS id'
+          : // A CTE named like a model of another schema, and a reference to an earlier model (chunks apart for most).
+            `WITH m${i} AS (SELECT id FROM layer.m${Math.floor(i / 2)})\nSELECT id FROM m${i} JOIN layer.m${i - 1} USING (id)`;
+      files[`transform/layer/m${i}.sql`] = model('materialized=view, schema=layer', sql);
+    }
+    root = makeProject(files);
+  });
+
+  it('finds every reference, whichever chunk parsed it', async () => {
+    const app = await bootApp(root);
+    try {
+      const models = app.services.get<ModelsService>('models');
+      const list = await models.list();
+      assert.equal(list.length, MODELS);
+      const byName = new Map(list.map((m) => [m.full_name, m]));
+      for (const i of [1, 2, 1249, 1250, 1251, 2500, MODELS - 1]) {
+        assert.deepEqual([...byName.get(`layer.m${i}`)!.depends_on].sort(), [...new Set([`layer.m${Math.floor(i / 2)}`, `layer.m${i - 1}`])].sort(), `layer.m${i}`);
+      }
+      assert.equal((await models.dag()).edges.length, MODELS - 1 + list.filter((m) => m.depends_on.length === 2).length);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('stops at a file it cannot read as a model while earlier chunks parse: the error names the file, nothing is left unhandled', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    // Sorted after every other file: the chunks before it are already parsing when it is read.
+    fs.writeFileSync(path.join(root, 'transform/layer/zz-not-a-name.sql'), 'SELECT 1');
+    // A new engine: no parse kept in memory, none on disk (the first test's cache is written later, if at all).
+    fs.rmSync(path.join(root, '.dp/model-parse-cache.json'), { force: true });
+    const app = await bootApp(root);
+    try {
+      await assert.rejects(app.services.get<ModelsService>('models').list(), (e: { code?: string; message?: string }) => e.code === 'invalid_model_name' && /zz-not-a-name/.test(e.message ?? ''));
+      // Let any rejection that nobody handled surface before looking.
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(unhandled, []);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+      await app.close();
+    }
+  });
+});
