@@ -5,7 +5,8 @@
  * order on its own copy of the database (transform-bare.mjs), process start included on both
  * sides. Rounds alternate so load from other processes hits both alike; wall time and CPU time
  * (user + system of the whole process, DuckDB's threads included, read by bench/cli-start's
- * cpu-report.cjs) are the medians. DP_BENCH_ROUNDS (default 5) sets the rounds.
+ * cpu-report.cjs) are the medians. The same project with anomaly detection off (no profile per
+ * build) runs in the same rounds, to show what the profiles cost. DP_BENCH_ROUNDS (default 5) sets the rounds.
  * Alone: `node scripts/build.mjs && node bench/run.mjs transform-process`; DP_BENCH_REPO=<checkout>
  * times that checkout's `dp` against the same baseline (before and after a change).
  */
@@ -63,19 +64,30 @@ export default async function run(): Promise<BenchResult[]> {
     fs.mkdirSync(project);
     const statementsFile = path.join(root, 'statements.json');
     fs.writeFileSync(statementsFile, JSON.stringify(generate(project)));
-    const dp = [path.join(process.env.DP_BENCH_REPO ?? REPO, 'bin', 'dp.js'), 'transform', '--force', '--project', project];
+    // The same project without anomaly detection's per-build profiles (quality.anomaly_detection), in
+    // the same rounds: what the profiles cost, apart from the engine and every other hook.
+    const unprofiled = path.join(root, 'unprofiled');
+    fs.cpSync(project, unprofiled, { recursive: true });
+    fs.appendFileSync(path.join(unprofiled, 'project.yml'), 'quality:\n  anomaly_detection:\n    enabled: false\n');
+    const dpOf = (dir: string) => [path.join(process.env.DP_BENCH_REPO ?? REPO, 'bin', 'dp.js'), 'transform', '--force', '--project', dir];
+    const dp = dpOf(project);
+    const dpUnprofiled = dpOf(unprofiled);
     const bare = [path.join(REPO, 'bench', 'transform-bare.mjs'), path.join(root, 'bare.duckdb'), statementsFile, REPO];
     // A first run of each builds every table, so each timed round replaces existing tables as a rerun does.
     processTime(dp, root, cpuFile);
+    processTime(dpUnprofiled, root, cpuFile);
     processTime(bare, root, cpuFile);
     const dpRuns: Array<{ ms: number; cpu: number }> = [];
+    const unprofiledRuns: Array<{ ms: number; cpu: number }> = [];
     const bareRuns: Array<{ ms: number; cpu: number }> = [];
     for (let i = 0; i < rounds; i++) {
       dpRuns.push(processTime(dp, root, cpuFile));
+      unprofiledRuns.push(processTime(dpUnprofiled, root, cpuFile));
       bareRuns.push(processTime(bare, root, cpuFile));
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const dpMs = median(dpRuns.map((r) => r.ms));
+    const unprofiledMs = median(unprofiledRuns.map((r) => r.ms));
     const bareMs = median(bareRuns.map((r) => r.ms));
     const dpCpu = median(dpRuns.map((r) => r.cpu));
     const bareCpu = median(bareRuns.map((r) => r.cpu));
@@ -85,6 +97,8 @@ export default async function run(): Promise<BenchResult[]> {
       { name: 'dp / bare, wall time', value: dpMs / bareMs, unit: 'x', target: '<= 1.1', ok: dpMs / bareMs <= 1.1 },
       { name: 'CPU time (all threads): bare / dp', value: bareCpu, unit: `ms / ${dpCpu.toFixed(0)} ms` },
       { name: 'dp / bare, CPU time', value: dpCpu / bareCpu, unit: 'x' },
+      { name: '`dp transform --force` without anomaly detection (no per-build profiles), every other hook', value: unprofiledMs, unit: 'ms' },
+      { name: 'the same / bare, wall time', value: unprofiledMs / bareMs, unit: 'x' },
     ];
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
