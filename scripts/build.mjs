@@ -28,7 +28,13 @@ if (r.status !== 0) {
 const esbuild = await import('esbuild');
 const vendor = join(root, 'dist', 'vendor');
 // yaml is 80 CommonJS modules and every command reads project.yml: sdk/yaml.ts loads the bundle, or the package.
-for (const [pkg, file] of [['@sinclair/typebox', 'typebox.cjs'], ['yaml', 'yaml.cjs']]) {
+// @duckdb/node-api's JavaScript is some 50 modules every command that opens the database loads
+// (kernel/database/duckdb-api.ts): bundled without its native bindings, which stay the package's.
+for (const [pkg, file, external] of [
+  ['@sinclair/typebox', 'typebox.cjs', []],
+  ['yaml', 'yaml.cjs', []],
+  ['@duckdb/node-api', 'duckdb-node-api.cjs', ['@duckdb/node-bindings']],
+]) {
   await esbuild.build({
     entryPoints: [createRequire(import.meta.url).resolve(pkg)],
     bundle: true,
@@ -36,6 +42,7 @@ for (const [pkg, file] of [['@sinclair/typebox', 'typebox.cjs'], ['yaml', 'yaml.
     platform: 'node',
     target: 'node20',
     logLevel: 'warning',
+    external,
     outfile: join(vendor, file),
   });
 }
