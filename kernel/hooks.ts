@@ -1,9 +1,10 @@
-import tapable from 'tapable';
+import { requireBundled } from '../sdk/bundled.js';
 import { DpError } from '../sdk/errors.js';
 import { HOOK_NAMES, KERNEL_HOOKS, type FireableHook, type HookKind, type HookName, type HookTarget, type KernelHooks } from '../sdk/hooks.js';
 import type { PluginManifest } from '../sdk/plugin.js';
 
-const { AsyncSeriesBailHook, AsyncSeriesHook } = tapable;
+// tapable's 15 CommonJS modules as the build's one-file bundle (dist/vendor/tapable.cjs): every process loads them.
+const { AsyncSeriesBailHook, AsyncSeriesHook } = requireBundled<typeof import('tapable')>(import.meta.url, '../vendor/tapable.cjs', 'tapable').module;
 
 type AnyHook = {
   tapPromise(options: { name: string; stage?: number }, fn: (...args: unknown[]) => Promise<unknown>): void;

@@ -28,11 +28,13 @@ if (r.status !== 0) {
 const esbuild = await import('esbuild');
 const vendor = join(root, 'dist', 'vendor');
 // yaml is 80 CommonJS modules and every command reads project.yml: sdk/yaml.ts loads the bundle, or the package.
+// tapable's 15 are the kernel's hooks (kernel/hooks.ts), in every process.
 // @duckdb/node-api's JavaScript is some 50 modules every command that opens the database loads
 // (kernel/database/duckdb-api.ts): bundled without its native bindings, which stay the package's.
 for (const [pkg, file, external] of [
   ['@sinclair/typebox', 'typebox.cjs', []],
   ['yaml', 'yaml.cjs', []],
+  ['tapable', 'tapable.cjs', []],
   ['@duckdb/node-api', 'duckdb-node-api.cjs', ['@duckdb/node-bindings']],
 ]) {
   await esbuild.build({
