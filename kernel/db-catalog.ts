@@ -54,16 +54,17 @@ export class DuckCatalogSource implements CatalogSource {
     const views = filters('view_name', opts, named ? [opts.database!] : []);
     const scope = own(named);
     // Both branches take the same parameters in the same order.
-    const rows = await this.db.all<{ s: string; n: string; k: 'table' | 'view'; e: number | bigint | null; c: string | null; d: string | null }>(
-      `SELECT schema_name AS s, table_name AS n, 'table' AS k, estimated_size AS e, comment AS c, NULL AS d FROM duckdb_tables() WHERE ${scope}${tables.where}
+    const rows = await this.db.all<{ s: string; n: string; k: 'table' | 'view'; e: number | bigint | null; w: number | bigint | null; c: string | null; d: string | null }>(
+      `SELECT schema_name AS s, table_name AS n, 'table' AS k, estimated_size AS e, column_count AS w, comment AS c, NULL AS d FROM duckdb_tables() WHERE ${scope}${tables.where}
        UNION ALL
-       SELECT schema_name, view_name, 'view', NULL, comment, sql FROM duckdb_views() WHERE ${scope}${views.where}
+       SELECT schema_name, view_name, 'view', NULL, NULL, comment, sql FROM duckdb_views() WHERE ${scope}${views.where}
        ORDER BY 1, 2`,
       tables.params,
     );
     return rows.map((r) => {
       const rel: CatalogRelation = { schema: r.s, name: r.n, kind: r.k };
       if (r.e !== null && r.e !== undefined) rel.estimatedRows = Number(r.e);
+      if (r.w !== null && r.w !== undefined) rel.columnCount = Number(r.w);
       if (r.c) rel.comment = r.c;
       if (r.d !== null && r.d !== undefined) rel.definition = r.d;
       return rel;

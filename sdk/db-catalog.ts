@@ -15,6 +15,8 @@ export interface CatalogRelation {
   database?: string;
   /** The engine's estimate of a table's rows, when it keeps one (never counted: reading it costs nothing). */
   estimatedRows?: number;
+  /** A table's number of columns, when the engine's list of relations gives it (DuckDB's does): no read of its columns needed. */
+  columnCount?: number;
   /** The relation's comment (`COMMENT ON`), when it has one. */
   comment?: string;
   /** A view's defining SQL, as the engine keeps it. */

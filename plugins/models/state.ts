@@ -103,16 +103,19 @@ export interface Relation {
 
 /** Every user table and view, by lower-case `schema.name`. */
 export async function readCatalog(ctx: PluginContext): Promise<Map<string, Relation>> {
-  const [relations, columns] = await Promise.all([ctx.db.catalog.relations({ includeInternal: true }), ctx.db.catalog.allColumns({ includeInternal: true })]);
+  const relations = await ctx.db.catalog.relations({ includeInternal: true });
+  // A table's width comes with the list of relations where the engine gives it; otherwise from its columns.
   const width = new Map<string, number>();
-  for (const c of columns) {
-    const key = `${c.schema}.${c.table}`.toLowerCase();
-    width.set(key, (width.get(key) ?? 0) + 1);
+  if (relations.some((r) => r.kind === 'table' && r.columnCount === undefined)) {
+    for (const c of await ctx.db.catalog.allColumns({ includeInternal: true })) {
+      const key = `${c.schema}.${c.table}`.toLowerCase();
+      width.set(key, (width.get(key) ?? 0) + 1);
+    }
   }
   return new Map(
     relations.map((r) => {
       const key = `${r.schema}.${r.name}`.toLowerCase();
-      const signature = r.kind === 'table' ? `${r.estimatedRows ?? 0}:${width.get(key) ?? 0}` : crypto.createHash('md5').update(r.definition ?? '').digest('hex');
+      const signature = r.kind === 'table' ? `${r.estimatedRows ?? 0}:${r.columnCount ?? width.get(key) ?? 0}` : crypto.createHash('md5').update(r.definition ?? '').digest('hex');
       return [key, { kind: r.kind, signature }];
     }),
   );
