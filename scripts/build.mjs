@@ -48,6 +48,26 @@ for (const [pkg, file, external] of [
     outfile: join(vendor, file),
   });
 }
+// string-width (three copies, under cliui and wrap-ansi) builds Intl segmenters and Unicode-property
+// regular expressions when its module loads: about 45 ms of every command's start for a width only
+// help and usage text ask for. Each import of it gets a stand-in that loads it on the first call.
+const lazyStringWidth = {
+  name: 'lazy-string-width',
+  setup(build) {
+    build.onResolve({ filter: /^string-width$/ }, async (args) => {
+      if (args.namespace === 'lazy-string-width') return undefined;
+      const real = await build.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, namespace: 'lazy-string-width' });
+      if (real.errors.length) return { errors: real.errors };
+      return { path: real.path, namespace: 'lazy-string-width' };
+    });
+    // require() of an ES module in a bundle: esbuild initializes it on that call, not at load.
+    build.onLoad({ filter: /.*/, namespace: 'lazy-string-width' }, (args) => ({
+      contents: `export default function stringWidth(...args) { return require(${JSON.stringify(args.path)}).default(...args); }`,
+      resolveDir: root,
+      loader: 'js',
+    }));
+  },
+};
 // yargs finds its translations next to its own module: point the bundle at the package's folder.
 const yargsBundle = await esbuild.build({
   stdin: { contents: "export { default as yargs } from 'yargs'; export { hideBin } from 'yargs/helpers';", resolveDir: root, loader: 'js' },
@@ -58,10 +78,12 @@ const yargsBundle = await esbuild.build({
   logLevel: 'warning',
   write: false,
   outfile: join(vendor, 'yargs.mjs'),
+  plugins: [lazyStringWidth],
 });
 const yargsCode = yargsBundle.outputFiles[0].text;
 const localesAt = /resolve\d*\(__dirname, "\.\.\/\.\.\/\.\.\/locales"\)/;
 if (!localesAt.test(yargsCode)) throw new Error('build: the yargs bundle no longer names its locales folder as expected (scripts/build.mjs)');
+if (/^var \w+ = new Intl\.Segmenter\(/m.test(yargsCode)) throw new Error('build: string-width is no longer loaded on first use in the yargs bundle (scripts/build.mjs)');
 fs.writeFileSync(join(vendor, 'yargs.mjs'), yargsCode.replace(localesAt, 'fileURLToPath(new URL("../../node_modules/yargs/locales/", import.meta.url))'));
 
 // JSON Schema's draft-07 meta-schema as a standalone validator (sdk/json-schema-check.generated.d.ts):
