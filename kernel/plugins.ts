@@ -143,7 +143,10 @@ export function discoverPlugins(options: { projectRoot: string; paths: string[];
     state.set(p.manifest.name, 'done');
     ordered.push(p);
   };
-  for (const p of [...enabled].sort((a, b) => a.manifest.name.localeCompare(b.manifest.name))) visit(p, []);
+  // Code-unit order: for names of the manifest's alphabet (a-z, 0-9, '-') it is localeCompare's,
+  // without the ICU collation data the first localeCompare of a process loads (about 11 ms).
+  const nameOrder = (a: DiscoveredPlugin, b: DiscoveredPlugin) => (a.manifest.name < b.manifest.name ? -1 : a.manifest.name > b.manifest.name ? 1 : 0);
+  for (const p of [...enabled].sort(nameOrder)) visit(p, []);
   return { enabled: ordered, disabled };
 }
 
