@@ -55,7 +55,9 @@ function loadBundle(file: string, require: NodeJS.Require): unknown {
 
 /** Compiles (with V8's cached data when given) and runs a CommonJS file as Node's loader would. */
 function run(file: string, source: string, cachedData: Buffer | undefined, require: NodeJS.Require): unknown {
-  const script = new vm.Script(Module.wrap(source), { filename: file, cachedData });
+  // A dynamic import() in the bundle resolves as it would in a module Node loaded itself.
+  const importModuleDynamically = (vm as unknown as { constants?: { USE_MAIN_CONTEXT_DEFAULT_LOADER?: unknown } }).constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER;
+  const script = new vm.Script(Module.wrap(source), { filename: file, cachedData, ...(importModuleDynamically ? { importModuleDynamically: importModuleDynamically as never } : {}) });
   const mod = new Module(file);
   mod.filename = file;
   mod.paths = (Module as unknown as { _nodeModulePaths(dir: string): string[] })._nodeModulePaths(path.dirname(file));

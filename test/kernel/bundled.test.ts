@@ -45,6 +45,13 @@ describe("the build's bundles and their V8 code caches (sdk/bundled.ts)", () => 
     assert.deepEqual(requireBundled(from, './bundle.cjs', 'no-such-package').module, { value: 2 });
   });
 
+  it('lets a bundle loaded with its cache import() as a module Node loaded would', async () => {
+    const { from, file } = bundleDir("module.exports = () => import('node:path');\n");
+    cacheAsTheBuild(file);
+    const load = requireBundled<() => Promise<typeof import('node:path')>>(from, './bundle.cjs', 'no-such-package').module;
+    assert.equal((await load()).sep, path.sep);
+  });
+
   it('takes the package when there is no bundle', () => {
     const { from } = bundleDir('module.exports = 1;\n');
     const loaded = requireBundled<typeof import('node:path')>(from, './missing.cjs', 'node:path');
