@@ -143,8 +143,9 @@ export class Discovery {
    * New files are read and parsed as a pipeline: each chunk of PARSE_CHUNK bodies goes to
    * DuckDB's parser as soon as it is read, and the next chunk is read while it parses, so a first
    * discovery of a large project keeps both the reading thread and the engine busy instead of
-   * reading every file before parsing any. One chunk parses at a time: on a small machine a
-   * second one only takes the core the reading needs.
+   * reading every file before parsing any. Each chunk is one query (no split over connections),
+   * sent as soon as it is read: waiting for the one before would leave the engine idle whenever
+   * the reading thread had not yet come back to the event loop (bench/README "Item 2").
    */
   async modelFiles(): Promise<ModelFile[]> {
     const root = this.ctx.project.resolve(TRANSFORM_DIR);
