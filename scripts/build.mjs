@@ -31,12 +31,13 @@ const vendor = join(root, 'dist', 'vendor');
 // tapable's 15 are the kernel's hooks (kernel/hooks.ts), in every process.
 // @duckdb/node-api's JavaScript is some 50 modules every command that opens the database loads
 // (kernel/database/duckdb-api.ts): bundled without its native bindings, which stay the package's.
-for (const [pkg, file, external] of [
+const commonJsBundles = [
   ['@sinclair/typebox', 'typebox.cjs', []],
   ['yaml', 'yaml.cjs', []],
   ['tapable', 'tapable.cjs', []],
   ['@duckdb/node-api', 'duckdb-node-api.cjs', ['@duckdb/node-bindings']],
-]) {
+];
+for (const [pkg, file, external] of commonJsBundles) {
   await esbuild.build({
     entryPoints: [createRequire(import.meta.url).resolve(pkg)],
     bundle: true,
@@ -158,7 +159,7 @@ if (cliReference.status !== 0) {
 }
 // V8's code cache of each CommonJS bundle (sdk/bundled.ts): written by a plain `node`, as a dp
 // command runs, after the bundle ran once, so a command compiles none of it again.
-const bundles = ['typebox.cjs', 'yaml.cjs', 'tapable.cjs', 'duckdb-node-api.cjs'].map((file) => join(vendor, file));
+const bundles = commonJsBundles.map(([, file]) => join(vendor, file));
 const codeCache = spawnSync(
   process.execPath,
   ['--input-type=module', '-e', `const { writeCodeCache } = await import(${JSON.stringify(pathToFileURL(join(root, 'dist', 'sdk', 'bundled.js')).href)}); for (const file of ${JSON.stringify(bundles)}) writeCodeCache(file);`],

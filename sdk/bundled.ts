@@ -33,9 +33,6 @@ export function requireBundled<T>(from: string, bundle: string, packageId: strin
 const CODE_CACHE_SUFFIX = '.v8cache';
 const HASH_BYTES = 32;
 
-/** The scripts compiled here, for writeCodeCache. */
-const compiled = new Map<string, vm.Script>();
-
 const sourceHash = (source: string) => crypto.createHash('sha256').update(source).digest();
 
 /** A bundle loaded as `require` would (one module in Node's cache, its own `require`), compiled with its code cache when it has a valid one. */
@@ -50,11 +47,11 @@ function loadBundle(file: string, require: NodeJS.Require): unknown {
   }
   const source = fs.readFileSync(file, 'utf8');
   if (cache.length <= HASH_BYTES || !cache.subarray(0, HASH_BYTES).equals(sourceHash(source))) return require(file);
-  return run(file, source, cache.subarray(HASH_BYTES), require);
+  return run(file, source, cache.subarray(HASH_BYTES), require).exports;
 }
 
-/** Compiles (with V8's cached data when given) and runs a CommonJS file as Node's loader would. */
-function run(file: string, source: string, cachedData: Buffer | undefined, require: NodeJS.Require): unknown {
+/** Compiles (with V8's cached data when given) and runs a CommonJS file as Node's loader would; the script is for writeCodeCache. */
+function run(file: string, source: string, cachedData: Buffer | undefined, require: NodeJS.Require): { exports: unknown; script: vm.Script } {
   // A dynamic import() in the bundle resolves as it would in a module Node loaded itself.
   const importModuleDynamically = (vm as unknown as { constants?: { USE_MAIN_CONTEXT_DEFAULT_LOADER?: unknown } }).constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER;
   const script = new vm.Script(Module.wrap(source), { filename: file, cachedData, ...(importModuleDynamically ? { importModuleDynamically: importModuleDynamically as never } : {}) });
@@ -70,20 +67,17 @@ function run(file: string, source: string, cachedData: Buffer | undefined, requi
     throw e;
   }
   mod.loaded = true;
-  compiled.set(file, script);
-  return mod.exports;
+  return { exports: mod.exports, script };
 }
 
 /**
- * For the build: runs a bundle once in this process (compiled here if it is not yet) and writes
- * V8's code cache of it beside it, with the functions its load compiled.
+ * For the build: runs a bundle once in this process and writes V8's code cache of it beside it,
+ * with the functions its load compiled.
  */
 export function writeCodeCache(file: string): void {
-  if (!compiled.has(file)) {
-    const require = createRequire(file);
-    delete require.cache[file];
-    run(file, fs.readFileSync(file, 'utf8'), undefined, require);
-  }
+  const require = createRequire(file);
+  delete require.cache[file];
   const source = fs.readFileSync(file, 'utf8');
-  fs.writeFileSync(file + CODE_CACHE_SUFFIX, Buffer.concat([sourceHash(source), compiled.get(file)!.createCachedData()]));
+  const { script } = run(file, source, undefined, require);
+  fs.writeFileSync(file + CODE_CACHE_SUFFIX, Buffer.concat([sourceHash(source), script.createCachedData()]));
 }
