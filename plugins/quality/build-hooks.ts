@@ -1,5 +1,5 @@
 /** What the quality plugin does as models build and runs end: assertions, profiles, anomalies, alerts. */
-import { AFTER_MODEL_BUILD, AFTER_TRANSFORM, errorMessage, PIPELINE_END, type AssertionOutcome, type PluginContext } from '../../sdk/index.js';
+import { AFTER_MODEL_BUILD, AFTER_TRANSFORM, errorMessage, MODEL_END, PIPELINE_END, TRANSFORM_END, TRANSFORM_START, type AssertionOutcome, type PluginContext } from '../../sdk/index.js';
 import type { AlertDispatcher } from './alerts.js';
 import { detectAnomalies, type AnomalyReport, type AnomalySettings } from './anomalies.js';
 import { evaluateAssertions, recordAssertionResults, summarizeOutcome } from './assertions.js';
@@ -60,6 +60,24 @@ export function tapBuildHooks(ctx: PluginContext, alerts: AlertDispatcher, recor
     // Build time and profile are recorded by the recorder's worker, beside the next builds.
     recorder.add({ model: b.model, schema: b.schema, table: b.name, status: b.status, runId: b.runId, builtAt: utcNow(), profile: anomalySettings().enabled });
   });
+
+  // A run's builds are all queued once its last planned model has ended (MODEL_END follows the
+  // model's afterModelBuild): its last batch starts then, beside the run's own record, instead of
+  // after it when afterTransform asks.
+  const unended = new Map<string, number>();
+  ctx.events.on(TRANSFORM_START, ({ payload: p }) => {
+    if (p.models > 0) unended.set(p.run_id, p.models);
+  });
+  ctx.events.on(MODEL_END, ({ payload: p }) => {
+    const n = unended.get(p.run_id);
+    if (n === undefined) return;
+    if (n > 1) unended.set(p.run_id, n - 1);
+    else {
+      unended.delete(p.run_id);
+      recorder.allQueued(p.run_id);
+    }
+  });
+  ctx.events.on(TRANSFORM_END, ({ payload: p }) => void unended.delete(p.run_id));
 
   ctx.tap(AFTER_TRANSFORM, async (run) => {
     await recorder.settled(run.runId);

@@ -10,9 +10,10 @@
  * costs a few statements per batch instead of several per model.
  *
  * Batches are worth making large: DuckDB profiles 25 small tables in one UNION ALL for about a
- * third of what 25 separate statements cost (each distinct count has a fixed setup cost). So the
- * worker starts a batch once MIN_BATCH builds wait, or someone waits for them (`settled`,
- * `drain`), or the oldest has waited MAX_WAIT_MS.
+ * third of what 25 separate statements cost (each distinct count has a fixed setup cost), and
+ * fewer batches contend less with the builds still running. So the worker starts a batch once
+ * MIN_BATCH builds wait, or someone waits for them (`settled`, `drain`), or the oldest has waited
+ * MAX_WAIT_MS.
  *
  * `settled(runId)` resolves once every build of a run is recorded; afterTransform awaits it before
  * comparing profiles, so a transform resolves only when its records are complete.
@@ -30,14 +31,25 @@ const KEPT_RUNS = 4;
 
 /** Upper bound of builds recorded by one statement. */
 export const MAX_BATCH = 100;
-/** Builds that start a batch at once. */
-export const MIN_BATCH = 25;
-/** How long a build waits for others to share its batch when nobody waits for it. */
-export const MAX_WAIT_MS = 100;
+/**
+ * Builds that start a batch at once. Full batches, not small ones: each batch's fingerprint query
+ * and transaction compete with the builds still running for the same cores and DuckDB's commit,
+ * and a 200-model run recorded in 2 batches costs about 300 ms less CPU than in 9
+ * (bench/README.md "Transform overhead: fewer, fuller record batches").
+ */
+export const MIN_BATCH = MAX_BATCH;
+/**
+ * How long a build waits for others to share its batch when nobody waits for it. A transform
+ * waits for its builds' records when it ends (afterTransform), so this bounds only how late a
+ * record of a long run shows before the run ends.
+ */
+export const MAX_WAIT_MS = 1000;
 
 interface Pending {
   count: number;
   waiters: Array<() => void>;
+  /** Every build of the run is queued (`allQueued`): nothing more will share its batch. */
+  complete?: boolean;
 }
 
 export class BuildRecorder {
@@ -68,6 +80,17 @@ export class BuildRecorder {
     this.pending.set(key, p);
     if (this.queue.length >= MIN_BATCH) this.wake?.();
     this.kick();
+  }
+
+  /**
+   * Says every build of `runId` is queued: its last batch starts now, without waiting for company
+   * or for the run's end (afterTransform comes only after the run's own record is written).
+   */
+  allQueued(runId: string): void {
+    const p = this.pending.get(runId);
+    if (!p) return;
+    p.complete = true;
+    this.wake?.();
   }
 
   /** Resolves once every build of `runId` queued so far is recorded (or its recording failed and was logged). */
@@ -115,10 +138,10 @@ export class BuildRecorder {
     }
   }
 
-  /** True when someone waits for builds still queued. */
+  /** True when someone waits for builds still queued, or a run's builds are all queued. */
   private awaited(): boolean {
     if (this.draining > 0) return true;
-    for (const p of this.pending.values()) if (p.waiters.length) return true;
+    for (const p of this.pending.values()) if (p.waiters.length || p.complete) return true;
     return false;
   }
 

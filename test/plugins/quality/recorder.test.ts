@@ -175,14 +175,15 @@ describe('quality: build recorder', () => {
     const { ctx, statements } = countingContext(app);
     const recorder = new BuildRecorder(ctx);
     const tick = () => new Promise((resolve) => setImmediate(resolve));
-    for (let i = 0; i < MIN_BATCH; i++) recorder.add(build(`r.t${i}`, 'company'));
+    await app.db.run(`CREATE SCHEMA company; ${Array.from({ length: MIN_BATCH + 3 }, (_, i) => `CREATE TABLE company.t${i} AS SELECT ${i} AS x;`).join('\n')}`);
+    for (let i = 0; i < MIN_BATCH; i++) recorder.add(build(`company.t${i}`, 'company'));
     await tick();
     for (let i = MIN_BATCH; i < MIN_BATCH + 3; i++) {
-      recorder.add(build(`r.t${i}`, 'company'));
+      recorder.add(build(`company.t${i}`, 'company'));
       await tick();
     }
     await recorder.settled('company');
-    // Each batch fingerprints its relations in one query (these were profiled before, so their profiles are copied).
+    // Each batch fingerprints its relations in one query.
     const batches = statements.filter((s) => s.kind === 'all' && !s.sql.startsWith('catalog.') && !s.sql.includes('PARTITION BY p.model')).map((s) => (s.sql.match(/ AS k, CAST\(count/g) ?? []).length);
     assert.deepEqual(batches, [MIN_BATCH, 3], 'the late builds shared one batch');
     assert.equal((await storedProfiles(app, 'company')).size, MIN_BATCH + 3);
