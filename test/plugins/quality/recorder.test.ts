@@ -202,6 +202,26 @@ describe('quality: build recorder', () => {
     await waitUntil(async () => (await storedProfiles(app, 'lone')).size === 1, 'the lone build to be recorded');
   });
 
+  it('the builds of a run said to be all queued are recorded at once, without waiting for company', async () => {
+    // The clock never moves: only allQueued can start a batch of fewer than MIN_BATCH builds.
+    const clock = new FakeClock(Date.now());
+    const { ctx } = countingContext(app, clock);
+    const recorder = new BuildRecorder(ctx);
+    // Said before the worker looks at the queue (as when a batch is being recorded while the run's
+    // last model ends): the worker must not start waiting for company afterwards.
+    recorder.add(build('r.t10', 'all-queued'));
+    recorder.add(build('r.t11', 'all-queued'));
+    recorder.allQueued('all-queued');
+    await waitUntil(async () => (await storedProfiles(app, 'all-queued')).size === 2, 'the run to be recorded');
+    // Another run being complete does not start this one's batch.
+    recorder.add(build('r.t12', 'later'));
+    recorder.allQueued('another-run');
+    await waitUntil(() => clock.pending === 1, 'the recorder to wait for more builds');
+    assert.equal((await storedProfiles(app, 'later')).size, 0);
+    recorder.allQueued('later');
+    await waitUntil(async () => (await storedProfiles(app, 'later')).size === 1, 'the later run to be recorded');
+  });
+
   it('a rebuilt relation with the same content takes over its last profile; a changed one is profiled again', async () => {
     await app.db.run(`CREATE TABLE r.fp AS SELECT range AS id, range % 5 AS g, CASE WHEN range % 7 = 0 THEN NULL ELSE 'x' || (range % 3) END AS s FROM range(1000)`);
     const { ctx, statements, logged } = countingContext(app);
