@@ -11,6 +11,7 @@
  * model's row in `_service.model_state` is written in it too (state survives a killed run).
  */
 import crypto from 'node:crypto';
+import os from 'node:os';
 import {
   AFTER_MODEL_BUILD,
   AFTER_TRANSFORM,
@@ -54,14 +55,19 @@ export function newRunId(): string {
 }
 
 /**
- * Models built at once, whatever the machine's cores (dbt's usual `threads: 4`, SQLMesh's
- * `concurrent_tasks`). Each build also waits on its commit (the write-ahead log, DuckDB's commit
- * lock), so on a 2-core machine 4 at a time keep both cores busy where 2 left them idle: a forced
- * run of 200 small models took 1.14x a bare process's time at 2 and 1.02x at 4, with less CPU, and
- * CPU-bound models of 2 million rows were no slower (bench/README.md "Transform overhead: four
- * builds at a time"). DuckDB's memory limit is shared by them, and each query still uses every thread.
+ * Models built at once. A one-shot command (`dp transform`) has the machine to itself: 4,
+ * whatever its cores (dbt's usual `threads: 4`, SQLMesh's `concurrent_tasks`). Each build also
+ * waits on its commit (the write-ahead log, DuckDB's commit lock), so on a 2-core machine 4 at a
+ * time keep both cores busy where 2 left them idle: a forced run of 200 small models took 1.14x a
+ * bare process's time at 2 and 1.02x at 4, with less CPU, and CPU-bound models of 2 million rows
+ * were no slower (bench/README.md "Transform overhead: four builds at a time"). `dp serve` keeps
+ * one per core, between 2 and 4: its transforms share a small machine with the interactive
+ * queries it answers meanwhile, whose p99 during a transform on 2 cores rose from 80–115 to
+ * 130–140 ms at 4 at a time (bench/mixed-load.mjs).
  */
-const DEFAULT_CONCURRENCY = 4;
+function defaultConcurrency(ctx: PluginContext): number {
+  return ctx.serving ? Math.max(2, Math.min(4, os.cpus().length)) : 4;
+}
 
 /**
  * The statement(s) that rebuild a model from scratch (run in one transaction with its state
@@ -235,7 +241,7 @@ export async function runTransform(ctx: PluginContext, graph: ModelGraph, option
     ordered = await runInDependencyOrder(queue, {
       key: (m) => keyOf(m.info.full_name),
       dependsOn: (m) => m.upstreamModels,
-      concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
+      concurrency: options.concurrency ?? defaultConcurrency(ctx),
       async run(m) {
         let conn = idle.pop();
         if (!conn) {
