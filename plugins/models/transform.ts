@@ -65,7 +65,7 @@ export function newRunId(): string {
  * queries it answers meanwhile, whose p99 during a transform on 2 cores rose from 80–115 to
  * 130–140 ms at 4 at a time (bench/mixed-load.mjs).
  */
-function defaultConcurrency(ctx: PluginContext): number {
+export function defaultConcurrency(ctx: Pick<PluginContext, 'serving'>): number {
   return ctx.serving ? Math.max(2, Math.min(4, os.cpus().length)) : 4;
 }
 
