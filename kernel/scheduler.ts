@@ -2,7 +2,8 @@
  * The kernel's scheduler behind `ctx.scheduler` (sdk/scheduler.ts): one timer per task, armed
  * for its next cron run; a task still running when its next tick comes is skipped (never two at
  * once); a run past its `timeoutMs` is aborted; a bad expression is logged naming its task and
- * listed with its error while the others run. The app starts it after every plugin's onStart
+ * listed with its error while the others run (read when the scheduler starts or lists, not when
+ * a task is added: see `check`). The app starts it after every plugin's onStart
  * (when the process may work on the wall clock) and stops it before the first onBeforeStop:
  * timers cleared, running tasks aborted through their signal.
  *
@@ -35,6 +36,8 @@ interface Entry {
   controller?: AbortController;
   /** Settles when the running run does. */
   run?: Promise<void>;
+  /** Its expression was read (see `check`). */
+  checked: boolean;
 }
 
 export class Scheduler {
@@ -65,12 +68,28 @@ export class Scheduler {
       this.log.error(`schedule '${task.id}' is registered twice; the second is ignored`, { plugin: owner });
       return;
     }
-    const problem = cronProblem(task.cron);
-    const status: ScheduleStatus = { name: task.id, kind: task.kind ?? 'job', cron: task.cron, next_run: null, running: false, last_run: null, last_status: null, skipped: 0, ...(problem ? { error: problem } : {}) };
-    if (problem) this.log.error(`schedule '${task.id}' will not run: ${problem}`, { plugin: owner });
-    const entry: Entry = { task, owner, status };
+    const status: ScheduleStatus = { name: task.id, kind: task.kind ?? 'job', cron: task.cron, next_run: null, running: false, last_run: null, last_status: null, skipped: 0 };
+    const entry: Entry = { task, owner, status, checked: false };
     this.entries.set(task.id, entry);
-    if (this.started && !problem) this.arm(entry, this.clock.now());
+    if (this.started && this.check(entry)) this.arm(entry, this.clock.now());
+  }
+
+  /**
+   * Whether a task's expression is valid, read once: when the scheduler starts (or the task comes
+   * after that) or its status is listed, not when the task is added, so a process that never
+   * starts the scheduler (a CLI command, `dp serve --no-scheduler`) never loads cron-parser and its
+   * date library. A bad one is logged naming its task and kept with its error.
+   */
+  private check(entry: Entry): boolean {
+    if (!entry.checked) {
+      entry.checked = true;
+      const problem = cronProblem(entry.task.cron);
+      if (problem) {
+        entry.status.error = problem;
+        this.log.error(`schedule '${entry.task.id}' will not run: ${problem}`, { plugin: entry.owner });
+      }
+    }
+    return entry.status.error === undefined;
   }
 
   /** Drops a task (a run it started finishes on its own); false when there is none by that id. */
@@ -90,7 +109,7 @@ export class Scheduler {
     if (this.started) return;
     this.started = true;
     const now = this.clock.now();
-    for (const entry of this.entries.values()) if (!entry.status.error) this.arm(entry, now);
+    for (const entry of this.entries.values()) if (this.check(entry)) this.arm(entry, now);
   }
 
   /** Clears every timer and aborts running tasks; they finish on their own (`settled` waits for them). */
@@ -112,7 +131,10 @@ export class Scheduler {
   }
 
   list(): ScheduleStatus[] {
-    return [...this.entries.values()].map((e) => ({ ...e.status }));
+    return [...this.entries.values()].map((e) => {
+      this.check(e);
+      return { ...e.status };
+    });
   }
 
   private disarm(entry: Entry): void {

@@ -101,4 +101,22 @@ describe('kernel scheduler', () => {
     assert.equal(app.services.get<ScheduledDemo>(SCHEDULED_DEMO).runs.length, 0);
     await app.close();
   });
+
+  it('reads an expression when it starts or lists, not when a task is added (a process that never starts it never loads cron-parser)', async () => {
+    const clock = new FakeClock(T0);
+    const errors: string[] = [];
+    const scheduler = new Scheduler({ ...quietLog, error: (m: string) => void errors.push(m) }, clock);
+    scheduler.add({ id: 'job:bad', cron: '0 25 * * *', run: async () => assert.fail('never runs') });
+    assert.deepEqual(errors, [], 'nothing read yet');
+    const [listed] = scheduler.list();
+    assert.match(listed.error!, /'0 25 \* \* \*' is not a valid cron expression/);
+    assert.equal(errors.length, 1, 'read once, when listed');
+    scheduler.list();
+    scheduler.start();
+    assert.equal(errors.length, 1, 'and never read again');
+    // Added once it runs: read at once, armed when valid.
+    scheduler.add({ id: 'job:late', cron: '* * * * *', run: async () => {} });
+    assert.notEqual(scheduler.list().find((t) => t.name === 'job:late')!.next_run, null);
+    scheduler.stop();
+  });
 });
